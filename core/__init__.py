@@ -1,0 +1,1 @@
+"""BERT Lens core: models, one forward pass, analyses, training and jobs. Never imports streamlit."""

@@ -1,0 +1,41 @@
+"""`python -m core SUBCOMMAND ...`: the command-line twin of each page.
+
+Each module in core/commands/ defines `register(subparsers)`, adding its subcommand(s) with a `func`
+default that takes the parsed arguments and returns an exit code. Modules are found automatically, so a
+new analysis adds a file there and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+import core.commands
+from core.models import ModelUnavailable
+from core.progress import Cancelled
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="BERT Lens from the command line.")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
+        importlib.import_module(f"core.commands.{info.name}").register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ModelUnavailable, ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Cancelled as err:
+        print(f"cancelled: {err}", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Turning one input's attentions into the matrix a person looks at: pick heads, filter by sentence,
+hide special tokens, merge word pieces into words. Pure functions over numpy arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import numpy as np
+
+PairFilter = Literal["all", "A→A", "A→B", "B→A", "B→B"]
+PAIR_FILTERS: tuple[str, ...] = ("all", "A→A", "A→B", "B→A", "B→B")
+
+
+@dataclass(frozen=True)
+class AttentionView:
+    """A [query, key] attention matrix with the labels and positions of its rows and columns.
+
+    weights           [Q, K] float32; row q is how query q spreads its attention over the keys shown
+    query_labels      [Q] unique labels "index·text" (index = token or word position in the full input)
+    key_labels        [K]
+    renormalised      True when hidden keys' mass was redistributed so each full row sums to 1 again
+    """
+
+    weights: np.ndarray
+    query_labels: tuple[str, ...]
+    key_labels: tuple[str, ...]
+    layer: int
+    heads: tuple[int, ...]
+    renormalised: bool
+    word_level: bool
+    pair_filter: str
+
+
+def average_heads(attentions: np.ndarray, layer: int, heads: Sequence[int]) -> np.ndarray:
+    """Mean over the chosen heads of one layer: attentions [layer, head, query, key] -> [query, key]."""
+    if not heads:
+        raise ValueError("Pick at least one head.")
+    n_layers, n_heads = attentions.shape[:2]
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"Layer {layer} does not exist; the model has layers 0..{n_layers - 1}.")
+    bad = [h for h in heads if not 0 <= h < n_heads]
+    if bad:
+        raise ValueError(f"Head(s) {bad} do not exist; the model has heads 0..{n_heads - 1}.")
+    return attentions[layer, list(heads)].mean(axis=0)
+
+
+def merge_word_pieces(weights: np.ndarray, word_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Token-level [T, T] -> word-level [U, U], where U counts words plus each special token on its own.
+
+    Attention *to* a word is the sum over its pieces (mass is preserved, rows still sum to 1);
+    attention *from* a word is the mean over its pieces. Returns (merged, unit_of_token [T]).
+    """
+    units: list[tuple[str, int]] = []
+    unit_of_token = np.empty(len(word_ids), dtype=np.int64)
+    for t, w in enumerate(word_ids):
+        key = ("word", int(w)) if w >= 0 else ("token", t)
+        if not units or units[-1] != key:
+            units.append(key)
+        unit_of_token[t] = len(units) - 1
+    n_units = len(units)
+    onehot = np.zeros((len(word_ids), n_units), dtype=np.float64)
+    onehot[np.arange(len(word_ids)), unit_of_token] = 1.0
+    to_units = weights.astype(np.float64) @ onehot  # sum over key pieces
+    merged = (onehot.T @ to_units) / onehot.sum(axis=0)[:, None]  # mean over query pieces
+    return merged.astype(np.float32), unit_of_token
+
+
+def drop_keys_and_queries(weights: np.ndarray, keep: np.ndarray, renormalise: bool) -> np.ndarray:
+    """Remove rows and columns where keep is False; optionally rescale rows to sum to 1 again."""
+    kept = weights[np.ix_(keep, keep)]
+    if renormalise:
+        sums = kept.sum(axis=1, keepdims=True)
+        kept = np.divide(kept, sums, out=np.zeros_like(kept), where=sums > 0)
+    return kept
+
+
+def pair_masks(segment_ids: np.ndarray, pair_filter: str) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean (query rows, key columns) to show for a sentence-pair filter such as "A→B"."""
+    if pair_filter not in PAIR_FILTERS:
+        raise ValueError(f"Unknown filter {pair_filter!r}; use one of {', '.join(PAIR_FILTERS)}.")
+    every = np.ones(len(segment_ids), dtype=bool)
+    if pair_filter == "all":
+        return every, every
+    source, target = pair_filter.split("→")
+    segment = {"A": 0, "B": 1}
+    return segment_ids == segment[source], segment_ids == segment[target]
+
+
+def attention_view(
+    encoding,
+    layer: int,
+    heads: Sequence[int],
+    *,
+    pair_filter: str = "all",
+    hide_special: bool = False,
+    word_level: bool = False,
+) -> AttentionView:
+    """The matrix to draw for one Encoding, in this order: average heads, merge pieces into words,
+    hide special tokens (renormalising rows), then keep the rows and columns of the pair filter
+    (not renormalised: A→B shows how much of A's attention goes to B)."""
+    weights = average_heads(encoding.attentions, layer, heads)
+    labels = [t for t in encoding.tokens]
+    positions = np.arange(len(labels))
+    segments = np.asarray(encoding.segment_ids)
+    special = np.asarray(encoding.special_mask)
+    if word_level:
+        weights, unit_of_token = merge_word_pieces(weights, encoding.word_ids)
+        first_token = np.unique(unit_of_token, return_index=True)[1]
+        labels = [
+            encoding.words[encoding.word_ids[t]] if encoding.word_ids[t] >= 0 else encoding.tokens[t]
+            for t in first_token
+        ]
+        positions, segments, special = np.arange(len(first_token)), segments[first_token], special[first_token]
+    if hide_special:
+        keep = ~special
+        weights = drop_keys_and_queries(weights, keep, renormalise=True)
+        labels = [label for label, k in zip(labels, keep) if k]
+        positions, segments = positions[keep], segments[keep]
+    rows, cols = pair_masks(segments, pair_filter)
+    weights = weights[np.ix_(rows, cols)]
+    full_labels = [f"{p}·{label}" for p, label in zip(positions, labels)]
+    return AttentionView(
+        weights=np.ascontiguousarray(weights, dtype=np.float32),
+        query_labels=tuple(lab for lab, r in zip(full_labels, rows) if r),
+        key_labels=tuple(lab for lab, c in zip(full_labels, cols) if c),
+        layer=layer,
+        heads=tuple(heads),
+        renormalised=hide_special,
+        word_level=word_level,
+        pair_filter=pair_filter,
+    )
+
+
+def head_entropy(attentions: np.ndarray) -> np.ndarray:
+    """Mean entropy (nats) of each head's attention rows: [layer, head, query, key] -> [layer, head]."""
+    p = np.clip(attentions.astype(np.float64), 1e-12, 1.0)
+    return (-(p * np.log(p)).sum(axis=-1)).mean(axis=-1)

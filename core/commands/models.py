@@ -1,0 +1,61 @@
+"""`models`, `download` and `encode`: the foundation's subcommands."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from core.encoding import encode
+from core.models import available_models, download, load_model
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("models", help="list models that load offline")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_models)
+
+    p = subparsers.add_parser("download", help="fetch a hub model into models_cache/ ahead of time")
+    p.add_argument("ref", help="hub id, e.g. bert-base-uncased")
+    p.set_defaults(func=run_download)
+
+    p = subparsers.add_parser("encode", help="one forward pass; arrays to an .npz file")
+    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    p.add_argument("--text", required=True, help="sentence A")
+    p.add_argument("--text-b", default=None, help="sentence B (optional)")
+    p.add_argument("--out", required=True, help="output .npz path")
+    p.set_defaults(func=run_encode)
+
+
+def run_models(args) -> int:
+    entries = available_models()
+    if args.json:
+        print(json.dumps([e.__dict__ for e in entries], indent=2))
+    else:
+        for e in entries:
+            print(f"{e.name}\t{e.source}\t{e.path}")
+        if not entries:
+            print("no models available offline; with internet: python -m core download bert-base-uncased")
+    return 0
+
+
+def run_download(args) -> int:
+    print(download(args.ref))
+    return 0
+
+
+def run_encode(args) -> int:
+    lm = load_model(args.model)
+    item = (args.text, args.text_b) if args.text_b is not None else args.text
+    enc = encode(lm, item)
+    np.savez_compressed(
+        args.out,
+        attentions=enc.attentions,
+        hidden_states=enc.hidden_states,
+        tokens=np.array(enc.tokens),
+        segment_ids=enc.segment_ids,
+        word_ids=enc.word_ids,
+    )
+    note = f" (truncated: {enc.n_truncated} tokens dropped)" if enc.truncated else ""
+    print(f"{args.out}: {enc.n_tokens} tokens, attentions {enc.attentions.shape}{note}")
+    return 0

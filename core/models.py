@@ -1,0 +1,247 @@
+"""Finding and loading BERT-family encoders: hub ids, local folders, and fine-tuned runs.
+
+Weights load from safetensors only and never with remote code. A model that is neither on disk nor
+reachable fails within a few seconds (transformers on its own retries for ~26 s offline) with an error
+that lists what *is* available.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from core import settings
+
+# Encoder-only families whose eager attention returns per-head probabilities.
+SUPPORTED_MODEL_TYPES = frozenset(
+    {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet"}
+)
+# What a hub download fetches: configs, tokenizer files and safetensors weights, never pickles.
+HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]
+HUB_CONNECT_TIMEOUT_S = 3.0
+
+
+class ModelUnavailable(RuntimeError):
+    """The model could not be found locally nor fetched; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model that loads without the network."""
+
+    name: str  # what to pass to load_model
+    source: str  # "hub-cache", "run", or "local"
+    path: str
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """An encoder in eval mode plus its fast tokenizer. Shared between users: never mutate it."""
+
+    ref: str
+    path: str
+    source: str
+    model: object  # transformers.PreTrainedModel
+    tokenizer: object  # transformers.PreTrainedTokenizerFast
+    device: str
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def num_layers(self) -> int:
+        return int(getattr(self.config, "num_hidden_layers", getattr(self.config, "n_layers", 0)))
+
+    @property
+    def num_heads(self) -> int:
+        return int(getattr(self.config, "num_attention_heads", getattr(self.config, "n_heads", 0)))
+
+    @property
+    def hidden_size(self) -> int:
+        return int(getattr(self.config, "hidden_size", getattr(self.config, "dim", 0)))
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def max_length(self) -> int:
+        """Longest input in tokens, special tokens included."""
+        limits = [getattr(self.config, "max_position_embeddings", 512)]
+        if self.config.model_type in ("roberta", "xlm-roberta", "camembert"):
+            limits = [limits[0] - 2]  # RoBERTa reserves two positions for its padding offset
+        tok_max = getattr(self.tokenizer, "model_max_length", None)
+        if tok_max and tok_max < 100_000:
+            limits.append(int(tok_max))
+        return int(min(limits))
+
+
+def pick_device() -> str:
+    import torch
+
+    wanted = os.environ.get("BERTLENS_DEVICE")
+    if wanted:
+        return wanted
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _has_model_files(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
+
+
+def _hub_snapshot(ref: str) -> Path | None:
+    """The newest complete snapshot of a hub id in our cache, if any."""
+    repo_dir = settings.hub_cache_dir() / ("models--" + ref.replace("/", "--"))
+    snapshots = sorted((repo_dir / "snapshots").glob("*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return next((s for s in snapshots if _has_model_files(s)), None)
+
+
+def available_models() -> list[ModelEntry]:
+    """Models that load offline: cached hub downloads, finished runs, and models in the data folder."""
+    entries: list[ModelEntry] = []
+    hub = settings.hub_cache_dir()
+    if hub.is_dir():
+        for repo_dir in sorted(hub.glob("models--*")):
+            name = repo_dir.name[len("models--") :].replace("--", "/")
+            snapshot = _hub_snapshot(name)
+            if snapshot is not None:
+                entries.append(ModelEntry(name, "hub-cache", str(snapshot)))
+    runs = settings.runs_dir()
+    if runs.is_dir():
+        for run in sorted(runs.iterdir()):
+            # Unfinished runs live under a dotted temporary name until they are renamed.
+            if run.is_dir() and not run.name.startswith(".") and _has_model_files(run):
+                entries.append(ModelEntry(run.name, "run", str(run)))
+    data_models = settings.data_dir() / "models"
+    if data_models.is_dir():
+        for folder in sorted(data_models.iterdir()):
+            if _has_model_files(folder):
+                entries.append(ModelEntry(folder.name, "local", str(folder)))
+    return entries
+
+
+def _available_names() -> str:
+    names = [e.name for e in available_models()]
+    return ", ".join(names) if names else "none"
+
+
+def hub_reachable(timeout: float = HUB_CONNECT_TIMEOUT_S) -> bool:
+    """A TCP connect to the hub, bounded in time (DNS included), or False when HF_HUB_OFFLINE is set."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
+
+    def connect() -> bool:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(connect).result(timeout=timeout)
+    except Exception:
+        return False
+    finally:
+        pool.shutdown(wait=False)
+
+
+def resolve(ref: str) -> tuple[str, Path | None]:
+    """(source, folder) for a reference that is on disk, or ("hub", None) for a hub id not cached yet."""
+    ref = ref.strip()
+    if not ref:
+        raise ModelUnavailable("No model given. Pick one from the list or type a hub id such as bert-base-uncased.")
+    as_path = Path(ref).expanduser()
+    if as_path.is_dir():
+        if not (as_path / "config.json").is_file():
+            raise ModelUnavailable(f"Folder '{ref}' has no config.json, so it is not a saved model.")
+        return "local", as_path
+    run = settings.runs_dir() / ref
+    if run.is_dir() and not ref.startswith("."):
+        return "run", run
+    data_model = settings.data_dir() / "models" / ref
+    if data_model.is_dir() and _has_model_files(data_model):
+        return "local", data_model
+    snapshot = _hub_snapshot(ref)
+    if snapshot is not None:
+        return "hub-cache", snapshot
+    return "hub", None
+
+
+def download(ref: str) -> Path:
+    """Fetch a hub model (safetensors and tokenizer files only) into the cache; return its folder."""
+    source, folder = resolve(ref)
+    if folder is not None:
+        return folder
+    if not hub_reachable():
+        raise ModelUnavailable(
+            f"Model '{ref}' is not in {settings.cache_dir()} and the Hugging Face hub is unreachable "
+            f"(offline?). Models available locally: {_available_names()}. "
+            f"With internet, run: python -m core download {ref}"
+        )
+    from huggingface_hub import snapshot_download
+
+    try:
+        path = Path(
+            snapshot_download(ref, cache_dir=str(settings.hub_cache_dir()), allow_patterns=HUB_FILE_PATTERNS)
+        )
+    except Exception as err:  # RepositoryNotFound, gated repos, HTTP errors
+        raise ModelUnavailable(f"Could not download '{ref}' from the hub: {err}") from err
+    if not any(path.glob("*.safetensors")):
+        raise ModelUnavailable(
+            f"'{ref}' publishes no safetensors weights; BERT Lens loads only safetensors (pickled .bin "
+            "weights can run code on load)."
+        )
+    return path
+
+
+def _check_architecture(folder: Path, ref: str) -> None:
+    import json
+
+    config = json.loads((folder / "config.json").read_text())
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES or config.get("is_encoder_decoder"):
+        raise ModelUnavailable(
+            f"'{ref}' is a '{model_type}' model; BERT Lens reads encoder models of these families: "
+            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))}."
+        )
+    if not any(folder.glob("*.safetensors")):
+        raise ModelUnavailable(f"'{ref}' has no .safetensors weights in {folder}; only safetensors are loaded.")
+
+
+def load_model(ref: str | None = None, *, device: str | None = None, attention: str = "eager") -> LoadedModel:
+    """Load an encoder for analysis.
+
+    ref: a hub id (default: settings.default_model()), a local folder, or a run name under models_cache/runs.
+    attention: "eager" returns attention probabilities; "sdpa" is faster but returns none.
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    ref = (ref or settings.default_model()).strip()
+    source, folder = resolve(ref)
+    if folder is None:
+        folder = download(ref)
+    _check_architecture(folder, ref)
+    device = device or pick_device()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+        model = AutoModel.from_pretrained(
+            str(folder),
+            dtype=torch.float32,
+            attn_implementation=attention,
+            use_safetensors=True,
+            trust_remote_code=False,
+        )
+    except (OSError, ValueError) as err:
+        raise ModelUnavailable(f"Could not load '{ref}' from {folder}: {err}") from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelUnavailable(f"'{ref}' has no fast tokenizer (tokenizer.json); word alignment needs one.")
+    model.to(device).eval()
+    return LoadedModel(ref=ref, path=str(folder), source=source, model=model, tokenizer=tokenizer, device=device)

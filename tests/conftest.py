@@ -1,0 +1,77 @@
+"""Shared fixtures: a tiny random BERT with a hand-made vocabulary, the real small model and data in
+BERTLENS_DATA (skipped when absent, a failure under CI=true), and a private models_cache per test."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TINY_VOCAB = (
+    "[PAD] [UNK] [CLS] [SEP] [MASK] the a cat dog sat ran on in at to of and is was mat river bank money "
+    "deposit water he she it they man woman girl boy park house tree . , ? ! ' ##s ##ed ##ing ##ly un ##happy"
+).split()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require_data(path: Path, what: str) -> Path:
+    """Skip (or fail under CI) when a file from the shared data folder is missing."""
+    if path.exists():
+        return path
+    message = f"{what} not found at {path} (set BERTLENS_DATA to a folder laid out like ../shared/data)"
+    if _in_ci():
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path, monkeypatch):
+    """Every test gets its own models_cache so nothing leaks between tests or into the repo."""
+    cache = tmp_path / "models_cache"
+    cache.mkdir()
+    monkeypatch.setenv("BERTLENS_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return cache
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    from core import settings
+
+    return require_data(settings.data_dir(), "the shared data folder")
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(data_dir) -> Path:
+    return require_data(data_dir / "models" / "all-MiniLM-L6-v2", "the MiniLM-L6 model")
+
+
+def make_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int = 32, seed: int = 0) -> Path:
+    """A randomly initialised BERT with TINY_VOCAB, saved as safetensors with a fast tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = {piece: i for i, piece in enumerate(TINY_VOCAB)}
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=64)
+    config = BertConfig(
+        vocab_size=len(TINY_VOCAB),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=hidden * 2,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    BertModel(config).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
