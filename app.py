@@ -1,0 +1,67 @@
+"""BERT Lens: the router and the shared sidebar. Run with `streamlit run app.py`.
+
+The sidebar's widgets live here, not in a page, so their values (model, sentence A and B) are kept
+when the user moves between pages. The URL carries them too (?model=…&a=…&b=…) so a view can be shared.
+"""
+
+import streamlit as st
+
+from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
+from core import settings
+from core.models import available_models, pick_device
+
+st.set_page_config(page_title="BERT Lens", page_icon=":material/visibility:", layout="wide")
+
+PAGES = [
+    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("app_pages/attention.py", title="Attention heads", icon=":material/hub:", url_path="attention"),
+]
+
+QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
+
+
+def restore_from_url() -> None:
+    """On a fresh session, take the model and sentences from the URL (once, before the widgets exist)."""
+    if st.session_state.get("_restored_from_url"):
+        return
+    st.session_state["_restored_from_url"] = True
+    for key, param in QUERY_PARAMS.items():
+        if param in st.query_params and key not in st.session_state:
+            st.session_state[key] = st.query_params[param]
+    st.session_state.setdefault(MODEL_KEY, settings.default_model())
+    st.session_state.setdefault(SENTENCE_A_KEY, "")
+    st.session_state.setdefault(SENTENCE_B_KEY, "")
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.header("BERT Lens")
+        names = [e.name for e in available_models()]
+        current = st.session_state[MODEL_KEY]
+        options = list(dict.fromkeys([current, settings.default_model(), *names]))
+        st.selectbox(
+            "Model",
+            options,
+            key=MODEL_KEY,
+            accept_new_options=True,
+            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time).",
+        )
+        st.caption(f"Runs on: **{pick_device().upper()}**")
+        st.text_area("Sentence A", key=SENTENCE_A_KEY, height=100, placeholder="Type a sentence…")
+        st.text_area("Sentence B (optional)", key=SENTENCE_B_KEY, height=80, placeholder="A second sentence makes a pair")
+
+
+def sync_url() -> None:
+    for key, param in QUERY_PARAMS.items():
+        value = st.session_state.get(key) or ""
+        if value:
+            st.query_params[param] = value
+        elif param in st.query_params:
+            del st.query_params[param]
+
+
+restore_from_url()
+page = st.navigation(PAGES)
+sidebar()
+sync_url()
+page.run()

@@ -1,0 +1,34 @@
+"""Home: what BERT Lens is, what each page shows, and the model in use."""
+
+import streamlit as st
+
+from app_pages.common import cached_model, model_ref
+from core.models import ModelUnavailable
+
+st.title("BERT Lens")
+st.markdown(
+    "BERT Lens lets you look inside BERT, the language model behind many search engines and chatbots. "
+    "Type a sentence in the sidebar, then open a page to see what the model does with it, layer by layer."
+)
+
+st.subheader("What each page shows")
+st.markdown(
+    """
+- **Attention heads** — BERT reads a sentence with many small "heads", each deciding which other words to look at.
+  See those links as lines or as a grid, for one head or for all of them at once, and for a pair of sentences
+  see how much each sentence looks at the other.
+"""
+)
+
+st.subheader("The model in use")
+try:
+    lm = cached_model(model_ref())
+except ModelUnavailable as err:
+    st.warning(str(err))
+else:
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Layers", lm.num_layers)
+    c2.metric("Heads per layer", lm.num_heads)
+    c3.metric("Parameters", f"{lm.num_parameters / 1e6:.1f} M")
+    c4.metric("Longest input", f"{lm.max_length} tokens")
+    st.caption(f"`{lm.ref}` ({lm.source}, {lm.config.model_type}), loaded from `{lm.path}` on {lm.device}.")
