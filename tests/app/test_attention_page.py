@@ -1,0 +1,87 @@
+"""AppTest of Home and the attention page: what a user sees, on the real small model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.encoding import encode
+from core.models import load_model
+
+
+def test_home_shows_model_facts(minilm_dir, make_app):
+    at = make_app(str(minilm_dir)).run()
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Layers"] == "6"
+    assert metrics["Heads per layer"] == "12"
+    assert metrics["Parameters"] == "22.7 M"
+
+
+def test_home_unavailable_model_warns_and_app_keeps_working(make_app):
+    at = make_app("no-such-org/no-such-model").run()
+    assert not at.exception
+    assert "unreachable" in at.warning[0].value
+    assert at.sidebar.text_area  # the sidebar is still there to pick another model
+
+
+def test_attention_empty_input_prompts(minilm_dir, make_app):
+    at = make_app(str(minilm_dir))
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    assert "Type a sentence" in at.info[0].value
+
+
+def test_attention_unavailable_model_shows_error(make_app):
+    at = make_app("no-such-org/no-such-model", "The cat sat.")
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    assert "no-such-org/no-such-model" in at.error[0].value
+
+
+def test_attention_heatmap_matches_model_output(minilm_dir, make_app, chart_rows):
+    text_a, text_b = "The bank raised rates.", "Rates went up."
+    at = make_app(str(minilm_dir), text_a, text_b)
+    at.switch_page("app_pages/attention.py").run()
+    at.selectbox(key="attention.layer").set_value(4)
+    at.multiselect(key="attention.heads").set_value([3])
+    at.radio(key="attention.style").set_value("Heatmap").run()
+    assert not at.exception
+    expected = encode(load_model(str(minilm_dir)), (text_a, text_b)).attentions[4, 3]
+    rows = chart_rows(at)
+    shown = np.zeros_like(expected)
+    for row in rows:
+        shown[int(row["query"].split("·")[0]), int(row["key"].split("·")[0])] = row["weight"]
+    np.testing.assert_allclose(shown, expected, atol=1e-6)
+
+
+def test_attention_pair_filter_and_hidden_specials(minilm_dir, make_app, chart_rows):
+    at = make_app(str(minilm_dir), "The bank raised rates.", "Rates went up.")
+    at.switch_page("app_pages/attention.py").run()
+    at.selectbox(key="attention.filter").set_value("A→B")
+    at.toggle(key="attention.hide_special").set_value(True).run()
+    assert not at.exception
+    rows = [r for r in chart_rows(at) if "weight" in r]  # the lines, not the label columns
+    queries = {r["query"].split("·")[1] for r in rows}
+    keys = {r["key"].split("·")[1] for r in rows}
+    assert queries == {"the", "bank", "raised", "rates", "."}
+    assert keys == {"rates", "went", "up", "."}
+    assert "[SEP]" not in queries | keys
+    assert any("rescaled" in c.value for c in at.caption)
+
+
+def test_truncation_is_announced(minilm_dir, make_app):
+    at = make_app(str(minilm_dir), "word " * 600)
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    assert "cut off" in at.warning[0].value
+
+
+def test_model_view_lists_every_head(minilm_dir, make_app, chart_rows):
+    at = make_app(str(minilm_dir), "A dog ran in the park.")
+    at.switch_page("app_pages/attention.py").run()
+    at.session_state["attention.mode"] = "Model view"
+    at.run()
+    assert not at.exception
+    cells = {(r["layer"], r["head"]) for r in chart_rows(at)}
+    assert cells == {(layer, head) for layer in range(6) for head in range(12)}
