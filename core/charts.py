@@ -68,7 +68,7 @@ def head_view_lines(view: AttentionView, title: str = "") -> alt.LayerChart:
             x2="right:Q",
             y=alt.Y("query_order:Q", scale=y_scale, axis=None),
             y2="key_order:Q",
-            opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1]), legend=None), alt.value(0.02)),
+            opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None), alt.value(0.02)),
             color=alt.value("#2b6cb0"),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )

@@ -1,0 +1,64 @@
+"""The attention page in a real browser, and every page opened straight from its URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import (
+    StreamlitServer,
+    assert_no_streamlit_exception,
+    enter_sentences,
+    page_url_paths,
+    screenshot,
+    wait_for_app,
+)
+
+
+def test_attention_page_draws_pair(page, app_url):
+    page.goto(f"{app_url}/attention")
+    wait_for_app(page)
+    enter_sentences(page, "The bank raised its rates again.", "Rates went up.")
+    page.wait_for_selector('[data-testid="stVegaLiteChart"]')
+    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    assert_no_streamlit_exception(page)
+    screenshot(page, "attention")
+    page.get_by_role("radio", name="Model view").click()
+    wait_for_app(page)
+    page.get_by_text("Click a square to open it").wait_for()
+    page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    assert_no_streamlit_exception(page)
+    screenshot(page, "attention_model_view")
+
+
+def test_home_screenshot(page, app_url):
+    page.goto(app_url)
+    wait_for_app(page)
+    page.wait_for_selector('[data-testid="stMetric"]')
+    assert_no_streamlit_exception(page)
+    screenshot(page, "home")
+
+
+@pytest.fixture(scope="module")
+def fresh_server(browser_model, tmp_path_factory):
+    server = StreamlitServer(browser_model, tmp_path_factory.mktemp("fresh-server"))
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("url_path", page_url_paths())
+def test_deep_link_opens_inside_the_app_frame(browser, fresh_server, url_path):
+    """A shared link to a page, opened first thing on a new server, shows the page with the app's sidebar
+    (a folder named pages/ would hand it to Streamlit's legacy router instead)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{fresh_server.url}/{url_path}?a=The+cat+sat+on+the+mat.")
+        wait_for_app(page)
+        assert_no_streamlit_exception(page)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        assert sidebar.get_by_label("Sentence A").input_value() == "The cat sat on the mat."
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Home" in nav and "app" not in nav.split()
+    finally:
+        context.close()
