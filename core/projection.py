@@ -407,3 +407,19 @@ def projection_frame(projection: LayerProjection, layers: Sequence[int] | None =
             )
         )
     return pd.concat(frames, ignore_index=True)
+
+
+BACKGROUNDS: tuple[str, ...] = ("builtin", "snli")
+
+
+def background_sentences(source: str, limit: int = 100, seed: int = 0) -> list[str]:
+    """Sentences to fit a projection on: "builtin" (BACKGROUND_SENTENCES) or "snli" (premises and hypotheses of
+    `limit` seeded SNLI dev pairs; raises core.datasets.DataUnavailable when the data folder lacks SNLI)."""
+    if source == "builtin":
+        return list(BACKGROUND_SENTENCES)
+    if source == "snli":
+        from core.datasets import snli
+
+        pairs = snli("dev", limit=limit, seed=seed)
+        return [s for pair in pairs for s in (pair.text, pair.text_b)]
+    raise ValueError(f"Unknown background {source!r}: use one of {', '.join(BACKGROUNDS)}.")
