@@ -1,0 +1,142 @@
+"""`finetune`, `contrastive`, `runs` and `cancel`: the fine-tuning page's command-line twin."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from core.training import Recipe, cancel, finetune, list_runs, submit
+from core.training.jobs import SignalStop
+
+
+def _common(p) -> None:
+    p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2)")
+    p.add_argument("--run", help="run name: the folder under models_cache/runs and the model name afterwards")
+    p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training examples")
+    p.add_argument("--eval-limit", type=int, default=None, help="seeded subset of the evaluation examples")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, default=128, help="tokens per example (pair) after truncation")
+    p.add_argument("--drop-last-layers", type=int, default=0, metavar="K", help="remove the top K encoder layers")
+    p.add_argument("--freeze-layers", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
+    p.add_argument("--freeze-embeddings", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one)")
+    p.add_argument("--recipe", default=None, help="a recipe.json (as saved in a run folder); replaces the options above")
+    p.add_argument("--background", action="store_true", help="queue the run as a background job and return")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("finetune", help="fine-tune a classifier; the run becomes a model named --run")
+    _common(p)
+    p.add_argument("--task", help="snli, mrpc, drugs, absa, or a CSV/JSONL file with text[, text_b], label columns")
+    p.add_argument("--head", default="linear", choices=["linear", "mlp"], help="mlp = hidden -> 50 -> classes")
+    p.set_defaults(func=run_finetune, objective="classify")
+
+    p = subparsers.add_parser("contrastive", help="SimCSE contrastive training; saves an encoder")
+    _common(p)
+    p.add_argument("--mode", default="unsup", choices=["unsup", "sup"])
+    p.add_argument("--task", default="snli", help="snli, mrpc, drugs, absa or a file (text[, text_b, text_neg])")
+    p.add_argument("--temperature", type=float, default=0.05)
+    p.add_argument("--pooling", default="cls", choices=["cls", "mean"])
+    p.set_defaults(func=run_finetune, objective=None, lr=3e-5, epochs=1)
+
+    p = subparsers.add_parser("runs", help="list training runs with their status")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_list)
+
+    p = subparsers.add_parser("cancel", help="stop a queued or running training run")
+    p.add_argument("name")
+    p.set_defaults(func=run_cancel)
+
+
+def recipe_from_args(args) -> Recipe:
+    if args.recipe:
+        return Recipe.from_dict(json.loads(Path(args.recipe).read_text()))
+    if not args.model or not args.run or not args.task:
+        raise ValueError("--model, --task and --run are required (or --recipe FILE)")
+    extra = {}
+    if args.objective is None:  # contrastive
+        extra = {"objective": f"simcse-{args.mode}", "temperature": args.temperature, "pooling": args.pooling}
+    else:
+        extra = {"head": args.head}
+    return Recipe(
+        model=args.model, task=args.task, run_name=args.run, epochs=args.epochs, lr=args.lr,
+        batch_size=args.batch_size, max_length=args.max_length, train_limit=args.train_limit,
+        eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
+        freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings, data_source=args.source,
+        device=args.device, **extra,
+    )
+
+
+def run_finetune(args) -> int:
+    recipe = recipe_from_args(args)
+    if args.background:
+        run = submit(recipe)
+        print(f"queued {run.name}: python -m core runs shows its progress; python -m core cancel {run.name} stops it")
+        return 0
+    stop = SignalStop()
+    shown = [-1]
+
+    def progress(done: int, total: int) -> None:
+        tenth = int(10 * done / max(total, 1))
+        if tenth != shown[0]:
+            shown[0] = tenth
+            print(f"{time.strftime('%H:%M:%S')} {done}/{total} examples", file=sys.stderr, flush=True)
+
+    metrics = finetune(recipe, progress=progress, should_stop=stop)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+    elif metrics.get("accuracy") is not None:
+        print(
+            f"{recipe.run_name}: accuracy {metrics['accuracy']:.4f} (majority {metrics['majority_accuracy']:.4f}) on "
+            f"{metrics['eval_examples']} {metrics['eval_split']} examples; {metrics['train_seconds']:.1f} s, "
+            f"{metrics['examples_per_second']:.1f} examples/s"
+        )
+    else:
+        before, after = metrics["similarity_before"], metrics["similarity_after"]
+        print(f"{recipe.run_name}: similarity before {before} after {after}; {metrics['train_seconds']:.1f} s")
+    return 0
+
+
+def _describe(run) -> str:
+    s, m = run.status, run.metrics or {}
+    if run.state == "running":
+        eta = s.get("eta_seconds")
+        return (f"{s.get('phase', '')} step {s.get('step', 0)}/{s.get('total_steps', '?')} loss "
+                f"{s.get('loss') or float('nan'):.4f} {s.get('examples_per_second') or 0:.1f} ex/s"
+                + (f" ETA {eta:.0f} s" if eta is not None else ""))
+    if run.state == "done":
+        acc = m.get("accuracy")
+        return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
+    if run.state in ("failed", "cancelled"):
+        return (run.error or "") + ("\n    " + run.log_tail.replace("\n", "\n    ") if run.state == "failed" else "")
+    return "waiting for the run before it"
+
+
+def run_list(args) -> int:
+    runs = list_runs()
+    if args.json:
+        print(json.dumps([{"name": r.name, "state": r.state, "folder": r.folder, "recipe": r.recipe,
+                           "status": {k: v for k, v in r.status.items() if k != "losses"},
+                           "metrics": {k: v for k, v in (r.metrics or {}).items() if k != "loss_curve"} or None,
+                           "log_tail": r.log_tail} for r in runs], indent=2))
+        return 0
+    if not runs:
+        print("no runs yet; start one with: python -m core finetune --model M --task snli --run NAME")
+    for r in runs:
+        print(f"{r.name}\t{r.state}\t{r.recipe.get('task', '')}\t{_describe(r)}")
+    return 0
+
+
+def run_cancel(args) -> int:
+    if cancel(args.name):
+        print(f"asked {args.name} to stop")
+        return 0
+    print(f"no queued or running run named {args.name}", file=sys.stderr)
+    return 1

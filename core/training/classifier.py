@@ -1,0 +1,146 @@
+"""A classifier = a standard Hugging Face encoder + a small head, saved so the encoder loads on its own.
+
+Run folder layout (a finished classification run):
+    config.json, model.safetensors        the encoder in the standard HF layout (AutoModel / load_model load it)
+    tokenizer.json, tokenizer_config.json the tokenizer
+    head.safetensors                      the head's weights ("0.weight", ... of `Classifier.head`)
+    head.json                             {"head": "linear"|"mlp", "labels": [...], "pooling": "pooler"|"cls", ...}
+    metrics.json, recipe.json, status.json, train.log
+
+The forward path is the encoder's own forward call, so anything that works on an HF encoder works here:
+forward hooks on `encoder.encoder.layer[i].attention.output.dense` (its input is the concatenated per-head
+context [batch, tokens, heads * head_dim]; zeroing a head's slice masks that head: transformers 5 removed
+`head_mask`), or eager attention loaded with `load_classifier(ref, attention="eager")`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from core.models import LoadedModel, ModelUnavailable, load_model
+
+HEAD_CONFIG, HEAD_WEIGHTS = "head.json", "head.safetensors"
+
+
+class Classifier(nn.Module):
+    """encoder -> pooled vector [batch, hidden] -> dropout -> head -> logits [batch, classes].
+
+    pooling "pooler" uses the encoder's pooler output (BERT's tanh layer over [CLS], as in
+    BertForSequenceClassification); "cls" uses the last hidden state of the first token (models without a pooler).
+    head "linear": hidden -> classes; "mlp": hidden -> mlp_hidden -> classes with a ReLU (the CS4650 slides' head).
+    """
+
+    def __init__(self, encoder: nn.Module, num_labels: int, head: str = "linear", mlp_hidden: int = 50, pooling: str | None = None):
+        super().__init__()
+        self.encoder = encoder
+        config = encoder.config
+        hidden = int(getattr(config, "hidden_size", getattr(config, "dim", 0)))
+        self.pooling = pooling or ("pooler" if getattr(encoder, "pooler", None) is not None else "cls")
+        self.head_kind, self.mlp_hidden = head, mlp_hidden
+        self.dropout = nn.Dropout(float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0))
+        if head == "linear":
+            self.head = nn.Sequential(nn.Linear(hidden, num_labels))
+        elif head == "mlp":
+            self.head = nn.Sequential(nn.Linear(hidden, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, num_labels))
+        else:
+            raise ValueError(f"head {head!r} is not 'linear' or 'mlp'")
+
+    def pooled(self, **inputs) -> torch.Tensor:
+        out = self.encoder(**inputs)
+        if self.pooling == "pooler":
+            return out.pooler_output
+        return out.last_hidden_state[:, 0]
+
+    def forward(self, **inputs) -> torch.Tensor:
+        """inputs: the tokenizer's tensors (input_ids, attention_mask[, token_type_ids]); returns logits."""
+        return self.head(self.dropout(self.pooled(**inputs)))
+
+
+def save_classifier(classifier: Classifier, tokenizer, folder: Path, labels: tuple[str, ...], extra: dict | None = None) -> None:
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = classifier.encoder.config
+    config.id2label = {i: label for i, label in enumerate(labels)}
+    config.label2id = {label: i for i, label in enumerate(labels)}
+    classifier.encoder.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    state = {k: v.detach().float().contiguous().cpu() for k, v in classifier.head.state_dict().items()}
+    save_file(state, str(folder / HEAD_WEIGHTS))
+    meta = {"format": 1, "head": classifier.head_kind, "mlp_hidden": classifier.mlp_hidden,
+            "pooling": classifier.pooling, "labels": list(labels), **(extra or {})}
+    (folder / HEAD_CONFIG).write_text(json.dumps(meta, indent=2))
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedClassifier:
+    """A fine-tuned classifier in eval mode. `model(**tokenizer_output)` returns logits [batch, classes]."""
+
+    encoder: LoadedModel  # ref, path, tokenizer, device, num_layers ...
+    model: Classifier
+    labels: tuple[str, ...]
+    head: dict  # head.json
+
+    @property
+    def tokenizer(self):
+        return self.encoder.tokenizer
+
+    @property
+    def device(self) -> str:
+        return self.encoder.device
+
+    def tokenize(self, items: list[tuple[str, str | None]], max_length: int | None = None) -> dict:
+        """Tensors for a batch of (text, text_b or None) on the model's device."""
+        max_length = max_length or self.encoder.max_length
+        firsts = [a for a, _ in items]
+        seconds = [b for _, b in items]
+        if all(b for b in seconds):
+            batch = self.tokenizer(firsts, seconds, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        elif not any(seconds):
+            batch = self.tokenizer(firsts, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        else:
+            raise ValueError("a batch must be all pairs or all single texts")
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    @torch.inference_mode()
+    def predict_proba(self, items: list[tuple[str, str | None]], batch_size: int = 32, max_length: int | None = None) -> np.ndarray:
+        """Class probabilities [len(items), len(labels)], float32, rows summing to 1."""
+        out = np.zeros((len(items), len(self.labels)), dtype=np.float32)
+        groups = {True: [], False: []}
+        for i, (_, b) in enumerate(items):
+            groups[bool(b)].append(i)
+        for indices in groups.values():
+            for start in range(0, len(indices), batch_size):
+                chunk = indices[start : start + batch_size]
+                logits = self.model(**self.tokenize([items[i] for i in chunk], max_length))
+                out[chunk] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+        return out
+
+
+def is_classifier_folder(folder: Path) -> bool:
+    return (Path(folder) / HEAD_CONFIG).is_file() and (Path(folder) / HEAD_WEIGHTS).is_file()
+
+
+def load_classifier(ref: str, *, device: str | None = None, attention: str = "eager") -> LoadedClassifier:
+    """A classification run (run name or folder) with its head, ready for `predict_proba`."""
+    from safetensors.torch import load_file
+
+    encoder = load_model(ref, device=device, attention=attention)
+    folder = Path(encoder.path)
+    if not is_classifier_folder(folder):
+        raise ModelUnavailable(
+            f"'{ref}' has no classifier head ({HEAD_CONFIG} + {HEAD_WEIGHTS}); it is a plain encoder "
+            "(a pretrained model or a contrastive run). Pick a fine-tuned classification run."
+        )
+    meta = json.loads((folder / HEAD_CONFIG).read_text())
+    labels = tuple(meta["labels"])
+    classifier = Classifier(encoder.model, len(labels), meta["head"], int(meta.get("mlp_hidden", 50)), meta["pooling"])
+    classifier.head.load_state_dict(load_file(str(folder / HEAD_WEIGHTS)))
+    classifier.to(encoder.device).eval()
+    return LoadedClassifier(encoder=encoder, model=classifier, labels=labels, head=meta)

@@ -1,0 +1,454 @@
+"""The training loops: fine-tuning a classifier and SimCSE contrastive training.
+
+Fast path: the data is tokenized once; batches are length-grouped (shuffled mega-batches of 50 batches
+sorted by length, as HF's group_by_length) and padded only to their own longest example; the encoder runs
+with SDPA attention and returns no attentions or hidden states; on CUDA the forward runs under bf16 autocast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.models import load_model, pick_device
+from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
+from core.training import tasks
+from core.training.classifier import Classifier, save_classifier
+from core.training.evaluation import evaluate_predictions
+from core.training.jobs import queue_turn
+from core.training.recipe import Recipe
+from core.training.runs import MAX_LOSS_POINTS, RunFolder
+
+STATUS_EVERY_SECONDS = 1.0
+MEGA_BATCHES = 50
+
+
+def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
+    """Train as the recipe says and save the run as runs_dir()/NAME; returns its metrics (metrics.json).
+
+    Waits for its turn in the job queue first (core.training.jobs). progress(done, total) counts training
+    examples seen; should_stop() is polled between steps (as is the run folder's cancel file) and ends the
+    run with Cancelled. A cancelled or failed run is moved to runs_dir()/.NAME.cancelled|failed, never to NAME.
+    """
+    folder = RunFolder.adopt_or_create(recipe)
+
+    def stop() -> bool:
+        return folder.cancel_requested() or (should_stop is not None and bool(should_stop()))
+
+    try:
+        folder.log(f"recipe: {recipe.to_dict()}")
+        with queue_turn(recipe.run_name, stop):
+            folder.write_status(state="running", phase="loading", started_at=time.time())
+            folder.log("started")
+            train = _train_contrastive if recipe.is_contrastive else _train_classifier
+            metrics = train(recipe, folder, progress, stop)
+            folder.finish(metrics)
+        return metrics
+    except Cancelled:
+        folder.log("cancelled by the user")
+        folder.end("cancelled", "cancelled by the user")
+        raise
+    except BaseException as err:
+        folder.log(traceback.format_exc())
+        folder.end("failed", f"{type(err).__name__}: {err}")
+        raise
+
+
+# ---- shared pieces ------------------------------------------------------------------------------------
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def encoder_layers(encoder: nn.Module) -> tuple[nn.Module, str, nn.ModuleList]:
+    """(parent module, attribute, the ModuleList of transformer layers) for BERT-like and DistilBERT models."""
+    for parent_path, attribute in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers")):
+        parent = getattr(encoder, parent_path, None)
+        layers = getattr(parent, attribute, None)
+        if isinstance(layers, nn.ModuleList):
+            return parent, attribute, layers
+    raise ValueError(
+        f"{type(encoder).__name__} keeps its layers in an unusual place (e.g. ALBERT shares one layer); "
+        "dropping or freezing layers needs a BERT-like model."
+    )
+
+
+def drop_last_layers(encoder: nn.Module, k: int) -> int:
+    """Remove the top k transformer layers in place (the config follows); returns the layers left."""
+    if k == 0:
+        return len(encoder_layers(encoder)[2])
+    parent, attribute, layers = encoder_layers(encoder)
+    if k >= len(layers):
+        raise ValueError(f"cannot drop {k} of the model's {len(layers)} layers; at least one must remain")
+    setattr(parent, attribute, nn.ModuleList(list(layers)[: len(layers) - k]))
+    for name in ("num_hidden_layers", "n_layers"):
+        if hasattr(encoder.config, name):
+            setattr(encoder.config, name, len(layers) - k)
+    return len(layers) - k
+
+
+def freeze(encoder: nn.Module, layers: int, embeddings: bool) -> None:
+    """Stop gradients to the embeddings and/or the lowest `layers` transformer layers."""
+    stack = encoder_layers(encoder)[2]
+    if layers > len(stack):
+        raise ValueError(f"cannot freeze {layers} layers: the model has {len(stack)} (after dropping layers)")
+    frozen = list(stack)[:layers] + ([encoder.embeddings] if embeddings else [])
+    for module in frozen:
+        for parameter in module.parameters():
+            parameter.requires_grad_(False)
+
+
+def tokenize(tokenizer, items: list[tuple[str, str | None]], max_length: int) -> list[dict[str, list[int]]]:
+    """Token ids per item, truncated to max_length, unpadded. Pairs and single texts may be mixed."""
+    features: list[dict | None] = [None] * len(items)
+    for want_pairs in (False, True):
+        indices = [i for i, (_, b) in enumerate(items) if bool(b) == want_pairs]
+        if not indices:
+            continue
+        firsts = [items[i][0] for i in indices]
+        if want_pairs:
+            encoded = tokenizer(firsts, [items[i][1] for i in indices], truncation=True, max_length=max_length)
+        else:
+            encoded = tokenizer(firsts, truncation=True, max_length=max_length)
+        keys = [k for k in ("input_ids", "token_type_ids") if k in encoded]
+        for row, i in enumerate(indices):
+            features[i] = {k: encoded[k][row] for k in keys}
+    return features
+
+
+def collate(features: list[dict[str, list[int]]], pad_id: int, device: str) -> dict[str, torch.Tensor]:
+    """Pad to the batch's longest item: input_ids, attention_mask[, token_type_ids], each [batch, tokens]."""
+    longest = max(len(f["input_ids"]) for f in features)
+    ids = torch.full((len(features), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(features), longest), dtype=torch.long)
+    types = torch.zeros((len(features), longest), dtype=torch.long) if "token_type_ids" in features[0] else None
+    for row, f in enumerate(features):
+        n = len(f["input_ids"])
+        ids[row, :n] = torch.tensor(f["input_ids"])
+        mask[row, :n] = 1
+        if types is not None:
+            types[row, :n] = torch.tensor(f["token_type_ids"])
+    batch = {"input_ids": ids, "attention_mask": mask}
+    if types is not None:
+        batch["token_type_ids"] = types
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def length_grouped_batches(lengths: list[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of indices whose members have similar lengths (little padding, still random)."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    batches = []
+    span = batch_size * MEGA_BATCHES
+    for start in range(0, len(order), span):
+        chunk = sorted(order[start : start + span], key=lambda i: -lengths[i])
+        batches.extend(chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def autocast(device: str):
+    if str(device).startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def loss_curve(losses: list[float], points: int = MAX_LOSS_POINTS) -> list[list[float]]:
+    """[[step, mean loss], ...] with at most `points` entries (bucket means; step = the bucket's last, 1-based)."""
+    if len(losses) <= points:
+        return [[i + 1, float(v)] for i, v in enumerate(losses)]
+    edges = np.linspace(0, len(losses), points + 1).astype(int)
+    return [[int(b), float(np.mean(losses[a:b]))] for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+@dataclass
+class _Clock:
+    """Step timing for status.json: examples/s and ETA over the training steps only."""
+
+    total_steps: int
+    total_examples: int
+    start: float = 0.0
+    last_write: float = 0.0
+
+    def status(self, step: int, examples: int, epoch: int, losses: list[float]) -> dict:
+        elapsed = time.perf_counter() - self.start
+        rate = examples / elapsed if elapsed > 0 else 0.0
+        eta = elapsed / step * (self.total_steps - step) if step else None
+        return {
+            "phase": "training",
+            "step": step,
+            "total_steps": self.total_steps,
+            "epoch": epoch,
+            "examples_seen": examples,
+            "loss": float(np.mean(losses[-20:])) if losses else None,
+            "examples_per_second": rate,
+            "eta_seconds": eta,
+            "elapsed_seconds": elapsed,
+            "losses": loss_curve(losses),
+        }
+
+
+def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_fn, device) -> tuple[list[float], float, int]:
+    """The epoch/step loop shared by both objectives; step_fn(indices) -> loss tensor. Returns losses, seconds, steps."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if not trainable:
+        raise ValueError("every parameter is frozen; freeze fewer layers")
+    optimizer = torch.optim.AdamW(trainable, lr=recipe.lr, eps=recipe.eps, weight_decay=recipe.weight_decay)
+    rng = random.Random(recipe.seed)
+    epochs = [length_grouped_batches(lengths, recipe.batch_size, rng) for _ in range(recipe.epochs)]
+    clock = _Clock(total_steps=sum(len(e) for e in epochs), total_examples=n_examples * recipe.epochs)
+    folder.write_status(phase="training", step=0, total_steps=clock.total_steps, epochs=recipe.epochs, epoch=1)
+    folder.log(f"training: {n_examples} examples, {clock.total_steps} steps on {device}")
+    losses: list[float] = []
+    model.train()
+    clock.start = time.perf_counter()
+    step = examples = 0
+    for epoch, batches in enumerate(epochs, start=1):
+        for indices in batches:
+            check_stop(stop)
+            with autocast(device):
+                loss = step_fn(indices)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss.item()} at step {step + 1}; lower the learning rate")
+            loss.backward()
+            if recipe.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(trainable, recipe.max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+            step += 1
+            examples += len(indices)
+            if progress is not None:
+                progress(examples, clock.total_examples)
+            now = time.perf_counter()
+            if now - clock.last_write >= STATUS_EVERY_SECONDS or step == clock.total_steps:
+                clock.last_write = now
+                folder.write_status(**clock.status(step, examples, epoch, losses))
+        folder.log(f"epoch {epoch} done, mean loss {np.mean(losses[-len(batches):]):.4f}")
+    seconds = time.perf_counter() - clock.start
+    model.eval()
+    return losses, seconds, examples
+
+
+def _base_metrics(recipe: Recipe, lm, device: str, losses: list[float], seconds: float, examples: int, layers: int) -> dict:
+    import transformers
+
+    return {
+        "run": recipe.run_name,
+        "task": recipe.task,
+        "objective": recipe.objective,
+        "model": recipe.model,
+        "num_layers": layers,
+        "device": device,
+        "train_seconds": seconds,
+        "examples_per_second": examples / seconds if seconds > 0 else 0.0,
+        "steps": len(losses),
+        "final_loss": float(np.mean(losses[-20:])) if losses else None,
+        "loss_curve": loss_curve(losses),
+        "recipe": recipe.to_dict(),
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _prepare_encoder(recipe: Recipe, device: str):
+    lm = load_model(recipe.model, device=device, attention="sdpa")
+    encoder = lm.model
+    layers = drop_last_layers(encoder, recipe.drop_last_layers)
+    freeze(encoder, recipe.freeze_layers, recipe.freeze_embeddings)
+    return lm, encoder, layers
+
+
+# ---- classification -----------------------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def predict_classes(model: Classifier, features: list[dict], pad_id: int, device: str, batch_size: int) -> np.ndarray:
+    """argmax class [n] for tokenized items, batched longest-first."""
+    model.eval()
+    order = sorted(range(len(features)), key=lambda i: -len(features[i]["input_ids"]))
+    predicted = np.zeros(len(features), dtype=np.int64)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        with autocast(device):
+            logits = model(**collate([features[i] for i in chunk], pad_id, device))
+        predicted[chunk] = logits.argmax(dim=-1).cpu().numpy()
+    return predicted
+
+
+def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict:
+    seed_everything(recipe.seed)
+    device = recipe.device or pick_device()
+    folder.write_status(phase="loading data")
+    data = tasks.load_task(
+        recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source
+    )
+    if not data.eval:
+        raise tasks.TaskError(f"Task '{recipe.task}' has no evaluation examples.")
+    folder.log(f"data: {len(data.train)} train, {len(data.eval)} eval ({data.eval_split}, {data.source}); labels {data.labels}")
+    folder.write_status(phase="loading model")
+    lm, encoder, layers = _prepare_encoder(recipe, device)
+    seed_everything(recipe.seed)  # the head's initialisation does not depend on how the model was loaded
+    model = Classifier(encoder, len(data.labels), recipe.head, recipe.mlp_hidden).to(device)
+    tokenizer = lm.tokenizer
+    pad_id = tokenizer.pad_token_id or 0
+    folder.write_status(phase="tokenizing")
+    max_length = min(recipe.max_length, lm.max_length)
+    train_features = tokenize(tokenizer, [(e.text, e.text_b) for e in data.train], max_length)
+    targets = torch.tensor([data.label_index(e.label) for e in data.train], dtype=torch.long)
+
+    def step(indices: list[int]) -> torch.Tensor:
+        logits = model(**collate([train_features[i] for i in indices], pad_id, device))
+        return F.cross_entropy(logits.float(), targets[indices].to(device))
+
+    lengths = [len(f["input_ids"]) for f in train_features]
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, model, len(train_features), lengths, step, device)
+
+    folder.write_status(phase="evaluating")
+    check_stop(stop)
+    eval_start = time.perf_counter()
+    eval_features = tokenize(tokenizer, [(e.text, e.text_b) for e in data.eval], max_length)
+    predicted = predict_classes(model, eval_features, pad_id, device, recipe.batch_size * 2)
+    true = np.array([data.label_index(e.label) for e in data.eval])
+    scores = evaluate_predictions(true, predicted, data.labels)
+    eval_seconds = time.perf_counter() - eval_start
+    folder.log(f"eval: accuracy {scores.accuracy:.4f} (majority {scores.majority_accuracy:.4f}) on {scores.n} examples")
+
+    folder.write_status(phase="saving")
+    check_stop(stop)
+    save_classifier(model, tokenizer, folder.path, data.labels, extra={"task": recipe.task, "max_length": max_length})
+    return {
+        **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
+        **scores.to_dict(),
+        "train_examples": len(data.train),
+        "eval_split": data.eval_split,
+        "eval_seconds": eval_seconds,
+        "data_source": data.source,
+        "head": recipe.head,
+    }
+
+
+# ---- contrastive (SimCSE) -----------------------------------------------------------------------------
+
+
+def sentence_embeddings(encoder: nn.Module, batch: dict[str, torch.Tensor], pooling: str) -> torch.Tensor:
+    """[batch, hidden]: the [CLS] state, or the mean over real (unpadded) tokens."""
+    hidden = encoder(**batch).last_hidden_state
+    if pooling == "cls":
+        return hidden[:, 0]
+    mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+def simcse_loss(anchors: torch.Tensor, candidates: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Cross-entropy over cosine similarities / temperature; candidate i is anchor i's positive, every other
+    candidate (other positives, hard negatives appended after them) a negative.
+    anchors [b, d], candidates [b + extra, d]."""
+    sims = F.cosine_similarity(anchors.float().unsqueeze(1), candidates.float().unsqueeze(0), dim=-1) / temperature
+    return F.cross_entropy(sims, torch.arange(anchors.shape[0], device=anchors.device))
+
+
+@torch.inference_mode()
+def embed_texts(encoder, tokenizer, texts: list[str], max_length: int, pooling: str, device: str, batch_size: int = 64) -> np.ndarray:
+    """Unit-length sentence embeddings [n, hidden] in eval mode (float32)."""
+    encoder.eval()
+    features = tokenize(tokenizer, [(t, None) for t in texts], max_length)
+    out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
+    pad_id = tokenizer.pad_token_id or 0
+    for start in range(0, len(texts), batch_size):
+        chunk = list(range(start, min(start + batch_size, len(texts))))
+        z = sentence_embeddings(encoder, collate([features[i] for i in chunk], pad_id, device), pooling)
+        out[chunk] = F.normalize(z.float(), dim=-1).cpu().numpy()
+    return out
+
+
+def similarity_report(anchors: np.ndarray, partners: np.ndarray | None, sentences: np.ndarray) -> dict:
+    """From unit vectors: positive_cosine = mean cos(anchor i, partner i); negative_cosine = mean
+    cos(anchor i, partner j), j != i; margin = their difference; random_cosine = mean cosine between
+    different eval sentences (anisotropy). anchors, partners [n, d]; sentences [m, d]."""
+    report = {}
+    if partners is not None and len(anchors) > 1:
+        sims = anchors @ partners.T
+        n = len(anchors)
+        positive = float(np.trace(sims) / n)
+        negative = float((sims.sum() - np.trace(sims)) / (n * n - n))
+        report.update(positive_cosine=positive, negative_cosine=negative, margin=positive - negative)
+    m = len(sentences)
+    if m > 1:
+        gram = sentences @ sentences.T
+        report["random_cosine"] = float((gram.sum() - np.trace(gram)) / (m * m - m))
+    return report
+
+
+def _evaluate_contrastive(encoder, tokenizer, data: tasks.ContrastiveData, recipe: Recipe, max_length: int, device: str) -> dict:
+    if data.eval_pairs:
+        anchors = embed_texts(encoder, tokenizer, [a for a, _ in data.eval_pairs], max_length, recipe.pooling, device)
+        partners = embed_texts(encoder, tokenizer, [b for _, b in data.eval_pairs], max_length, recipe.pooling, device)
+        return similarity_report(anchors, partners, np.concatenate([anchors, partners]))
+    sentences = embed_texts(encoder, tokenizer, list(data.eval_sentences), max_length, recipe.pooling, device)
+    return similarity_report(sentences, None, sentences)
+
+
+def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dict:
+    seed_everything(recipe.seed)
+    device = recipe.device or pick_device()
+    mode = recipe.objective.split("-", 1)[1]
+    folder.write_status(phase="loading data")
+    data = tasks.load_contrastive(
+        recipe.task, mode, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source
+    )
+    folder.log(f"data: {len(data.train)} training items ({mode}), {len(data.eval_pairs)} eval pairs, {data.source}")
+    folder.write_status(phase="loading model")
+    lm, encoder, layers = _prepare_encoder(recipe, device)
+    tokenizer = lm.tokenizer
+    pad_id = tokenizer.pad_token_id or 0
+    max_length = min(recipe.max_length, lm.max_length)
+    folder.write_status(phase="evaluating before training")
+    before = _evaluate_contrastive(encoder, tokenizer, data, recipe, max_length, device)
+    folder.log(f"before: {before}")
+
+    folder.write_status(phase="tokenizing")
+    anchors = tokenize(tokenizer, [(t.anchor, None) for t in data.train], max_length)
+    positives = tokenize(tokenizer, [(t.positive or t.anchor, None) for t in data.train], max_length)
+    negatives = tokenize(tokenizer, [(t.negative or t.anchor, None) for t in data.train], max_length)
+    has_negative = [t.negative is not None for t in data.train]
+
+    def step(indices: list[int]) -> torch.Tensor:
+        b = len(indices)
+        # Unsupervised: the positive is the anchor itself; dropout makes the two passes differ.
+        hard = [i for i in indices if has_negative[i]]
+        features = [anchors[i] for i in indices] + [positives[i] for i in indices] + [negatives[i] for i in hard]
+        z = sentence_embeddings(encoder, collate(features, pad_id, device), recipe.pooling)
+        return simcse_loss(z[:b], z[b:], recipe.temperature)
+
+    lengths = [len(a["input_ids"]) + len(p["input_ids"]) for a, p in zip(anchors, positives)]
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, encoder, len(anchors), lengths, step, device)
+
+    folder.write_status(phase="evaluating")
+    check_stop(stop)
+    after = _evaluate_contrastive(encoder, tokenizer, data, recipe, max_length, device)
+    folder.log(f"after: {after}")
+    folder.write_status(phase="saving")
+    check_stop(stop)
+    encoder.save_pretrained(folder.path, safe_serialization=True)
+    tokenizer.save_pretrained(folder.path)
+    return {
+        **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
+        "train_examples": len(data.train),
+        "eval_examples": len(data.eval_pairs) or len(data.eval_sentences),
+        "data_source": data.source,
+        "similarity_before": before,
+        "similarity_after": after,
+        "accuracy": None,
+    }

@@ -1,0 +1,151 @@
+"""Training jobs as separate processes, one at a time, through a file-based queue.
+
+submit(recipe) creates `runs_dir()/.NAME.partial/` (state "queued") and starts
+`python -m core finetune --recipe <that folder>/recipe.json` in its own session (so a page reload or a
+Streamlit restart does not kill it, and a cancel signal reaches its whole process group). Its output goes to
+the folder's train.log.
+
+The queue: every run, wherever it was started (page, CLI, a test), waits in `queue_turn` until
+  1. it is the oldest queued run (by status.json's queued_at) whose process is alive, and
+  2. it holds an exclusive flock on `runs_dir()/.queue.lock`.
+The running job keeps the lock until it ends; the kernel drops it when the process dies, so a crash never
+blocks the queue. Linux/macOS only (fcntl).
+
+cancel(name) writes a `cancel` file into the run folder (seen between steps by in-process runs) and sends
+SIGTERM to the worker's process group; the worker stops at the next step and ends as "cancelled".
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from core import settings
+from core.progress import StopCheck, check_stop
+from core.training import runs
+from core.training.recipe import Recipe
+
+QUEUE_LOCK = ".queue.lock"
+POLL_SECONDS = 0.5
+
+
+def submit(recipe: Recipe) -> runs.RunInfo:
+    """Queue a run in a new process; returns at once. Raises RunExists / ValueError on a bad name or recipe."""
+    folder = runs.RunFolder.create(recipe)
+    command = [sys.executable, "-m", "core", "finetune", "--recipe", str(folder.path / runs.RECIPE)]
+    env = {**os.environ, "BERTLENS_CACHE": str(settings.cache_dir())}
+    with open(folder.path / runs.LOG, "ab") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=settings.REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _children.append(process)
+    folder.write_status(pid=process.pid, command=" ".join(command))
+    return runs.get_run(recipe.run_name)
+
+
+# Popen objects we started, polled so that finished workers do not stay zombies.
+_children: list[subprocess.Popen] = []
+
+
+def reap() -> None:
+    for child in list(_children):
+        if child.poll() is not None:
+            _children.remove(child)
+
+
+def cancel(name: str) -> bool:
+    """Ask a queued or running run to stop; False when there is no such active run."""
+    reap()
+    folder = runs.partial_dir(name)
+    status = runs.read_json(folder / runs.STATUS)
+    if not folder.is_dir() or not status or status.get("state") not in runs.ACTIVE_STATES:
+        return False
+    try:
+        (folder / runs.CANCEL_FLAG).touch()
+    except OSError:
+        return False  # it finished and was renamed just now
+    pid = status.get("pid")
+    if pid and pid != os.getpid() and runs.pid_alive(pid):
+        try:
+            os.killpg(int(pid), signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return True
+
+
+def wait(name: str, timeout: float = 600.0) -> runs.RunInfo:
+    """Block until a run has ended (tests and scripts)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        reap()
+        run = runs.get_run(name)
+        if run is not None and run.state not in runs.ACTIVE_STATES:
+            return run
+        time.sleep(POLL_SECONDS)
+    raise TimeoutError(f"run '{name}' did not end within {timeout:.0f} s")
+
+
+def _first_in_line(name: str) -> bool:
+    waiting = []
+    for folder in settings.runs_dir().glob(".*.partial"):
+        status = runs.read_json(folder / runs.STATUS) or {}
+        if status.get("state") == "queued" and not runs.process_gone(status):
+            waiting.append((float(status.get("queued_at") or 0), folder.name[1 : -len(".partial")]))
+    return not waiting or min(waiting)[1] == name
+
+
+@contextmanager
+def queue_turn(name: str, should_stop: StopCheck = None):
+    """Wait for this run's turn (see the module docstring), hold it for the block, then let the next one go."""
+    settings.runs_dir().mkdir(parents=True, exist_ok=True)
+    fd = os.open(settings.runs_dir() / QUEUE_LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        while True:
+            check_stop(should_stop)
+            if _first_in_line(name):
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+            time.sleep(POLL_SECONDS)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def queue_position(name: str) -> int | None:
+    """1 for the next run to start, None when the run is not waiting."""
+    waiting = sorted(
+        (float(r.status.get("queued_at") or 0), r.name) for r in runs.list_runs() if r.state == "queued"
+    )
+    names = [n for _, n in waiting]
+    return names.index(name) + 1 if name in names else None
+
+
+class SignalStop:
+    """should_stop for a worker process: True after SIGTERM/SIGINT or when the cancel file appears."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = folder
+        self.signalled = False
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.signalled = True
+
+    def __call__(self) -> bool:
+        return self.signalled or bool(self.folder and (self.folder / runs.CANCEL_FLAG).exists())

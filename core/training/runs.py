@@ -1,0 +1,259 @@
+"""Run folders under settings.runs_dir(): written under a dotted temporary name, renamed when complete.
+
+    runs_dir()/.NAME.partial/   queued or running: recipe.json, status.json, train.log (never a model:
+                                available_models() skips dotted names)
+    runs_dir()/NAME/            finished: the checkpoint, metrics.json, recipe.json, status.json, train.log
+    runs_dir()/.NAME.cancelled/ stopped by the user, and .NAME.failed/ crashed: recipe, status with the
+                                error, log; weights are deleted so nothing there looks like a model
+
+status.json holds {state, phase, step, total_steps, epoch, epochs, loss, examples_per_second,
+eta_seconds, elapsed_seconds, pid, queued_at, started_at, updated_at, losses: [[step, loss], ...], error}.
+A queued/running folder whose process is gone (killed, machine restarted) is settled as failed by list_runs().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import settings
+from core.training.recipe import Recipe
+
+ACTIVE_STATES = ("queued", "running")
+ENDED_STATES = ("cancelled", "failed")
+STATES = ACTIVE_STATES + ("done",) + ENDED_STATES
+STATUS, RECIPE, METRICS, LOG, CANCEL_FLAG = "status.json", "recipe.json", "metrics.json", "train.log", "cancel"
+MAX_LOSS_POINTS = 400
+# A folder just created by the launcher may not have its worker's pid yet.
+PID_GRACE_SECONDS = 30.0
+
+
+class RunExists(ValueError):
+    """The run name is taken by a finished or an active run."""
+
+
+def partial_dir(name: str) -> Path:
+    return settings.runs_dir() / f".{name}.partial"
+
+
+def ended_dir(name: str, state: str) -> Path:
+    return settings.runs_dir() / f".{name}.{state}"
+
+
+def final_dir(name: str) -> Path:
+    return settings.runs_dir() / name
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Readers (the page polling status.json) never see half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # an exited child nobody has waited for yet is a zombie: it still answers kill(pid, 0)
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def process_gone(status: dict) -> bool:
+    """True when an active run's worker no longer exists."""
+    pid = status.get("pid")
+    if pid:
+        return not pid_alive(pid)
+    return time.time() - float(status.get("queued_at") or 0) > PID_GRACE_SECONDS
+
+
+class RunFolder:
+    """The temporary folder of one queued or running run, and its two ways out (finish / end)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.path = partial_dir(name)
+
+    @classmethod
+    def create(cls, recipe: Recipe) -> "RunFolder":
+        name = recipe.run_name
+        settle_dead_runs()
+        if final_dir(name).exists():
+            raise RunExists(f"A run named '{name}' already exists in {settings.runs_dir()}; pick another name or delete it.")
+        if partial_dir(name).exists():
+            raise RunExists(f"A run named '{name}' is already queued or running; pick another name or cancel it.")
+        folder = cls(name)
+        folder.path.mkdir(parents=True)
+        write_json_atomic(folder.path / RECIPE, recipe.to_dict())
+        write_json_atomic(folder.path / STATUS, {"state": "queued", "phase": "queued", "queued_at": time.time(), "losses": []})
+        return folder
+
+    @classmethod
+    def adopt_or_create(cls, recipe: Recipe) -> "RunFolder":
+        """The folder a launcher made for this process (queued, our pid or none yet), else a new one."""
+        folder = cls(recipe.run_name)
+        status = read_json(folder.path / STATUS) if folder.path.is_dir() else None
+        if status and status.get("state") == "queued" and status.get("pid") in (None, os.getpid()):
+            folder.write_status(pid=os.getpid())
+            return folder
+        created = cls.create(recipe)
+        created.write_status(pid=os.getpid())
+        return created
+
+    @property
+    def status(self) -> dict:
+        return read_json(self.path / STATUS) or {}
+
+    def write_status(self, **fields) -> dict:
+        status = {**self.status, **fields, "updated_at": time.time()}
+        write_json_atomic(self.path / STATUS, status)
+        return status
+
+    def log(self, message: str) -> None:
+        with open(self.path / LOG, "a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%H:%M:%S')} {message.rstrip()}\n")
+
+    def cancel_requested(self) -> bool:
+        return (self.path / CANCEL_FLAG).exists()
+
+    def finish(self, metrics: dict) -> Path:
+        """metrics.json last, then one rename: the run appears complete or not at all."""
+        write_json_atomic(self.path / METRICS, metrics)
+        self.write_status(state="done", phase="done", eta_seconds=0.0, finished_at=time.time())
+        target = final_dir(self.name)
+        os.rename(self.path, target)  # fails rather than overwrite if the name got taken meanwhile
+        self.path = target
+        return target
+
+    def end(self, state: str, error: str) -> Path:
+        """Cancelled or failed: keep recipe, status and log; delete weights; move to .NAME.<state>."""
+        self.write_status(state=state, phase=state, error=error, finished_at=time.time())
+        for weights in self.path.glob("*.safetensors"):
+            weights.unlink()
+        target = ended_dir(self.name, state)
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(self.path, target)
+        self.path = target
+        return target
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run as listed on the page and by `python -m core runs`."""
+
+    name: str
+    state: str  # queued | running | done | cancelled | failed
+    folder: str
+    recipe: dict
+    status: dict
+    metrics: dict | None
+    log_tail: str
+
+    @property
+    def is_model(self) -> bool:
+        return self.state == "done"
+
+    @property
+    def error(self) -> str | None:
+        return self.status.get("error")
+
+    def progress_fraction(self) -> float:
+        total = self.status.get("total_steps") or 0
+        return min(1.0, (self.status.get("step") or 0) / total) if total else 0.0
+
+
+def log_tail(folder: Path, lines: int = 20) -> str:
+    try:
+        text = (folder / LOG).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
+    status = read_json(folder / STATUS) or {}
+    state = status.get("state", fallback_state)
+    if fallback_state == "done":
+        state = "done"
+    elif fallback_state in ENDED_STATES:
+        state = fallback_state
+    return RunInfo(
+        name=name,
+        state=state,
+        folder=str(folder),
+        recipe=read_json(folder / RECIPE) or {},
+        status=status,
+        metrics=read_json(folder / METRICS) if state == "done" else None,
+        log_tail=log_tail(folder),
+    )
+
+
+def settle_dead_runs() -> None:
+    """Queued/running folders whose process died (kill -9, power cut) become failed runs."""
+    root = settings.runs_dir()
+    if not root.is_dir():
+        return
+    for folder in root.glob(".*.partial"):
+        status = read_json(folder / STATUS) or {}
+        if status.get("state") in ACTIVE_STATES and process_gone(status):
+            run = RunFolder(folder.name[1 : -len(".partial")])
+            try:
+                run.end("failed", "the training process ended without finishing (crashed or killed); see the log")
+            except OSError:
+                pass  # its worker finished or another reader settled it at the same moment
+
+
+def list_runs() -> list[RunInfo]:
+    """All runs, oldest first: active, finished, cancelled and failed."""
+    settle_dead_runs()
+    root = settings.runs_dir()
+    if not root.is_dir():
+        return []
+    runs = []
+    for folder in root.iterdir():
+        if not folder.is_dir():
+            continue
+        if folder.name.startswith("."):
+            stem, _, kind = folder.name[1:].rpartition(".")
+            if kind == "partial":
+                runs.append(_info(stem, folder, "queued"))
+            elif kind in ENDED_STATES:
+                runs.append(_info(stem, folder, kind))
+        elif (folder / METRICS).is_file():
+            runs.append(_info(folder.name, folder, "done"))
+    return sorted(runs, key=lambda r: (float(r.status.get("queued_at") or 0), r.name))
+
+
+def get_run(name: str) -> RunInfo | None:
+    return next((r for r in list_runs() if r.name == name and r.state in ACTIVE_STATES + ("done",)), None) or next(
+        (r for r in list_runs() if r.name == name), None
+    )
+
+
+def delete_run(name: str) -> None:
+    """Remove a finished, cancelled or failed run (an active one must be cancelled first)."""
+    if partial_dir(name).exists():
+        raise ValueError(f"Run '{name}' is still queued or running; cancel it first.")
+    for folder in [final_dir(name)] + [ended_dir(name, s) for s in ENDED_STATES]:
+        if folder.is_dir():
+            shutil.rmtree(folder)

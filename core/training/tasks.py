@@ -1,0 +1,433 @@
+"""Training data for the fine-tuning engine: built-in tasks and user files, as labelled `Example`s.
+
+Built-in tasks (labels in a fixed order, which is the classifier's class order):
+    snli   premise/hypothesis -> entailment, neutral, contradiction (gold label "-" dropped); eval on dev
+    mrpc   sentence pair -> "0" (not a paraphrase), "1" (paraphrase); eval on GLUE validation
+    drugs  Druglib review text -> effectiveness_score "1".."5" (the CS4650 slides' second experiment); eval on test
+    absa   SemEval-14 restaurants (aspect category, sentence) -> positive, negative, neutral; eval on test
+           ("conflict", 5 % of the aspects, is dropped, as most BERT-pair setups report three-way results)
+A user file is a CSV, TSV or JSON Lines file (optionally .gz) with columns `text`, `label` and optionally
+`text_b`; a `split` column with values train / test (or dev, validation) chooses the eval rows, otherwise a
+seeded 20 % hold-out is used.
+
+Sources: snli and mrpc come from the Hugging Face hub through `datasets` when it is reachable and from the
+local data folder (BERTLENS_DATA, laid out like shared/data) otherwise; drugs and absa are local only.
+Every problem raises TaskError (a ValueError) whose message names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from core import datasets as local_data
+from core.datasets import DataUnavailable, Example
+
+BUILTIN_TASKS = ("snli", "mrpc", "drugs", "absa")
+TASK_LABELS = {
+    "snli": ("entailment", "neutral", "contradiction"),
+    "mrpc": ("0", "1"),
+    "drugs": ("1", "2", "3", "4", "5"),
+    "absa": ("positive", "negative", "neutral"),
+}
+TASK_TITLES = {
+    "snli": "SNLI: does the premise entail the hypothesis? (3 classes)",
+    "mrpc": "MRPC: are the two sentences paraphrases? (2 classes)",
+    "drugs": "Drug reviews: review text -> effectiveness 1-5 (Druglib)",
+    "absa": "Aspect sentiment: (aspect, restaurant review) -> polarity (SemEval-14)",
+}
+EVAL_SPLIT = {"snli": "dev", "mrpc": "validation", "drugs": "test", "absa": "test"}
+USER_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson")
+HOLDOUT_FRACTION = 0.2
+EVAL_SPLIT_NAMES = {"test", "dev", "validation", "eval"}
+LINE_KEY = "__line__"  # the file line a user row came from, for messages
+
+
+class TaskError(ValueError):
+    """The task's data is missing or malformed; the message says which file, which rows, and the fix."""
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A task ready for training: examples plus the label order (class index i is labels[i])."""
+
+    task: str  # built-in name, or the user file's path
+    labels: tuple[str, ...]
+    train: tuple[Example, ...]
+    eval: tuple[Example, ...]
+    eval_split: str  # which split `eval` is, e.g. "dev" or "20% hold-out"
+    source: str  # "hub", "local" or "file"
+    pairs: bool  # whether examples carry text_b
+
+    def label_index(self, label: str) -> int:
+        return self.labels.index(label)
+
+
+def is_user_file(task: str) -> bool:
+    return task not in BUILTIN_TASKS
+
+
+def load_task(
+    task: str,
+    *,
+    train_limit: int | None = None,
+    eval_limit: int | None = None,
+    seed: int = 0,
+    source: str = "auto",
+) -> TaskData:
+    """Train and eval examples of a built-in task or a user file.
+
+    train_limit / eval_limit: a seeded subset (same seed, same examples). source: "auto" (hub when
+    reachable, else local), "hub" or "local"; ignored for user files and the local-only tasks.
+    """
+    if is_user_file(task):
+        train, evaluation, split_name, labels = read_user_task(Path(task), seed=seed)
+        used = "file"
+    else:
+        used = _pick_source(task, source)
+        train, evaluation = _builtin(task, used)
+        labels, split_name = TASK_LABELS[task], EVAL_SPLIT[task]
+    train = local_data.seeded_subset(train, train_limit, seed)
+    evaluation = local_data.seeded_subset(evaluation, eval_limit, seed)
+    if not train:
+        raise TaskError(f"Task '{task}' has no training examples; check its data file.")
+    pairs = any(e.text_b for e in train)
+    return TaskData(task, tuple(labels), tuple(train), tuple(evaluation), split_name, used, pairs)
+
+
+def _pick_source(task: str, source: str) -> str:
+    if source not in ("auto", "hub", "local"):
+        raise TaskError(f"Unknown data source '{source}'; use auto, hub or local.")
+    if task not in ("snli", "mrpc") or source == "local":
+        return "local"
+    from core.models import hub_reachable
+
+    if hub_reachable():
+        return "hub"
+    if source == "hub":
+        raise TaskError(
+            f"The Hugging Face hub is unreachable, so '{task}' cannot be read from it; "
+            "use the local data folder (source 'local' or 'auto', env BERTLENS_DATA)."
+        )
+    return "local"
+
+
+def _builtin(task: str, source: str) -> tuple[list[Example], list[Example]]:
+    try:
+        if source == "hub":
+            return _hub_split(task, "train"), _hub_split(task, "validation")
+        if task == "snli":
+            return local_data.snli("train"), local_data.snli("dev")
+        if task == "mrpc":
+            return local_data.mrpc("train"), local_data.mrpc("validation")
+        if task == "drugs":
+            return drug_reviews("train"), drug_reviews("test")
+        return absa_restaurants("train"), absa_restaurants("test")
+    except DataUnavailable as err:
+        raise TaskError(
+            f"Data for '{task}' is missing: {err} With internet, snli and mrpc also load from the hub."
+        ) from err
+
+
+def _hub_split(task: str, split: str) -> list[Example]:
+    from datasets import load_dataset
+
+    try:
+        if task == "snli":
+            rows = load_dataset("stanfordnlp/snli", split=split)
+            names = TASK_LABELS["snli"]  # the hub's 0/1/2 order; -1 means no gold label
+            return [Example(r["premise"], r["hypothesis"], names[r["label"]]) for r in rows if r["label"] >= 0]
+        rows = load_dataset("nyu-mll/glue", "mrpc", split=split)
+        return [Example(r["sentence1"], r["sentence2"], str(r["label"])) for r in rows if r["label"] >= 0]
+    except Exception as err:  # network errors, missing configs
+        raise TaskError(f"Could not read '{task}' ({split}) from the hub: {err}") from err
+
+
+def drug_reviews(split: str, limit: int | None = None, seed: int = 0) -> list[Example]:
+    """Druglib reviews: the benefits, side-effects and comments texts joined -> effectiveness_score "1".."5"."""
+    name = {"train": "druglib_train.jsonl.gz", "test": "druglib_test_intact.jsonl.gz"}[split]
+    rows = local_data.read_jsonl_gz(local_data.local_file(f"drug_reviews_druglib/{name}"))
+    examples = []
+    for r in rows:
+        parts = [" ".join(str(r.get(k) or "").split()) for k in ("benefits_review", "side_effects_review", "comments_review")]
+        text = " ".join(p for p in parts if p)
+        if text:
+            examples.append(Example(text, None, str(int(r["effectiveness_score"]))))
+    return local_data.seeded_subset(examples, limit, seed)
+
+
+def absa_restaurants(split: str, limit: int | None = None, seed: int = 0) -> list[Example]:
+    """SemEval-14 restaurants as (aspect category, sentence) -> polarity; "conflict" aspects dropped."""
+    name = {"train": "restaurants_train.jsonl.gz", "test": "restaurants_test.jsonl.gz"}[split]
+    rows = local_data.read_jsonl_gz(local_data.local_file(f"semeval2014_absa_restaurants/{name}"))
+    examples = [
+        Example(a["category"], r["text"], a["polarity"])
+        for r in rows
+        for a in r["aspect_categories"]
+        if a["polarity"] in TASK_LABELS["absa"]
+    ]
+    return local_data.seeded_subset(examples, limit, seed)
+
+
+# ---- user files -------------------------------------------------------------------------------------
+
+
+def _open_text(path: Path) -> str:
+    raw = path.read_bytes()
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except OSError as err:
+            raise TaskError(f"{path.name} ends in .gz but is not gzip data ({err}); decompress it or rename it.") from err
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise TaskError(f"{path.name} is not UTF-8 text (byte {err.start}); save it as UTF-8.") from err
+
+
+def read_user_rows(path: Path) -> list[dict]:
+    """Rows of a CSV/TSV/JSONL file as dicts, with the file's format problems turned into TaskErrors."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise TaskError(
+            f"'{path}' is neither a built-in task ({', '.join(BUILTIN_TASKS)}) nor an existing file. "
+            "Give a task name or the path of a CSV/JSONL file with text and label columns."
+        )
+    suffix = path.suffixes[-2] if path.suffix == ".gz" and len(path.suffixes) > 1 else path.suffix
+    suffix = suffix.lower()
+    if suffix not in USER_FILE_SUFFIXES:
+        raise TaskError(
+            f"{path.name}: unknown file type '{suffix or '(none)'}'. Use .csv, .tsv or .jsonl "
+            "(optionally gzipped) with columns text, label and optionally text_b."
+        )
+    content = _open_text(path)
+    if not content.strip():
+        raise TaskError(f"{path.name} is empty. It needs a header line (text,label[,text_b]) and at least two rows.")
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        rows = []
+        for number, line in enumerate(content.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise TaskError(
+                    f"{path.name}, line {number}: not valid JSON ({err.msg}). Each line must be one object "
+                    'such as {"text": "...", "label": "..."}.'
+                ) from err
+            if not isinstance(row, dict):
+                raise TaskError(f"{path.name}, line {number}: expected a JSON object, got {type(row).__name__}.")
+            rows.append({**row, LINE_KEY: number})
+        return rows
+    delimiter = "\t" if suffix == ".tsv" else ","
+    reader = csv.DictReader(io.StringIO(content), delimiter=delimiter)
+    rows = []
+    try:
+        for row in reader:
+            if None in row:  # more cells than header columns
+                raise TaskError(
+                    f"{path.name}, line {reader.line_num}: {len(row) - 1 + len(row[None])} cells but the header "
+                    f"has {len(reader.fieldnames)} columns. Quote cells that contain '{delimiter}'."
+                )
+            rows.append({**row, LINE_KEY: reader.line_num})
+    except csv.Error as err:
+        raise TaskError(f"{path.name}, line {reader.line_num}: unreadable CSV ({err}).") from err
+    return rows
+
+
+def _clean(value) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def examples_from_rows(rows: list[dict], name: str, known_labels: tuple[str, ...] | None = None) -> list[Example]:
+    """Validate user rows: required columns, empty cells, labels outside `known_labels` (when given)."""
+    if not rows:
+        raise TaskError(f"{name} has a header but no rows; add labelled examples.")
+    columns = [c for c in rows[0].keys() if c != LINE_KEY]
+    missing = [c for c in ("text", "label") if c not in columns]
+    if missing:
+        raise TaskError(
+            f"{name} has no {' and no '.join(repr(c) for c in missing)} column (columns found: "
+            f"{', '.join(map(repr, columns)) or 'none'}). Rename the columns to text, label "
+            "and optionally text_b."
+        )
+    examples, empty_text, empty_label = [], [], []
+    for position, row in enumerate(rows, start=1):
+        number = row.get(LINE_KEY, position)
+        text, label = _clean(row.get("text")), _clean(row.get("label"))
+        if not text:
+            empty_text.append(number)
+        if not label:
+            empty_label.append(number)
+        examples.append(Example(text, _clean(row.get("text_b")) or None, label))
+    for problem, numbers in (("an empty text", empty_text), ("an empty label", empty_label)):
+        if numbers:
+            shown = ", ".join(map(str, numbers[:10])) + (" …" if len(numbers) > 10 else "")
+            raise TaskError(
+                f"{name}: {len(numbers)} row(s) have {problem} (lines {shown}); fill them in or remove them."
+            )
+    if known_labels is not None:
+        unknown = sorted({e.label for e in examples} - set(known_labels))
+        if unknown:
+            raise TaskError(
+                f"{name}: label(s) {', '.join(map(repr, unknown))} do not occur in the training rows "
+                f"(known: {', '.join(map(repr, known_labels))}); fix the spelling or add training examples."
+            )
+    return examples
+
+
+def _sorted_labels(labels: set[str]) -> tuple[str, ...]:
+    """Numeric labels in numeric order ("2" before "10"), other labels alphabetically."""
+    try:
+        return tuple(sorted(labels, key=float))
+    except ValueError:
+        return tuple(sorted(labels))
+
+
+def read_user_task(path: Path, seed: int = 0) -> tuple[list[Example], list[Example], str, tuple[str, ...]]:
+    """(train, eval, eval split name, labels) of a user file; see the module docstring for the layout."""
+    rows = read_user_rows(path)
+    name = Path(path).name
+    if rows and "split" in rows[0]:
+        is_eval = [_clean(r.get("split")).lower() in EVAL_SPLIT_NAMES for r in rows]
+        train_rows = [r for r, e in zip(rows, is_eval) if not e]
+        eval_rows = [r for r, e in zip(rows, is_eval) if e]
+        if not train_rows or not eval_rows:
+            raise TaskError(
+                f"{name}: the split column must mark some rows 'train' and some 'test' (or dev/validation); "
+                f"found {len(train_rows)} train and {len(eval_rows)} eval rows."
+            )
+        train = examples_from_rows(train_rows, name)
+        labels = _sorted_labels({e.label for e in train})
+        evaluation = examples_from_rows(eval_rows, name, labels)
+        split_name = "split column"
+    else:
+        examples = examples_from_rows(rows, name)
+        labels = _sorted_labels({e.label for e in examples})
+        order = list(range(len(examples)))
+        random.Random(seed).shuffle(order)
+        n_eval = max(1, round(HOLDOUT_FRACTION * len(examples)))
+        evaluation = [examples[i] for i in sorted(order[:n_eval])]
+        train = [examples[i] for i in sorted(order[n_eval:])]
+        split_name = f"{int(HOLDOUT_FRACTION * 100)}% hold-out"
+    if len(labels) < 2:
+        raise TaskError(
+            f"{name}: every training row has the label {labels[0]!r}; a classifier needs at least two labels."
+        )
+    if len(train) < 2:
+        raise TaskError(f"{name}: only {len(train)} training row(s); add more labelled examples.")
+    return train, evaluation, split_name, labels
+
+
+# ---- contrastive data ---------------------------------------------------------------------------------
+
+CONTRASTIVE_EVAL_DEFAULT = 1000
+
+
+@dataclass(frozen=True)
+class Triple:
+    """One SimCSE item: the anchor, its positive (None: the anchor itself, unsupervised) and a hard negative."""
+
+    anchor: str
+    positive: str | None = None
+    negative: str | None = None
+
+
+@dataclass(frozen=True)
+class ContrastiveData:
+    """train: SimCSE items. eval_pairs: held-out (sentence, positive partner) pairs for the similarity
+    report; eval_sentences: held-out sentences when the task has no pairs."""
+
+    task: str
+    mode: str  # "unsup" | "sup"
+    train: tuple[Triple, ...]
+    eval_pairs: tuple[tuple[str, str], ...]
+    eval_sentences: tuple[str, ...]
+    source: str
+
+
+def _positive_pairs(task: str, examples: list[Example]) -> list[tuple[str, str]]:
+    """Pairs whose two sides mean the same: SNLI entailment, MRPC paraphrase, any pair of a user file."""
+    wanted = {"snli": {"entailment"}, "mrpc": {"1"}}.get(task)
+    return [(e.text, e.text_b) for e in examples if e.text_b and (wanted is None or e.label in wanted)]
+
+
+def _snli_triples(examples: list[Example]) -> list[Triple]:
+    """Entailment pairs, each with a contradiction hypothesis of the same premise as hard negative when the
+    data has one (the local 20k subset of SNLI train has one for ~6 % of premises; the full split for all)."""
+    contradictions: dict[str, str] = {}
+    for e in examples:
+        if e.label == "contradiction":
+            contradictions.setdefault(e.text, e.text_b)
+    return [Triple(e.text, e.text_b, contradictions.get(e.text)) for e in examples if e.label == "entailment"]
+
+
+def _unique(texts) -> list[str]:
+    return list(dict.fromkeys(t for t in texts if t))
+
+
+def load_contrastive(
+    task: str, mode: str, *, train_limit: int | None = None, eval_limit: int | None = None, seed: int = 0, source: str = "auto"
+) -> ContrastiveData:
+    """SimCSE data. unsup: every distinct sentence of the task's training split. sup: positive pairs (SNLI
+    entailment with contradiction hard negatives, MRPC paraphrases, or a user file's text/text_b rows with an
+    optional text_neg column). A user file needs only `text` (unsup) or `text` + `text_b` (sup)."""
+    if mode not in ("unsup", "sup"):
+        raise TaskError(f"contrastive mode {mode!r} is not 'unsup' or 'sup'")
+    eval_limit = eval_limit or CONTRASTIVE_EVAL_DEFAULT
+    if is_user_file(task):
+        return _user_contrastive(Path(task), mode, train_limit, eval_limit, seed)
+    used = _pick_source(task, source)
+    train, evaluation = _builtin(task, used)
+    if mode == "sup":
+        if task == "snli":
+            items = _snli_triples(train)
+        elif task == "mrpc":
+            items = [Triple(a, b) for a, b in _positive_pairs(task, train)]
+        else:
+            raise TaskError(f"Supervised SimCSE needs positive pairs; '{task}' has none. Use snli, mrpc or unsup mode.")
+    else:
+        items = [Triple(t) for t in _unique(x for e in train for x in (e.text, e.text_b))]
+    pairs = local_data.seeded_subset(_positive_pairs(task, evaluation), eval_limit, seed)
+    sentences = [] if pairs else local_data.seeded_subset(_unique(e.text_b or e.text for e in evaluation), eval_limit, seed)
+    items = local_data.seeded_subset(items, train_limit, seed)
+    return ContrastiveData(task, mode, tuple(items), tuple(pairs), tuple(sentences), used)
+
+
+def _user_contrastive(path: Path, mode: str, train_limit, eval_limit, seed) -> ContrastiveData:
+    rows = read_user_rows(path)
+    name = path.name
+    if not rows:
+        raise TaskError(f"{name} has a header but no rows; add sentences.")
+    columns = [c for c in rows[0] if c != LINE_KEY]
+    needed = ["text", "text_b"] if mode == "sup" else ["text"]
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        raise TaskError(
+            f"{name} has no {' and no '.join(map(repr, missing))} column (columns found: {', '.join(map(repr, columns))}). "
+            + ("Supervised SimCSE needs text and text_b (a positive) and optionally text_neg." if mode == "sup" else "Unsupervised SimCSE needs a text column.")
+        )
+    items = []
+    for position, row in enumerate(rows, start=1):
+        text, partner = _clean(row.get("text")), _clean(row.get("text_b")) or None
+        if not text or (mode == "sup" and not partner):
+            raise TaskError(f"{name}, line {row.get(LINE_KEY, position)}: empty {'text' if not text else 'text_b'}; fill it in or remove the row.")
+        items.append(Triple(text, partner if mode == "sup" else None, (_clean(row.get("text_neg")) or None) if mode == "sup" else None))
+    order = list(range(len(items)))
+    random.Random(seed).shuffle(order)
+    n_eval = max(1, round(HOLDOUT_FRACTION * len(items)))
+    held_out = [rows[i] for i in sorted(order[:n_eval])]
+    train = [items[i] for i in sorted(order[n_eval:])]
+    if len(train) < 2:
+        raise TaskError(f"{name}: only {len(train)} training row(s) after the 20% hold-out; add more rows.")
+    pairs = [(_clean(r["text"]), _clean(r.get("text_b"))) for r in held_out if _clean(r.get("text_b"))]
+    sentences = [] if len(pairs) > 1 else [_clean(r["text"]) for r in held_out]
+    return ContrastiveData(
+        str(path), mode, tuple(local_data.seeded_subset(train, train_limit, seed)),
+        tuple(pairs[:eval_limit]) if len(pairs) > 1 else (), tuple(sentences[:eval_limit]), "file",
+    )
