@@ -172,8 +172,9 @@ def encode_stream(
             feed["token_type_ids"] = torch.from_numpy(types).to(lm.device)
         with torch.inference_mode():
             out = lm.model(**feed, output_attentions=attentions, output_hidden_states=hidden_states)
-        att = torch.stack(out.attentions, dim=1).float().cpu().numpy() if attentions else None
-        hid = torch.stack(out.hidden_states, dim=1).float().cpu().numpy() if hidden_states else None
+        # Per-layer numpy views (no copy on CPU); each input below copies only its own unpadded slice.
+        att = [a.float().cpu().numpy() for a in out.attentions] if attentions else None
+        hid = [h.float().cpu().numpy() for h in out.hidden_states] if hidden_states else None
         for row, i in enumerate(batch_idx):
             n = lengths[row]
             e = encs[row]
@@ -188,8 +189,8 @@ def encode_stream(
                 special_mask=special,
                 word_ids=word_ids,
                 words=words,
-                attentions=np.ascontiguousarray(att[row, :, :, :n, :n]) if att is not None else None,
-                hidden_states=np.ascontiguousarray(hid[row, :, :n]) if hid is not None else None,
+                attentions=np.stack([a[row, :, :n, :n] for a in att]) if att is not None else None,
+                hidden_states=np.stack([h[row, :n] for h in hid]) if hid is not None else None,
                 n_tokens_full=tokenized[i][1],
                 max_length=max_length,
             )
