@@ -1,0 +1,332 @@
+"""Layerwise PCA (VisBERT, van Aken et al. 2019): every token's vector at every layer, drawn in 2-D."""
+
+from __future__ import annotations
+
+import re
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import (
+    MODEL_KEY,
+    SENTENCE_A_KEY,
+    SENTENCE_B_KEY,
+    cached_encoding,
+    cached_model,
+    current_model,
+    export_buttons,
+    intro,
+    model_ref,
+    sentences,
+)
+from core.datasets import DataUnavailable
+from core.examples import EXAMPLES
+from core.models import ModelUnavailable, available_models
+from core.projection import (
+    LayerProjection,
+    background_sentences,
+    background_vectors,
+    collect_tokens,
+    layerwise_projection,
+    projection_frame,
+)
+
+PLAY_SECONDS = 1.2
+METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer", "tsne": "t-SNE per layer"}
+BACKGROUND_NAMES = {"none": "None: fit on these sentences", "builtin": "Built-in sentences", "snli": "SNLI (100 dev pairs)"}
+COLOUR_NAMES = {"sentence": "Sentence", "segment": "Segment (A/B)", "word": "A chosen word"}
+SNLI_PAIRS = 100
+OTHER = "other words"
+
+BANK_SENTENCES = re.split(r"(?<=\.)\s+", EXAMPLES["“bank”: river / money / verb"][0])
+
+
+def load_example(text_a: str, text_b: str | None, extra: str) -> None:
+    st.session_state[SENTENCE_A_KEY] = text_a
+    st.session_state[SENTENCE_B_KEY] = text_b or ""
+    st.session_state["pca.extra"] = extra
+    if extra:
+        st.session_state["pca.colour"] = "word"
+        st.session_state["pca.word"] = "bank"
+
+
+st.title("Layerwise PCA")
+intro(
+    "Every word piece becomes a vector of hundreds of numbers at each layer of BERT; this page squeezes those "
+    "vectors into two dimensions so you can watch words drift, cluster and separate as the layers go up.",
+    "Type sentences (one in the sidebar, more below), then move the layer slider or press play; the same word in "
+    "different senses, like “bank”, should start together and move apart.",
+)
+
+examples = {"“bank” in three senses, one input each": (BANK_SENTENCES[0], None, "\n".join(BANK_SENTENCES[1:]))}
+examples.update({label: (a, b, "") for label, (a, b) in EXAMPLES.items()})
+for column, (label, args) in zip(st.columns(len(examples)), examples.items()):
+    column.button(label, key=f"pca.example.{label}", on_click=load_example, args=args, use_container_width=True)
+
+st.session_state.setdefault("pca.extra", "")
+st.text_area(
+    "More sentences, one per line (each is its own input)",
+    key="pca.extra",
+    height=90,
+    placeholder="She went to the bank to deposit her pay.\nYou can bank on him to arrive on time.",
+)
+
+text_a, text_b = sentences()
+items: list[tuple[str, str | None]] = [(text_a, text_b)] if text_a else []
+items += [(line.strip(), None) for line in st.session_state["pca.extra"].splitlines() if line.strip()]
+if not items:
+    st.info("Type a sentence in the sidebar or below (one per line), or pick an example above.")
+    st.stop()
+
+# --- settings shared by both models -------------------------------------------------------------------------
+st.session_state.setdefault("pca.method", "joint")
+st.session_state.setdefault("pca.colour", "sentence")
+st.session_state.setdefault("pca.background", "none")
+row = st.columns([3, 2, 2])
+method = row[0].segmented_control(
+    "Projection", list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="pca.method",
+    help="Joint: one PCA over every layer's vectors, so the axes stay the same as the slider moves (VisBERT's "
+    "choice). Per layer: the best plane for each layer, axes not comparable across layers. t-SNE keeps neighbours, "
+    "not distances.",
+) or "joint"
+colour = row[1].segmented_control("Colour by", list(COLOUR_NAMES), format_func=COLOUR_NAMES.get, key="pca.colour") or "sentence"
+if method == "tsne":
+    row[2].caption("t-SNE has no fixed map to place new tokens in, so it takes no background corpus.")
+    background = "none"
+    seed = row[2].number_input("t-SNE seed", min_value=0, max_value=10_000, value=0, step=1, key="pca.seed")
+else:
+    background = row[2].selectbox(
+        "Fit on a background corpus", list(BACKGROUND_NAMES), format_func=BACKGROUND_NAMES.get, key="pca.background",
+        help="Fit the PCA on many ordinary sentences and project yours into that space, instead of letting your "
+        "few sentences define the axes.",
+    )
+    seed = 0
+toggles = st.columns(4)
+hide_special = toggles[0].toggle("Hide special tokens", key="pca.hide_special", help="[CLS], [SEP]; left out of the fit too")
+hide_punct = toggles[1].toggle("Hide punctuation", key="pca.hide_punct", help="Left out of the fit too")
+show_labels = toggles[2].toggle("Token labels", value=True, key="pca.labels")
+others = [e.name for e in available_models() if e.name != model_ref() and str(e.path) != model_ref()]
+second_ref = toggles[3].selectbox(
+    "Second model, side by side", ["", *others], key="pca.second_model", accept_new_options=True,
+    format_func=lambda name: name or "none", help="e.g. the pretrained model next to a fine-tuned run",
+)
+
+
+# --- model runs and projections (cached: moving the slider recomputes nothing) ------------------------------
+def encode_background(ref: str, source: str, keep_special: bool, keep_punct: bool) -> np.ndarray | None:
+    """Background vectors, kept per session; a progress bar while encoding and a cancel button."""
+    store = st.session_state.setdefault("pca.background_vectors", {})
+    key = (ref, source, keep_special, keep_punct)
+    if key in store:
+        return store[key]
+    try:
+        texts = background_sentences(source, limit=SNLI_PAIRS)
+    except DataUnavailable as err:
+        st.warning(f"SNLI is not available, so the projection is fitted on your sentences. {err}")
+        return None
+    bar = st.progress(0.0, text=f"Encoding {len(texts)} background sentences with {ref}…")
+
+    def cancel() -> None:
+        st.session_state["pca.background"] = "none"
+
+    st.button("Cancel", key=f"pca.cancel_background.{ref}", on_click=cancel)
+    vectors = background_vectors(
+        cached_model(ref), texts, keep_special=keep_special, keep_punct=keep_punct,
+        progress=lambda done, total: bar.progress(done / total, text=f"Background: {done} of {total} sentences"),
+    )
+    bar.empty()
+    # Two entries at most: the vectors are large, and only the last settings are likely to come back.
+    while len(store) >= 2:
+        store.pop(next(iter(store)))
+    store[key] = vectors
+    return vectors
+
+
+@st.cache_data(show_spinner="Projecting the layers…", max_entries=16)
+def cached_projection(
+    ref: str,
+    inputs: tuple[tuple[str, str | None], ...],
+    method: str,
+    keep_special: bool,
+    keep_punct: bool,
+    background_key: str,
+    seed: int,
+    _background: np.ndarray | None,
+) -> LayerProjection:
+    """One projection per (model, inputs, settings); the background array is keyed by background_key."""
+    encodings = [cached_encoding(ref, a, b) for a, b in inputs]
+    tokens = collect_tokens(encodings, keep_special=keep_special, keep_punct=keep_punct)
+    return layerwise_projection(tokens, method, background=_background, seed=seed)
+
+
+def projection_for(ref: str) -> LayerProjection:
+    truncated = [i for i, (a, b) in enumerate(items) if cached_encoding(ref, a, b).truncated]
+    if truncated:
+        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {ref} reads: its end was cut off.")
+    vectors = None
+    if background != "none":
+        vectors = encode_background(ref, background, not hide_special, not hide_punct)
+    key = background if vectors is not None else "none"
+    return cached_projection(ref, tuple(items), method, not hide_special, not hide_punct, key, int(seed), vectors)
+
+
+current_model()  # shows the loading error and stops the page if the sidebar's model is unavailable
+try:
+    projections = {model_ref(): projection_for(model_ref())}
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+if second_ref:
+    try:
+        projections[second_ref] = projection_for(second_ref)
+    except (ModelUnavailable, ValueError) as err:
+        st.error(f"Second model: {err}")
+
+
+# --- drawing --------------------------------------------------------------------------------------------------
+def sentence_names() -> list[str]:
+    names = []
+    for i, (a, b) in enumerate(items):
+        text = a if b is None else f"{a} / {b}"
+        names.append(f"{i}: {text[:40]}{'…' if len(text) > 40 else ''}")
+    return names
+
+
+def colour_encoding(frame: pd.DataFrame, chosen_word: str | None) -> alt.Color:
+    if colour == "segment":
+        return alt.Color("segment:N", title="segment", scale=alt.Scale(domain=["A", "B"]))
+    if colour == "word":
+        return alt.Color("highlight:N", title="word", scale=alt.Scale(domain=[chosen_word or "", OTHER], range=["#d62728", "#c7c7c7"]))
+    return alt.Color("sentence_name:N", title="sentence", scale=alt.Scale(domain=sentence_names()))
+
+
+def scatter(projection: LayerProjection, layer: int, title: str, chosen_word: str | None) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = projection_frame(projection, [layer])
+    frame["sentence_name"] = [sentence_names()[s] for s in frame["sentence"]]
+    frame["highlight"] = np.where(frame["word"].str.lower() == (chosen_word or "").lower(), chosen_word or "", OTHER)
+    axis_name = "t-SNE" if projection.method == "tsne" else "PC"
+    if projection.method == "joint":
+        # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
+        lo, hi = projection.coords.min(axis=(0, 1)), projection.coords.max(axis=(0, 1))
+        pad = (hi - lo) * 0.05 + 1e-9
+        x_scale = alt.Scale(domain=[float(lo[0] - pad[0]), float(hi[0] + pad[0])], nice=False)
+        y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
+    else:
+        x_scale = y_scale = alt.Scale(zero=False)
+    base = alt.Chart(frame, title=title).encode(
+        x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
+        y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
+        tooltip=["token", "word", "sentence_name", "segment", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
+    )
+    points = base.mark_circle(size=90, opacity=0.85).encode(color=colour_encoding(frame, chosen_word))
+    layers = [points]
+    if show_labels:
+        layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
+    return alt.layer(*layers).properties(width="container", height=460), frame
+
+
+def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
+    ratio = projection.explained_variance_ratio
+    frame = pd.DataFrame(
+        {
+            "layer": np.repeat(projection.layers, 2),
+            "axis": ["PC 1", "PC 2"] * len(projection.layers),
+            "share": ratio.reshape(-1),
+            "current": np.repeat(projection.layers == layer, 2),
+        }
+    )
+    return (
+        alt.Chart(frame, title="Share of each layer's variance on the two axes")
+        .mark_bar()
+        .encode(
+            x=alt.X("layer:O", title="layer (0 = embeddings)"),
+            y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
+            color=alt.Color("axis:N", title=None),
+            opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
+            tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width="container", height=180)
+    )
+
+
+def variance_note(projection: LayerProjection, layer: int) -> str:
+    fitted_on = f"{projection.n_fit} background token vectors per layer" if projection.background else "these tokens"
+    if projection.method == "tsne":
+        return "t-SNE has no explained variance: distances between far-apart groups mean little; neighbours do."
+    a, b = projection.explained_variance_ratio[layer]
+    if projection.method == "joint":
+        ja, jb = projection.joint_explained_variance_ratio
+        return (
+            f"Layer {layer}: the two shared axes hold {a:.0%} + {b:.0%} = {a + b:.0%} of this layer's variance "
+            f"(fitted on {fitted_on}, all layers pooled; over all layers together: {ja:.0%} + {jb:.0%})."
+        )
+    return f"Layer {layer}: PC 1 and PC 2 explain {a:.0%} + {b:.0%} = {a + b:.0%} of this layer's variance (fitted on {fitted_on})."
+
+
+main_projection = projections[model_ref()]
+word_list = [
+    w.lower() for w, special, punct in zip(main_projection.word, main_projection.is_special, main_projection.is_punct)
+    if w and not special and not punct
+]
+words_seen = list(dict.fromkeys(word_list))
+chosen_word = None
+if colour == "word" and words_seen:
+    if st.session_state.get("pca.word") not in words_seen:
+        repeated = [w for w in words_seen if word_list.count(w) > 1]
+        st.session_state["pca.word"] = "bank" if "bank" in words_seen else (repeated or words_seen)[0]
+    chosen_word = st.selectbox("Word to highlight", words_seen, key="pca.word")
+
+n_layers = max(len(p.layers) for p in projections.values())
+st.session_state.setdefault("pca.layer", 0)
+st.session_state["pca.layer"] = min(st.session_state["pca.layer"], n_layers - 1)
+st.session_state.setdefault("pca.playing", False)
+
+
+def toggle_play() -> None:
+    playing = not st.session_state["pca.playing"]
+    st.session_state["pca.playing"] = playing
+    if playing:
+        st.session_state["pca.just_started"] = True
+        if st.session_state["pca.layer"] >= n_layers - 1:
+            st.session_state["pca.layer"] = 0
+
+
+@st.fragment(run_every=PLAY_SECONDS if st.session_state["pca.playing"] else None)
+def layer_view() -> None:
+    """Slider, charts and exports; while playing, each timed rerun of this fragment shows the next layer."""
+    if st.session_state["pca.playing"]:
+        if st.session_state.pop("pca.just_started", False):
+            pass
+        elif st.session_state["pca.layer"] < n_layers - 1:
+            st.session_state["pca.layer"] += 1
+        else:
+            st.session_state["pca.playing"] = False
+            st.rerun()  # the whole page, so the fragment is redefined without its timer
+    controls = st.columns([6, 1])
+    layer = controls[0].slider("Layer (0 = embeddings)", 0, n_layers - 1, key="pca.layer")
+    controls[1].button(
+        "Pause" if st.session_state["pca.playing"] else "Play",
+        icon=":material/pause:" if st.session_state["pca.playing"] else ":material/play_arrow:",
+        key="pca.play", on_click=toggle_play, use_container_width=True,
+    )
+    columns = st.columns(len(projections))
+    for index, (column, (ref, projection)) in enumerate(zip(columns, projections.items())):
+        shown_layer = min(layer, len(projection.layers) - 1)
+        name = ref.rstrip("/").split("/")[-1]
+        note = "" if shown_layer == layer else f" (its last layer; it has {len(projection.layers) - 1})"
+        with column:
+            chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", chosen_word)
+            st.altair_chart(chart, key=f"pca.chart.{index}")
+            st.caption(variance_note(projection, shown_layer))
+            if projection.method != "tsne":
+                st.altair_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
+            export_buttons(chart, projection_frame(projection), f"pca_{name}_{projection.method}_L{shown_layer}", key=f"pca.export.{index}")
+
+
+layer_view()
+st.caption(
+    "Each point is one word piece; its position comes from the layer's vectors through the projection above. "
+    "The CSV holds every layer's coordinates. Command line: `python -m core pca --model M --text \"…\" --json`."
+)
