@@ -15,6 +15,7 @@ st.set_page_config(page_title="BERT Lens", page_icon=":material/visibility:", la
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/attention.py", title="Attention heads", icon=":material/hub:", url_path="attention"),
+    st.Page("app_pages/pca.py", title="Layerwise PCA", icon=":material/scatter_plot:", url_path="pca"),
 ]
 
 QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
