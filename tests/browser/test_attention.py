@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.browser.conftest import (
@@ -28,6 +30,18 @@ def test_attention_page_draws_pair(page, app_url):
     page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     assert_no_streamlit_exception(page)
     screenshot(page, "attention_model_view")
+
+    # Clicking a head in the grid opens it in the head view.
+    chart = page.locator('[data-testid="stVegaLiteChart"]').first
+    box = chart.bounding_box()
+    for fx, fy in ((0.5, 0.5), (0.45, 0.55), (0.55, 0.45), (0.6, 0.6)):
+        page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+        wait_for_app(page)
+        if page.get_by_role("radio", name="Head view").is_checked():
+            break
+    assert page.get_by_role("radio", name="Head view").is_checked()
+    page.get_by_text(re.compile(r"Layer \d, head \d+")).wait_for()
+    assert_no_streamlit_exception(page)
 
 
 def test_home_screenshot(page, app_url):
