@@ -1,0 +1,660 @@
+"""Anisotropy by layer: how alike a model's word vectors are, layer by layer (Ethayarajh 2019, "How
+contextual are contextualized word representations?", EMNLP), plus two measures beyond the paper.
+
+Unit of analysis: a whole word, its word pieces averaged ("bank" and "##ing" never stand alone); special
+tokens ([CLS], [SEP]) are left out unless asked for, each then a unit of its own. Word types are compared
+lowercased. A layer index l runs 0..L with 0 = the input embeddings.
+
+Measures, each [L+1]:
+    random_cosine       mean cosine of two words drawn at random from *different* sentences (seeded pairs)
+    exact_cosine        the same mean over *all* such pairs, exact (from running sums, so it is cheap)
+    self_similarity     per word type seen in >= k sentences: mean cosine between its vectors in different
+                        sentences (first occurrence per sentence), averaged over those word types
+    intra_sentence      per sentence: mean cosine between each word and the sentence's mean vector, averaged
+    adjusted_*          the measure minus the chosen baseline (random or exact), as in the paper
+    top_pc_variance     share of the variance of all word vectors on the first principal component
+    alignment, uniformity   Wang & Isola (2020), on mean-pooled sentence vectors of the corpus's positive pairs
+
+Pure functions take arrays; `measure_corpus` streams a corpus through `encode_stream` and keeps only the
+sampled vectors and running sums, so memory does not grow with the corpus. No streamlit here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+
+from core.corpus import Corpus
+from core.progress import ProgressCallback, StopCheck
+
+# Ethayarajh's mean cosine between random words, bert-base-uncased, layers 0..12.
+ETHAYARAJH_BERT_BASE = (0.105, 0.168, 0.219, 0.245, 0.327, 0.377, 0.420, 0.398, 0.399, 0.484, 0.561, 0.675, 0.477)
+REFERENCE_MODEL = "bert-base-uncased"
+REFERENCE_LABEL = "Ethayarajh 2019, bert-base-uncased (published)"
+REFERENCE_SOURCE = "Ethayarajh (2019), github.com/kawine/contextual, bert/embedding_space_stats.json"
+
+MEASURES: dict[str, str] = {
+    "random_cosine": "Random-word cosine (baseline)",
+    "self_similarity": "Self-similarity",
+    "adjusted_self_similarity": "Self-similarity − baseline",
+    "intra_sentence": "Intra-sentence similarity",
+    "adjusted_intra_sentence": "Intra-sentence similarity − baseline",
+    "top_pc_variance": "Variance on the top principal component",
+    "exact_cosine": "All-pairs cosine (exact baseline)",
+    "alignment": "Alignment (lower = pairs closer)",
+    "uniformity": "Uniformity (lower = more spread out)",
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure functions over arrays
+# ---------------------------------------------------------------------------------------------------------
+
+
+def unit_length(vectors: np.ndarray) -> np.ndarray:
+    """Each vector along the last axis scaled to length 1 (zero vectors stay zero), in float64."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def mean_pairwise_cosine(vectors: np.ndarray) -> np.ndarray:
+    """vectors [n, L, D] (n >= 2) -> [L]: mean cosine over the n(n-1)/2 distinct pairs, per layer.
+
+    Uses |sum of unit vectors|^2 = n + 2 * (sum over pairs of their cosines), so it is O(n) not O(n^2)."""
+    n = vectors.shape[0]
+    if n < 2:
+        raise ValueError(f"Mean pairwise cosine needs at least 2 vectors, got {n}.")
+    total = unit_length(vectors).sum(axis=0)
+    return (np.einsum("ld,ld->l", total, total) - n) / (n * (n - 1))
+
+
+def draw_cross_sentence_pairs(sentence_ids: np.ndarray, n_pairs: int, seed: int) -> np.ndarray:
+    """[P, 2] indices (i, j) of units drawn uniformly, with replacement, among ordered pairs whose units come
+    from different sentences. Same seed and sentence_ids -> same pairs."""
+    sentence_ids = np.asarray(sentence_ids)
+    if n_pairs < 1:
+        raise ValueError(f"The number of random pairs must be at least 1, got {n_pairs}.")
+    if len(np.unique(sentence_ids)) < 2:
+        raise ValueError("Random pairs need words from at least two different sentences: add sentences to the corpus.")
+    rng = np.random.default_rng(seed)
+    found: list[np.ndarray] = []
+    have = 0
+    while have < n_pairs:
+        candidates = rng.integers(0, len(sentence_ids), size=(2 * (n_pairs - have) + 16, 2))
+        kept = candidates[sentence_ids[candidates[:, 0]] != sentence_ids[candidates[:, 1]]]
+        found.append(kept)
+        have += len(kept)
+    return np.concatenate(found)[:n_pairs]
+
+
+@dataclass(frozen=True)
+class RandomPairCosine:
+    """mean [L]: mean cosine over the pairs; pairs [P, 2]: unit indices of each pair."""
+
+    mean: np.ndarray
+    pairs: np.ndarray
+
+
+def random_pair_cosine(vectors: np.ndarray, sentence_ids: np.ndarray, n_pairs: int, seed: int = 0) -> RandomPairCosine:
+    """vectors [N, L, D], sentence_ids [N] -> mean cosine of n_pairs seeded random cross-sentence pairs."""
+    pairs = draw_cross_sentence_pairs(sentence_ids, n_pairs, seed)
+    u = unit_length(vectors)
+    return RandomPairCosine(np.einsum("pld,pld->l", u[pairs[:, 0]], u[pairs[:, 1]]) / len(pairs), pairs)
+
+
+def all_pairs_cosine(vectors: np.ndarray, sentence_ids: np.ndarray) -> np.ndarray:
+    """vectors [N, L, D], sentence_ids [N] -> [L]: exact mean cosine over all pairs from different sentences.
+
+    sum over cross-sentence ordered pairs of u_i.u_j = |sum of all u|^2 - sum over sentences |sum of its u|^2,
+    and their number is N^2 - sum over sentences n_s^2."""
+    u = unit_length(vectors)
+    sentence_ids = np.asarray(sentence_ids)
+    total = u.sum(axis=0)
+    within = 0.0
+    count_within = 0
+    for s in np.unique(sentence_ids):
+        part = u[sentence_ids == s].sum(axis=0)
+        within = within + np.einsum("ld,ld->l", part, part)
+        count_within += int((sentence_ids == s).sum()) ** 2
+    n_cross = len(sentence_ids) ** 2 - count_within
+    if n_cross == 0:
+        raise ValueError("All words come from one sentence: add sentences to the corpus.")
+    return (np.einsum("ld,ld->l", total, total) - within) / n_cross
+
+
+@dataclass(frozen=True)
+class SelfSimilarity:
+    """Self-similarity of each word type with enough contexts.
+
+    words        [W] word types kept (>= min_contexts contexts), most contexts first
+    n_contexts   [W] int
+    per_word     [W, L] mean cosine between the word's vectors in different contexts
+    mean         [L] average over the W word types (NaN when W = 0)
+    """
+
+    words: tuple[str, ...]
+    n_contexts: np.ndarray
+    per_word: np.ndarray
+    mean: np.ndarray
+
+
+def self_similarity(contexts: Mapping[str, np.ndarray], min_contexts: int = 5) -> SelfSimilarity:
+    """contexts: word -> [n, L, D], one vector per context (sentence). Words with < min_contexts are left out."""
+    if min_contexts < 2:
+        raise ValueError("A word needs at least 2 contexts to compare; set the minimum to 2 or more.")
+    kept = sorted((w for w, v in contexts.items() if len(v) >= min_contexts), key=lambda w: (-len(contexts[w]), w))
+    n_layers = next(iter(contexts.values())).shape[1] if contexts else 0
+    per_word = np.array([mean_pairwise_cosine(contexts[w]) for w in kept]).reshape(len(kept), n_layers)
+    mean = per_word.mean(axis=0) if kept else np.full(n_layers, np.nan)
+    return SelfSimilarity(tuple(kept), np.array([len(contexts[w]) for w in kept], dtype=np.int64), per_word, mean)
+
+
+def intra_sentence_similarity(sentence_vectors: np.ndarray) -> np.ndarray:
+    """One sentence's unit vectors [n, L, D] (n >= 2) -> [L]: mean cosine between each unit and the
+    sentence's mean vector (Ethayarajh's IntraSim)."""
+    if sentence_vectors.shape[0] < 2:
+        raise ValueError("Intra-sentence similarity needs a sentence of at least 2 words.")
+    centre = unit_length(np.asarray(sentence_vectors, dtype=np.float64).mean(axis=0))
+    return np.einsum("nld,ld->l", unit_length(sentence_vectors), centre) / sentence_vectors.shape[0]
+
+
+def top_pc_variance_share(vectors: np.ndarray) -> np.ndarray:
+    """vectors [N, L, D] -> [L]: variance on the first principal component / total variance, per layer."""
+    x = np.asarray(vectors, dtype=np.float64)
+    out = np.empty(x.shape[1])
+    for layer in range(x.shape[1]):
+        centred = x[:, layer] - x[:, layer].mean(axis=0)
+        singular = np.linalg.svd(centred, compute_uv=False)
+        out[layer] = singular[0] ** 2 / np.sum(singular**2)
+    return out
+
+
+def top_pc_share_from_covariance(covariance: np.ndarray) -> np.ndarray:
+    """covariance [L, D, D] -> [L]: largest eigenvalue / trace."""
+    top = np.array([np.linalg.eigvalsh(c)[-1] for c in covariance])
+    return top / np.trace(covariance, axis1=1, axis2=2)
+
+
+@dataclass(frozen=True)
+class AlignmentUniformity:
+    """Wang & Isola (2020) on unit-length sentence vectors. alignment [L]: mean |f(a) - f(b)|^2 over the
+    positive pairs (0 = identical); uniformity [L]: log mean exp(-t |f(x) - f(y)|^2) over all distinct
+    sentence pairs (more negative = spread more evenly over the sphere)."""
+
+    alignment: np.ndarray
+    uniformity: np.ndarray
+
+
+def alignment_uniformity(embeddings: np.ndarray, pairs: np.ndarray, t: float = 2.0) -> AlignmentUniformity:
+    """embeddings [S, L, D] sentence vectors (normalised here), pairs [P, 2] indices of positive pairs."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if len(pairs) == 0:
+        raise ValueError("Alignment needs sentence pairs: use a corpus with pairs (SNLI, MRPC, or a two-column CSV).")
+    if embeddings.shape[0] < 2:
+        raise ValueError("Uniformity needs at least 2 sentences.")
+    f = unit_length(embeddings)
+    diff = f[pairs[:, 0]] - f[pairs[:, 1]]
+    alignment = np.einsum("pld,pld->l", diff, diff) / len(pairs)
+    upper = np.triu_indices(f.shape[0], k=1)
+    uniformity = np.empty(f.shape[1])
+    for layer in range(f.shape[1]):
+        gram = f[:, layer] @ f[:, layer].T
+        squared = np.clip(2.0 - 2.0 * gram[upper], 0.0, None)
+        uniformity[layer] = np.log(np.mean(np.exp(-t * squared)))
+    return AlignmentUniformity(alignment, uniformity)
+
+
+def merge_pieces(hidden_states: np.ndarray, word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """hidden_states [L+1, T, D], word_ids [T] (-1 = special) -> (vectors [U, L+1, D] float32,
+    first_token [U]): one unit per word (its pieces averaged), plus one per special token if asked."""
+    unit_of: dict[tuple[str, int], int] = {}
+    rows, cols = [], []
+    for t, w in enumerate(word_ids):
+        if w < 0 and not include_special:
+            continue
+        key = ("word", int(w)) if w >= 0 else ("special", t)
+        rows.append(unit_of.setdefault(key, len(unit_of)))
+        cols.append(t)
+    weights = np.zeros((len(unit_of), len(word_ids)), dtype=np.float32)
+    weights[rows, cols] = 1.0
+    first_token = np.array([weights[u].nonzero()[0][0] for u in range(len(unit_of))], dtype=np.int64)
+    weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
+    return np.einsum("ut,ltd->uld", weights, hidden_states, optimize=True).astype(np.float32), first_token
+
+
+def sentence_units(encoding, include_special: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
+    """An Encoding (hidden states kept) -> (keys [U], vectors [U, L+1, D]): lowercased words in order, and
+    each special token's own text when include_special."""
+    vectors, first_token = merge_pieces(encoding.hidden_states, encoding.word_ids, include_special)
+    keys = tuple(
+        encoding.words[encoding.word_ids[t]].lower() if encoding.word_ids[t] >= 0 else encoding.tokens[t]
+        for t in first_token
+    )
+    return keys, vectors
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Streaming a corpus
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnisotropySettings:
+    """What `measure_corpus` does. baseline: which cosine the adjusted measures subtract."""
+
+    n_pairs: int = 1000
+    seed: int = 0
+    min_contexts: int = 5
+    include_special: bool = False
+    baseline: Literal["random", "exact"] = "random"
+    max_word_types: int = 1000
+    max_alignment_pairs: int = 500
+    batch_size: int = 32
+
+    def __post_init__(self):
+        if self.baseline not in ("random", "exact"):
+            raise ValueError(f"baseline must be 'random' or 'exact', not {self.baseline!r}.")
+        if self.min_contexts < 2:
+            raise ValueError("min_contexts must be at least 2: a word in one sentence has nothing to compare with.")
+
+
+@dataclass(frozen=True)
+class LayerProfile:
+    """Every measure for one model on one corpus. Arrays over layers are [L+1], index 0 = input embeddings.
+
+    layers                    [L+1] int
+    random_cosine             [L+1] mean cosine of n_pairs random cross-sentence word pairs
+    exact_cosine              [L+1] mean over all cross-sentence word pairs
+    self_similarity           [L+1] mean over `words`; NaN when no word has min_contexts contexts
+    adjusted_self_similarity  [L+1] self_similarity − baseline
+    intra_sentence            [L+1]; adjusted_intra_sentence [L+1] likewise
+    top_pc_variance           [L+1] in 0..1
+    alignment, uniformity     [L+1] or None when the corpus has no pairs
+    words                     [W] word types used for self-similarity; word_contexts [W] int
+    word_self_similarity      [W, L+1]
+    """
+
+    model: str
+    corpus: str
+    settings: AnisotropySettings
+    layers: np.ndarray
+    random_cosine: np.ndarray
+    exact_cosine: np.ndarray
+    self_similarity: np.ndarray
+    adjusted_self_similarity: np.ndarray
+    intra_sentence: np.ndarray
+    adjusted_intra_sentence: np.ndarray
+    top_pc_variance: np.ndarray
+    alignment: np.ndarray | None
+    uniformity: np.ndarray | None
+    words: tuple[str, ...]
+    word_contexts: np.ndarray
+    word_self_similarity: np.ndarray
+    n_sentences: int
+    n_tokens: int
+    n_pairs: int
+    n_alignment_pairs: int
+    n_truncated: int = 0
+
+    @property
+    def baseline(self) -> np.ndarray:
+        return self.exact_cosine if self.settings.baseline == "exact" else self.random_cosine
+
+    def to_json(self) -> dict:
+        """Plain JSON types; NaN becomes null."""
+
+        def clean(values):
+            if values is None:
+                return None
+            return [None if not np.isfinite(v) else round(float(v), 6) for v in values]
+
+        out = {"model": self.model, "corpus": self.corpus, "layers": [int(x) for x in self.layers]}
+        for name in (
+            "random_cosine", "exact_cosine", "self_similarity", "adjusted_self_similarity", "intra_sentence",
+            "adjusted_intra_sentence", "top_pc_variance", "alignment", "uniformity",
+        ):
+            out[name] = clean(getattr(self, name))
+        out.update(
+            baseline=self.settings.baseline, n_tokens=self.n_tokens, n_pairs=self.n_pairs,
+            n_sentences=self.n_sentences, n_word_types=len(self.words), min_contexts=self.settings.min_contexts,
+            include_special=self.settings.include_special, seed=self.settings.seed,
+            n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated,
+        )
+        return out
+
+
+def corpus_unit_keys(tokenizer, sentences: Sequence[str], max_length: int, include_special: bool) -> list[tuple[str, ...]]:
+    """The unit keys `sentence_units` will give for each sentence, from the tokenizer alone (no model):
+    lets the pass choose its random pairs and tracked words before any vector exists."""
+    keys: list[tuple[str, ...]] = []
+    for start in range(0, len(sentences), 256):
+        chunk = list(sentences[start : start + 256])
+        batch = tokenizer(chunk, truncation=True, max_length=max_length, add_special_tokens=True, verbose=False)
+        for text, enc in zip(chunk, batch.encodings):
+            spans: dict[int, list[int]] = {}
+            order: list[tuple[str, int]] = []
+            for t, (w, seq) in enumerate(zip(enc.word_ids, enc.sequence_ids)):
+                if seq is None or w is None:
+                    if include_special:
+                        order.append(("special", t))
+                    continue
+                a, b = enc.offsets[t]
+                if w not in spans:
+                    spans[w] = [a, b]
+                    order.append(("word", w))
+                spans[w][0], spans[w][1] = min(spans[w][0], a), max(spans[w][1], b)
+            keys.append(tuple(text[spans[i][0] : spans[i][1]].lower() if kind == "word" else enc.tokens[i] for kind, i in order))
+    return keys
+
+
+@dataclass
+class _RunningSums:
+    """Everything the pass keeps: fixed-size arrays whose size depends on the model and settings only."""
+
+    n_layers: int
+    dim: int
+    tracked: dict[str, int]
+    wanted: dict[int, list[tuple[int, int]]]  # sentence -> [(position in sentence, slot in `sampled`)]
+    n_slots: int
+    alignment_sentences: dict[int, int]
+    total: np.ndarray = field(init=False)
+    within: np.ndarray = field(init=False)
+    count_units: int = 0
+    count_within: int = 0
+    intra_sum: np.ndarray = field(init=False)
+    intra_count: int = 0
+    shift: np.ndarray | None = None
+    moment1: np.ndarray = field(init=False)
+    moment2: np.ndarray = field(init=False)
+    pending: list = field(default_factory=list)
+    pending_rows: int = 0
+
+    def __post_init__(self):
+        shape = (self.n_layers, self.dim)
+        self.total = np.zeros(shape)
+        self.within = np.zeros(self.n_layers)
+        self.intra_sum = np.zeros(self.n_layers)
+        self.moment1 = np.zeros(shape)
+        self.moment2 = np.zeros((self.n_layers, self.dim, self.dim))
+        self.sampled = np.zeros((self.n_slots, *shape), dtype=np.float32)
+        self.word_sums = np.zeros((len(self.tracked), *shape), dtype=np.float32)
+        self.word_counts = np.zeros(len(self.tracked), dtype=np.int64)
+        self.embeddings = np.zeros((len(self.alignment_sentences), *shape), dtype=np.float32)
+
+    def add(self, sentence: int, keys: tuple[str, ...], vectors: np.ndarray) -> None:
+        n = len(keys)
+        if n == 0:
+            return
+        u = unit_length(vectors)
+        part = u.sum(axis=0)
+        self.total += part
+        self.within += np.einsum("ld,ld->l", part, part)
+        self.count_units += n
+        self.count_within += n * n
+        if n >= 2:
+            self.intra_sum += intra_sentence_similarity(vectors)
+            self.intra_count += 1
+        for position, slot in self.wanted.get(sentence, ()):
+            self.sampled[slot] = vectors[position]
+        seen: set[str] = set()
+        for k, key in enumerate(keys):
+            row = self.tracked.get(key)
+            if row is not None and key not in seen:  # one context per sentence
+                seen.add(key)
+                self.word_sums[row] += u[k]
+                self.word_counts[row] += 1
+        if sentence in self.alignment_sentences:
+            self.embeddings[self.alignment_sentences[sentence]] = vectors.mean(axis=0)
+        if self.shift is None:
+            # Shifting by a typical vector keeps float32 moments accurate despite BERT's large mean.
+            self.shift = vectors.mean(axis=0)
+        self.pending.append(vectors)
+        self.pending_rows += n
+        if self.pending_rows >= 512:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        x = np.concatenate(self.pending) - self.shift  # [n, L, D]
+        self.moment1 += x.sum(axis=0, dtype=np.float64)
+        self.moment2 += np.matmul(x.transpose(1, 2, 0), x.transpose(1, 0, 2))
+        self.pending, self.pending_rows = [], 0
+
+    def covariance(self) -> np.ndarray:
+        mean = self.moment1 / self.count_units
+        return self.moment2 / self.count_units - np.einsum("ld,le->lde", mean, mean)
+
+
+def _choose_words(keys: list[tuple[str, ...]], min_contexts: int, limit: int) -> dict[str, int]:
+    contexts = Counter(key for sentence in keys for key in set(sentence))
+    eligible = sorted((k for k, n in contexts.items() if n >= min_contexts), key=lambda k: (-contexts[k], k))
+    return {k: row for row, k in enumerate(eligible[:limit])}
+
+
+def measure_corpus(
+    lm,
+    corpus: Corpus,
+    settings: AnisotropySettings = AnisotropySettings(),
+    *,
+    progress: ProgressCallback = None,
+    should_stop: StopCheck = None,
+) -> LayerProfile:
+    """Run the corpus through the model once (hidden states only) and return every measure.
+
+    Kept in memory: the vectors of the 2 * n_pairs sampled words, a running sum per tracked word type
+    (at most max_word_types), per-layer sums and a [L+1, D, D] second moment, and the sentence vectors of at
+    most max_alignment_pairs pairs. Raises core.progress.Cancelled when should_stop() turns True."""
+    from core.encoding import encode_stream
+
+    sentences = list(corpus.sentences)
+    if len(sentences) < 2:
+        raise ValueError("The corpus needs at least 2 sentences to compare words across sentences.")
+    max_length = lm.max_length
+    keys = corpus_unit_keys(lm.tokenizer, sentences, max_length, settings.include_special)
+    counts = np.array([len(k) for k in keys], dtype=np.int64)
+    unit_sentence = np.repeat(np.arange(len(sentences)), counts)
+    unit_position = np.arange(len(unit_sentence)) - np.repeat(np.cumsum(counts) - counts, counts)
+    pairs = draw_cross_sentence_pairs(unit_sentence, settings.n_pairs, settings.seed)
+    needed, slot_of = np.unique(pairs, return_inverse=True)
+    slot_of = slot_of.reshape(pairs.shape)
+    wanted: dict[int, list[tuple[int, int]]] = {}
+    for slot, unit in enumerate(needed):
+        wanted.setdefault(int(unit_sentence[unit]), []).append((int(unit_position[unit]), slot))
+    rng = np.random.default_rng(settings.seed)
+    corpus_pairs = np.array(corpus.pairs, dtype=np.int64).reshape(-1, 2)
+    if len(corpus_pairs) > settings.max_alignment_pairs:
+        corpus_pairs = corpus_pairs[np.sort(rng.choice(len(corpus_pairs), settings.max_alignment_pairs, replace=False))]
+    alignment_sentences = {int(s): row for row, s in enumerate(np.unique(corpus_pairs))}
+
+    sums = _RunningSums(
+        n_layers=lm.num_layers + 1,
+        dim=lm.hidden_size,
+        tracked=_choose_words(keys, settings.min_contexts, settings.max_word_types),
+        wanted=wanted,
+        n_slots=len(needed),
+        alignment_sentences=alignment_sentences,
+    )
+    n_truncated = 0
+    for index, encoding in encode_stream(
+        lm, sentences, batch_size=settings.batch_size, attentions=False, hidden_states=True,
+        progress=progress, should_stop=should_stop,
+    ):
+        unit_keys, vectors = sentence_units(encoding, settings.include_special)
+        if unit_keys != keys[index]:
+            raise RuntimeError(f"Tokenizer pre-pass and encoding disagree on sentence {index}: {keys[index]} vs {unit_keys}")
+        n_truncated += int(encoding.truncated)
+        sums.add(index, unit_keys, vectors)
+    sums.flush()
+
+    u = unit_length(sums.sampled)
+    random_cosine = np.einsum("pld,pld->l", u[slot_of[:, 0]], u[slot_of[:, 1]]) / len(pairs)
+    exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
+    n = sums.word_counts[:, None].astype(np.float64)
+    squared = np.einsum("wld,wld->wl", sums.word_sums.astype(np.float64), sums.word_sums.astype(np.float64))
+    word_self = (squared - n) / (n * (n - 1)) if len(n) else np.zeros((0, sums.n_layers))
+    self_sim = word_self.mean(axis=0) if len(n) else np.full(sums.n_layers, np.nan)
+    intra = sums.intra_sum / sums.intra_count if sums.intra_count else np.full(sums.n_layers, np.nan)
+    baseline = exact if settings.baseline == "exact" else random_cosine
+    aligned = None
+    if len(corpus_pairs):
+        rows = np.vectorize(alignment_sentences.__getitem__)(corpus_pairs)
+        aligned = alignment_uniformity(sums.embeddings, rows)
+    return LayerProfile(
+        model=lm.ref,
+        corpus=corpus.name,
+        settings=settings,
+        layers=np.arange(sums.n_layers),
+        random_cosine=random_cosine,
+        exact_cosine=exact,
+        self_similarity=self_sim,
+        adjusted_self_similarity=self_sim - baseline,
+        intra_sentence=intra,
+        adjusted_intra_sentence=intra - baseline,
+        top_pc_variance=top_pc_share_from_covariance(sums.covariance()),
+        alignment=aligned.alignment if aligned else None,
+        uniformity=aligned.uniformity if aligned else None,
+        words=tuple(sums.tracked),
+        word_contexts=sums.word_counts.copy(),
+        word_self_similarity=word_self,
+        n_sentences=len(sentences),
+        n_tokens=int(sums.count_units),
+        n_pairs=len(pairs),
+        n_alignment_pairs=len(corpus_pairs),
+        n_truncated=n_truncated,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One word across its contexts
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WordDrilldown:
+    """One word type across the sentences it occurs in (first occurrence per sentence).
+
+    contexts          [n] the sentences
+    self_similarity   [L+1] mean pairwise cosine of the word's vectors
+    cosines           [L+1, n, n] cosine between its vectors in each pair of contexts (diagonal = 1)
+    """
+
+    word: str
+    contexts: tuple[str, ...]
+    self_similarity: np.ndarray
+    cosines: np.ndarray
+
+    def nearest(self, context: int, layer: int, k: int = 5) -> list[tuple[int, float]]:
+        """The k other contexts whose vector for this word is closest to the one in `context`, at `layer`."""
+        row = self.cosines[layer, context].copy()
+        row[context] = -np.inf
+        order = np.argsort(-row, kind="stable")[: min(k, len(row) - 1)]
+        return [(int(i), float(row[i])) for i in order]
+
+
+def word_drilldown(word: str, vectors: np.ndarray, contexts: Sequence[str]) -> WordDrilldown:
+    """vectors [n, L+1, D], one per context (n >= 2)."""
+    if len(vectors) < 2:
+        raise ValueError(f"'{word}' occurs in {len(vectors)} sentence(s); comparing contexts needs at least 2.")
+    u = unit_length(vectors)
+    return WordDrilldown(word, tuple(contexts), mean_pairwise_cosine(vectors), np.einsum("ild,jld->lij", u, u))
+
+
+def collect_word(
+    lm,
+    corpus: Corpus,
+    word: str,
+    *,
+    max_contexts: int = 200,
+    batch_size: int = 32,
+    progress: ProgressCallback = None,
+    should_stop: StopCheck = None,
+) -> WordDrilldown:
+    """Encode only the corpus sentences that contain `word` (a whole word, any case) and drill down."""
+    from core.encoding import encode_stream
+
+    target = word.strip().lower()
+    if not target or len(target.split()) > 1:
+        raise ValueError("Type one word (no spaces) to see it across contexts.")
+    keys = corpus_unit_keys(lm.tokenizer, corpus.sentences, lm.max_length, include_special=False)
+    hits = [i for i, k in enumerate(keys) if target in k][:max_contexts]
+    if len(hits) < 2:
+        common = Counter(key for k in keys for key in set(k) if key.isalpha() and len(key) > 3).most_common(8)
+        raise ValueError(
+            f"'{word}' occurs in {len(hits)} sentence(s) of this corpus; it needs at least 2. "
+            f"Words with many contexts here: {', '.join(w for w, _ in common)}."
+        )
+    vectors: dict[int, np.ndarray] = {}
+    for index, encoding in encode_stream(
+        lm, [corpus.sentences[i] for i in hits], batch_size=batch_size, attentions=False,
+        progress=progress, should_stop=should_stop,
+    ):
+        unit_keys, unit_vectors = sentence_units(encoding)
+        vectors[index] = unit_vectors[unit_keys.index(target)]
+    return word_drilldown(target, np.stack([vectors[i] for i in range(len(hits))]), [corpus.sentences[i] for i in hits])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tables and charts
+# ---------------------------------------------------------------------------------------------------------
+
+
+def is_reference_model(ref: str) -> bool:
+    """True for bert-base-uncased by hub id or by a folder / run of that name."""
+    return ref.rstrip("/").split("/")[-1] == REFERENCE_MODEL
+
+
+def profile_frame(profiles: Sequence[LayerProfile]):
+    """Long table: one row per (model, measure, layer) with its value."""
+    import pandas as pd
+
+    rows = []
+    for p in profiles:
+        for measure in MEASURES:
+            values = getattr(p, measure)
+            if values is None:
+                continue
+            rows.extend({"model": p.model, "measure": measure, "layer": int(l), "value": float(v)} for l, v in zip(p.layers, values))
+    return pd.DataFrame(rows, columns=["model", "measure", "layer", "value"])
+
+
+def reference_frame():
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"model": REFERENCE_LABEL, "measure": "random_cosine", "layer": range(len(ETHAYARAJH_BERT_BASE)), "value": ETHAYARAJH_BERT_BASE}
+    )
+
+
+def layer_chart(frame, measure: str, show_reference: bool = False, title: str | None = None):
+    """Line per model over layers for one measure; the published bert-base-uncased baseline dashed.
+
+    frame: profile_frame(...) rows. The chart's single dataset has columns series, kind (measured /
+    published), layer, value."""
+    import altair as alt
+    import pandas as pd
+
+    data = frame[frame["measure"] == measure].assign(kind="measured")
+    if show_reference and measure == "random_cosine":
+        data = pd.concat([data, reference_frame().assign(kind="published")], ignore_index=True)
+    data = data.rename(columns={"model": "series"})[["series", "kind", "layer", "value"]]
+    hover = alt.selection_point(name="hover", on="pointerover", nearest=True, fields=["layer"], empty=False)
+    base = alt.Chart(data, title=title or MEASURES[measure]).encode(
+        x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title=MEASURES[measure]),
+        color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)),
+        strokeDash=alt.StrokeDash(
+            "kind:N", title="", scale=alt.Scale(domain=["measured", "published"], range=[[1, 0], [6, 4]]),
+            legend=alt.Legend(orient="bottom"),
+        ),
+    )
+    lines = base.mark_line()
+    points = base.mark_point(filled=True, size=50).encode(
+        opacity=alt.condition(hover, alt.value(1), alt.value(0.35)),
+        tooltip=["series:N", "kind:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
+    ).add_params(hover)
+    return alt.layer(lines, points).properties(height=360)

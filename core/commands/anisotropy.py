@@ -1,0 +1,72 @@
+"""`anisotropy`: the command-line twin of the "Anisotropy by layer" page."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from core import corpus as corpora
+from core.anisotropy import MEASURES, AnisotropySettings, measure_corpus
+from core.models import load_model
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "anisotropy",
+        help="how alike word vectors are, layer by layer (Ethayarajh 2019)",
+        description="Random-word cosine, self-similarity, intra-sentence similarity (raw and adjusted) and "
+        "top-PC variance per layer; alignment/uniformity too when the corpus has sentence pairs.",
+    )
+    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    p.add_argument(
+        "--corpus", required=True,
+        help="a .txt file with one sentence per line (or a .csv); 'builtin' for the app's own sentences; "
+        "'snli[:SPLIT[:N]]' or 'mrpc[:SPLIT[:N]]' for dataset sentences with their pairs",
+    )
+    p.add_argument("--pairs", type=int, default=1000, help="random word pairs for the baseline (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the random pairs (default 0)")
+    p.add_argument("--min-contexts", type=int, default=5, help="sentences a word needs for self-similarity (default 5)")
+    p.add_argument("--include-special", action="store_true", help="count [CLS]/[SEP] as words")
+    p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.set_defaults(func=run_anisotropy)
+
+
+def load_corpus(spec: str) -> corpora.Corpus:
+    """'builtin', 'snli:dev:500', 'mrpc:test' or a file path."""
+    name, *rest = spec.split(":")
+    if name == "builtin" and not rest:
+        return corpora.builtin()
+    if name in ("snli", "mrpc") and len(rest) <= 2:
+        split = rest[0] if rest else "dev" if name == "snli" else "test"
+        limit = int(rest[1]) if len(rest) > 1 else 500
+        return corpora.from_dataset(name, split, limit=limit)
+    return corpora.from_file(spec)
+
+
+def run_anisotropy(args) -> int:
+    corpus = load_corpus(args.corpus).head(args.limit)
+    settings = AnisotropySettings(
+        n_pairs=args.pairs, seed=args.seed, min_contexts=args.min_contexts, include_special=args.include_special,
+        baseline="exact" if args.exact else "random", batch_size=args.batch_size,
+    )
+    lm = load_model(args.model)
+
+    def report(done: int, total: int) -> None:
+        if not args.json or sys.stderr.isatty():
+            print(f"\r{done}/{total} sentences", end="", file=sys.stderr, flush=True)
+
+    profile = measure_corpus(lm, corpus, settings, progress=report)
+    print(file=sys.stderr)
+    if args.json:
+        print(json.dumps(profile.to_json()))
+        return 0
+    print(f"{profile.model} on {profile.corpus}: {profile.n_sentences} sentences, {profile.n_tokens} words, "
+          f"{profile.n_pairs} random pairs, {len(profile.words)} word types with >= {settings.min_contexts} contexts")
+    shown = [m for m in MEASURES if getattr(profile, m) is not None]
+    print("layer\t" + "\t".join(shown))
+    for layer in profile.layers:
+        print(f"{layer}\t" + "\t".join(f"{getattr(profile, m)[layer]:.3f}" for m in shown))
+    return 0
