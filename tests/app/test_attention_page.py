@@ -85,3 +85,39 @@ def test_model_view_lists_every_head(minilm_dir, make_app, chart_rows):
     assert not at.exception
     cells = {(r["layer"], r["head"]) for r in chart_rows(at)}
     assert cells == {(layer, head) for layer in range(6) for head in range(12)}
+
+
+def test_changing_view_settings_never_reruns_the_model(minilm_dir, make_app, monkeypatch):
+    import app_pages.common as common
+
+    calls = []
+    real_encode = common.encode
+    monkeypatch.setattr(common, "encode", lambda *a, **k: calls.append(a[1]) or real_encode(*a, **k))
+    at = make_app(str(minilm_dir), "A unique sentence about a heron and a canoe.")
+    at.switch_page("app_pages/attention.py").run()
+    at.selectbox(key="attention.layer").set_value(5).run()
+    at.multiselect(key="attention.heads").set_value([1, 2]).run()
+    at.toggle(key="attention.word_level").set_value(True).run()
+    at.radio(key="attention.style").set_value("Heatmap").run()
+    at.session_state["attention.mode"] = "Model view"
+    at.run()
+    assert not at.exception
+    assert len(calls) == 1
+
+
+def test_url_carries_model_and_sentences(minilm_dir):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP_FILE
+
+    at = AppTest.from_file(APP_FILE, default_timeout=180)
+    at.query_params["model"] = str(minilm_dir)
+    at.query_params["a"] = "The river bank flooded."
+    at.query_params["b"] = "Water rose."
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    assert at.sidebar.text_area(key="sentence_a").value == "The river bank flooded."
+    assert at.sidebar.text_area(key="sentence_b").value == "Water rose."
+    at.sidebar.text_area(key="sentence_b").set_value("").run()
+    assert "b" not in at.query_params
+    assert at.query_params["a"] == ["The river bank flooded."] or at.query_params["a"] == "The river bank flooded."
