@@ -1,0 +1,61 @@
+"""RSA/CKA between real models: a model with itself is 1 at every layer; word vectors match a plain loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.corpus import builtin
+from core.encoding import encode
+from core.models import load_model
+from core.progress import Cancelled
+from core.similarity import compare_many, compare_models, linear_cka, word_vectors
+from tests.conftest import make_tiny_bert
+
+
+@pytest.fixture(scope="module")
+def minilm(minilm_dir):
+    return load_model(str(minilm_dir), device="cpu")
+
+
+def test_model_with_itself_is_one_at_every_layer(minilm):
+    sentences = list(builtin(12).sentences)
+    seen = []
+    result = compare_models(minilm, minilm, sentences, progress=lambda d, t: seen.append((d, t)))
+    assert result.rsa.shape == (minilm.num_layers + 1,)
+    assert np.allclose(result.rsa, 1.0, atol=1e-5)
+    assert np.allclose(result.cka, 1.0, atol=1e-5)
+    assert result.n_sentences == 12 and result.n_skipped == 0
+    assert seen[-1] == (24, 24)
+    # off the diagonal, layers differ: embeddings vs the last layer is well below 1
+    assert result.cka_cross[0, -1] < 0.9
+
+
+def test_word_vectors_average_pieces_like_a_loop(minilm):
+    sentences = ["Unhappily, the bank raised rates.", "A dog ran."]
+    vectors = word_vectors(minilm, sentences)
+    enc = encode(minilm, sentences[0], attentions=False)
+    first = vectors.vectors[:, vectors.sentence == 0]
+    assert first.shape == (minilm.num_layers + 1, len(enc.words), minilm.hidden_size)
+    for w in range(len(enc.words)):
+        expected = enc.hidden_states[:, enc.word_ids == w].mean(axis=1)
+        assert np.allclose(first[:, w], expected, atol=1e-5)
+    assert vectors.words[: len(enc.words)] == enc.words
+
+
+def test_random_copies_differ_and_the_base_is_encoded_once(tmp_path):
+    a = load_model(str(make_tiny_bert(tmp_path / "a", seed=0)), device="cpu")
+    b = load_model(str(make_tiny_bert(tmp_path / "b", seed=1)), device="cpu")
+    sentences = ["the cat sat on the mat .", "he ran to the bank .", "she is in the house ."]
+    same, other = compare_many(a, [a, b], sentences)
+    assert np.allclose(same.cka, 1.0, atol=1e-5)
+    assert (other.cka[1:] < 0.999).all()
+    # the top layer's CKA agrees with the plain-array function on the same words
+    va, vb = word_vectors(a, sentences), word_vectors(b, sentences)
+    assert other.cka[-1] == pytest.approx(linear_cka(va.vectors[-1], vb.vectors[-1]), abs=1e-5)
+
+
+def test_cancel_stops_the_pass(tmp_path):
+    a = load_model(str(make_tiny_bert(tmp_path / "a")), device="cpu")
+    with pytest.raises(Cancelled):
+        compare_models(a, a, ["the cat sat .", "a dog ran ."], should_stop=lambda: True)

@@ -1,0 +1,121 @@
+"""RSA and linear CKA against independent computations (sklearn cosine, scipy Pearson, feature-space CKA)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import pearsonr
+from sklearn.metrics.pairwise import cosine_similarity
+
+from core.similarity import (
+    SimilarityError,
+    average_pieces,
+    cka_signature,
+    cross_layer,
+    linear_cka,
+    rsa,
+    similarity_from_vectors,
+)
+
+
+def feature_space_cka(x: np.ndarray, y: np.ndarray) -> float:
+    """Kornblith et al. (2019), eq. for linear CKA in feature space: ||Y^T X||_F^2 / (||X^T X||_F ||Y^T Y||_F)."""
+    x = x - x.mean(axis=0)
+    y = y - y.mean(axis=0)
+    return float(np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y)))
+
+
+def looped_rsa(x: np.ndarray, y: np.ndarray) -> float:
+    sx, sy = cosine_similarity(x), cosine_similarity(y)
+    a = [sx[i, j] for i in range(len(x)) for j in range(i + 1, len(x))]
+    b = [sy[i, j] for i in range(len(x)) for j in range(i + 1, len(x))]
+    return float(pearsonr(a, b)[0])
+
+
+@pytest.fixture
+def pair():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 16))
+    # y shares structure with x but is not a rotation of it
+    y = np.tanh(x @ rng.normal(size=(16, 24))) + 0.5 * rng.normal(size=(40, 24))
+    return x, y
+
+
+def test_self_similarity_is_one(pair):
+    x, _ = pair
+    assert rsa(x, x) == pytest.approx(1.0, abs=1e-6)
+    assert linear_cka(x, x) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_cka_matches_feature_space_formula(pair):
+    x, y = pair
+    expected = feature_space_cka(x, y)
+    assert 0.05 < expected < 0.95  # a test that could fail: the pair is neither identical nor unrelated
+    assert linear_cka(x, y) == pytest.approx(expected, abs=1e-6)
+
+
+def test_cka_invariant_to_rotation_scaling_and_shift(pair):
+    x, y = pair
+    rng = np.random.default_rng(1)
+    q, _ = np.linalg.qr(rng.normal(size=(24, 24)))
+    assert np.allclose(q.T @ q, np.eye(24))
+    base = linear_cka(x, y)
+    assert linear_cka(x, 3.7 * (y @ q) + 2.0) == pytest.approx(base, abs=1e-6)
+    # and not invariant to an arbitrary (non-orthogonal) linear map, so the test can tell the difference
+    stretch = np.diag(np.linspace(0.1, 5, 24))
+    assert abs(linear_cka(x, y @ stretch) - base) > 1e-3
+
+
+def test_rsa_matches_pearson_of_cosine_triangles(pair):
+    x, y = pair
+    assert rsa(x, y) == pytest.approx(looped_rsa(x, y), abs=1e-6)
+    # cosine similarity ignores each vector's length, so RSA does too
+    scales = np.random.default_rng(2).uniform(0.5, 3, size=(40, 1))
+    assert rsa(x * scales, y) == pytest.approx(rsa(x, y), abs=1e-6)
+
+
+def test_cross_layer_matrix_is_every_pair_of_layers():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 30, 8)).astype(np.float32)
+    b = np.stack([a[2], rng.normal(size=(30, 8)), a[0] @ np.linalg.qr(rng.normal(size=(8, 8)))[0]]).astype(np.float32)
+    result = similarity_from_vectors(a, b)
+    for i in range(3):
+        for j in range(3):
+            assert result.cka_cross[i, j] == pytest.approx(feature_space_cka(a[i], b[j]), abs=1e-5)
+            assert result.rsa_cross[i, j] == pytest.approx(looped_rsa(a[i], b[j]), abs=1e-5)
+    assert result.cka_cross[2, 0] == pytest.approx(1.0, abs=1e-5)
+    assert result.cka_cross[0, 2] == pytest.approx(1.0, abs=1e-5)  # a rotation of layer 0
+    assert result.rsa.shape == result.cka.shape == (3,)
+    assert np.allclose(result.cka, np.diagonal(result.cka_cross))
+
+
+def test_different_layer_counts_give_the_shared_diagonal():
+    rng = np.random.default_rng(4)
+    result = similarity_from_vectors(rng.normal(size=(4, 20, 5)), rng.normal(size=(2, 20, 7)))
+    assert result.cka_cross.shape == (4, 2)
+    assert list(result.layers) == [0, 1]
+
+
+def test_mismatched_words_are_refused():
+    with pytest.raises(SimilarityError, match="same words"):
+        similarity_from_vectors(np.zeros((2, 10, 4)), np.zeros((2, 11, 4)))
+
+
+def test_constant_vectors_give_nan_not_a_number_that_looks_real():
+    assert np.isnan(cka_signature(np.ones((5, 3)))).all()
+
+
+def test_cross_layer_chunks_add_up():
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(2, 3_000_000)).astype(np.float32), rng.normal(size=(3, 3_000_000)).astype(np.float32)
+    assert np.allclose(cross_layer(a, b), a.astype(np.float64) @ b.astype(np.float64).T)
+
+
+def test_average_pieces_matches_a_loop():
+    rng = np.random.default_rng(6)
+    hidden = rng.normal(size=(3, 7, 4)).astype(np.float32)
+    word_ids = np.array([-1, 0, 1, 1, 1, 2, -1])
+    out = average_pieces(hidden, word_ids)
+    assert out.shape == (3, 3, 4)
+    for w in range(3):
+        assert np.allclose(out[:, w], hidden[:, word_ids == w].mean(axis=1), atol=1e-6)
