@@ -1,0 +1,548 @@
+"""Attention heads over a dataset: Clark et al. (2019) statistics, Kovaleva et al. (2019) pattern types, the
+change of attention after fine-tuning, and syntactic heads on a dependency treebank.
+
+Pure functions work on one example's attention array `[layer, head, query, key]` (rows sum to 1); the
+`survey_heads`, `attention_change` and `syntax_heads` drivers stream a corpus through a model one batch at a time
+(progress(done, total), should_stop() polled between batches) and return frozen results.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from core.encoding import Encoding, TextInput, encode_stream
+from core.models import LoadedModel
+from core.progress import ProgressCallback, StopCheck, check_stop
+
+STAT_NAMES = ("cls", "sep", "punct", "self", "prev", "next", "entropy")
+STAT_TITLES = {
+    "cls": "attention to [CLS]",
+    "sep": "attention to [SEP]",
+    "punct": "attention to punctuation",
+    "self": "attention to the token itself",
+    "prev": "attention to the previous token",
+    "next": "attention to the next token",
+    "entropy": "entropy (nats)",
+}
+PATTERNS = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
+
+# Pattern rules (Kovaleva et al. sorted maps by eye and then with a CNN; these are explicit thresholds on the
+# same visual cues). Measured over the rows of real tokens (special-token rows left out, as they look alike in
+# every type), averaged over those rows:
+#   V = mass on special-token keys ([CLS], [SEP]): the vertical stripes;
+#   D = mass on non-special keys at offsets -1, 0, +1: the diagonal band;
+#   B = mass on non-special keys of the query's own sentence (pairs only): the two blocks.
+# Rules, first match wins:
+#   vertical+diagonal  V >= MIXED_EACH and D >= MIXED_EACH and V + D >= MIXED_TOTAL
+#   vertical           V >= VERTICAL
+#   diagonal           D >= DIAGONAL
+#   block              pair and B >= BLOCK
+#   heterogeneous      otherwise
+VERTICAL = 0.5
+DIAGONAL = 0.5
+MIXED_EACH = 0.25
+MIXED_TOTAL = 0.75
+BLOCK = 0.75
+
+
+def is_punctuation(token: str) -> bool:
+    """A word piece made only of punctuation characters (Unicode category P*), '##' continuation marks and
+    the 'Ġ'/'▁' space marks of byte-level / sentencepiece vocabularies removed."""
+    piece = token.removeprefix("##").lstrip("Ġ▁")
+    return bool(piece) and all(unicodedata.category(ch).startswith("P") for ch in piece)
+
+
+@dataclass(frozen=True)
+class TokenRoles:
+    """Which keys of one input count as what. All [T] bool except segment_ids [T] int.
+
+    cls: the first token when it is a special token; sep: every other special token (both [SEP]s of a pair);
+    punct: non-special punctuation pieces; segment_ids: 0 = sentence A, 1 = sentence B; is_pair.
+    """
+
+    cls: np.ndarray
+    sep: np.ndarray
+    punct: np.ndarray
+    segment_ids: np.ndarray
+    is_pair: bool
+
+    @property
+    def special(self) -> np.ndarray:
+        return self.cls | self.sep
+
+
+def token_roles(tokens: Sequence[str], special_mask: np.ndarray, segment_ids: np.ndarray, is_pair: bool) -> TokenRoles:
+    special = np.asarray(special_mask, dtype=bool)
+    cls = np.zeros(len(tokens), dtype=bool)
+    if len(tokens) and special[0]:
+        cls[0] = True
+    sep = special & ~cls
+    punct = np.array([not s and is_punctuation(t) for t, s in zip(tokens, special)], dtype=bool)
+    return TokenRoles(cls, sep, punct, np.asarray(segment_ids, dtype=np.int64), bool(is_pair))
+
+
+def roles_of(encoding: Encoding) -> TokenRoles:
+    return token_roles(encoding.tokens, encoding.special_mask, encoding.segment_ids, encoding.is_pair)
+
+
+def _check_attention(attentions: np.ndarray, n_tokens: int | None = None) -> np.ndarray:
+    a = np.asarray(attentions, dtype=np.float64)
+    if a.ndim != 4 or a.shape[2] != a.shape[3]:
+        raise ValueError(f"attention must be [layer, head, query, key] with query = key, got shape {a.shape}")
+    if n_tokens is not None and a.shape[-1] != n_tokens:
+        raise ValueError(f"attention has {a.shape[-1]} positions, while the input has {n_tokens} tokens")
+    return a
+
+
+def example_stats(attentions: np.ndarray, roles: TokenRoles) -> np.ndarray:
+    """Clark et al.'s per-head statistics for one input: float64 [len(STAT_NAMES), layer, head].
+
+    Each is the mass a head puts on those keys, averaged over *all* query positions (special tokens included):
+    cls, sep (all [SEP]s summed), punct; self (key = query), prev (key = query - 1), next (key = query + 1),
+    where the first query has no previous and the last no next token (they count 0); entropy is the mean
+    entropy of the rows, in nats.
+    """
+    a = _check_attention(attentions, len(roles.cls))
+    t = a.shape[-1]
+
+    def mass_to(mask: np.ndarray) -> np.ndarray:
+        return a[..., mask].sum(axis=-1).mean(axis=-1)
+
+    def diagonal(offset: int) -> np.ndarray:
+        return np.diagonal(a, offset=offset, axis1=2, axis2=3).sum(axis=-1) / t
+
+    p = np.clip(a, 1e-12, 1.0)
+    entropy = (-(p * np.log(p)).sum(axis=-1)).mean(axis=-1)
+    return np.stack([mass_to(roles.cls), mass_to(roles.sep), mass_to(roles.punct), diagonal(0), diagonal(-1), diagonal(1), entropy])
+
+
+def pattern_features(attentions: np.ndarray, roles: TokenRoles) -> np.ndarray:
+    """The cues the pattern rules read, for one input: float64 [3, layer, head] = (V, D, B), see PATTERNS' rules.
+
+    Rows of special tokens are left out; an input with no real token gives zeros (heterogeneous).
+    """
+    a = _check_attention(attentions, len(roles.cls))
+    special = roles.special
+    rows = np.flatnonzero(~special)
+    if rows.size == 0:
+        return np.zeros((3,) + a.shape[:2])
+    a = a[:, :, rows, :]  # [L, H, R, T]
+    t = len(special)
+    offset = np.arange(t)[None, :] - rows[:, None]  # [R, T]
+    band = (np.abs(offset) <= 1) & ~special[None, :]
+    same = (roles.segment_ids[None, :] == roles.segment_ids[rows][:, None]) & ~special[None, :]
+    vertical = a[..., special].sum(axis=-1).mean(axis=-1)
+    diagonal = (a * band).sum(axis=-1).mean(axis=-1)
+    block = (a * same).sum(axis=-1).mean(axis=-1) if roles.is_pair else np.zeros(a.shape[:2])
+    return np.stack([vertical, diagonal, block])
+
+
+def classify_patterns(features: np.ndarray, is_pair: bool) -> np.ndarray:
+    """Pattern index into PATTERNS for every head: features [3, layer, head] (V, D, B) -> int [layer, head]."""
+    v, d, b = features
+    kinds = np.full(v.shape, PATTERNS.index("heterogeneous"), dtype=np.int64)
+    # Assign from the last rule to the first so the first matching rule wins.
+    if is_pair:
+        kinds[b >= BLOCK] = PATTERNS.index("block")
+    kinds[d >= DIAGONAL] = PATTERNS.index("diagonal")
+    kinds[v >= VERTICAL] = PATTERNS.index("vertical")
+    kinds[(v >= MIXED_EACH) & (d >= MIXED_EACH) & (v + d >= MIXED_TOTAL)] = PATTERNS.index("vertical+diagonal")
+    return kinds
+
+
+def example_patterns(attentions: np.ndarray, roles: TokenRoles) -> np.ndarray:
+    """int [layer, head]: each head's pattern type on this input (index into PATTERNS)."""
+    return classify_patterns(pattern_features(attentions, roles), roles.is_pair)
+
+
+@dataclass(frozen=True)
+class PatternExample:
+    """One head's map on one input, kept to show what a pattern type looks like. attention [T, T]."""
+
+    pattern: str
+    example: int
+    layer: int
+    head: int
+    tokens: tuple[str, ...]
+    attention: np.ndarray
+
+
+@dataclass(frozen=True)
+class HeadSurvey:
+    """Statistics and pattern types of every head over a sample of inputs.
+
+    stats           float64 [len(STAT_NAMES), layer, head]: per-input statistics (see example_stats) averaged
+                    over inputs; `stat(name)` gives one [layer, head] array
+    pattern_counts  int [layer, head, len(PATTERNS)]: on how many inputs each head showed each type
+    examples        a few maps per type (at most `keep_examples` each, from different heads when possible)
+    n_examples      inputs seen; n_pairs of them were sentence pairs; n_truncated were cut to the max length
+    """
+
+    model: str
+    stats: np.ndarray
+    pattern_counts: np.ndarray
+    examples: tuple[PatternExample, ...]
+    n_examples: int
+    n_pairs: int
+    n_truncated: int
+
+    def stat(self, name: str) -> np.ndarray:
+        if name not in STAT_NAMES:
+            raise KeyError(f"unknown statistic {name!r}; choose one of {', '.join(STAT_NAMES)}")
+        return self.stats[STAT_NAMES.index(name)]
+
+    @property
+    def dominant_pattern(self) -> np.ndarray:
+        """int [layer, head]: each head's most frequent type (index into PATTERNS; ties go to the earlier type)."""
+        return self.pattern_counts.argmax(axis=-1)
+
+    @property
+    def pattern_share(self) -> dict[str, float]:
+        """Share of each type over all (input, head) maps."""
+        totals = self.pattern_counts.sum(axis=(0, 1)).astype(np.float64)
+        whole = totals.sum()
+        return {p: float(totals[i] / whole) if whole else 0.0 for i, p in enumerate(PATTERNS)}
+
+    def to_dict(self) -> dict:
+        out = {name: self.stat(name).round(6).tolist() for name in STAT_NAMES}
+        out["pattern_share"] = self.pattern_share
+        out["dominant_pattern"] = [[PATTERNS[k] for k in row] for row in self.dominant_pattern]
+        out.update(model=self.model, n_examples=self.n_examples, n_pairs=self.n_pairs, n_truncated=self.n_truncated)
+        return out
+
+
+def survey_heads(
+    lm: LoadedModel,
+    inputs: Sequence[TextInput],
+    *,
+    batch_size: int = 16,
+    keep_examples: int = 3,
+    max_length: int | None = None,
+    progress: ProgressCallback = None,
+    should_stop: StopCheck = None,
+) -> HeadSurvey:
+    """Clark statistics and Kovaleva types of every head over `inputs` (strings or (A, B) pairs), one pass."""
+    if not inputs:
+        raise ValueError("no inputs: give at least one sentence or sentence pair")
+    total_stats = None
+    counts = None
+    kept: dict[str, list[PatternExample]] = {p: [] for p in PATTERNS}
+    n_pairs = n_truncated = 0
+    for index, enc in encode_stream(
+        lm, list(inputs), batch_size=batch_size, hidden_states=False, max_length=max_length,
+        progress=progress, should_stop=should_stop,
+    ):
+        roles = roles_of(enc)
+        stats = example_stats(enc.attentions, roles)
+        kinds = example_patterns(enc.attentions, roles)
+        if total_stats is None:
+            total_stats = np.zeros_like(stats)
+            counts = np.zeros(kinds.shape + (len(PATTERNS),), dtype=np.int64)
+        total_stats += stats
+        np.add.at(counts, (*np.indices(kinds.shape), kinds), 1)
+        n_pairs += enc.is_pair
+        n_truncated += enc.truncated
+        _keep_examples(kept, kinds, enc, index, keep_examples)
+    n = len(inputs)
+    examples = tuple(e for p in PATTERNS for e in kept[p])
+    return HeadSurvey(lm.ref, total_stats / n, counts, examples, n, n_pairs, n_truncated)
+
+
+def _keep_examples(kept: dict[str, list[PatternExample]], kinds: np.ndarray, enc: Encoding, index: int, limit: int) -> None:
+    for k, pattern in enumerate(PATTERNS):
+        bucket = kept[pattern]
+        if len(bucket) >= limit:
+            continue
+        used = {(e.layer, e.head) for e in bucket}
+        for layer, head in zip(*np.nonzero(kinds == k)):
+            if (int(layer), int(head)) not in used:
+                bucket.append(PatternExample(pattern, index, int(layer), int(head), enc.tokens, enc.attentions[layer, head].copy()))
+                break
+
+
+# ---- attention change between two models --------------------------------------------------------------
+
+
+def attention_cosine(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each head's flattened map: two [layer, head, T, T] arrays -> float64 [layer, head]."""
+    a, b = _check_attention(first), _check_attention(second)
+    if a.shape != b.shape:
+        raise ValueError(f"attention shapes differ: {a.shape} vs {b.shape}")
+    a = a.reshape(a.shape[0], a.shape[1], -1)
+    b = b.reshape(b.shape[0], b.shape[1], -1)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return np.divide((a * b).sum(axis=-1), norms, out=np.zeros(norms.shape), where=norms > 0)
+
+
+@dataclass(frozen=True)
+class AttentionChange:
+    """cosine float64 [layer, head]: cosine between model A's and model B's flattened maps of each head, averaged
+    over the inputs (Kovaleva et al., Fig. 5). Only the first `layers` layers are compared when the models differ
+    in depth (a run trained with its top layers dropped)."""
+
+    model_a: str
+    model_b: str
+    cosine: np.ndarray
+    n_examples: int
+    layers: int
+
+    def to_dict(self) -> dict:
+        return {"a": self.model_a, "b": self.model_b, "cosine": self.cosine.round(6).tolist(),
+                "n_examples": self.n_examples, "layers": self.layers}
+
+
+def attention_change(
+    lm_a: LoadedModel,
+    lm_b: LoadedModel,
+    inputs: Sequence[TextInput],
+    *,
+    batch_size: int = 16,
+    progress: ProgressCallback = None,
+    should_stop: StopCheck = None,
+) -> AttentionChange:
+    """Mean per-head cosine between two models' attention on the same inputs (same tokenizer needed)."""
+    if not inputs:
+        raise ValueError("no inputs: give at least one sentence or sentence pair")
+    if lm_a.num_heads != lm_b.num_heads:
+        raise ValueError(f"{lm_a.ref} has {lm_a.num_heads} heads per layer and {lm_b.ref} {lm_b.num_heads}; "
+                         "compare a fine-tuned run with the model it was trained from")
+    layers = min(lm_a.num_layers, lm_b.num_layers)
+    max_length = min(lm_a.max_length, lm_b.max_length)
+    items = list(inputs)
+    total = np.zeros((layers, lm_a.num_heads))
+
+    def half_progress(offset: int):
+        return None if progress is None else (lambda done, _n: progress(offset + done, 2 * len(items)))
+
+    first = {}
+    for index, enc in encode_stream(lm_a, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
+                                    progress=half_progress(0), should_stop=should_stop):
+        first[index] = (enc.input_ids, enc.attentions[:layers].astype(np.float32))
+    for index, enc in encode_stream(lm_b, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
+                                    progress=half_progress(len(items)), should_stop=should_stop):
+        ids, att = first.pop(index)
+        if not np.array_equal(ids, enc.input_ids):
+            raise ValueError(f"{lm_a.ref} and {lm_b.ref} tokenize input {index} differently; attention maps can only "
+                             "be compared between models that share a tokenizer (a run and its base model)")
+        total += attention_cosine(att, enc.attentions[:layers])
+    return AttentionChange(lm_a.ref, lm_b.ref, total / len(items), len(items), layers)
+
+
+# ---- syntactic heads (Clark et al., section 4.2) -------------------------------------------------------
+
+
+def word_attention(attentions: np.ndarray, word_ids: np.ndarray, n_words: int) -> np.ndarray:
+    """Token-level [L, H, T, T] -> word-level [L, H, W, W] as Clark et al.: attention *to* a word is the sum over
+    its pieces, attention *from* a word the mean over its pieces. Tokens with word id -1 (special tokens) are
+    dropped afterwards, so rows no longer sum to 1 (the argmax, which is all the head finder uses, is unchanged)."""
+    a = _check_attention(attentions, len(word_ids))
+    word_ids = np.asarray(word_ids)
+    real = word_ids >= 0
+    onehot = np.zeros((len(word_ids), n_words))
+    onehot[np.flatnonzero(real), word_ids[real]] = 1.0
+    pieces = onehot.sum(axis=0)
+    if (pieces == 0).any():
+        raise ValueError(f"words {np.flatnonzero(pieces == 0).tolist()} have no token; was the input truncated?")
+    to_words = a @ onehot  # [L, H, T, W]
+    return np.einsum("tw,lhtv->lhwv", onehot, to_words) / pieces[None, None, :, None]
+
+
+def predicted_heads(word_att: np.ndarray) -> np.ndarray:
+    """Each word's most-attended *other* word, per head: [L, H, W, W] -> int [L, H, W] (0-based word index)."""
+    w = word_att.shape[-1]
+    masked = np.where(np.eye(w, dtype=bool), -np.inf, word_att)
+    return masked.argmax(axis=-1)
+
+
+@dataclass(frozen=True)
+class SyntaxHeads:
+    """Which head finds each dependency relation's head word best.
+
+    relations       [R] relation names (subtypes dropped unless asked), "all" last: every relation together
+    counts          int [R]: dependents with that relation (root words excluded)
+    accuracy        float64 [R, layer, head]: share of dependents whose most-attended other word is their gold head
+    best_layer, best_head  int [R]: argmax of accuracy per relation; best_accuracy float64 [R]
+    baseline_offset int [R]: the relative position (head index - dependent index) that is most often right
+    baseline_accuracy float64 [R]: accuracy of always predicting that offset
+    n_sentences used; n_skipped sentences left out (longer than the model's max length)
+    """
+
+    model: str
+    relations: tuple[str, ...]
+    counts: np.ndarray
+    accuracy: np.ndarray
+    baseline_offset: np.ndarray
+    baseline_accuracy: np.ndarray
+    n_sentences: int
+    n_skipped: int
+
+    @property
+    def best_layer(self) -> np.ndarray:
+        flat = self.accuracy.reshape(len(self.relations), -1).argmax(axis=-1)
+        return flat // self.accuracy.shape[2]
+
+    @property
+    def best_head(self) -> np.ndarray:
+        flat = self.accuracy.reshape(len(self.relations), -1).argmax(axis=-1)
+        return flat % self.accuracy.shape[2]
+
+    @property
+    def best_accuracy(self) -> np.ndarray:
+        return self.accuracy.reshape(len(self.relations), -1).max(axis=-1)
+
+    def to_dict(self) -> dict:
+        rows = []
+        for r, name in enumerate(self.relations):
+            rows.append({
+                "relation": name, "count": int(self.counts[r]), "layer": int(self.best_layer[r]),
+                "head": int(self.best_head[r]), "accuracy": float(self.best_accuracy[r]),
+                "baseline_offset": int(self.baseline_offset[r]), "baseline_accuracy": float(self.baseline_accuracy[r]),
+            })
+        return {"model": self.model, "relations": rows, "n_sentences": self.n_sentences, "n_skipped": self.n_skipped}
+
+
+class SyntaxTally:
+    """Running counts for `SyntaxHeads`; `add` one sentence's word-level maps at a time."""
+
+    def __init__(self, subtypes: bool = False):
+        self.subtypes = subtypes
+        self.correct: dict[str, np.ndarray] = {}
+        self.offsets: dict[str, dict[int, int]] = {}
+        self.n_sentences = 0
+
+    def add(self, word_att: np.ndarray, heads: Sequence[int], deprels: Sequence[str]) -> None:
+        """word_att [L, H, W, W]; heads 1-based (0 = root), deprels [W], as `core.treebank.Sentence`."""
+        if word_att.shape[-1] != len(heads):
+            raise ValueError(f"attention covers {word_att.shape[-1]} words, the sentence has {len(heads)}")
+        guess = predicted_heads(word_att)  # [L, H, W]
+        for d, (head, rel) in enumerate(zip(heads, deprels)):
+            if head == 0:
+                continue
+            name = rel if self.subtypes else rel.split(":", 1)[0]
+            hit = (guess[:, :, d] == head - 1).astype(np.int64)
+            for key in (name, "all"):
+                if key not in self.correct:
+                    self.correct[key] = np.zeros(hit.shape, dtype=np.int64)
+                    self.offsets[key] = {}
+                self.correct[key] += hit
+                offset = (head - 1) - d
+                self.offsets[key][offset] = self.offsets[key].get(offset, 0) + 1
+        self.n_sentences += 1
+
+    def result(self, model: str, n_skipped: int = 0) -> SyntaxHeads:
+        if not self.correct:
+            raise ValueError("no dependents seen: the treebank had no sentences with a non-root word")
+        names = sorted((k for k in self.correct if k != "all"), key=lambda k: -sum(self.offsets[k].values()))
+        names.append("all")
+        counts = np.array([sum(self.offsets[k].values()) for k in names], dtype=np.int64)
+        accuracy = np.stack([self.correct[k] / c for k, c in zip(names, counts)])
+        # Ties between offsets go to the nearer one, then to the left.
+        best = [max(self.offsets[k].items(), key=lambda item: (item[1], -abs(item[0]), -item[0])) for k in names]
+        return SyntaxHeads(
+            model, tuple(names), counts, accuracy,
+            np.array([o for o, _ in best], dtype=np.int64),
+            np.array([n / c for (_, n), c in zip(best, counts)]),
+            self.n_sentences, n_skipped,
+        )
+
+
+def syntax_heads(
+    lm: LoadedModel,
+    sentences: Sequence,
+    *,
+    batch_size: int = 16,
+    subtypes: bool = False,
+    progress: ProgressCallback = None,
+    should_stop: StopCheck = None,
+) -> SyntaxHeads:
+    """Clark et al.'s head finder on treebank sentences (`core.treebank.Sentence`): the words are fed as the
+    treebank splits them, so every word-piece maps to exactly one gold word."""
+    import torch
+
+    if not sentences:
+        raise ValueError("the treebank has no sentences")
+    tokenizer = lm.tokenizer
+    tally = SyntaxTally(subtypes)
+    encoded, skipped = [], 0
+    for sentence in sentences:
+        enc = tokenizer(list(sentence.words), is_split_into_words=True, truncation=False, verbose=False)
+        if len(enc["input_ids"]) > lm.max_length:
+            skipped += 1
+            continue
+        encoded.append((sentence, enc))
+    encoded.sort(key=lambda item: len(item[1]["input_ids"]))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    done = 0
+    for start in range(0, len(encoded), batch_size):
+        check_stop(should_stop)
+        batch = encoded[start : start + batch_size]
+        width = max(len(e["input_ids"]) for _, e in batch)
+        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (_, e) in enumerate(batch):
+            ids[row, : len(e["input_ids"])] = torch.tensor(e["input_ids"])
+            mask[row, : len(e["input_ids"])] = 1
+        with torch.inference_mode():
+            out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_attentions=True)
+        att = torch.stack(out.attentions, dim=1).float().cpu().numpy()  # [B, L, H, T, T]
+        for row, (sentence, e) in enumerate(batch):
+            n = len(e["input_ids"])
+            word_ids = np.array([-1 if w is None else w for w in e.word_ids()], dtype=np.int64)
+            tally.add(word_attention(att[row, :, :, :n, :n], word_ids, len(sentence.words)), sentence.heads, sentence.deprels)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(encoded))
+    return tally.result(lm.ref, skipped)
+
+
+# ---- inputs ---------------------------------------------------------------------------------------------
+
+SAMPLE_SOURCES = ("snli", "mrpc")
+
+
+def sample_inputs(source: str, limit: int | None = 200, seed: int = 0) -> list[TextInput]:
+    """Inputs for a survey: "snli" / "mrpc" (seeded dev/validation pairs) or a file path (.txt one sentence per
+    line, .csv with a text column or two columns for pairs, see core.corpus)."""
+    from core import datasets
+
+    if source == "snli":
+        return [(e.text, e.text_b) for e in datasets.snli("dev", limit, seed)]
+    if source == "mrpc":
+        return [(e.text, e.text_b) for e in datasets.mrpc("validation", limit, seed)]
+    return file_inputs(Path(source).name, Path(source).read_bytes() if Path(source).is_file() else None, limit, seed)
+
+
+def file_inputs(filename: str, data: bytes | None, limit: int | None = 200, seed: int = 0) -> list[TextInput]:
+    """Sentences or pairs from an uploaded or local file; pairs when a CSV has two text columns (core.corpus)."""
+    from core import corpus
+    from core.datasets import seeded_subset
+
+    if data is None:
+        raise corpus.CorpusError(f"{filename} not found: give snli, mrpc, or a .txt/.csv file of sentences.")
+    if filename.lower().endswith(".csv"):
+        pairs = _csv_pairs(data)
+        if pairs:
+            return seeded_subset(pairs, limit, seed)
+    return seeded_subset(list(corpus.from_upload(filename, data).sentences), limit, seed)
+
+
+def _csv_pairs(data: bytes) -> list[tuple[str, str]]:
+    import csv
+    import io
+
+    from core.corpus import PAIR_COLUMNS
+
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig", errors="replace"))))
+    if not rows:
+        return []
+    header = {name.strip().lower(): name for name in rows[0].keys() if name}
+    for a, b in PAIR_COLUMNS:
+        if a in header and b in header:
+            return [(r[header[a]].strip(), r[header[b]].strip()) for r in rows
+                    if (r[header[a]] or "").strip() and (r[header[b]] or "").strip()]
+    return []
