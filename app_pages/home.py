@@ -19,6 +19,8 @@ st.markdown(
   see how much each sentence looks at the other.
 - **Layerwise PCA** — every word as a point in 2-D, layer by layer: press play and watch the same word in different
   senses (a river bank, a money bank) start together and drift apart, in one model or two side by side.
+- **Anisotropy by layer** — how alike BERT's word vectors are at each layer: random words, the same word in
+  different sentences, and words of one sentence, over a whole corpus, for several models on one chart.
 """
 )
 

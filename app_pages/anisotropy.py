@@ -1,0 +1,292 @@
+"""Anisotropy by layer (Ethayarajh 2019): how alike word vectors are, for several models on one chart.
+
+The corpus pass runs in a worker thread started by the Run button; a fragment polls its progress and offers
+Cancel, so changing a widget never kills a half-done pass. Results are kept per (model, corpus, settings).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import cached_model, export_buttons, intro, model_ref
+from core import anisotropy as an
+from core import corpus as corpora
+from core.datasets import DataUnavailable
+from core.models import ModelUnavailable, available_models
+from core.progress import Cancelled
+
+P = "anisotropy."
+SOURCES = ("Built-in sentences", "Paste text", "Upload .txt / .csv", "SNLI", "MRPC")
+MEASURE_HELP = {
+    "random_cosine": "Mean cosine between two words drawn at random from different sentences. 0 = no shared "
+    "direction; high = all vectors crowd into a narrow cone. The adjusted measures subtract it.",
+    "exact_cosine": "The same mean over every pair of words from different sentences (no sampling).",
+    "self_similarity": "For each word seen in enough sentences: how alike its vectors are across those sentences "
+    "(1 = the same vector whatever the context). Averaged over words.",
+    "adjusted_self_similarity": "Self-similarity minus the baseline: how much more alike a word is to itself "
+    "than to random words. Lower = more context-specific.",
+    "intra_sentence": "How close each word is to its sentence's mean vector: do words in one sentence move together?",
+    "adjusted_intra_sentence": "Intra-sentence similarity minus the baseline.",
+    "top_pc_variance": "Share of all variance that lies along the single most common direction.",
+    "alignment": "Wang & Isola: mean squared distance between the two sides of a positive pair "
+    "(entailment / paraphrase), sentence vectors = mean of word vectors. Lower = pairs closer.",
+    "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over all sentence pairs. "
+    "Lower = sentences spread more evenly over the sphere.",
+}
+
+
+@dataclass
+class Job:
+    """One Run press: several models over one corpus, in a worker thread that never calls st.*."""
+
+    keys: list
+    models: list
+    corpus: corpora.Corpus
+    settings: an.AnisotropySettings
+    stop: threading.Event = field(default_factory=threading.Event)
+    current: int = 0
+    done: int = 0
+    total: int = 0
+    results: dict = field(default_factory=dict)
+    error: str | None = None
+    cancelled: bool = False
+    finished: bool = False
+
+    def run(self) -> None:
+        try:
+            for i, (key, lm) in enumerate(zip(self.keys, self.models)):
+                self.current, self.done, self.total = i, 0, len(self.corpus)
+                self.results[key] = an.measure_corpus(
+                    lm, self.corpus, self.settings, progress=self._progress, should_stop=self.stop.is_set
+                )
+        except Cancelled:
+            self.cancelled = True
+        except Exception as err:  # shown on the page; the app keeps working
+            self.error = f"{type(err).__name__}: {err}"
+        finally:
+            self.finished = True
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+
+@st.cache_resource
+def shared_results() -> dict:
+    """Results of every session, keyed by (model, corpus digest, settings): a second user gets them free."""
+    return {}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def dataset_corpus(name: str, split: str, limit: int) -> corpora.Corpus:
+    return corpora.from_dataset(name, split, limit=limit, seed=0)
+
+
+@st.cache_data(show_spinner="Finding the word in the corpus…", max_entries=16)
+def cached_drilldown(ref: str, corpus: corpora.Corpus, word: str) -> an.WordDrilldown:
+    return an.collect_word(cached_model(ref), corpus, word)
+
+
+def use_example(source: str, word: str = "", limit: int = 0, measure: str = "random_cosine") -> None:
+    st.session_state[P + "source"] = source
+    st.session_state[P + "limit"] = limit
+    st.session_state[P + "measure"] = measure
+    if word:
+        st.session_state[P + "word"] = word
+
+
+st.title("Anisotropy by layer")
+intro(
+    "Word vectors inside BERT are not spread evenly in every direction: layer by layer they crowd into a narrow "
+    "cone, so even unrelated words look alike (Ethayarajh, 2019).",
+    "Pick models and a corpus, press Run, and compare how alike random words, the same word in different "
+    "sentences, and words of one sentence are at each layer; a word is its word pieces averaged.",
+)
+examples = st.columns(3)
+examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), use_container_width=True)
+examples[1].button("SNLI pairs: alignment & uniformity", key=P + "ex.snli", on_click=use_example, args=("SNLI", "", 300, "uniformity"), use_container_width=True)
+examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_click=use_example, args=("Built-in sentences", "bank"), use_container_width=True)
+
+# --- models -------------------------------------------------------------------------------------------------
+sidebar_model = model_ref()
+options = list(dict.fromkeys([sidebar_model, *(e.name for e in available_models())]))
+st.session_state.setdefault(P + "models", [sidebar_model])
+st.session_state[P + "models"] = [m for m in st.session_state[P + "models"] if m in options] or [sidebar_model]
+models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
+                        "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.")
+
+# --- corpus -------------------------------------------------------------------------------------------------
+st.session_state.setdefault(P + "source", SOURCES[0])
+st.session_state.setdefault(P + "limit", 0)
+source = st.radio("Corpus", SOURCES, key=P + "source", horizontal=True)
+corpus: corpora.Corpus | None = None
+try:
+    if source == "Built-in sentences":
+        corpus = corpora.builtin()
+        st.caption(f"{len(corpus)} everyday sentences written for this app; many words (bank, play, light…) recur in different senses.")
+    elif source == "Paste text":
+        text = st.text_area("Text (one sentence per line; long lines are split at . ! ?)", key=P + "text", height=150)
+        corpus = corpora.from_text(text) if text.strip() else None
+    elif source == "Upload .txt / .csv":
+        upload = st.file_uploader("A .txt file (one sentence per line) or a .csv with a text column (two columns such "
+                                  "as sentence1/sentence2 give pairs)", type=["txt", "csv"], key=P + "upload")
+        corpus = corpora.from_upload(upload.name, upload.getvalue()) if upload is not None else None
+    else:
+        n_pairs_data = st.number_input("Sentence pairs to take (seeded)", 20, 5000, 500, step=100, key=P + "dataset_limit")
+        split = "dev" if source == "SNLI" else "test"
+        corpus = dataset_corpus(source.lower(), split, int(n_pairs_data))
+        st.caption(f"Both sentences of each {source} {split} pair, repeats removed; "
+                   f"{'entailment' if source == 'SNLI' else 'paraphrase'} pairs feed alignment.")
+except (corpora.CorpusError, DataUnavailable) as err:
+    st.error(str(err))
+if corpus is None:
+    st.info("Give the corpus some text (paste or upload), or pick the built-in sentences.")
+    st.stop()
+
+with st.expander("Settings"):
+    cols = st.columns(3)
+    limit = cols[0].number_input("Use only the first N sentences (0 = all)", 0, len(corpus), key=P + "limit")
+    n_pairs = cols[1].number_input("Random word pairs for the baseline", 100, 100_000, 1000, step=500, key=P + "pairs")
+    seed = cols[2].number_input("Seed", 0, 1_000_000, 0, key=P + "seed")
+    cols = st.columns(3)
+    min_contexts = cols[0].number_input("Sentences a word needs (k) for self-similarity", 2, 50, 5, key=P + "min_contexts")
+    include_special = cols[1].toggle("Count [CLS] / [SEP] as words", key=P + "include_special")
+    baseline = cols[2].radio("Baseline subtracted by the adjusted measures", ["random", "exact"], key=P + "baseline",
+                             format_func={"random": "random pairs (as in the paper)", "exact": "all pairs (exact)"}.get)
+corpus = corpus.head(int(limit) or None)
+settings = an.AnisotropySettings(
+    n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts), include_special=bool(include_special),
+    baseline=baseline,
+)
+st.caption(f"Corpus: **{corpus.name}**, {len(corpus)} sentences"
+           + (f", {len(corpus.pairs)} positive pairs" if corpus.pairs else "") + ".")
+
+store = shared_results()
+keys = {ref: (ref, corpus.digest, settings) for ref in models}
+missing = [ref for ref in models if keys[ref] not in store]
+
+# --- the pass -----------------------------------------------------------------------------------------------
+job: Job | None = st.session_state.get(P + "job")
+
+
+def start_job() -> None:
+    loaded, refs = [], []
+    for ref in missing:
+        try:
+            loaded.append(cached_model(ref))
+            refs.append(ref)
+        except ModelUnavailable as err:
+            st.session_state[P + "load_error"] = str(err)
+    new = Job([keys[r] for r in refs], loaded, corpus, settings)
+    st.session_state[P + "job"] = new
+    threading.Thread(target=new.run, name="anisotropy-pass", daemon=True).start()
+
+
+@st.fragment(run_every=1.0)
+def job_panel() -> None:
+    current: Job = st.session_state[P + "job"]
+    if current.finished:
+        store.update(current.results)
+        st.session_state.pop(P + "job")
+        if current.error:
+            st.session_state[P + "load_error"] = current.error
+        elif current.cancelled:
+            st.session_state[P + "load_error"] = "Cancelled: nothing partial was kept for the model being measured."
+        st.rerun(scope="app")
+    name = current.keys[current.current][0] if current.keys else ""
+    share = current.done / current.total if current.total else 0.0
+    st.progress(share, text=f"{name} (model {current.current + 1} of {len(current.keys)}): "
+                             f"{current.done} / {current.total} sentences")
+    if st.button("Cancel", key=P + "cancel", icon=":material/stop:"):
+        current.stop.set()
+
+
+if job is not None:
+    job_panel()
+elif missing:
+    st.button(f"Run on {len(missing)} model{'s' if len(missing) > 1 else ''}", key=P + "run", type="primary",
+              on_click=start_job, icon=":material/play_arrow:")
+message = st.session_state.pop(P + "load_error", None)
+if message:
+    st.warning(message)
+
+profiles = [store[keys[ref]] for ref in models if keys[ref] in store]
+if not profiles:
+    st.info("Press **Run** to pass the corpus through the chosen models (nothing is computed until then).")
+    st.stop()
+
+# --- results ------------------------------------------------------------------------------------------------
+frame = an.profile_frame(profiles)
+available = [m for m in an.MEASURES if m in set(frame["measure"])]
+st.session_state.setdefault(P + "measure", "random_cosine")
+if st.session_state[P + "measure"] not in available:
+    st.session_state[P + "measure"] = "random_cosine"
+measure = st.selectbox("Measure", available, key=P + "measure", format_func=an.MEASURES.get)
+has_reference_model = any(an.is_reference_model(p.model) for p in profiles)
+show_reference = measure == "random_cosine" and (
+    has_reference_model or st.toggle("Show the published bert-base-uncased curve", key=P + "reference")
+)
+st.caption(MEASURE_HELP[measure])
+chart = an.layer_chart(frame, measure, show_reference=show_reference)
+st.altair_chart(chart, key=P + "chart")
+if show_reference:
+    st.caption(f"Dashed: {an.REFERENCE_SOURCE}; measured on his own corpus, so only the shape is comparable.")
+for p in profiles:
+    notes = [f"{p.n_sentences} sentences", f"{p.n_tokens} words", f"{p.n_pairs} random pairs",
+             f"{len(p.words)} word types in ≥ {p.settings.min_contexts} sentences"]
+    if p.n_alignment_pairs:
+        notes.append(f"{p.n_alignment_pairs} pairs for alignment")
+    if p.n_truncated:
+        notes.append(f"{p.n_truncated} sentences cut to the model's length")
+    st.caption(f"`{p.model}`: " + ", ".join(notes) + ".")
+if any(len(p.words) == 0 for p in profiles):
+    st.warning(f"No word occurs in {settings.min_contexts} or more sentences, so self-similarity is empty: "
+               "lower k in Settings or use a larger corpus.")
+
+table = frame.pivot_table(index=["model", "layer"], columns="measure", values="value", sort=False).reset_index()
+table = table[["model", "layer", *[m for m in an.MEASURES if m in table.columns]]]
+with st.expander("Table"):
+    st.dataframe(table, hide_index=True, column_config={m: st.column_config.NumberColumn(an.MEASURES[m], format="%.3f") for m in an.MEASURES})
+export_buttons(chart, table, f"anisotropy_{measure}", key=P + "export")
+
+# --- words --------------------------------------------------------------------------------------------------
+st.subheader("Words")
+by_model = {p.model: p for p in profiles}
+pick = st.selectbox("Model for the word views", list(by_model), key=P + "word_model") if len(by_model) > 1 else profiles[0].model
+profile = by_model[pick]
+last = int(profile.layers[-1])
+if len(profile.words):
+    words = pd.DataFrame({
+        "word": profile.words,
+        "sentences": profile.word_contexts,
+        "self-similarity, layer 0": profile.word_self_similarity[:, 0],
+        f"self-similarity, layer {last}": profile.word_self_similarity[:, last],
+    }).sort_values(f"self-similarity, layer {last}")
+    st.caption(f"Word types in ≥ {profile.settings.min_contexts} sentences, most context-specific at the last layer first.")
+    st.dataframe(words, hide_index=True, height=220)
+
+word = st.text_input("Look at one word across its sentences", key=P + "word", placeholder="e.g. bank")
+if word.strip():
+    try:
+        drill = cached_drilldown(pick, corpus, word)
+    except ValueError as err:
+        st.warning(str(err))
+        st.stop()
+    word_frame = pd.concat([
+        pd.DataFrame({"model": f"“{drill.word}”", "measure": "self_similarity", "layer": profile.layers, "value": drill.self_similarity}),
+        frame[(frame["model"] == pick) & (frame["measure"] == "self_similarity")].assign(model="average word"),
+    ])
+    word_chart = an.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")
+    st.altair_chart(word_chart, key=P + "word_chart")
+    cols = st.columns([3, 1])
+    context = cols[0].selectbox("Sentence", range(len(drill.contexts)), format_func=lambda i: drill.contexts[i], key=P + "context")
+    layer = cols[1].selectbox("Layer", list(profile.layers), index=last, key=P + "word_layer")
+    nearest = drill.nearest(int(context), int(layer), k=5)
+    near = pd.DataFrame({"nearest sentences (same word)": [drill.contexts[i] for i, _ in nearest],
+                         "cosine": [round(c, 3) for _, c in nearest]})
+    st.dataframe(near, hide_index=True)
+    export_buttons(word_chart, near, f"anisotropy_word_{drill.word}", key=P + "word_export")

@@ -1,0 +1,95 @@
+"""AppTest of the anisotropy page on the real small model: Run, wait for the worker, check the chart's numbers."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from core import anisotropy as an
+from core import corpus as corpora
+from core.models import load_model
+
+PAGE = "app_pages/anisotropy.py"
+
+
+def run_until(at, done, timeout=180):
+    """Rerun the page until done(at) (the pass runs in a worker thread between reruns)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if done(at):
+            return at
+        time.sleep(0.5)
+    raise AssertionError("the anisotropy pass did not finish in time")
+
+
+def open_page(make_app, model, limit):
+    at = make_app(model)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    at.number_input(key="anisotropy.limit").set_value(limit)
+    at.number_input(key="anisotropy.pairs").set_value(500).run()
+    assert not at.exception
+    return at
+
+
+def test_page_waits_for_run_then_charts_the_measured_profile(minilm_dir, make_app, chart_rows):
+    at = open_page(make_app, str(minilm_dir), 40)
+    assert any("Press **Run**" in i.value for i in at.info)
+    assert not at.get("vega_lite_chart")
+    at.button(key="anisotropy.run").click()
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
+
+    expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=40), an.AnisotropySettings(n_pairs=500))
+    rows = chart_rows(at)
+    assert {r["series"] for r in rows} == {str(minilm_dir)}
+    assert {r["kind"] for r in rows} == {"measured"}  # no published curve for MiniLM
+    shown = [r["value"] for r in sorted(rows, key=lambda r: r["layer"])]
+    np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
+
+    at.selectbox(key="anisotropy.measure").set_value("adjusted_self_similarity").run()
+    shown = [r["value"] for r in sorted(chart_rows(at), key=lambda r: r["layer"])]
+    np.testing.assert_allclose(shown, expected.adjusted_self_similarity, atol=1e-6)
+    assert any("40 sentences" in c.value for c in at.caption)
+
+    at.selectbox(key="anisotropy.measure").set_value("random_cosine").run()
+    at.toggle(key="anisotropy.reference").set_value(True).run()
+    published = [r for r in chart_rows(at) if r["kind"] == "published"]
+    assert [r["value"] for r in published] == list(an.ETHAYARAJH_BERT_BASE)
+    assert {r["series"] for r in published} == {an.REFERENCE_LABEL}
+
+
+def test_two_models_share_one_chart_and_word_drilldown_works(minilm_dir, tiny_bert_dir, make_app, chart_rows):
+    # The tiny model lives in a temp folder, so it is the sidebar model; MiniLM is offered by name from the data folder.
+    at = open_page(make_app, str(tiny_bert_dir), 30)
+    assert "all-MiniLM-L6-v2" in at.multiselect(key="anisotropy.models").options
+    at.multiselect(key="anisotropy.models").set_value([str(tiny_bert_dir), "all-MiniLM-L6-v2"]).run()
+    assert not at.exception
+    at.button(key="anisotropy.run").click()
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0 and "anisotropy.job" not in a.session_state)
+    series = {r["series"] for r in chart_rows(at)}
+    assert series == {"all-MiniLM-L6-v2", str(tiny_bert_dir)}
+    layers = {s: sorted(r["layer"] for r in chart_rows(at) if r["series"] == s) for s in series}
+    assert layers["all-MiniLM-L6-v2"] == list(range(7)) and layers[str(tiny_bert_dir)] == [0, 1, 2]
+
+    at.selectbox(key="anisotropy.word_model").set_value("all-MiniLM-L6-v2")
+    at.text_input(key="anisotropy.word").input("the").run()
+    assert not at.exception
+    drill = an.collect_word(load_model(str(minilm_dir)), corpora.builtin(limit=30), "the")
+    word_rows = [r for r in chart_rows(at, index=1) if r["series"] == "“the”"]
+    np.testing.assert_allclose([r["value"] for r in sorted(word_rows, key=lambda r: r["layer"])], drill.self_similarity, atol=1e-6)
+    nearest_shown = at.dataframe[-1].value
+    expected = drill.nearest(0, 6, k=5)
+    assert list(nearest_shown["nearest sentences (same word)"]) == [drill.contexts[i] for i, _ in expected]
+
+
+def test_bad_pasted_text_names_the_problem(minilm_dir, make_app):
+    at = make_app(str(minilm_dir))
+    at.switch_page(PAGE).run()
+    at.radio(key="anisotropy.source").set_value("Paste text").run()
+    assert any("Give the corpus some text" in i.value for i in at.info)
+    at.text_area(key="anisotropy.text").input("just one line").run()
+    assert not at.exception
+    assert "at least 2" in at.error[0].value
