@@ -21,6 +21,9 @@ st.markdown(
   senses (a river bank, a money bank) start together and drift apart, in one model or two side by side.
 - **Anisotropy by layer** — how alike BERT's word vectors are at each layer: random words, the same word in
   different sentences, and words of one sentence, over a whole corpus, for several models on one chart.
+- **Fine-tuning comparison** — train BERT further on a task (inference pairs, paraphrases, drug reviews, restaurant
+  aspects or your own file), with or without its last layer, then compare the runs' accuracy and mistakes and let
+  each one classify your sentences.
 """
 )
 

@@ -26,6 +26,7 @@ def _common(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     p.add_argument("--recipe", default=None, help="a recipe.json (as saved in a run folder); replaces the options above")
     p.add_argument("--background", action="store_true", help="queue the run as a background job and return")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
@@ -70,7 +71,7 @@ def recipe_from_args(args) -> Recipe:
         batch_size=args.batch_size, max_length=args.max_length, train_limit=args.train_limit,
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
         freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings, data_source=args.source,
-        device=args.device, **extra,
+        device=args.device, cpu_threads=args.threads, **extra,
     )
 
 

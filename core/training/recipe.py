@@ -50,6 +50,7 @@ class Recipe:
     max_grad_norm: float = 1.0
     data_source: str = "auto"  # auto | hub | local
     device: str | None = None  # None: CUDA when there is one
+    cpu_threads: int | None = None  # torch CPU threads for this run (None: torch's default, all cores)
 
     def __post_init__(self) -> None:
         problems = []
