@@ -1,0 +1,159 @@
+"""Training engine pieces without a model: scores vs sklearn, batching, the SimCSE loss, user-file checks,
+run folders and the recipe."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from core import settings
+from core.training import Recipe, TaskError, evaluate_predictions, list_runs, load_task, simcse_loss
+from core.training.engine import collate, length_grouped_batches, loss_curve
+from core.training.runs import RunFolder, final_dir, partial_dir
+
+
+def test_scores_match_sklearn():
+    from sklearn.metrics import accuracy_score, confusion_matrix, f1_score
+
+    rng = np.random.default_rng(0)
+    true = rng.integers(0, 4, 300)
+    predicted = np.where(rng.random(300) < 0.6, true, rng.integers(0, 3, 300))
+    m = evaluate_predictions(true, predicted, ("a", "b", "c", "d", "e"))  # "e" never occurs
+    assert m.accuracy == pytest.approx(accuracy_score(true, predicted))
+    np.testing.assert_array_equal(m.confusion, confusion_matrix(true, predicted, labels=[0, 1, 2, 3, 4]))
+    np.testing.assert_allclose(m.per_class_f1, f1_score(true, predicted, labels=[0, 1, 2, 3, 4], average=None, zero_division=0))
+    assert m.macro_f1 == pytest.approx(f1_score(true, predicted, labels=[0, 1, 2, 3, 4], average="macro", zero_division=0))
+    assert m.majority_accuracy == pytest.approx(np.bincount(true).max() / 300)
+    assert m.to_dict()["per_class_f1"]["e"] == 0.0
+
+
+def test_length_grouped_batches_cover_every_index_once_with_similar_lengths():
+    lengths = [random.Random(i).randint(5, 60) for i in range(1000)]
+    batches = length_grouped_batches(lengths, 16, random.Random(3))
+    flat = sorted(i for b in batches for i in b)
+    assert flat == list(range(1000))
+    assert batches == length_grouped_batches(lengths, 16, random.Random(3))
+    spread = np.mean([max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in batches if len(b) == 16])
+    assert spread < 5  # random batches of 16 from 5..60 would spread ~45
+
+
+def test_collate_pads_to_longest_with_mask():
+    batch = collate([{"input_ids": [2, 7, 3], "token_type_ids": [0, 0, 0]}, {"input_ids": [2, 3], "token_type_ids": [0, 1]}], 0, "cpu")
+    assert batch["input_ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["token_type_ids"].tolist() == [[0, 0, 0], [0, 1, 0]]
+
+
+def test_simcse_loss_matches_a_numpy_computation():
+    rng = np.random.default_rng(1)
+    anchors, candidates = rng.normal(size=(4, 8)), rng.normal(size=(6, 8))  # 4 positives + 2 hard negatives
+    a = anchors / np.linalg.norm(anchors, axis=1, keepdims=True)
+    c = candidates / np.linalg.norm(candidates, axis=1, keepdims=True)
+    logits = a @ c.T / 0.05
+    expected = np.mean([np.log(np.exp(row).sum()) - row[i] for i, row in enumerate(logits)])
+    got = simcse_loss(torch.tensor(anchors), torch.tensor(candidates), 0.05)
+    assert float(got) == pytest.approx(expected, rel=1e-5)
+
+
+def test_loss_curve_keeps_short_curves_and_averages_long_ones():
+    assert loss_curve([3.0, 2.0]) == [[1, 3.0], [2, 2.0]]
+    long = loss_curve(list(range(1000)), points=10)
+    assert len(long) == 10 and long[0] == [100, pytest.approx(49.5)] and long[-1][0] == 1000
+
+
+# ---- user files -------------------------------------------------------------------------------------
+
+
+def _write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("empty.csv", "", "is empty"),
+        ("header.csv", "text,label\n", "no rows"),
+        ("cols.csv", "sentence,label\nhello,a\nbye,b\n", "no 'text' column (columns found: 'sentence', 'label')"),
+        ("nolabel.jsonl", '{"text": "a"}\n{"text": "b"}\n', "no 'label' column"),
+        ("badjson.jsonl", '{"text": "a", "label": "x"}\n{"text": "b", label}\n', "badjson.jsonl, line 2: not valid JSON"),
+        ("cells.csv", "text,label\nhello,a\nhi, there,b\n", "line 3: 3 cells but the header has 2 columns"),
+        ("emptytext.csv", "text,label\nhello,a\n,b\nok,\n", "1 row(s) have an empty text (lines 3)"),
+        ("onelabel.csv", "text,label\nhello,a\nbye,a\nhi,a\n", "a classifier needs at least two labels"),
+        ("unknown.csv", "text,label,split\nhello,a,train\nbye,b,train\nhi,c,test\n", "label(s) 'c' do not occur in the training rows"),
+        ("nosplit.csv", "text,label,split\nhello,a,train\nbye,b,train\n", "split column must mark some rows"),
+        ("data.xlsx", "x", "unknown file type '.xlsx'"),
+    ],
+)
+def test_malformed_user_files_get_clear_messages(tmp_path, name, content, message):
+    with pytest.raises(TaskError) as err:
+        load_task(_write(tmp_path, name, content))
+    assert message in str(err.value)
+
+
+def test_missing_file_names_the_built_in_tasks(tmp_path):
+    with pytest.raises(TaskError, match="neither a built-in task .*snli.* nor an existing file"):
+        load_task(str(tmp_path / "nope.csv"))
+
+
+def test_user_file_holdout_and_split_column(tmp_path):
+    rows = "".join(f"sentence {i},{'yes' if i % 2 else 'no'}\n" for i in range(50))
+    data = load_task(_write(tmp_path, "d.csv", "text,label\n" + rows), seed=1)
+    assert data.labels == ("no", "yes") and len(data.eval) == 10 and len(data.train) == 40
+    assert not ({e.text for e in data.train} & {e.text for e in data.eval})
+    numeric = "text,text_b,label,split\n" + "".join(f"a{i},b{i},{i % 3 * 5},{'test' if i < 3 else 'train'}\n" for i in range(12))
+    data = load_task(_write(tmp_path, "n.csv", numeric))
+    assert data.labels == ("0", "5", "10") and data.pairs and len(data.eval) == 3 and data.eval_split == "split column"
+    gz = tmp_path / "g.jsonl.gz"
+    gz.write_bytes(gzip.compress(b'{"text": "x", "label": 1}\n{"text": "y", "label": 2}\n{"text": "z", "label": 1}\n'))
+    assert load_task(str(gz)).labels == ("1", "2")
+
+
+# ---- recipe and run folders ---------------------------------------------------------------------------
+
+
+def test_recipe_validation_names_each_problem():
+    with pytest.raises(ValueError) as err:
+        Recipe(model="m", task="snli", run_name=".hidden", head="cnn", epochs=0)
+    text = str(err.value)
+    assert "run name '.hidden'" in text and "head 'cnn'" in text and "epochs must be at least 1" in text
+    with pytest.raises(ValueError, match="supervised SimCSE needs pairs"):
+        Recipe(model="m", task="drugs", run_name="x", objective="simcse-sup")
+    recipe = Recipe(model="m", task="snli", run_name="ok")
+    assert Recipe.from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+
+
+def test_failed_run_moves_to_a_dotted_folder_without_weights():
+    folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r1"))
+    (folder.path / "model.safetensors").write_bytes(b"x")
+    (folder.path / "config.json").write_text("{}")
+    folder.log("boom")
+    folder.end("failed", "RuntimeError: boom")
+    assert not final_dir("r1").exists() and not partial_dir("r1").exists()
+    assert not list(settings.runs_dir().glob("**/*.safetensors"))
+    [run] = list_runs()
+    assert (run.name, run.state, run.error) == ("r1", "failed", "RuntimeError: boom") and "boom" in run.log_tail
+    # the name can be used again
+    RunFolder.create(Recipe(model="m", task="snli", run_name="r1"))
+
+
+def test_a_run_whose_process_died_is_listed_as_failed():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r2"))
+    folder.write_status(state="running", pid=dead.pid)
+    [run] = list_runs()
+    assert run.state == "failed" and "crashed or killed" in run.error
+    assert not partial_dir("r2").exists()
+    alive = RunFolder.create(Recipe(model="m", task="snli", run_name="r3"))
+    alive.write_status(state="running", pid=os.getpid())
+    assert {r.name: r.state for r in list_runs()}["r3"] == "running"
