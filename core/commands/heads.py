@@ -1,0 +1,164 @@
+"""`heads`, `ablate`, `attention-change`, `syntax-heads`: the "Heads over a dataset" section's twins."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from core.heads import PATTERNS, SAMPLE_SOURCES, STAT_NAMES, STAT_TITLES
+
+
+def _progress(args):
+    """A one-line progress report on stderr (stdout stays clean for --json)."""
+    if getattr(args, "quiet", False):
+        return None
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        percent = int(100 * done / max(total, 1))
+        if percent != last[0]:
+            last[0] = percent
+            print(f"\r{done}/{total} ({percent}%)", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+    return report
+
+
+def register(subparsers) -> None:
+    corpus_help = "snli or mrpc (seeded dev pairs) or a .txt (one sentence per line) / .csv file"
+
+    p = subparsers.add_parser("heads", help="Clark statistics and Kovaleva pattern types of every head over a corpus")
+    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    p.add_argument("--corpus", default="snli", help=corpus_help + " (default snli)")
+    p.add_argument("--limit", type=int, default=200, help="inputs to use (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_heads)
+
+    p = subparsers.add_parser("ablate", help="accuracy of a fine-tuned run with each head / layer disabled")
+    p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or its folder)")
+    p.add_argument("--limit", type=int, default=None, help="seeded subset of the run's evaluation set (default: all of it)")
+    p.add_argument("--mode", choices=("uniform", "mask"), default="uniform",
+                   help="uniform: the head's attention becomes 1/L (Kovaleva); mask: its output is zeroed")
+    p.add_argument("--no-layers", action="store_true", help="skip the whole-layer conditions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_ablate)
+
+    p = subparsers.add_parser("attention-change", help="per-head cosine between two models' attention maps")
+    p.add_argument("--a", required=True, help="first model (e.g. the pretrained base)")
+    p.add_argument("--b", required=True, help="second model (e.g. the fine-tuned run)")
+    p.add_argument("--corpus", default="snli", help=corpus_help + " (default snli)")
+    p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_attention_change)
+
+    p = subparsers.add_parser("syntax-heads", help="the best head per dependency relation on a CoNLL-U treebank")
+    p.add_argument("--model", default=None)
+    p.add_argument("--treebank", default=None, help="a .conllu file (default: UD English EWT dev in the data folder)")
+    p.add_argument("--limit", type=int, default=None, help="first N sentences only")
+    p.add_argument("--subtypes", action="store_true", help="keep relation subtypes (nmod:poss) apart")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_syntax_heads)
+
+
+def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}") -> None:
+    print(f"{name} [layer x head]")
+    for layer, row in enumerate(values):
+        print(f"L{layer}\t" + "\t".join(fmt.format(v) for v in row))
+
+
+def run_heads(args) -> int:
+    from core.heads import sample_inputs, survey_heads
+    from core.models import load_model
+
+    inputs = sample_inputs(args.corpus, args.limit, args.seed)
+    lm = load_model(args.model)
+    survey = survey_heads(lm, inputs, batch_size=args.batch_size, progress=_progress(args))
+    if args.json:
+        out = survey.to_dict()
+        out["corpus"] = args.corpus
+        print(json.dumps(out))
+        return 0
+    print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
+    for name in STAT_NAMES:
+        _grid(STAT_TITLES[name], survey.stat(name))
+    print("pattern share: " + ", ".join(f"{p} {s:.1%}" for p, s in survey.pattern_share.items()))
+    initials = {p: p[0].upper() if p != "vertical+diagonal" else "X" for p in PATTERNS}
+    print("dominant pattern (V vertical, D diagonal, X vertical+diagonal, B block, H heterogeneous)")
+    for layer, row in enumerate(survey.dominant_pattern):
+        print(f"L{layer}\t" + " ".join(initials[PATTERNS[k]] for k in row))
+    return 0
+
+
+def run_ablate(args) -> int:
+    from core.ablation import ablation_sweep, load_for_ablation, run_eval_sample
+
+    clf = load_for_ablation(args.model, device=args.device)
+    sample = run_eval_sample(clf, args.limit, args.seed)
+    result = ablation_sweep(clf, sample.examples, mode=args.mode, sweep_layers=not args.no_layers,
+                            batch_size=args.batch_size, progress=_progress(args))
+    if args.json:
+        out = result.to_dict()
+        out.update(task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
+        print(json.dumps(out))
+        return 0
+    print(f"{clf.encoder.ref}: {result.n_examples} {sample.task} {sample.eval_split} examples, mode {result.mode}")
+    print(f"intact accuracy {result.base_accuracy:.4f} (run's metrics.json: {sample.run_accuracy})")
+    _grid("accuracy change with one head disabled", result.head_delta, "{:+.3f}")
+    if not args.no_layers:
+        print("accuracy change with a whole layer disabled")
+        for layer, delta in enumerate(result.layer_delta):
+            print(f"L{layer}\t{delta:+.3f}")
+    return 0
+
+
+def run_attention_change(args) -> int:
+    from core.heads import attention_change, sample_inputs
+    from core.models import load_model
+
+    inputs = sample_inputs(args.corpus, args.limit, args.seed)
+    change = attention_change(load_model(args.a), load_model(args.b), inputs, batch_size=args.batch_size,
+                              progress=_progress(args))
+    if args.json:
+        print(json.dumps(change.to_dict()))
+        return 0
+    print(f"{change.model_a} vs {change.model_b}: {change.n_examples} inputs from {args.corpus}")
+    _grid("cosine of the flattened attention maps", change.cosine)
+    return 0
+
+
+def run_syntax_heads(args) -> int:
+    from core.heads import syntax_heads
+    from core.models import load_model
+    from core.treebank import read_conllu, ud_ewt_path
+
+    path = args.treebank or ud_ewt_path("dev")
+    sentences = read_conllu(path, limit=args.limit)
+    result = syntax_heads(load_model(args.model), sentences, batch_size=args.batch_size, subtypes=args.subtypes,
+                          progress=_progress(args))
+    if args.json:
+        out = result.to_dict()
+        out["treebank"] = str(path)
+        print(json.dumps(out))
+        return 0
+    print(f"{result.model} on {path}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
+    print("relation\tcount\tbest head\taccuracy\tbaseline (offset)")
+    for row in result.to_dict()["relations"]:
+        print(f"{row['relation']}\t{row['count']}\t{row['layer']}-{row['head']}\t{row['accuracy']:.3f}\t"
+              f"{row['baseline_accuracy']:.3f} ({row['baseline_offset']:+d})")
+    return 0
+
+
+__all__ = ["register", "SAMPLE_SOURCES"]
