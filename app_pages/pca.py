@@ -84,7 +84,8 @@ if not items:
 st.session_state.setdefault("pca.method", "joint")
 st.session_state.setdefault("pca.colour", "sentence")
 st.session_state.setdefault("pca.background", "none")
-row = st.columns([3, 2, 2])
+row = st.columns(2)
+row += st.columns(2)
 method = row[0].segmented_control(
     "Projection", list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="pca.method",
     help="Joint: one PCA over every layer's vectors, so the axes stay the same as the slider moves (VisBERT's "
@@ -93,9 +94,10 @@ method = row[0].segmented_control(
 ) or "joint"
 colour = row[1].segmented_control("Colour by", list(COLOUR_NAMES), format_func=COLOUR_NAMES.get, key="pca.colour") or "sentence"
 if method == "tsne":
-    row[2].caption("t-SNE has no fixed map to place new tokens in, so it takes no background corpus.")
     background = "none"
-    seed = row[2].number_input("t-SNE seed", min_value=0, max_value=10_000, value=0, step=1, key="pca.seed")
+    seed = row[2].number_input("t-SNE seed", min_value=0, max_value=10_000, value=0, step=1, key="pca.seed",
+        help="t-SNE has no fixed map to place new tokens in, so it takes no background corpus.",
+    )
 else:
     background = row[2].selectbox(
         "Fit on a background corpus", list(BACKGROUND_NAMES), format_func=BACKGROUND_NAMES.get, key="pca.background",
@@ -103,12 +105,12 @@ else:
         "few sentences define the axes.",
     )
     seed = 0
-toggles = st.columns(4)
+toggles = st.columns(3)
 hide_special = toggles[0].toggle("Hide special tokens", key="pca.hide_special", help="[CLS], [SEP]; left out of the fit too")
 hide_punct = toggles[1].toggle("Hide punctuation", key="pca.hide_punct", help="Left out of the fit too")
 show_labels = toggles[2].toggle("Token labels", value=True, key="pca.labels")
 others = [e.name for e in available_models() if e.name != model_ref() and str(e.path) != model_ref()]
-second_ref = toggles[3].selectbox(
+second_ref = row[3].selectbox(
     "Second model, side by side", ["", *others], key="pca.second_model", accept_new_options=True,
     format_func=lambda name: name or "none", help="e.g. the pretrained model next to a fine-tuned run",
 )
@@ -293,9 +295,16 @@ def toggle_play() -> None:
             st.session_state["pca.layer"] = 0
 
 
-@st.fragment(run_every=PLAY_SECONDS if st.session_state["pca.playing"] else None)
+timer_on = st.session_state["pca.playing"]
+
+
+@st.fragment(run_every=PLAY_SECONDS if timer_on else None)
 def layer_view() -> None:
     """Slider, charts and exports; while playing, each timed rerun of this fragment shows the next layer."""
+    if st.session_state["pca.playing"] != timer_on:
+        # Play/Pause was pressed inside the fragment, which reruns only the fragment as it was defined, with or
+        # without its timer: rerun the page so it is defined again with the right one.
+        st.rerun()
     if st.session_state["pca.playing"]:
         if st.session_state.pop("pca.just_started", False):
             pass
