@@ -59,3 +59,23 @@ def test_cancel_stops_the_pass(tmp_path):
     a = load_model(str(make_tiny_bert(tmp_path / "a")), device="cpu")
     with pytest.raises(Cancelled):
         compare_models(a, a, ["the cat sat .", "a dog ran ."], should_stop=lambda: True)
+
+
+def test_compare_cli_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = make_tiny_bert(tmp_path / "tiny")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat .\nhe ran to the bank .\nshe is in the house .\n", encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "core", "compare", "--a", str(folder), "--b", str(folder), "--corpus", str(corpus), "--json"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["layers"] == [0, 1, 2]
+    assert np.allclose(result["rsa"], 1.0, atol=1e-5) and np.allclose(result["cka"], 1.0, atol=1e-5)
+    assert result["n_words"] == 20

@@ -1,0 +1,131 @@
+"""`compare` (RSA and linear CKA per layer between two models) and `probe` (Hewitt & Manning distance probe):
+the command-line twin of the "What fine-tuning changes" section."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from core import corpus as corpora
+from core.models import load_model
+from core.probe import ProbeSettings, probe_data, probe_layers, random_control
+from core.similarity import DEFAULT_MAX_WORDS, compare_models
+from core.treebank import read_conllu
+
+NAMED_CORPORA = ("builtin", "snli", "mrpc")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="RSA and linear CKA between two models, layer by layer",
+        description="Word vectors (word pieces averaged, special tokens left out) of both models on the same "
+        "sentences; RSA = Pearson correlation of the two word-by-word cosine-similarity matrices, CKA = linear "
+        "CKA (Kornblith et al. 2019). Sentences the two tokenizers split differently are skipped.",
+    )
+    p.add_argument("--a", required=True, help="model A: hub id, local folder, run name or data-folder model")
+    p.add_argument("--b", required=True, help="model B (e.g. a fine-tuned run)")
+    p.add_argument("--corpus", required=True, help="a .txt (one sentence per line) or .csv file, or builtin / snli / mrpc")
+    p.add_argument("--limit", type=int, default=500, help="sentences read from the corpus (default 500)")
+    p.add_argument("--max-words", type=int, default=DEFAULT_MAX_WORDS, help=f"words compared (default {DEFAULT_MAX_WORDS}); memory grows with its square")
+    p.add_argument("--cross", action="store_true", help="also print every layer of A against every layer of B")
+    p.add_argument("--json", action="store_true", help="print JSON: layers, rsa, cka (and rsa_cross, cka_cross)")
+    p.set_defaults(func=run_compare)
+
+    q = subparsers.add_parser(
+        "probe",
+        help="structural (distance) probe per layer on a CoNLL-U treebank: UUAS and DSpr",
+        description="Trains a rank-K linear map per layer so squared distances between projected word vectors "
+        "match dependency-tree distances (Hewitt & Manning 2019). Scores are measured on --eval-treebank, or on a "
+        "seeded held-out fifth of --treebank. Results are cached per (model, layer, treebank, settings).",
+    )
+    q.add_argument("--model", default=None, help="hub id, local folder, run name (default: BERTLENS_MODEL)")
+    q.add_argument("--treebank", required=True, help="CoNLL-U file to train on (e.g. data/ud_english_ewt/en_ewt-ud-dev.conllu)")
+    q.add_argument("--eval-treebank", default=None, help="CoNLL-U file to score on (default: held-out part of --treebank)")
+    q.add_argument("--layers", default="all", help="comma-separated layers, 0 = embeddings, or 'all' (default)")
+    q.add_argument("--rank", type=int, default=128, help="rank K of the probe (default 128)")
+    q.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
+    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3, as H&M)")
+    q.add_argument("--max-train", type=int, default=None, help="seeded subset of training sentences")
+    q.add_argument("--max-eval", type=int, default=None, help="seeded subset of evaluation sentences")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--random-init", action="store_true", help="probe a random-initialised copy of the model (the control)")
+    q.add_argument("--no-cache", action="store_true", help="retrain even when cached results exist")
+    q.add_argument("--json", action="store_true", help="print JSON: layers, uuas, dspr")
+    q.set_defaults(func=run_probe)
+
+
+def _progress(label: str, quiet: bool):
+    if quiet:
+        return None
+
+    def report(done: int, total: int) -> None:
+        print(f"\r{label}: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _sentences(source: str, limit: int) -> list[str]:
+    if source == "builtin":
+        chosen = corpora.builtin()
+    elif source in NAMED_CORPORA:
+        chosen = corpora.from_dataset(source, "dev", limit=limit)
+    else:
+        chosen = corpora.from_file(source)
+    return list(chosen.head(limit).sentences)
+
+
+def run_compare(args) -> int:
+    sentences = _sentences(args.corpus, args.limit)
+    a, b = load_model(args.a), load_model(args.b)
+    result = compare_models(a, b, sentences, max_words=args.max_words, progress=_progress("encoding", args.json))
+    if args.json:
+        out = result.to_json()
+        if not args.cross:
+            out.pop("rsa_cross")
+            out.pop("cka_cross")
+        print(json.dumps(out))
+        return 0
+    print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences"
+          + (f" ({result.n_skipped} skipped: split into different words)" if result.n_skipped else ""))
+    print("layer\tRSA\tCKA")
+    for layer, r, c in zip(result.layers, result.rsa, result.cka):
+        print(f"{layer}\t{r:.3f}\t{c:.3f}")
+    if args.cross:
+        print("CKA, rows = layers of A, columns = layers of B:")
+        for row in result.cka_cross:
+            print("\t".join(f"{v:.2f}" for v in row))
+    return 0
+
+
+def parse_layers(text: str, num_layers: int) -> list[int] | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        layers = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--layers {text!r}: give comma-separated numbers such as 0,6,12, or 'all'") from None
+    bad = [layer for layer in layers if not 0 <= layer <= num_layers]
+    if bad or not layers:
+        raise ValueError(f"--layers {text!r}: this model has layers 0 to {num_layers}")
+    return layers
+
+
+def run_probe(args) -> int:
+    lm = load_model(args.model)
+    layers = parse_layers(args.layers, lm.num_layers)
+    settings = ProbeSettings(rank=args.rank, epochs=args.epochs, learning_rate=args.lr, seed=args.seed)
+    train = read_conllu(args.treebank)
+    evaluation = read_conllu(args.eval_treebank) if args.eval_treebank else None
+    data = probe_data(train, evaluation, name=args.treebank + (f" / {args.eval_treebank}" if evaluation else ""),
+                      seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
+    model = random_control(lm, args.seed) if args.random_init else lm
+    result = probe_layers(model, data, layers, settings, use_cache=not args.no_cache, progress=_progress("probe", args.json))
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, rank {settings.rank}")
+    print("layer\tUUAS\tDSpr")
+    for layer, u, d in zip(result.layers, result.uuas, result.dspr):
+        print(f"{layer}\t{u:.3f}\t{d:.3f}")
+    return 0
