@@ -243,13 +243,13 @@ def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
         alt.Chart(frame, title="Share of each layer's variance on the two axes")
         .mark_bar()
         .encode(
-            x=alt.X("layer:O", title="layer (0 = embeddings)"),
+            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
             color=alt.Color("axis:N", title=None),
             opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
             tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width="container", height=180)
+        .properties(width="container", height=240)
     )
 
 
