@@ -1,0 +1,577 @@
+"""Heads over a dataset: the "Heads over a dataset" section of the attention page (call `render()`).
+
+Five parts, each one batched pass over a sample that runs in a worker thread started by its button; a fragment
+polls its progress and offers Cancel, so a widget change never kills a half-done pass. Results are kept in
+st.session_state under "heads." keys, next to the settings they were computed with.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import cached_model, export_buttons, intro, model_ref
+from core import heads as hd
+from core.progress import Cancelled
+
+P = "heads."
+PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
+SOURCES = {"SNLI dev pairs": "snli", "MRPC validation pairs": "mrpc", "Upload .txt / .csv": "upload"}
+TREEBANKS = ("UD English EWT dev (local data)", "Upload .conllu")
+PATTERN_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#54a24b", "#bab0ac"]  # in PATTERNS order
+EXAMPLES = {
+    "SNLI · 100 pairs": {"part": "Statistics", "source": "SNLI dev pairs", "limit": 100},
+    "MRPC patterns · 100 pairs": {"part": "Pattern types", "source": "MRPC validation pairs", "limit": 100},
+    "Syntax · 200 EWT sentences": {"part": "Syntactic heads", "tb_limit": 200},
+}
+
+
+# ---- background passes -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    """One button press: `work(progress, should_stop)` in a worker thread that never calls st.*."""
+
+    part: str
+    params: tuple
+    work: Callable[[Callable, Callable], Any]
+    unit: str = "examples"
+    stop: threading.Event = field(default_factory=threading.Event)
+    done: int = 0
+    total: int = 0
+    result: Any = None
+    error: str | None = None
+    cancelled: bool = False
+    finished: bool = False
+    thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work(self._progress, self.stop.is_set)
+        except Cancelled:
+            self.cancelled = True
+        except Exception as err:  # shown on the page; the app keeps working
+            self.error = f"{type(err).__name__}: {err}"
+        finally:
+            self.finished = True
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self.run, name=f"heads-{self.part}", daemon=True)
+        self.thread.start()
+
+
+def _job_key(part: str) -> str:
+    return f"{P}job.{part}"
+
+
+def _result_key(part: str) -> str:
+    return f"{P}result.{part}"
+
+
+def start(part: str, params: tuple, work: Callable, unit: str = "examples") -> None:
+    job = Job(part, params, work, unit)
+    st.session_state[_job_key(part)] = job
+    st.session_state.pop(f"{P}message.{part}", None)
+    job.start()
+
+
+def collect_finished(part: str) -> None:
+    """Move a finished pass's result into the page state (or its error into a message)."""
+    job: Job | None = st.session_state.get(_job_key(part))
+    if job is None or not job.finished:
+        return
+    st.session_state.pop(_job_key(part))
+    if job.error:
+        st.session_state[f"{P}message.{part}"] = job.error
+    elif job.cancelled:
+        st.session_state[f"{P}message.{part}"] = "Cancelled: nothing partial was kept."
+    else:
+        st.session_state[_result_key(part)] = (job.params, job.result)
+
+
+@st.fragment(run_every=1.0)
+def job_panel(part: str) -> None:
+    job: Job | None = st.session_state.get(_job_key(part))
+    if job is None:
+        return
+    if job.finished:
+        st.rerun(scope="app")
+    share = job.done / job.total if job.total else 0.0
+    st.progress(share, text=f"{part}: {job.done} / {job.total or '…'} {job.unit}")
+    if st.button("Cancel", key=f"{P}cancel.{part}", icon=":material/stop:"):
+        job.stop.set()
+
+
+def run_controls(part: str, label: str, params: tuple, work: Callable, unit: str = "examples") -> tuple | None:
+    """The Run button (or the progress panel while running), any message, and the kept result for `params`."""
+    collect_finished(part)
+    if st.session_state.get(_job_key(part)) is not None:
+        job_panel(part)
+    else:
+        st.button(label, key=f"{P}run.{part}", type="primary", icon=":material/play_arrow:",
+                  on_click=start, args=(part, params, work, unit))
+    message = st.session_state.get(f"{P}message.{part}")
+    if message:
+        st.warning(message)
+    kept = st.session_state.get(_result_key(part))
+    if kept is None:
+        return None
+    if kept[0] != params:
+        st.caption("The settings changed since this result was computed: press the button to update it.")
+    return kept
+
+
+# ---- charts ------------------------------------------------------------------------------------------------
+
+
+def grid_frame(values: np.ndarray, name: str) -> pd.DataFrame:
+    layers, heads = values.shape
+    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers),
+                         name: values.ravel()})
+
+
+def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis", diverging: bool = False,
+               fmt: str = ".3f") -> alt.Chart:
+    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures)."""
+    if diverging:
+        bound = float(np.nanmax(np.abs(frame[name].to_numpy()))) or 1e-9
+        scale = alt.Scale(scheme="redblue", domain=[-bound, bound], domainMid=0)
+    else:
+        scale = alt.Scale(scheme=scheme)
+    return alt.Chart(frame, title=title).mark_rect().encode(
+        x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O", title="layer"),
+        color=alt.Color(f"{name}:Q", scale=scale, title=name),
+        tooltip=["layer", "head", alt.Tooltip(f"{name}:Q", format=fmt)],
+    ).properties(width=alt.Step(30), height=alt.Step(24))
+
+
+def map_chart(example: hd.PatternExample, size: int = 180) -> alt.Chart:
+    labels = [f"{i}·{t}" for i, t in enumerate(example.tokens)]
+    t = len(labels)
+    frame = pd.DataFrame({"query": np.repeat(labels, t), "key": np.tile(labels, t), "weight": example.attention.ravel()})
+    return alt.Chart(frame, title=f"L{example.layer} H{example.head}").mark_rect().encode(
+        x=alt.X("key:N", sort=labels, axis=None),
+        y=alt.Y("query:N", sort=labels, axis=None),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
+        tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(width=size, height=size)
+
+
+# ---- inputs ------------------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_inputs(source: str, limit: int, seed: int = 0) -> list:
+    return hd.sample_inputs(source, limit, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def uploaded_inputs(name: str, data: bytes, limit: int) -> list:
+    return hd.file_inputs(name, data, limit)
+
+
+def sample_widgets(key: str) -> tuple[tuple, list] | None:
+    """Source + size widgets; returns (a hashable description, the inputs) or None with a message shown."""
+    c1, c2 = st.columns([2, 1])
+    source = c1.selectbox("Sample", list(SOURCES), key=P + "source")
+    limit = int(c2.number_input("Examples", 5, 5000, step=50, key=P + "limit"))
+    try:
+        if SOURCES[source] == "upload":
+            upload = st.file_uploader("A .txt (one sentence per line) or .csv (a text column, or two for pairs)",
+                                      type=["txt", "csv"], key=f"{P}upload.{key}")
+            if upload is None:
+                st.info("Upload a file to use it as the sample.")
+                return None
+            data = upload.getvalue()
+            return (upload.name, len(data), limit), uploaded_inputs(upload.name, data, limit)
+        return (SOURCES[source], limit), cached_inputs(SOURCES[source], limit)
+    except (ValueError, FileNotFoundError) as err:
+        st.error(f"{err}")
+        return None
+
+
+def loaded_model(ref: str):
+    from core.models import ModelUnavailable
+
+    try:
+        return cached_model(ref)
+    except ModelUnavailable as err:
+        st.error(str(err))
+        return None
+
+
+# ---- parts -------------------------------------------------------------------------------------------------
+
+
+def survey_part(show: str) -> None:
+    ref = model_ref()
+    sample = sample_widgets("survey")
+    if sample is None:
+        return
+    description, inputs = sample
+    params = (ref, description)
+
+    def work(progress, should_stop):
+        return hd.survey_heads(lm, inputs, progress=progress, should_stop=should_stop)
+
+    lm = loaded_model(ref)
+    if lm is None:
+        return
+    kept = run_controls("survey", f"Run {ref} over {len(inputs)} examples", params, work)
+    if kept is None:
+        st.info("Press the button to pass the sample through the model (nothing is computed until then).")
+        return
+    survey: hd.HeadSurvey = kept[1]
+    st.caption(f"{survey.model}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
+               + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + ").")
+    if show == "Statistics":
+        statistics_view(survey)
+    else:
+        patterns_view(survey)
+
+
+def statistics_view(survey: hd.HeadSurvey) -> None:
+    name = st.selectbox("Statistic", hd.STAT_NAMES, key=P + "stat", format_func=hd.STAT_TITLES.get)
+    values = survey.stat(name)
+    frame = grid_frame(values, name)
+    chart = grid_chart(frame, name, f"Mean {hd.STAT_TITLES[name]} per head", scheme="viridis" if name != "entropy" else "magma")
+    st.altair_chart(chart, key=P + "stat_chart")
+    by_layer = ", ".join(f"L{l} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
+    st.caption(f"Layer means: {by_layer}. Per input: the mass a head puts on those keys, averaged over all query "
+               "positions (special tokens included), then over inputs (Clark et al. 2019). Clark et al. found over "
+               "half of BERT-base's attention in layers 6–10 going to [SEP].")
+    table = pd.DataFrame({"layer": frame["layer"], "head": frame["head"],
+                          **{n: survey.stat(n).ravel() for n in hd.STAT_NAMES}})
+    export_buttons(chart, table, f"head-statistics-{name}", P + "stat_export")
+    with st.expander("All statistics (table)"):
+        st.dataframe(table, hide_index=True, key=P + "stat_table")
+
+
+def patterns_view(survey: hd.HeadSurvey) -> None:
+    dominant = survey.dominant_pattern
+    counts = survey.pattern_counts
+    frame = grid_frame(dominant, "type_index")
+    frame["pattern"] = [hd.PATTERNS[k] for k in frame["type_index"]]
+    frame["share of inputs"] = counts.max(axis=-1).ravel() / max(survey.n_examples, 1)
+    chart = alt.Chart(frame, title="Dominant pattern type per head").mark_rect().encode(
+        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O"),
+        color=alt.Color("pattern:N", scale=alt.Scale(domain=list(hd.PATTERNS), range=PATTERN_COLOURS)),
+        opacity=alt.Opacity("share of inputs:Q", scale=alt.Scale(domain=[0, 1], range=[0.35, 1]), legend=None),
+        tooltip=["layer", "head", "pattern", alt.Tooltip("share of inputs:Q", format=".0%")],
+    ).properties(width=alt.Step(30), height=alt.Step(24))
+    share = pd.DataFrame({"pattern": list(survey.pattern_share), "share": list(survey.pattern_share.values())})
+    bars = alt.Chart(share, title="Share of all (input, head) maps").mark_bar().encode(
+        x=alt.X("share:Q", axis=alt.Axis(format="%")),
+        y=alt.Y("pattern:N", sort=list(hd.PATTERNS)),
+        color=alt.Color("pattern:N", scale=alt.Scale(domain=list(hd.PATTERNS), range=PATTERN_COLOURS), legend=None),
+        tooltip=["pattern", alt.Tooltip("share:Q", format=".1%")],
+    )
+    combined = alt.hconcat(chart, bars)
+    st.altair_chart(combined, key=P + "pattern_chart")
+    st.caption(
+        "Each head's map on each input gets one type by these rules, over the rows of real tokens: V = mass on "
+        f"[CLS]/[SEP], D = mass within one position of the diagonal, B = mass inside the query's own sentence. "
+        f"vertical+diagonal if V ≥ {hd.MIXED_EACH}, D ≥ {hd.MIXED_EACH} and V + D ≥ {hd.MIXED_TOTAL}; vertical if "
+        f"V ≥ {hd.VERTICAL}; diagonal if D ≥ {hd.DIAGONAL}; block if the input is a pair and B ≥ {hd.BLOCK}; "
+        "heterogeneous otherwise. Paler cells: the dominant type won on fewer inputs."
+    )
+    table = frame[["layer", "head", "pattern", "share of inputs"]].copy()
+    for k, p in enumerate(hd.PATTERNS):
+        table[p] = counts[..., k].ravel()
+    export_buttons(combined, table, "head-pattern-types", P + "pattern_export")
+    if survey.examples:
+        st.markdown("**Example maps of each type** (rows: queries, columns: keys)")
+        for pattern in hd.PATTERNS:
+            found = [e for e in survey.examples if e.pattern == pattern]
+            if not found:
+                continue
+            st.caption(pattern)
+            row = alt.hconcat(*[map_chart(e) for e in found])
+            st.altair_chart(row, key=f"{P}examples.{pattern}")
+
+
+# ---- ablation ----------------------------------------------------------------------------------------------
+
+
+def classification_runs() -> list[str]:
+    from core.training import is_classifier_folder, list_runs
+
+    return [r.name for r in list_runs() if r.state == "done" and is_classifier_folder(Path(r.folder))]
+
+
+@st.cache_resource(show_spinner="Loading the classifier…", max_entries=2)
+def ablation_classifier(ref: str):
+    """A private copy for ablation only: its hooks (added and removed under a lock) never touch the models
+    every page shares."""
+    from core.ablation import load_for_ablation
+
+    return load_for_ablation(ref)
+
+
+@st.cache_data(show_spinner="Reading the run's evaluation set…", max_entries=8)
+def cached_run_sample(ref: str, limit: int | None):
+    from core.ablation import run_eval_sample
+
+    return run_eval_sample(ablation_classifier(ref), limit)
+
+
+def ablation_part() -> None:
+    from core.ablation import ablation_sweep, predict_disabled
+
+    runs = classification_runs()
+    sidebar = model_ref()
+    if sidebar not in runs and Path(sidebar).is_dir() and (Path(sidebar) / "head.json").is_file():
+        runs.insert(0, sidebar)
+    if not runs:
+        st.info("No fine-tuned classification run yet. Train one on the Fine-tuning page (or `python -m core "
+                "finetune`), then come back: ablation needs a classifier and the evaluation set it was scored on.")
+        return
+    if st.session_state.get(P + "run") not in runs:
+        st.session_state[P + "run"] = runs[0]
+    c1, c2, c3 = st.columns([2, 1, 1])
+    ref = c1.selectbox("Fine-tuned run", runs, key=P + "run")
+    mode = c2.radio("Disable by", ["uniform", "mask"], key=P + "mode", horizontal=True,
+                    help="uniform: the head's attention becomes 1/L over the real tokens (Kovaleva et al.); "
+                         "mask: the head's output is zeroed")
+    limit = int(c3.number_input("Examples (0 = all)", 0, 20000, step=50, key=P + "ablation_limit"))
+    try:
+        clf = ablation_classifier(ref)
+        sample = cached_run_sample(ref, limit or None)
+    except Exception as err:  # a broken or foreign run folder: say so, keep the page
+        st.error(f"Cannot use '{ref}': {err}")
+        return
+    n_conditions = clf.encoder.num_layers * (clf.encoder.num_heads + 1)
+    st.caption(f"{len(sample.examples)} examples of {sample.task} ({sample.eval_split}); {n_conditions} conditions "
+               f"(each head, then each whole layer), one batched pass each.")
+    params = (ref, mode, limit)
+
+    def work(progress, should_stop):
+        return ablation_sweep(clf, sample.examples, mode=mode, progress=progress, should_stop=should_stop)
+
+    kept = run_controls("ablation", "Run the ablation sweep", params, work, unit="batch passes")
+    if kept is None:
+        st.info("Press the button to disable each head and each layer in turn.")
+    else:
+        result = kept[1]
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Intact accuracy", f"{result.base_accuracy:.3f}")
+        if sample.run_accuracy is not None and sample.complete:
+            m2.metric("Run's own metrics.json", f"{sample.run_accuracy:.3f}")
+        best = np.unravel_index(np.nanargmax(result.head_delta), result.head_delta.shape)
+        m3.metric("Best single-head removal", f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
+        frame = grid_frame(result.head_delta, "accuracy change")
+        heat = grid_chart(frame, "accuracy change", f"Accuracy change with one head disabled ({result.mode})",
+                          diverging=True, fmt="+.3f")
+        marks = alt.Chart(frame[frame["accuracy change"] > 0]).mark_text(text="▲", color="black").encode(
+            x="head:O", y="layer:O")
+        layers = pd.DataFrame({"layer": np.arange(len(result.layer_delta)), "accuracy change": result.layer_delta})
+        bars = alt.Chart(layers, title="Whole layer disabled").mark_bar().encode(
+            y=alt.Y("layer:O"), x=alt.X("accuracy change:Q", axis=alt.Axis(format="+.2f")),
+            color=alt.condition("datum['accuracy change'] > 0", alt.value("#2b8a3e"), alt.value("#c92a2a")),
+            tooltip=["layer", alt.Tooltip("accuracy change:Q", format="+.3f")])
+        chart = alt.hconcat(alt.layer(heat, marks), bars)
+        st.altair_chart(chart, key=P + "ablation_chart")
+        st.caption("▲ marks heads whose removal *improves* accuracy. Red: removal hurts; blue: removal helps.")
+        table = frame.rename(columns={"accuracy change": "head_delta"})
+        table["accuracy"] = table["head_delta"] + result.base_accuracy
+        export_buttons(chart, table, f"ablation-{ref}-{result.mode}", P + "ablation_export")
+        improving = table[table["head_delta"] > 0].sort_values("head_delta", ascending=False)
+        if len(improving):
+            st.dataframe(improving, hide_index=True, key=P + "improving")
+
+    st.markdown("**One example with a head disabled**")
+    examples = sample.examples[:200]
+    c1, c2, c3 = st.columns([3, 1, 1])
+    index = c1.selectbox("Example", range(len(examples)), key=P + "example",
+                         format_func=lambda i: f"{examples[i].text} | {examples[i].text_b or ''} ({examples[i].label})")
+    layer = c2.selectbox("Layer", range(clf.encoder.num_layers), key=P + "ex_layer")
+    head = c3.selectbox("Head", ["all"] + list(range(clf.encoder.num_heads)), key=P + "ex_head")
+    item = [(examples[index].text, examples[index].text_b)]
+    disabled = {layer: list(range(clf.encoder.num_heads)) if head == "all" else [head]}
+    intact = predict_disabled(clf, item, {}, mode)[0]
+    changed = predict_disabled(clf, item, disabled, mode)[0]
+    probs = pd.DataFrame({"class": list(clf.labels) * 2, "probability": np.concatenate([intact, changed]),
+                          "model": ["intact"] * len(clf.labels) + [f"L{layer} H{head} disabled"] * len(clf.labels)})
+    chart = alt.Chart(probs, title=f"Class probabilities (gold: {examples[index].label})").mark_bar().encode(
+        x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("model:N", title=None),
+        color="model:N", row=alt.Row("class:N", title=None), tooltip=["class", "model", alt.Tooltip("probability:Q", format=".3f")])
+    st.altair_chart(chart, key=P + "example_chart")
+    export_buttons(chart, probs, "ablation-example", P + "example_export")
+
+
+# ---- change after fine-tuning ------------------------------------------------------------------------------
+
+
+def base_model_of(ref: str) -> str | None:
+    """The model a run was trained from (its recipe.json), when `ref` is a run."""
+    import json
+
+    from core.models import resolve
+
+    try:
+        _, folder = resolve(ref)
+        return json.loads((Path(folder) / "recipe.json").read_text()).get("model") if folder else None
+    except Exception:
+        return None
+
+
+def change_part() -> None:
+    from core.models import available_models
+
+    names = list(dict.fromkeys([e.name for e in available_models() if e.source == "run"] + [model_ref()]
+                               + [e.name for e in available_models()]))
+    c1, c2 = st.columns(2)
+    if st.session_state.get(P + "model_b") not in names:
+        st.session_state[P + "model_b"] = names[0]
+    model_b = c2.selectbox("Fine-tuned model (B)", names, key=P + "model_b")
+    suggested = base_model_of(model_b) or model_ref()
+    if st.session_state.get(P + "model_a_for") != model_b:  # follow B's base model until the user picks another
+        st.session_state[P + "model_a"] = suggested
+        st.session_state[P + "model_a_for"] = model_b
+    model_a = c1.text_input("Pretrained model (A)", key=P + "model_a", help="Defaults to the model B was trained from")
+    sample = sample_widgets("change")
+    if sample is None:
+        return
+    description, inputs = sample
+    params = (model_a, model_b, description)
+    lms = (loaded_model(model_a), loaded_model(model_b))
+    if None in lms:
+        return
+
+    def work(progress, should_stop):
+        return hd.attention_change(lms[0], lms[1], inputs, progress=progress, should_stop=should_stop)
+
+    kept = run_controls("change", f"Compare over {len(inputs)} examples", params, work, unit="passes")
+    if kept is None:
+        st.info("Press the button to run both models on the sample and compare each head's maps.")
+        return
+    change: hd.AttentionChange = kept[1]
+    frame = grid_frame(change.cosine, "cosine")
+    chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {change.model_a} vs {change.model_b}",
+                       scheme="plasma")
+    st.altair_chart(chart, key=P + "change_chart")
+    by_layer = ", ".join(f"L{l} {v:.3f}" for l, v in enumerate(change.cosine.mean(axis=1)))
+    st.caption(f"Per head: cosine similarity of the flattened maps of A and B on the same input, averaged over "
+               f"{change.n_examples} inputs (Kovaleva et al., Fig. 5). Lower = changed more. Layer means: {by_layer}.")
+    export_buttons(chart, frame, "attention-change", P + "change_export")
+
+
+# ---- syntactic heads ---------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
+def cached_treebank(name: str, data: bytes | None, limit: int):
+    from core.treebank import parse_conllu, read_conllu, ud_ewt_path
+
+    if data is None:
+        return read_conllu(ud_ewt_path("dev"), limit=limit)
+    return parse_conllu(data.decode("utf-8-sig"), source=name, limit=limit)
+
+
+def syntax_part() -> None:
+    ref = model_ref()
+    c1, c2, c3 = st.columns([2, 1, 1])
+    treebank = c1.selectbox("Treebank", TREEBANKS, key=P + "treebank")
+    limit = int(c2.number_input("Sentences", 10, 5000, step=100, key=P + "tb_limit"))
+    subtypes = c3.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes")
+    data, name = None, "UD EWT dev"
+    if treebank == TREEBANKS[1]:
+        upload = st.file_uploader("A CoNLL-U file", type=["conllu", "txt"], key=P + "tb_upload")
+        if upload is None:
+            st.info("Upload a .conllu file to use it.")
+            return
+        data, name = upload.getvalue(), upload.name
+    try:
+        sentences = cached_treebank(name, data, limit)
+    except (ValueError, FileNotFoundError) as err:
+        st.error(str(err))
+        return
+    params = (ref, name, len(data or b""), limit, subtypes)
+    lm = loaded_model(ref)
+    if lm is None:
+        return
+
+    def work(progress, should_stop):
+        return hd.syntax_heads(lm, sentences, subtypes=subtypes, progress=progress, should_stop=should_stop)
+
+    kept = run_controls("syntax", f"Find syntactic heads in {len(sentences)} sentences", params, work, unit="sentences")
+    if kept is None:
+        st.info("Press the button to run the model on the treebank's words and score every head per relation.")
+        return
+    result: hd.SyntaxHeads = kept[1]
+    table = pd.DataFrame(result.to_dict()["relations"])
+    table["best head"] = [f"L{l} H{h}" for l, h in zip(table["layer"], table["head"])]
+    shown = table[table["count"] >= 20] if (table["count"] >= 20).sum() > 1 else table
+    long = shown.melt(id_vars=["relation", "count", "best head"], value_vars=["accuracy", "baseline_accuracy"],
+                      var_name="predictor", value_name="share correct")
+    long["predictor"] = long["predictor"].map({"accuracy": "best head", "baseline_accuracy": "fixed offset"})
+    chart = alt.Chart(long, title="Most-attended other word = gold head").mark_bar().encode(
+        y=alt.Y("relation:N", sort=list(shown["relation"]), title=None),
+        yOffset="predictor:N",
+        x=alt.X("share correct:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("predictor:N"),
+        tooltip=["relation", "count", "best head", "predictor", alt.Tooltip("share correct:Q", format=".3f")],
+    )
+    st.altair_chart(chart, key=P + "syntax_chart")
+    st.caption(f"{result.n_sentences} sentences" + (f" ({result.n_skipped} too long for the model, left out)" if result.n_skipped else "")
+               + ". For each dependent word, a head predicts its most-attended other word (word pieces merged as Clark "
+               "et al.: attention to a word summed over its pieces, from a word averaged). Baseline: always the best "
+               "fixed relative position for that relation. Relations with fewer than 20 dependents are in the table only.")
+    columns = ["relation", "count", "best head", "accuracy", "baseline_offset", "baseline_accuracy"]
+    st.dataframe(table[columns], hide_index=True, key=P + "syntax_table")
+    export_buttons(chart, table, "syntactic-heads", P + "syntax_export")
+    relation = st.selectbox("Every head for one relation", list(result.relations), key=P + "relation")
+    r = result.relations.index(relation)
+    grid = grid_frame(result.accuracy[r], "accuracy")
+    heat = grid_chart(grid, "accuracy", f"{relation}: accuracy of each head (baseline {result.baseline_accuracy[r]:.2f})")
+    st.altair_chart(heat, key=P + "relation_chart")
+    export_buttons(heat, grid, f"syntactic-heads-{relation.replace(':', '_')}", P + "relation_export")
+
+
+# ---- the section -------------------------------------------------------------------------------------------
+
+
+def use_example(settings: dict) -> None:
+    for name, value in settings.items():
+        st.session_state[P + name] = value
+
+
+def render() -> None:
+    """The whole "Heads over a dataset" section (statistics, pattern types, ablation, change, syntax)."""
+    st.session_state.setdefault(P + "part", PARTS[0])
+    st.session_state.setdefault(P + "source", "SNLI dev pairs")
+    st.session_state.setdefault(P + "limit", 100)
+    st.session_state.setdefault(P + "ablation_limit", 200)
+    st.session_state.setdefault(P + "tb_limit", 200)
+    intro(
+        "These views answer, over many examples at once, where each head's attention goes (Clark et al. 2019), "
+        "which of Kovaleva et al.'s five pattern types it shows, what removing it does to a fine-tuned classifier, "
+        "how fine-tuning changed it, and which heads track syntax.",
+        "Pick a part and a sample, press its button, and read the layer × head grids; every chart exports as "
+        "PNG/SVG and every table as CSV.",
+    )
+    columns = st.columns(len(EXAMPLES))
+    for column, (label, settings) in zip(columns, EXAMPLES.items()):
+        column.button(label, key=f"{P}example.{label}", on_click=use_example, args=(settings,), use_container_width=True)
+    part = st.segmented_control("Part", PARTS, key=P + "part") or PARTS[0]
+    if part in ("Statistics", "Pattern types"):
+        survey_part(part)
+    elif part == "Ablation":
+        ablation_part()
+    elif part == "Change after fine-tuning":
+        change_part()
+    else:
+        syntax_part()

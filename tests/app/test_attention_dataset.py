@@ -1,0 +1,158 @@
+"""AppTest of the "Heads over a dataset" section: each part's button starts a pass in a worker thread, the test
+waits for it, reruns, and checks the charts show the core results (and the ablation's intact accuracy)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
+ATTENTION_PAGE = Path(__file__).resolve().parents[2] / "app_pages" / "attention.py"
+
+
+def _section_script():
+    from app_pages.attention_dataset import render
+
+    render()
+
+
+def _app(model: str) -> AppTest:
+    """The attention page with its "Heads over a dataset" tab when the page has one, else the section alone."""
+    if "attention_dataset" in ATTENTION_PAGE.read_text():
+        at = AppTest.from_file(APP_FILE, default_timeout=240)
+        at.session_state["model"] = model
+        at.session_state["sentence_a"] = "The cat sat on the mat."
+        at.session_state["sentence_b"] = ""
+        at.switch_page("app_pages/attention.py")
+    else:
+        at = AppTest.from_function(_section_script, default_timeout=240)
+        at.session_state["model"] = model
+    return at
+
+
+def _finish(at: AppTest, part: str) -> object:
+    job = at.session_state[f"heads.job.{part}"]
+    job.thread.join(timeout=240)
+    assert job.finished and job.error is None, job.error
+    at.run()
+    assert not at.exception
+    return job.result
+
+
+def _chart(at: AppTest, title: str) -> list[dict]:
+    """Data rows of the chart whose spec mentions `title` (charts carry their data as Arrow streams)."""
+    import pyarrow as pa
+
+    for element in at.get("vega_lite_chart"):
+        if title in element.proto.spec:
+            rows = []
+            for named in element.proto.datasets:
+                rows.extend(pa.ipc.open_stream(named.data.data).read_all().to_pylist())
+            return rows
+    raise AssertionError(f"no chart titled {title!r} on the page")
+
+
+def test_statistics_and_patterns(minilm_dir):
+    at = _app(str(minilm_dir))
+    at.session_state["heads.limit"] = 6
+    at.run()
+    assert not at.exception
+    at.button(key="heads.run.survey").click().run()
+    survey = _finish(at, "survey")
+    assert survey.n_examples == 6 and survey.n_pairs == 6
+    rows = _chart(at, "per head")
+    shown = np.zeros((6, 12))
+    for row in rows:
+        shown[row["layer"], row["head"]] = row["cls"]
+    np.testing.assert_allclose(shown, survey.stat("cls"), rtol=1e-6)
+    assert not at.warning
+
+    at.selectbox(key="heads.stat").set_value("sep").run()
+    rows = _chart(at, "per head")
+    assert {round(r["sep"], 6) for r in rows} == {round(v, 6) for v in survey.stat("sep").ravel()}
+
+    at.session_state["heads.part"] = "Pattern types"
+    at.run()
+    assert not at.exception
+    grid = [r for r in _chart(at, "Dominant pattern type") if "layer" in r]
+    from core.heads import PATTERNS
+
+    dominant = {(r["layer"], r["head"]): r["pattern"] for r in grid}
+    assert len(dominant) == 72
+    assert all(dominant[(l, h)] == PATTERNS[k] for (l, h), k in np.ndenumerate(survey.dominant_pattern))
+
+
+def _classifier_run(tiny_bert_dir) -> str:
+    """A classification run folder (tiny random BERT + random head) scored on 20 SNLI dev pairs."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from core import settings
+    from core.training.classifier import Classifier, save_classifier
+
+    folder = settings.runs_dir() / "tiny-classifier"
+    torch.manual_seed(0)
+    encoder = AutoModel.from_pretrained(tiny_bert_dir)
+    labels = ("entailment", "neutral", "contradiction")
+    save_classifier(Classifier(encoder, 3), AutoTokenizer.from_pretrained(tiny_bert_dir), folder, labels,
+                    extra={"task": "snli", "max_length": 64})
+    (folder / "recipe.json").write_text(json.dumps({"model": str(tiny_bert_dir), "task": "snli", "run_name": "tiny-classifier",
+                                                    "eval_limit": 20, "data_source": "local"}))
+    (folder / "metrics.json").write_text(json.dumps({"accuracy": None, "eval_examples": 20}))
+    return folder.name
+
+
+def test_ablation_and_single_example(minilm_dir, tiny_bert_dir, data_dir):
+    run = _classifier_run(tiny_bert_dir)
+    at = _app(str(minilm_dir))
+    at.session_state["heads.part"] = "Ablation"
+    at.session_state["heads.ablation_limit"] = 0
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="heads.run").value == run
+    at.button(key="heads.run.ablation").click().run()
+    result = _finish(at, "ablation")
+    assert result.head_accuracy.shape == (2, 4) and result.n_examples == 20
+    # the shown intact accuracy is the classifier's own predict_proba accuracy on the same 20 examples
+    from core.ablation import load_for_ablation, run_eval_sample
+
+    clf = load_for_ablation(run)
+    sample = run_eval_sample(clf)
+    probs = clf.predict_proba([(e.text, e.text_b) for e in sample.examples])
+    truth = [clf.labels.index(e.label) for e in sample.examples]
+    expected = float(np.mean(probs.argmax(1) == truth))
+    assert at.metric[0].value == f"{expected:.3f}"
+    assert result.base_accuracy == pytest.approx(expected)
+    # single-example view: the intact bars are predict_proba of that example
+    rows = _chart(at, "Class probabilities")
+    intact = {r["class"]: r["probability"] for r in rows if r["model"] == "intact"}
+    np.testing.assert_allclose([intact[c] for c in clf.labels], probs[0], atol=1e-5)
+
+
+def test_change_and_syntax(minilm_dir):
+    at = _app(str(minilm_dir))
+    at.session_state["heads.part"] = "Change after fine-tuning"
+    at.session_state["heads.limit"] = 4
+    at.run()
+    assert not at.exception
+    at.text_input(key="heads.model_a").set_value(str(minilm_dir)).run()
+    at.selectbox(key="heads.model_b").set_value(str(minilm_dir)).run()
+    at.button(key="heads.run.change").click().run()
+    change = _finish(at, "change")
+    cosines = [r["cosine"] for r in _chart(at, "Cosine of attention maps")]
+    assert len(cosines) == 72 and np.allclose(cosines, 1.0, atol=1e-6)
+    np.testing.assert_allclose(change.cosine, 1.0, atol=1e-6)
+
+    at.session_state["heads.part"] = "Syntactic heads"
+    at.session_state["heads.tb_limit"] = 10
+    at.run()
+    assert not at.exception
+    at.button(key="heads.run.syntax").click().run()
+    result = _finish(at, "syntax")
+    table = at.dataframe[-1].value
+    assert table["relation"].iloc[-1] == "all" and table["count"].iloc[-1] == result.counts[-1]
+    assert table["accuracy"].iloc[-1] == pytest.approx(result.best_accuracy[-1])
