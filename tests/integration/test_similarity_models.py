@@ -78,4 +78,4 @@ def test_compare_cli_json(tmp_path):
     result = json.loads(out.stdout)
     assert result["layers"] == [0, 1, 2]
     assert np.allclose(result["rsa"], 1.0, atol=1e-5) and np.allclose(result["cka"], 1.0, atol=1e-5)
-    assert result["n_words"] == 20
+    assert result["n_words"] == 7 + 6 + 6
