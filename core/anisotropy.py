@@ -643,15 +643,17 @@ def layer_chart(frame, measure: str, show_reference: bool = False, title: str | 
         data = pd.concat([data, reference_frame().assign(kind="published")], ignore_index=True)
     data = data.rename(columns={"model": "series"})[["series", "kind", "layer", "value"]]
     hover = alt.selection_point(name="hover", on="pointerover", nearest=True, fields=["layer"], empty=False)
-    base = alt.Chart(data, title=title or MEASURES[measure]).encode(
+    encoding = dict(
         x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=MEASURES[measure]),
         color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)),
-        strokeDash=alt.StrokeDash(
+    )
+    if (data["kind"] == "published").any():
+        encoding["strokeDash"] = alt.StrokeDash(
             "kind:N", title="", scale=alt.Scale(domain=["measured", "published"], range=[[1, 0], [6, 4]]),
             legend=alt.Legend(orient="bottom"),
-        ),
-    )
+        )
+    base = alt.Chart(data, title=title or MEASURES[measure]).encode(**encoding)
     lines = base.mark_line()
     points = base.mark_point(filled=True, size=50).encode(
         opacity=alt.condition(hover, alt.value(1), alt.value(0.35)),

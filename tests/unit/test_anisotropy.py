@@ -223,5 +223,17 @@ def test_chart_draws_each_model_and_the_published_reference_dashed():
     assert {r["series"] for r in rows} == {"bert-base-uncased", "other", an.REFERENCE_LABEL}
     plain = next(iter(an.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["datasets"].values()))
     assert all(r["kind"] == "measured" for r in plain)  # the reference is a random-word cosine only
+    assert "strokeDash" not in an.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["layer"][0]["encoding"]
+    assert "strokeDash" in chart["layer"][0]["encoding"]
     assert an.is_reference_model("bert-base-uncased") and an.is_reference_model("/cache/runs/bert-base-uncased/")
     assert not an.is_reference_model("bert-base-cased")
+
+
+def test_chart_exports_offline_to_svg_and_png():
+    from core import charts
+
+    frame = an.profile_frame([_profile("bert-base-uncased")])
+    chart = an.layer_chart(frame, "random_cosine", show_reference=True)
+    svg = charts.chart_svg(chart)
+    assert svg.startswith("<svg") and "Ethayarajh" in svg
+    assert charts.chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"
