@@ -1,0 +1,508 @@
+"""What fine-tuning changes: the section of the fine-tuning page that compares a pretrained model with its
+fine-tuned runs (call `render()`).
+
+Two parts, after Merchant et al. (2020): representational similarity per layer (RSA and linear CKA, and every
+layer against every layer), and a Hewitt & Manning (2019) structural probe per layer (did syntax survive?).
+Each pass runs in a worker thread started by its button; a fragment polls its progress and offers Cancel, so a
+widget change never kills a half-done pass. Results stay in st.session_state under "changes." keys, next to the
+settings they were computed with; trained probes are also cached on disk per (model, layer, treebank).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import cached_model, export_buttons, intro, model_ref
+from core import corpus as corpora
+from core.datasets import DataUnavailable
+from core.models import LoadedModel, ModelUnavailable, available_models
+from core.probe import HM_REFERENCE, ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
+from core.progress import Cancelled
+from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
+from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
+
+P = "changes."
+CORPORA = {
+    "builtin": "Built-in sentences",
+    "snli": "SNLI dev (in-domain for an SNLI run)",
+    "mrpc": "MRPC validation (in-domain for an MRPC run)",
+    "upload": "Upload .txt / .csv",
+}
+TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
+CONTROL = "random-initialised control"
+MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
+
+
+# ---- background passes -------------------------------------------------------------------------------------
+@dataclass
+class Job:
+    """One button press: `work(job)` in a worker thread that never calls st.*; it reports through
+    job.progress(done, total), job.stage, and polls job.stop."""
+
+    part: str
+    params: tuple
+    work: Callable[["Job"], Any]
+    stop: threading.Event = field(default_factory=threading.Event)
+    stage: str = ""
+    done: int = 0
+    total: int = 0
+    result: Any = None
+    error: str | None = None
+    cancelled: bool = False
+    finished: bool = False
+    thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work(self)
+        except Cancelled:
+            self.cancelled = True
+        except Exception as err:  # shown on the page; the app keeps working
+            self.error = f"{type(err).__name__}: {err}"
+        finally:
+            self.finished = True
+
+    def progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self.run, name=f"changes-{self.part}", daemon=True)
+        self.thread.start()
+
+
+def start(part: str, params: tuple, make_work: Callable[[], Callable[[Job], Any]]) -> None:
+    """Button callback (script thread): load what the pass needs here, where st.cache_* is safe, then start it."""
+    st.session_state.pop(f"{P}message.{part}", None)
+    try:
+        work = make_work()
+    except (ModelUnavailable, ValueError) as err:
+        st.session_state[f"{P}message.{part}"] = str(err)
+        return
+    job = Job(part, params, work)
+    st.session_state[f"{P}job.{part}"] = job
+    job.start()
+
+
+def collect_finished(part: str) -> None:
+    job: Job | None = st.session_state.get(f"{P}job.{part}")
+    if job is None or not job.finished:
+        return
+    st.session_state.pop(f"{P}job.{part}")
+    if job.error:
+        st.session_state[f"{P}message.{part}"] = job.error
+    elif job.cancelled:
+        st.session_state[f"{P}message.{part}"] = "Cancelled. Probes of layers that had finished are kept on disk." if part == "probe" else "Cancelled: nothing partial was kept."
+    else:
+        st.session_state[f"{P}result.{part}"] = (job.params, job.result)
+
+
+@st.fragment(run_every=1.0)
+def job_panel(part: str) -> None:
+    job: Job | None = st.session_state.get(f"{P}job.{part}")
+    if job is None:
+        return
+    if job.finished:
+        st.rerun(scope="app")
+    share = min(job.done / job.total, 1.0) if job.total else 0.0
+    st.progress(share, text=f"{job.stage} {job.done} / {job.total or '…'}")
+    if st.button("Cancel", key=f"{P}cancel.{part}", icon=":material/stop:"):
+        job.stop.set()
+
+
+def run_controls(part: str, label: str, params: tuple, make_work: Callable, disabled: bool = False) -> tuple | None:
+    """The button (or the progress panel while running), any message, and the kept result with its params."""
+    collect_finished(part)
+    if st.session_state.get(f"{P}job.{part}") is not None:
+        job_panel(part)
+    else:
+        st.button(label, key=f"{P}run.{part}", type="primary", icon=":material/play_arrow:", disabled=disabled,
+                  on_click=start, args=(part, params, make_work))
+    message = st.session_state.get(f"{P}message.{part}")
+    if message:
+        st.warning(message)
+    kept = st.session_state.get(f"{P}result.{part}")
+    if kept is not None and kept[0] != params:
+        st.caption("The settings changed since this result was computed: press the button to update it.")
+    return kept
+
+
+# ---- inputs -------------------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Building the random-initialised control…", max_entries=2)
+def cached_control(ref: str, seed: int = 0) -> LoadedModel:
+    return random_control(cached_model(ref), seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def dataset_corpus(name: str, limit: int) -> corpora.Corpus:
+    return corpora.from_dataset(name, "dev", limit=limit, seed=0)
+
+
+@st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
+def ewt_data(max_train: int, max_eval: int) -> ProbeData:
+    return probe_data(read_conllu(ud_ewt_path("dev")), read_conllu(ud_ewt_path("test")), name="UD English EWT",
+                      max_train=max_train, max_eval=max_eval)
+
+
+@st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
+def uploaded_data(name: str, raw: bytes, eval_name: str | None, eval_raw: bytes | None, max_train: int, max_eval: int) -> ProbeData:
+    train = parse_conllu(raw.decode("utf-8-sig"), source=name)
+    evaluation = parse_conllu(eval_raw.decode("utf-8-sig"), source=eval_name) if eval_raw is not None else None
+    label = name + (f" / {eval_name}" if eval_name else "")
+    return probe_data(train, evaluation, name=label, max_train=max_train, max_eval=max_eval)
+
+
+def load_all(refs: list[str]) -> list[LoadedModel] | None:
+    try:
+        return [cached_model(ref) for ref in refs]
+    except ModelUnavailable as err:
+        st.error(str(err))
+        return None
+
+
+def use_example(kind: str) -> None:
+    if kind == "similarity":
+        st.session_state[P + "corpus"] = "builtin"
+        st.session_state[P + "limit"] = 150
+    else:
+        st.session_state[P + "treebank"] = "ewt"
+        st.session_state[P + "max_train"] = 300
+        st.session_state[P + "max_eval"] = 100
+        st.session_state[P + "epochs"] = 5
+        st.session_state[P + "control"] = True
+
+
+# ---- charts -------------------------------------------------------------------------------------------------
+def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for measure in MEASURES:
+            values = getattr(r, measure)
+            rows.extend({"model": r.model_b, "measure": MEASURES[measure], "layer": int(layer), "value": float(v)}
+                        for layer, v in zip(r.layers, values))
+    return pd.DataFrame(rows)
+
+
+def similarity_chart(frame: pd.DataFrame, base: str) -> alt.Chart:
+    return (
+        alt.Chart(frame, title=f"Similarity to {base}, layer by layer (1 = unchanged)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+            y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
+            color=alt.Color("model:N", title="compared model"),
+            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values())),
+            tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width="container", height=320)
+    )
+
+
+def cross_frame(result: Similarity, measure: str) -> pd.DataFrame:
+    matrix = result.cka_cross if measure == "cka" else result.rsa_cross
+    a, b = np.meshgrid(np.arange(matrix.shape[0]), np.arange(matrix.shape[1]), indexing="ij")
+    return pd.DataFrame({"layer_a": a.ravel(), "layer_b": b.ravel(), "value": matrix.ravel().astype(float)})
+
+
+def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.LayerChart:
+    base = alt.Chart(frame, title=f"{MEASURES[measure]}: every layer of {result.model_a} vs every layer of {result.model_b}").encode(
+        x=alt.X("layer_b:O", title=f"layer of {result.model_b}"),
+        y=alt.Y("layer_a:O", title=f"layer of {result.model_a}", sort="descending"),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title=MEASURES[measure]),
+        tooltip=["layer_a", "layer_b", alt.Tooltip("value:Q", format=".3f")],
+    )
+    labels = base.mark_text(fontSize=10).encode(
+        text=alt.Text("value:Q", format=".2f"),
+        color=alt.condition(alt.datum.value > 0.6, alt.value("black"), alt.value("white")),
+    )
+    size = max(240, min(560, 36 * frame["layer_b"].nunique()))
+    return alt.layer(cells, labels).properties(width=size, height=size)
+
+
+def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
+    rows = []
+    for label, kind, result in results:
+        for p in result.probes:
+            rows.append({"model": label, "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
+                         "eval loss": p.eval_loss, "training sentences": p.n_train, "evaluation sentences": p.n_eval})
+    return pd.DataFrame(rows)
+
+
+def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.LayerChart:
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+            y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
+            color=alt.Color("model:N", title="model"),
+            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL]),
+            tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
+        )
+    )
+    layers = [lines]
+    if show_reference:
+        value = HM_REFERENCE["uuas" if metric == "UUAS" else "dspr"]
+        ref = pd.DataFrame({"layer": [HM_REFERENCE["layer"]], "value": [value], "label": [f"{HM_REFERENCE['source']}: {value:.3g}"]})
+        layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color="grey").encode(y="value:Q"))
+        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=True, color="grey").encode(
+            x="layer:Q", y="value:Q", tooltip=["label"]))
+        layers.append(alt.Chart(ref).mark_text(align="left", dx=8, dy=-8, color="grey", fontSize=11).encode(
+            x="layer:Q", y="value:Q", text="label:N"))
+    return alt.layer(*layers).properties(width="container", height=300, title=f"{metric} per layer (evaluation sentences)")
+
+
+def arcs_frame(parse) -> pd.DataFrame:
+    """Points along a half-circle per edge: gold arcs above the words, predicted arcs below."""
+    rows = []
+    steps = np.linspace(0, np.pi, 17)
+    for tree, edges, sign in (("gold", parse.gold_edges, 1), ("probe", parse.predicted_edges, -1)):
+        for i, j in sorted(edges):
+            status = "gold edge" if tree == "gold" else ("correct" if (i, j) in parse.gold_edges else "wrong")
+            centre, radius = (i + j) / 2, (j - i) / 2
+            for k, t in enumerate(steps):
+                rows.append({"edge": f"{tree} {i}-{j}", "tree": tree, "status": status, "order": k,
+                             "x": centre - radius * np.cos(t), "y": sign * radius * np.sin(t),
+                             "pair": f"{parse.words[i]} — {parse.words[j]}"})
+    return pd.DataFrame(rows)
+
+
+def arcs_chart(parse, title: str) -> alt.LayerChart:
+    frame = arcs_frame(parse)
+    arcs = alt.Chart(frame).mark_line(strokeWidth=2).encode(
+        x=alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, len(parse.words) - 0.5])),
+        y=alt.Y("y:Q", axis=None),
+        detail="edge:N",
+        order="order:Q",
+        color=alt.Color("status:N", scale=alt.Scale(domain=["gold edge", "correct", "wrong"], range=["#4c78a8", "#54a24b", "#e45756"]),
+                        title="edge"),
+        tooltip=["tree", "pair", "status"],
+    )
+    words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
+                          "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
+    text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
+    width = max(400, 60 * len(parse.words))
+    return alt.layer(arcs, text).properties(width=width, height=320, title=title)
+
+
+# ---- the section --------------------------------------------------------------------------------------------
+def model_choice() -> tuple[str, list[str]]:
+    names = list(dict.fromkeys(n for n in [model_ref(), *(e.name for e in available_models())] if n))
+    runs = [e.name for e in available_models() if e.source == "run"]
+    st.session_state.setdefault(P + "base", model_ref() if model_ref() in names else (names[0] if names else ""))
+    row = st.columns([2, 3])
+    base = row[0].selectbox("Pretrained model (A)", names, key=P + "base", accept_new_options=True,
+                            help="The model the runs started from.")
+    others = [n for n in names if n != base]
+    st.session_state.setdefault(P + "others", [r for r in runs if r != base][:3])
+    compared = row[1].multiselect("Fine-tuned runs or other models (B)", others, key=P + "others",
+                                  help="Finished runs appear here by name; any other model can be compared too.")
+    if not runs:
+        st.caption("No fine-tuned runs yet: start one on this page, or compare any two models.")
+    return base or "", list(compared)
+
+
+def similarity_part(base: str, compared: list[str]) -> None:
+    st.markdown("#### Which layers changed: representational similarity")
+    st.caption(
+        "Each word's vector is its word pieces averaged; special tokens are left out. RSA correlates the two models' "
+        "word-by-word cosine-similarity matrices (Merchant et al. 2020); linear CKA (Kornblith et al. 2019) "
+        "compares the centred vectors directly. Both are 1 for an unchanged layer."
+    )
+    st.session_state.setdefault(P + "corpus", "builtin")
+    st.session_state.setdefault(P + "limit", 200)
+    row = st.columns([3, 1, 1])
+    source = row[0].radio("Sentences", list(CORPORA), format_func=CORPORA.get, key=P + "corpus", horizontal=True)
+    limit = int(row[1].number_input("Sentences read", 10, 5000, step=50, key=P + "limit"))
+    max_words = int(row[2].number_input("Words compared", 100, 6000, value=DEFAULT_MAX_WORDS, step=100, key=P + "max_words",
+                                        help="Memory grows with the square of this number."))
+    try:
+        if source == "builtin":
+            corpus = corpora.builtin(limit)
+        elif source in ("snli", "mrpc"):
+            corpus = dataset_corpus(source, limit)
+        else:
+            upload = st.file_uploader("A .txt (one sentence per line) or .csv with a text column", type=["txt", "csv"], key=P + "upload")
+            if upload is None:
+                st.info("Upload a file to compare the models on your own sentences.")
+                return
+            corpus = corpora.from_upload(upload.name, upload.getvalue()).head(limit)
+    except (corpora.CorpusError, DataUnavailable) as err:
+        st.error(str(err))
+        return
+    sentences = list(corpus.sentences)
+    st.caption(f"{corpus.name}: {len(sentences)} sentences.")
+    if not compared:
+        st.info("Pick at least one model B above to compare with A.")
+        return
+    params = (base, tuple(compared), source, corpus.digest, max_words)
+
+    def make_work():
+        models = [cached_model(ref) for ref in (base, *compared)]
+
+        def work(job: Job):
+            job.stage = f"Encoding sentences with {len(models)} models:"
+            return compare_many(models[0], models[1:], sentences, max_words=max_words, progress=job.progress,
+                                should_stop=job.stop.is_set)
+
+        return work
+
+    kept = run_controls("similarity", "Compare layers", params, make_work)
+    if kept is None:
+        return
+    results: list[Similarity] = kept[1]
+    first = results[0]
+    skipped = f"; {first.n_skipped} sentences skipped (the tokenizers split them differently)" if first.n_skipped else ""
+    st.caption(f"Measured on {first.n_words} words from {first.n_sentences} sentences{skipped}.")
+    frame = similarity_frame(results)
+    chart = similarity_chart(frame, first.model_a)
+    st.altair_chart(chart, use_container_width=True)
+    export_buttons(chart, frame, "similarity-per-layer", key=P + "export.lines")
+
+    row = st.columns([2, 1])
+    chosen = row[0].selectbox("Cross-layer map for", [r.model_b for r in results], key=P + "cross_model")
+    measure = row[1].radio("Measure", list(MEASURES), format_func=MEASURES.get, key=P + "cross_measure", horizontal=True)
+    result = next(r for r in results if r.model_b == chosen)
+    cframe = cross_frame(result, measure)
+    heat = cross_chart(cframe, result, measure)
+    st.altair_chart(heat)
+    st.caption("A bright diagonal means each layer kept its place; brightness off the diagonal means a layer of B "
+               "now looks like another layer of A.")
+    export_buttons(heat, cframe, f"cross-layer-{measure}", key=P + "export.cross")
+
+
+def probe_part(base: str, compared: list[str]) -> None:
+    st.markdown("#### Did syntax survive: structural probe")
+    st.caption(
+        "Per layer, a linear map is trained so that squared distances between projected word vectors match the "
+        "number of edges between words in the dependency tree (Hewitt & Manning 2019). UUAS: share of gold tree "
+        "edges recovered by the minimum spanning tree of the predicted distances (punctuation left out). DSpr: "
+        "Spearman correlation of predicted and gold distances, averaged over sentences of 5 to 50 words."
+    )
+    st.session_state.setdefault(P + "treebank", "ewt")
+    st.session_state.setdefault(P + "max_train", 1000)
+    st.session_state.setdefault(P + "max_eval", 400)
+    st.session_state.setdefault(P + "epochs", 10)
+    st.session_state.setdefault(P + "rank", 128)
+    st.session_state.setdefault(P + "control", True)
+    treebank = st.radio("Treebank", list(TREEBANKS), format_func=TREEBANKS.get, key=P + "treebank", horizontal=True)
+    row = st.columns(5)
+    max_train = int(row[0].number_input("Training sentences", 20, 20000, step=100, key=P + "max_train"))
+    max_eval = int(row[1].number_input("Evaluation sentences", 10, 20000, step=100, key=P + "max_eval"))
+    rank = int(row[2].number_input("Probe rank k", 1, 1024, step=16, key=P + "rank"))
+    epochs = int(row[3].number_input("Epochs", 1, 100, key=P + "epochs"))
+    control = row[4].toggle("Random-init control", key=P + "control", help="The same architecture with random weights: what a probe finds without learned syntax.")
+    try:
+        if treebank == "ewt":
+            data = ewt_data(max_train, max_eval)
+        else:
+            cols = st.columns(2)
+            upload = cols[0].file_uploader("Training treebank (.conllu)", type=["conllu", "txt"], key=P + "tb_upload")
+            eval_upload = cols[1].file_uploader("Evaluation treebank (optional)", type=["conllu", "txt"], key=P + "tb_eval_upload")
+            if upload is None:
+                st.info("Upload a CoNLL-U file; without an evaluation file a seeded fifth of it is held out.")
+                return
+            data = uploaded_data(upload.name, upload.getvalue(), eval_upload.name if eval_upload else None,
+                                 eval_upload.getvalue() if eval_upload else None, max_train, max_eval)
+    except (DataUnavailable, TreebankError, ValueError, UnicodeDecodeError) as err:
+        st.error(f"{err}" if not isinstance(err, UnicodeDecodeError) else "The treebank is not UTF-8 text; save it as UTF-8 and upload again.")
+        return
+    models = load_all([base, *compared])
+    if models is None:
+        return
+    top = max(m.num_layers for m in models)
+    st.session_state.setdefault(P + "layers", list(range(top + 1)))
+    layers = st.multiselect("Layers", list(range(top + 1)), key=P + "layers", help="0 = the input embeddings")
+    st.caption(f"{data.name}: {len(data.train)} training and {len(data.eval)} evaluation sentences.")
+    if not layers:
+        st.info("Pick at least one layer.")
+        return
+    settings = ProbeSettings(rank=rank, epochs=epochs)
+    entries = [(base, "pretrained", False)] + [(ref, "fine-tuned", False) for ref in compared]
+    if control:
+        entries.append((base, CONTROL, True))
+    params = (tuple(entries), data.digest, tuple(sorted(layers)), settings)
+
+    def make_work():
+        loaded = [cached_control(ref) if is_control else cached_model(ref) for ref, _, is_control in entries]
+
+        def work(job: Job):
+            out = []
+            for k, (lm, (_, kind, _)) in enumerate(zip(loaded, entries)):
+                job.stage = f"Model {k + 1} of {len(entries)} ({lm.ref}), sentences encoded + epochs trained:"
+                usable = [layer for layer in sorted(layers) if layer <= lm.num_layers]
+                result = probe_layers(lm, data, usable, settings, progress=job.progress, should_stop=job.stop.is_set)
+                out.append((lm.ref, kind, result))
+            return data, out
+
+        return work
+
+    kept = run_controls("probe", "Train probes", params, make_work)
+    if kept is None:
+        return
+    kept_data, results = kept[1]
+    frame = probe_frame(results)
+    show_reference = st.toggle("Show the Hewitt & Manning reference", value=True, key=P + "reference",
+                               help="BERT-base, layer 7, probe rank 64-128, on the Penn Treebank (not UD EWT): a landmark, not a target.")
+    charts = [probe_chart(frame, metric, show_reference) for metric in ("UUAS", "DSpr")]
+    cols = st.columns(2)
+    for col, chart in zip(cols, charts):
+        col.altair_chart(chart, use_container_width=True)
+    st.dataframe(frame, hide_index=True, use_container_width=True)
+    export_buttons(alt.hconcat(*[c.properties(width=360) for c in charts]), frame, "structural-probe", key=P + "export.probe")
+    sentence_tree(kept_data, results, kept[0])
+
+
+def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], params: tuple) -> None:
+    st.markdown("##### One sentence: the probe's tree against the gold tree")
+    labels = [f"{r[0]} ({r[1]})" for r in results]
+    row = st.columns([3, 2, 1])
+    shown = [i for i, s in enumerate(data.eval) if 4 <= len(s) <= 25][:300] or list(range(min(300, len(data.eval))))
+    index = row[0].selectbox("Evaluation sentence", shown, key=P + "sentence",
+                             format_func=lambda i: f"{len(data.eval[i])} words: {' '.join(data.eval[i].words)[:90]}")
+    which = row[1].selectbox("Model", range(len(results)), format_func=lambda i: labels[i], key=P + "tree_model")
+    ref, kind, result = results[which]
+    layer = row[2].selectbox("Layer", list(result.layers), key=P + "tree_layer",
+                             index=int(np.argmax(result.uuas)) if len(result.layers) else 0)
+    entries = params[0]
+    is_control = entries[which][2]
+    lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
+    parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index])
+    chart = arcs_chart(parse, f"{ref}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
+    st.altair_chart(chart)
+    edges = pd.DataFrame(
+        [{"tree": "gold", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": True} for i, j in sorted(parse.gold_edges)]
+        + [{"tree": "probe", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": (i, j) in parse.gold_edges}
+           for i, j in sorted(parse.predicted_edges)]
+    )
+    export_buttons(chart, edges, "probe-tree", key=P + "export.tree")
+
+
+def render() -> None:
+    st.subheader("What fine-tuning changes")
+    intro(
+        "Fine-tuning nudges every layer of a pretrained model, but not equally: this section measures how far each "
+        "layer moved (RSA and CKA against the pretrained model) and whether the layers still hold syntax trees.",
+        "Pick the pretrained model and one or more fine-tuned runs, then compare their layers on a set of sentences "
+        "and train a structural probe per layer; the random-initialised control shows what a probe finds by chance.",
+    )
+    cols = st.columns(2)
+    cols[0].button("Example: layers of the runs on 150 built-in sentences", key=P + "example.similarity",
+                   on_click=use_example, args=("similarity",), use_container_width=True)
+    cols[1].button("Example: a quick probe (300 EWT sentences, 5 epochs, with control)", key=P + "example.probe",
+                   on_click=use_example, args=("probe",), use_container_width=True)
+    base, compared = model_choice()
+    if not base:
+        st.info("Choose the pretrained model in the sidebar or above.")
+        return
+    similarity_part(base, compared)
+    st.divider()
+    probe_part(base, compared)

@@ -1,0 +1,102 @@
+"""AppTest of the "What fine-tuning changes" section (render() in a small script): a tiny pretrained model and
+a tiny "run", layer similarity on built-in sentences and a structural probe on UD EWT, each started by its
+button in a worker thread; the numbers shown are those of the core functions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import settings
+from core.corpus import builtin
+from core.models import load_model
+from core.probe import ProbeSettings, probe_data, probe_layers
+from core.similarity import compare_models
+from core.treebank import read_conllu
+from tests.app.conftest import _chart_rows
+from tests.conftest import make_tiny_bert
+
+
+def script():
+    from app_pages.finetune_changes import render
+
+    render()
+
+
+@pytest.fixture
+def models(tmp_path):
+    base = make_tiny_bert(tmp_path / "tiny-base", seed=0)
+    run = make_tiny_bert(settings.runs_dir() / "tiny-run", seed=1)  # a finished run, as the training engine leaves it
+    return str(base), str(run)
+
+
+def open_app(base: str) -> AppTest:
+    at = AppTest.from_function(script, default_timeout=180)
+    at.session_state["model"] = base
+    return at.run()
+
+
+def finish(at: AppTest, part: str) -> AppTest:
+    job = at.session_state[f"changes.job.{part}"]
+    job.thread.join(timeout=240)
+    assert job.finished and job.error is None, job.error
+    return at.run()
+
+
+def test_similarity_per_layer_matches_core(models):
+    base, run = models
+    at = open_app(base)
+    assert not at.exception
+    assert at.subheader[0].value == "What fine-tuning changes"
+    assert at.multiselect(key="changes.others").value == ["tiny-run"]
+    at.number_input(key="changes.limit").set_value(12).run()
+    at.button(key="changes.run.similarity").click().run()
+    at = finish(at, "similarity")
+    assert not at.exception
+
+    expected = compare_models(load_model(base), load_model(run), list(builtin(12).sentences))
+    rows = _chart_rows(at, 0)
+    cka = {r["layer"]: r["value"] for r in rows if r["measure"] == "linear CKA"}
+    rsa = {r["layer"]: r["value"] for r in rows if r["measure"] == "RSA"}
+    assert sorted(cka) == [0, 1, 2]
+    assert np.allclose([cka[l] for l in range(3)], expected.cka, atol=1e-6)
+    assert np.allclose([rsa[l] for l in range(3)], expected.rsa, atol=1e-6)
+    # the cross-layer heatmap holds every pair of layers, its diagonal the line chart's values
+    cells = _chart_rows(at, 1)
+    assert len(cells) == 9
+    diagonal = sorted((r["layer_a"], r["value"]) for r in cells if r["layer_a"] == r["layer_b"])
+    assert np.allclose([v for _, v in diagonal], expected.cka, atol=1e-6)
+
+
+def test_probe_pretrained_finetuned_and_control(models, data_dir):
+    base, _ = models
+    at = open_app(base)
+    at.number_input(key="changes.max_train").set_value(40)
+    at.number_input(key="changes.max_eval").set_value(20)
+    at.number_input(key="changes.epochs").set_value(2)
+    at.number_input(key="changes.rank").set_value(8)
+    at.multiselect(key="changes.layers").set_value([0, 2]).run()
+    assert not at.exception
+    at.button(key="changes.run.probe").click().run()
+    at = finish(at, "probe")
+    assert not at.exception
+
+    table = at.dataframe[0].value
+    assert list(table["kind"].unique()) == ["pretrained", "fine-tuned", "random-initialised control"]
+    assert sorted(table["layer"].unique()) == [0, 2]
+    # the page's numbers are those of the core call with the same data and settings (read back from the cache)
+    data = probe_data(read_conllu(data_dir / "ud_english_ewt/en_ewt-ud-dev.conllu"),
+                      read_conllu(data_dir / "ud_english_ewt/en_ewt-ud-test.conllu"), name="UD English EWT",
+                      max_train=40, max_eval=20)
+    direct = probe_layers(load_model(base), data, [0, 2], ProbeSettings(rank=8, epochs=2))
+    assert all(p.cached for p in direct.probes)
+    shown = table[table["kind"] == "pretrained"].sort_values("layer")
+    assert np.allclose(shown["UUAS"], direct.uuas) and np.allclose(shown["DSpr"], direct.dspr)
+    # the H&M marker is on the UUAS chart, labelled with its source
+    marker = [r for r in _chart_rows(at, 0) if "label" in r and r["label"]]
+    assert marker and "Hewitt & Manning" in marker[0]["label"] and marker[0]["layer"] == 7
+    # one sentence drawn: gold and probe arcs over the same words
+    arcs = _chart_rows(at, 2)
+    trees = {r["tree"] for r in arcs if "tree" in r and r["tree"]}
+    assert trees == {"gold", "probe"}
