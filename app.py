@@ -18,6 +18,7 @@ PAGES = [
     st.Page("app_pages/pca.py", title="Layerwise PCA", icon=":material/scatter_plot:", url_path="pca"),
     st.Page("app_pages/anisotropy.py", title="Anisotropy by layer", icon=":material/stacked_line_chart:", url_path="anisotropy"),
     st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),
+    st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
 ]
 
 QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}

@@ -24,6 +24,9 @@ st.markdown(
 - **Fine-tuning comparison** — train BERT further on a task (inference pairs, paraphrases, drug reviews, restaurant
   aspects or your own file), with or without its last layer, then compare the runs' accuracy and mistakes and let
   each one classify your sentences.
+- **Bias experiment** — remove every training pair that mentions women (or any words you choose), train again
+  beside a control that drops as many random pairs, and see where accuracy suffers and how often swapping
+  "woman" for "man" changes the answer.
 """
 )
 

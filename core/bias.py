@@ -902,3 +902,71 @@ def experiment_status(name: str) -> ExperimentStatus:
         info = write_state(name, state="failed", phase="failed",
                            error=info.get("error") or "the scoring process ended without finishing; see evaluate.log")
     return ExperimentStatus(spec, state, runs, info, result)
+
+
+# ---- tables for the page and the exports ----------------------------------------------------------
+
+SLICE_TITLES = {"overall": "all test examples", "with_words": "with the words", "without_words": "without the words"}
+
+
+def accuracy_frame(result: ExperimentResult):
+    """One row per (run, slice): n, accuracy, ci_low, ci_high, macro_f1, f1_<label>, and the run's flip rate."""
+    import pandas as pd
+
+    rows = []
+    for arm, run in result.runs.items():
+        for name, s in (("overall", run.overall), *run.slices.items()):
+            rows.append({"run": arm, "slice": name, "n": s.n, "accuracy": s.accuracy, "ci_low": s.ci[0], "ci_high": s.ci[1],
+                         "macro_f1": s.macro_f1, **{f"f1_{label}": f for label, f in zip(result.labels, s.per_class_f1)},
+                         "train_size": run.train_size, "flip_rate": run.flip_rate})
+    return pd.DataFrame(rows)
+
+
+def confusion_frame(result: ExperimentResult):
+    """Long table: run, slice, true, predicted, count, share (of the true class's row)."""
+    import pandas as pd
+
+    rows = []
+    for arm, run in result.runs.items():
+        for name, s in (("overall", run.overall), *run.slices.items()):
+            totals = s.confusion.sum(axis=1)
+            for i, true in enumerate(result.labels):
+                for j, predicted in enumerate(result.labels):
+                    count = int(s.confusion[i, j])
+                    rows.append({"run": arm, "slice": name, "true": true, "predicted": predicted, "count": count,
+                                 "share": count / totals[i] if totals[i] else 0.0})
+    return pd.DataFrame(rows)
+
+
+def difference_frame(result: ExperimentResult):
+    """comparison ("biased-full" ...), slice, difference (accuracy points as a fraction), ci_low, ci_high."""
+    import pandas as pd
+
+    return pd.DataFrame([{"comparison": k, "slice": s, "difference": v[0], "ci_low": v[1], "ci_high": v[2]}
+                         for k, d in result.differences.items() for s, v in d.items()])
+
+
+def flip_frame(result: ExperimentResult):
+    import pandas as pd
+
+    return pd.DataFrame([{"run": arm, "flip_rate": r.flip_rate, "flips": r.flips, "swapped": r.swapped}
+                         for arm, r in result.runs.items()])
+
+
+def flipped_examples(name: str, arm: str, data: ExperimentData, limit: int = 20) -> list[dict]:
+    """Swapped test examples whose prediction changed under `arm`: original and swapped text, both predictions."""
+    saved = _read_json(experiment_dir(name) / f"predictions_{arm}.json")
+    if not saved:
+        return []
+    cf = data.counterfactuals
+    rows = []
+    for position, index in enumerate(cf.indices.tolist()):
+        before, after = saved["test"][index], saved["swapped"][position]
+        if before != after:
+            e, s = data.test[index], cf.examples[position]
+            rows.append({"premise": e.text, "hypothesis": e.text_b, "swapped premise": s.text,
+                         "swapped hypothesis": s.text_b, "gold": e.label, "predicted": data.labels[before],
+                         "predicted after swap": data.labels[after]})
+            if len(rows) >= limit:
+                break
+    return rows

@@ -1,0 +1,338 @@
+"""Bias experiment: train on SNLI with the "female" words removed, against a size-matched random control."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from app_pages.common import export_buttons, intro, model_ref
+from core import bias
+from core.datasets import DataUnavailable
+from core.models import pick_device
+
+P = "bias."
+ARM_TITLES = {"full": "full (all data)", "biased": "biased (words removed)", "control": "control (as many removed at random)"}
+ARM_COLOURS = alt.Scale(domain=list(bias.ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
+SLICE_ORDER = ["overall", "with_words", "without_words"]
+MALE_WORDS = ("men", "man", "boy", "boys", "father", "husband", "male")
+ON_GPU = pick_device() != "cpu"
+# On a processor, all 20k local SNLI training pairs x 3 runs take hours; a 2,000-pair subset takes minutes.
+DEFAULT_TRAIN_LIMIT = 0 if ON_GPU else 2000
+DEFAULT_TEST_LIMIT = 0 if ON_GPU else 1000
+
+
+@st.cache_data(show_spinner="Reading the data…", max_entries=8)
+def cached_split(task: str, split: str, limit: int | None, seed: int):
+    return bias.load_split(task, split, limit, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_matches(task: str, words: tuple[str, ...], train_limit: int | None, test_limit: int | None, seed: int):
+    train, test = cached_split(task, "train", train_limit, seed), cached_split(task, "test", test_limit, seed)
+    matches = bias.word_matches(train, words)
+    shown = [train[i] for i in matches.mask.nonzero()[0][:5]]
+    return matches, int(bias.match_mask(test, words).sum()), len(test), shown
+
+
+@st.cache_data(show_spinner="Preparing the test set…", max_entries=4)
+def cached_experiment_data(spec_json: dict):
+    return bias.experiment_data(bias.ExperimentSpec.from_dict(spec_json))
+
+
+def set_words(words: tuple[str, ...]) -> None:
+    st.session_state[P + "words"] = ", ".join(words)
+
+
+def quick_demo() -> None:
+    set_words(bias.DEFAULT_WORDS)
+    st.session_state.update({P + "train_limit": 1000, P + "test_limit": 500, P + "epochs": 1, P + "max_length": 64})
+
+
+def limit(value: int) -> int | None:
+    return int(value) if value else None
+
+
+st.title("Bias experiment")
+intro(
+    "A CS4650 class project removed every SNLI training pair containing a “female” word and saw test accuracy "
+    "fall from 90.45 % to 59.47 %; this page reruns that experiment with a control that removes just as many "
+    "pairs at random, so the effect of the words is separated from the effect of having less data.",
+    "Edit the word list, launch the three training runs (full, biased, control), and compare their accuracy on "
+    "test pairs with and without the words, their confusion matrices, and how often swapping gendered words "
+    "(woman ↔ man, she ↔ he …) changes a prediction.",
+)
+
+st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
+st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
+for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
+                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear"}.items():
+    st.session_state.setdefault(P + key, value)
+
+c1, c2, c3 = st.columns(3)
+c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), use_container_width=True)
+c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), use_container_width=True)
+c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quick_demo, use_container_width=True)
+
+# ---- the words and what they match -------------------------------------------------------------------
+
+st.subheader("1. The words")
+left, right = st.columns([3, 1])
+left.text_input("Words to remove from the training data (comma-separated; whole words, any capitalisation)", key=P + "words")
+right.selectbox("Task", bias.TASKS, key=P + "task", format_func=lambda t: {"snli": "SNLI (3 classes)", "mrpc": "MRPC (paraphrase)"}[t])
+a, b, c = st.columns(3)
+a.number_input("Training pairs (0 = all)", min_value=0, step=500, key=P + "train_limit",
+               help="A seeded random subset of the training split, taken before the words are removed.")
+b.number_input("Test pairs (0 = all)", min_value=0, step=500, key=P + "test_limit")
+c.number_input("Seed", min_value=0, step=1, key=P + "seed", help="Subsets, the control's removals, training, bootstrap.")
+
+words_ok = True
+try:
+    words = bias.parse_words(st.session_state[P + "words"])
+except ValueError as err:
+    st.error(str(err))
+    words_ok, words = False, ()
+
+task = st.session_state[P + "task"]
+train_limit, test_limit, seed = limit(st.session_state[P + "train_limit"]), limit(st.session_state[P + "test_limit"]), int(st.session_state[P + "seed"])
+matches = None
+if words_ok:
+    try:
+        matches, test_matches, test_n, shown = cached_matches(task, words, train_limit, test_limit, seed)
+    except DataUnavailable as err:
+        st.error(f"The {task} data is missing: {err}")
+if matches is not None:
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Training pairs with a word", f"{matches.count:,} of {matches.n:,}", f"{matches.count / max(matches.n, 1):.1%} removed", delta_color="off")
+    m2.metric("Biased and control runs train on", f"{matches.n - matches.count:,} pairs")
+    m3.metric("Test pairs with a word", f"{test_matches:,} of {test_n:,}")
+    per_word = pd.DataFrame({"word": list(matches.per_word), "training pairs": list(matches.per_word.values())})
+    word_chart = (
+        alt.Chart(per_word, title="Training pairs containing each word")
+        .mark_bar(color="#e45756")
+        .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(matches.per_word)), tooltip=["word", "training pairs"])
+        .properties(height=max(120, 22 * len(per_word)))
+    )
+    st.altair_chart(word_chart, use_container_width=True)
+    export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
+    if shown:
+        st.markdown("**Some training pairs that would be removed**")
+        for e in shown:
+            st.markdown(f"- {bias.highlight(e.text, words)} → {bias.highlight(e.text_b or '', words)} *({e.label})*")
+    elif matches.count == 0:
+        st.warning("No training pair contains these words, so the biased run would equal the full one.")
+
+# ---- the recipe and launch ---------------------------------------------------------------------------
+
+st.subheader("2. The runs")
+with st.expander("Counterfactual swap list (used when scoring)"):
+    st.text_area("One pair per line; each pair swaps both ways and keeps capitalisation (Woman → Man)", key=P + "swaps", height=200)
+    st.caption("“her” has two partners: “his” before a noun (her hat → his hat) and “him” before a function word, "
+               "punctuation or the end (gave her a cup → gave him a cup). Only test pairs a swap changes are counted.")
+with st.form(P + "recipe"):
+    st.caption(f"Model: **{model_ref()}** (the sidebar's). All three runs use this recipe and run one after another "
+               f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
+    r1, r2, r3, r4, r5 = st.columns(5)
+    r1.number_input("Epochs", min_value=1, max_value=20, key=P + "epochs")
+    r2.number_input("Learning rate", min_value=1e-7, max_value=1e-2, step=1e-5, format="%.0e", key=P + "lr")
+    r3.number_input("Batch size", min_value=1, max_value=512, key=P + "batch_size")
+    r4.number_input("Max tokens", min_value=16, max_value=512, step=16, key=P + "max_length")
+    r5.selectbox("Head", ["linear", "mlp"], key=P + "head", format_func=lambda h: {"linear": "linear", "mlp": "MLP (→50→classes)"}[h])
+    launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
+
+if launched:
+    try:
+        spec = bias.ExperimentSpec(
+            name=bias.new_experiment_name(), model=model_ref(), task=task, words=words,
+            swaps=bias.parse_swaps(st.session_state[P + "swaps"]), train_limit=train_limit, test_limit=test_limit,
+            epochs=int(st.session_state[P + "epochs"]), seed=seed, lr=float(st.session_state[P + "lr"]),
+            batch_size=int(st.session_state[P + "batch_size"]), max_length=int(st.session_state[P + "max_length"]),
+            head=st.session_state[P + "head"],
+        )
+        with st.spinner("Writing the three training sets…"):
+            bias.launch(spec)
+    except (ValueError, DataUnavailable) as err:
+        st.error(str(err))
+    else:
+        st.session_state[P + "experiment"] = spec.name
+        st.toast(f"Queued {spec.name}: three runs")
+
+# ---- progress and results ----------------------------------------------------------------------------
+
+st.subheader("3. Results")
+experiments = bias.list_experiments()
+if not experiments:
+    st.info("No experiment yet. Launch one above; it keeps running if you leave the page, and its results stay here.")
+    st.stop()
+if st.session_state.get(P + "experiment") not in experiments:
+    st.session_state[P + "experiment"] = experiments[0]
+name = st.selectbox("Experiment", experiments, key=P + "experiment", help="Newest first; each is saved under models_cache/experiments.")
+
+
+def cancel_clicked(experiment: str) -> None:
+    bias.cancel_experiment(experiment)
+
+
+def draw_progress(status: bias.ExperimentStatus) -> None:
+    spec = status.spec
+    st.caption(f"{spec.model} on {spec.task}: words {', '.join(spec.words)}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
+               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}.")
+    for arm in bias.ARMS:
+        run = status.runs[arm]
+        if run is None:
+            st.progress(0.0, text=f"{ARM_TITLES[arm]}: not started")
+            continue
+        s = run.status
+        if run.state == "running":
+            detail = f"{s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps', '?')}"
+            if s.get("eta_seconds") is not None:
+                detail += f", about {s['eta_seconds']:.0f} s left"
+        elif run.state == "done":
+            detail = f"done, engine accuracy {(run.metrics or {}).get('accuracy', float('nan')):.2%}"
+        else:
+            detail = run.state + (f": {run.error}" if run.error and run.state != "queued" else "")
+        fraction = 1.0 if run.state == "done" else run.progress_fraction()
+        st.progress(fraction, text=f"{ARM_TITLES[arm]} — {detail}")
+    info = status.state_info
+    if status.state == "evaluating":
+        done, total = info.get("done") or 0, info.get("total") or 0
+        st.progress(done / total if total else 0.0, text=f"Scoring: {info.get('phase', '')} {done}/{total or '?'} predictions")
+    if status.active:
+        st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/stop:")
+    elif status.state in ("failed", "cancelled"):
+        st.error(f"The experiment {status.state}: {info.get('error', '')}")
+
+
+status = bias.experiment_status(name)
+if status.active:
+    @st.fragment(run_every="2s")
+    def live_progress() -> None:
+        current = bias.experiment_status(name)
+        draw_progress(current)
+        if not current.active:
+            st.rerun()  # the whole page, to draw the results
+
+    live_progress()
+    st.stop()
+draw_progress(status)
+result = status.result
+if result is None:
+    st.stop()
+
+# ---- the results -------------------------------------------------------------------------------------
+
+spec = status.spec
+table = bias.accuracy_frame(result)
+full, biased_run, control = (result.runs[a] for a in bias.ARMS)
+k1, k2, k3, k4 = st.columns(4)
+k1.metric("Training pairs removed", f"{result.removed:,}", f"{result.removed / full.train_size:.1%} of {full.train_size:,}", delta_color="off")
+k2.metric("Full run", f"{full.overall.accuracy:.2%}")
+k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+st.caption(
+    f"The slides' reference (BERT-base, all 550k SNLI training pairs, 2 epochs, no control): "
+    f"{bias.SLIDES_REFERENCE['full']:.2%} → {bias.SLIDES_REFERENCE['biased']:.2%} on the test set. "
+    f"Here: {spec.model}, {full.train_size:,} training pairs, {result.test_size:,} test pairs "
+    f"({result.test_with_words:,} with the words)."
+)
+
+frame = table.assign(slice_title=table["slice"].map(bias.SLICE_TITLES), percent=table["accuracy"] * 100,
+                     low=table["ci_low"] * 100, high=table["ci_high"] * 100)
+base = alt.Chart(frame).encode(
+    x=alt.X("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER]),
+    xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
+    color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS), title="run"),
+)
+accuracy_chart = alt.layer(
+    base.mark_bar(opacity=0.85).encode(
+        y=alt.Y("percent:Q", title="test accuracy (%)", scale=alt.Scale(zero=False)),
+        tooltip=["run", "slice", "n", alt.Tooltip("percent:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")],
+    ),
+    base.mark_errorbar(color="black", ticks=True).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
+).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
+st.altair_chart(accuracy_chart, use_container_width=True)
+export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
+
+shown_table = table[["run", "slice", "n", "accuracy", "ci_low", "ci_high", "macro_f1"] + [f"f1_{l}" for l in result.labels]]
+st.dataframe(shown_table.style.format({c: "{:.4f}" for c in shown_table.columns if c not in ("run", "slice", "n")}),
+             hide_index=True, use_container_width=True)
+
+differences = bias.difference_frame(result)
+d = {(row.comparison, row.slice): row for row in differences.itertuples()}
+with_key, without_key = ("biased-full", "with_words"), ("biased-full", "without_words")
+if with_key in d and ("control-full", "with_words") in d:
+    st.markdown(
+        f"**Reading it.** On test pairs *with* the words, removing them changed accuracy by "
+        f"**{d[with_key].difference * 100:+.1f} points** (95 % interval {d[with_key].ci_low * 100:+.1f} to "
+        f"{d[with_key].ci_high * 100:+.1f}); removing as many random pairs changed it by "
+        f"**{d[('control-full', 'with_words')].difference * 100:+.1f}** points. On pairs *without* the words the biased "
+        f"run moved {d[without_key].difference * 100:+.1f} points. A drop that shows up only in the with-words slice, "
+        f"and beyond the control's, is the words' own effect."
+    )
+st.dataframe(differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")})
+             .rename(columns={"difference": "difference (points)", "ci_low": "low", "ci_high": "high"}),
+             hide_index=True, use_container_width=True)
+export_buttons(None, differences, f"{name}_differences", P + "export.differences")
+
+st.markdown("#### Per-class F1")
+f1 = table.melt(id_vars=["run", "slice"], value_vars=[f"f1_{l}" for l in result.labels], var_name="class", value_name="F1")
+f1["class"] = f1["class"].str.removeprefix("f1_")
+f1_chart = (
+    alt.Chart(f1.assign(slice_title=f1["slice"].map(bias.SLICE_TITLES)))
+    .mark_bar()
+    .encode(
+        x=alt.X("class:N", sort=list(result.labels), title=None),
+        xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
+        y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS)),
+        column=alt.Column("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER]),
+        tooltip=["run", "slice", "class", alt.Tooltip("F1:Q", format=".3f")],
+    )
+    .properties(width=220, height=220)
+)
+st.altair_chart(f1_chart)
+export_buttons(f1_chart, f1, f"{name}_f1", P + "export.f1")
+
+st.markdown("#### Confusion matrices")
+chosen_slice = st.radio("Slice", SLICE_ORDER, key=P + "confusion_slice", horizontal=True, format_func=bias.SLICE_TITLES.get)
+confusion = bias.confusion_frame(result)
+confusion = confusion[confusion["slice"] == chosen_slice]
+cells = alt.Chart(confusion).encode(
+    x=alt.X("predicted:N", sort=list(result.labels)), y=alt.Y("true:N", sort=list(result.labels)),
+)
+confusion_chart = (
+    alt.layer(
+        cells.mark_rect().encode(color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="share of row"),
+                                 tooltip=["run", "true", "predicted", "count", alt.Tooltip("share:Q", format=".1%")]),
+        cells.mark_text().encode(text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))),
+        data=confusion,
+    )
+    .properties(width=200, height=200)
+    .facet(column=alt.Column("run:N", sort=list(bias.ARMS), title=None))
+    .properties(title=f"Rows: gold label; columns: prediction — {bias.SLICE_TITLES[chosen_slice]}")
+)
+st.altair_chart(confusion_chart)
+export_buttons(confusion_chart, confusion, f"{name}_confusion_{chosen_slice}", P + "export.confusion")
+
+st.markdown("#### Counterfactual swaps")
+flips = bias.flip_frame(result)
+flip_chart = (
+    alt.Chart(flips.assign(percent=flips["flip_rate"] * 100), title="Predictions that change when gendered words are swapped")
+    .mark_bar()
+    .encode(x=alt.X("percent:Q", title="flip rate (%)"), y=alt.Y("run:N", sort=list(bias.ARMS), title=None),
+            color=alt.Color("run:N", scale=ARM_COLOURS, legend=None), tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
+    .properties(height=140)
+)
+st.altair_chart(flip_chart, use_container_width=True)
+st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
+export_buttons(flip_chart, flips, f"{name}_flips", P + "export.flips")
+flip_arm = st.radio("Flipped examples of run", bias.ARMS, key=P + "flip_arm", horizontal=True)
+try:
+    examples = bias.flipped_examples(name, flip_arm, cached_experiment_data(spec.to_dict()))
+except DataUnavailable as err:
+    st.warning(f"The test data is missing, so flipped examples cannot be shown: {err}")
+    examples = []
+if examples:
+    st.dataframe(pd.DataFrame(examples), hide_index=True, use_container_width=True)
+else:
+    st.caption("No prediction of this run changed under the swaps.")

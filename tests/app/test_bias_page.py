@@ -1,0 +1,124 @@
+"""The Bias experiment page in Streamlit's AppTest: match counts against a plain regex count, a finished
+experiment's numbers as shown, bad word lists, and launching then cancelling the three runs."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from core import bias
+from core.datasets import snli
+
+PAGE = "app_pages/bias.py"
+
+
+def open_page(make_app, minilm_dir, **state):
+    at = make_app(str(minilm_dir))
+    for key, value in state.items():
+        at.session_state[f"bias.{key}"] = value
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metric(at, label: str):
+    return next(m for m in at.metric if m.label == label)
+
+
+def regex_count(examples, words) -> int:
+    pattern = re.compile(r"\b(" + "|".join(words) + r")\b", re.IGNORECASE)
+    return sum(1 for e in examples if pattern.search(e.text) or pattern.search(e.text_b))
+
+
+def test_match_counts_and_examples(make_app, minilm_dir, data_dir, chart_rows):
+    at = open_page(make_app, minilm_dir, train_limit=1500, test_limit=400, seed=2)
+    train, test = snli("train", 1500, 2), snli("test", 400, 2)
+    expected = regex_count(train, bias.DEFAULT_WORDS)
+    assert metric(at, "Training pairs with a word").value == f"{expected:,} of 1,500"
+    assert metric(at, "Biased and control runs train on").value == f"{1500 - expected:,} pairs"
+    assert metric(at, "Test pairs with a word").value == f"{regex_count(test, bias.DEFAULT_WORDS):,} of 400"
+    rows = {r["word"]: r["training pairs"] for r in chart_rows(at, 0)}
+    assert rows == {w: regex_count(train, [w]) for w in bias.DEFAULT_WORDS}
+    shown = [m.value for m in at.markdown if m.value.startswith("- ")]
+    assert shown and all("**" in line for line in shown)
+    assert any("No experiment yet" in i.value for i in at.info)
+
+    at.button(key="bias.ex.male").click().run()
+    assert at.text_input(key="bias.words").value == ", ".join(("men", "man", "boy", "boys", "father", "husband", "male"))
+    assert metric(at, "Training pairs with a word").value == f"{regex_count(train, ['men', 'man', 'boy', 'boys', 'father', 'husband', 'male']):,} of 1,500"
+
+
+def test_bad_word_list_is_named_and_launch_disabled(make_app, minilm_dir, data_dir):
+    at = open_page(make_app, minilm_dir, words="woman, wo man!", train_limit=200, test_limit=50)
+    assert any("not a word" in e.value and "man!" in e.value for e in at.error)
+    launch = next(b for b in at.button if b.label == "Launch full, biased and control")
+    assert launch.disabled
+
+
+def write_finished_experiment(name: str) -> bias.ExperimentResult:
+    """A finished experiment with made-up predictions (no training): the page must show exactly these scores."""
+    spec = bias.ExperimentSpec(name=name, model="all-MiniLM-L6-v2", train_limit=200, test_limit=120, seed=1, bootstrap=200)
+    data = bias.prepare(spec)
+    rng = np.random.default_rng(0)
+    true = np.array([data.labels.index(e.label) for e in data.test])
+    predictions, swapped = {}, {}
+    for arm, skill in (("full", 0.8), ("biased", 0.5), ("control", 0.7)):
+        predictions[arm] = np.where(rng.random(true.size) < skill, true, rng.integers(0, 3, true.size))
+        swapped[arm] = np.where(rng.random(len(data.counterfactuals.indices)) < 0.2,
+                                (predictions[arm][data.counterfactuals.indices] + 1) % 3,
+                                predictions[arm][data.counterfactuals.indices])
+        bias._write_json(bias.experiment_dir(name) / f"predictions_{arm}.json", {
+            "labels": list(data.labels), "n_test": len(data.test), "n_swapped": len(data.counterfactuals.examples),
+            "test": predictions[arm].tolist(), "swapped": swapped[arm].tolist()})
+    result = bias.score_experiment(name, data.labels, true, data.with_words, predictions, swapped, data.counterfactuals.indices,
+                                   {a: len(data.sets.arm(a)) for a in bias.ARMS}, data.sets.removed, 200, 1)
+    bias._write_json(bias.experiment_dir(name) / "results.json", result.to_dict())
+    bias.write_state(name, state="done", phase="done")
+    return result
+
+
+def test_finished_experiment_is_shown(make_app, minilm_dir, data_dir, chart_rows):
+    result = write_finished_experiment("bias-shown")
+    at = open_page(make_app, minilm_dir, train_limit=200, test_limit=120)
+    assert at.selectbox(key="bias.experiment").value == "bias-shown"
+    assert metric(at, "Training pairs removed").value == f"{result.removed:,}"
+    assert metric(at, "Biased run").value == f"{result.runs['biased'].overall.accuracy:.2%}"
+    table = at.dataframe[0].value
+    for arm, run in result.runs.items():
+        for name, s in (("overall", run.overall), *run.slices.items()):
+            row = table[(table["run"] == arm) & (table["slice"] == name)].iloc[0]
+            assert row["n"] == s.n and row["accuracy"] == pytest.approx(s.accuracy)
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx(s.ci)
+    # the accuracy chart (second chart, after the per-word counts) carries the same numbers in percent
+    bars = [r for r in chart_rows(at, 1) if r.get("run") == "biased" and r.get("slice") == "with_words"]
+    assert bars[0]["percent"] == pytest.approx(result.runs["biased"].slices["with_words"].accuracy * 100)
+    flips = {r["run"]: r["flips"] for r in chart_rows(at, 4)}
+    assert flips == {arm: r.flips for arm, r in result.runs.items()}
+    assert any("90.45%" in c.value and "59.47%" in c.value for c in at.caption)
+    flipped = at.dataframe[-1].value
+    assert len(flipped) == min(20, result.runs["full"].flips)
+    assert (flipped["predicted"] != flipped["predicted after swap"]).all()
+
+
+def test_launch_then_cancel(make_app, minilm_dir, data_dir):
+    from core.training import get_run
+
+    at = open_page(make_app, minilm_dir, train_limit=60, test_limit=20, epochs=1, max_length=32)
+    next(b for b in at.button if b.label == "Launch full, biased and control").click().run()
+    assert not at.exception, at.exception
+    name = at.selectbox(key="bias.experiment").value
+    spec = bias.load_spec(name)
+    assert spec.train_limit == 60 and spec.epochs == 1 and spec.model == str(minilm_dir)
+    assert {get_run(spec.run_name(a)).state for a in bias.ARMS} <= {"queued", "running"}
+    at.button(key="bias.cancel").click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline and any(get_run(spec.run_name(a)).state in ("queued", "running") for a in bias.ARMS):
+        time.sleep(0.5)
+    assert {get_run(spec.run_name(a)).state for a in bias.ARMS} <= {"cancelled", "failed"}
+    assert bias.experiment_status(name).state == "cancelled"
+    at.run()
+    assert any("cancelled" in e.value for e in at.error)
