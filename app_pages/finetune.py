@@ -133,7 +133,7 @@ with st.expander("Ready-made experiment: remove the last layer (the slides' “r
         "with all layers and without the last one. By default both runs use the **same head**, so only depth "
         "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces."
     )
-    st.dataframe(report.SLIDES_REFERENCE, hide_index=True, use_container_width=True)
+    st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
     c1, c2, c3, c4 = st.columns(4)
     preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
     preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
@@ -181,7 +181,7 @@ def live_runs() -> None:
             st.toast(f"Asked {r.name} to stop.")
         frame = report.loss_frame(s, r.name)
         if len(frame) > 1:
-            st.altair_chart(report.loss_chart(frame, f"Loss of {r.name}"), use_container_width=True)
+            st.altair_chart(report.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
 
 
 live_runs()
@@ -196,7 +196,7 @@ if not runs:
     st.stop()
 table = report.runs_table(runs)
 st.dataframe(
-    table, hide_index=True, use_container_width=True,
+    table, hide_index=True, width="stretch",
     column_config={"accuracy": st.column_config.NumberColumn(format="%.3f"),
                    "macro F1": st.column_config.NumberColumn(format="%.3f"),
                    "train seconds": st.column_config.NumberColumn(format="%.1f"),
@@ -222,13 +222,13 @@ if not selected:
 
 st.subheader("Side by side")
 comparison = report.compare_table(selected)
-st.dataframe(comparison, use_container_width=True)
+st.dataframe(comparison, width="stretch")
 export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")
 
 classifiers = [r for r in selected if r.metrics.get("accuracy") is not None]
 if classifiers:
     f1 = report.f1_chart(classifiers)
-    st.altair_chart(f1, use_container_width=True)
+    st.altair_chart(f1, width="stretch")
     export_buttons(f1, report.f1_frame(classifiers), "f1-per-class", key=K + "f1_export")
     st.markdown("**Confusion matrices** (rows: true class, columns: predicted; colour: share of the row)")
     confusion = report.confusion_chart(classifiers)
@@ -238,7 +238,7 @@ if classifiers:
 loss_all = pd.concat([report.loss_frame(r.metrics, r.name) for r in selected])
 if len(loss_all):
     chart = report.loss_chart(loss_all)
-    st.altair_chart(chart, use_container_width=True)
+    st.altair_chart(chart, width="stretch")
     export_buttons(chart, loss_all, "training-loss", key=K + "loss_export")
 
 # ---- predict ------------------------------------------------------------------------------------------
@@ -264,6 +264,6 @@ else:
     if names:
         frame = report.probabilities_frame(names, labels, probabilities)
         chart = report.probabilities_chart(frame)
-        st.altair_chart(chart, use_container_width=True)
-        st.dataframe(frame.pivot(index="run", columns="class", values="probability"), use_container_width=True)
+        st.altair_chart(chart, width="stretch")
+        st.dataframe(frame.pivot(index="run", columns="class", values="probability"), width="stretch")
         export_buttons(chart, frame, "predictions", key=K + "predict_export")

@@ -50,8 +50,17 @@ def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _cell(value) -> str:
+    """Rows mix text and numbers, so the side-by-side table holds text (floats to 4 decimals)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
 def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
-    """Finished runs side by side, one column per run: recipe differences, scores and per-class F1."""
+    """Finished runs side by side, one column per run (text cells): recipe, scores and per-class F1."""
     columns = {}
     for r in runs:
         m, rec = r.metrics or {}, r.recipe
@@ -79,7 +88,7 @@ def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
                 if value is not None:
                     column[f"{key.replace('_', ' ')} ({when})"] = value
         columns[r.name] = column
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns).map(_cell)
 
 
 def f1_frame(runs: list[RunInfo]) -> pd.DataFrame:

@@ -1,0 +1,90 @@
+"""The fine-tuning page with two finished runs of a tiny model: runs table, comparison, confusion, predictions."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.training import Recipe, finetune, load_classifier
+
+PAGE = "app_pages/finetune.py"
+
+
+@pytest.fixture
+def two_runs(tiny_bert_dir, tmp_path):
+    rng = random.Random(0)
+    path = tmp_path / "animals.csv"
+    lines = ["text,label"]
+    for _ in range(200):
+        animal = rng.choice(["cat", "dog"])
+        lines.append(f"the {animal} sat on the mat,{animal}")
+    path.write_text("\n".join(lines) + "\n")
+    base = Recipe(model=str(tiny_bert_dir), task=str(path), run_name="tiny-all", epochs=2, lr=1e-3, batch_size=16,
+                  max_length=16, cpu_threads=1)
+    return [finetune(base), finetune(base.replace(run_name="tiny-minus-last", drop_last_layers=1))]
+
+
+@pytest.fixture
+def page(make_app, tiny_bert_dir):
+    def opened() -> AppTest:
+        at = make_app(str(tiny_bert_dir), "the cat sat on the mat")
+        at.switch_page(PAGE)
+        return at.run()
+
+    return opened
+
+
+def test_page_without_runs_offers_the_form(page):
+    at = page()
+    assert not at.exception
+    assert at.title[0].value == "Fine-tuning comparison"
+    assert any("No runs yet" in i.value for i in at.info)
+    assert at.button(key="finetune.preset_go") is not None
+
+
+def test_page_compares_finished_runs_and_predicts(page, two_runs):
+    at = page()
+    assert not at.exception
+    frames = [d.value for d in at.dataframe]
+    assert frames[0]["test accuracy %"].tolist() == [90.45, 90.33, 58.91, 58.67]  # the slides' reference
+    runs = frames[1]
+    assert list(runs["run"]) == ["tiny-all", "tiny-minus-last"]
+    assert list(runs["layers"]) == [2, 1]
+    np.testing.assert_allclose(runs["accuracy"], [m["accuracy"] for m in two_runs])
+
+    assert at.multiselect(key="finetune.compare").value == ["tiny-all", "tiny-minus-last"]
+    side = frames[2]
+    assert list(side.columns) == ["tiny-all", "tiny-minus-last"]
+    assert float(side.loc["accuracy", "tiny-all"]) == pytest.approx(two_runs[0]["accuracy"], abs=1e-4)
+    assert float(side.loc["F1 dog", "tiny-minus-last"]) == pytest.approx(two_runs[1]["per_class_f1"]["dog"], abs=1e-4)
+    assert side.loc["layers"].tolist() == ["2", "1"]
+
+    # The probabilities shown are those of the saved classifiers.
+    shown = frames[3]
+    expected = load_classifier("tiny-all").predict_proba([("the cat sat on the mat", None)])[0]
+    np.testing.assert_allclose(shown.loc["tiny-all", ["cat", "dog"]].to_numpy(dtype=float), expected, rtol=1e-4)
+
+
+def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, two_runs, monkeypatch):
+    launched = []
+    # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.training.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
+    at = page()
+    at.text_input(key="finetune.run_name").input("tiny-all")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert any("already exists" in e.value for e in at.error)
+    at.text_input(key="finetune.run_name").input("fresh-run")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception
+    assert any("Queued fresh-run" in s.value for s in at.success)
+    assert launched and launched[0][-2:] == ["--recipe", launched[0][-1]]
+    recipe = json.loads(open(launched[0][-1]).read())
+    assert recipe["task"] == "snli" and recipe["train_limit"] == 2000 and recipe["model"] == str(tiny_bert_dir)
+    at.run()
+    assert any("fresh-run" in m.value and "waiting" in m.value for m in at.markdown)
