@@ -76,8 +76,12 @@ def test_drop_flags_remove_specials_and_punctuation(tiny_bert_dir, capsys):
 
 
 def test_builtin_background_and_tsne(tiny_bert_dir, capsys):
+    from core.projection import BACKGROUND_SENTENCES
+
     out = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat.", "--background", "builtin")
-    assert out["n_fit"] > len(out["tokens"]) and out["background"] == "builtin"
+    tokenizer = load_model(str(tiny_bert_dir)).tokenizer
+    assert out["n_fit"] == sum(len(tokenizer(s).tokens()) for s in BACKGROUND_SENTENCES)
+    assert out["background"] == "builtin"
     tsne = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat on the mat in the house.", "--fit", "tsne", "--seed", "3")
     again = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat on the mat in the house.", "--fit", "tsne", "--seed", "3")
     assert tsne["coords"] == again["coords"]
