@@ -133,12 +133,15 @@ def encode_background(ref: str, source: str, keep_special: bool, keep_punct: boo
     def cancel() -> None:
         st.session_state["pca.background"] = "none"
 
-    st.button("Cancel", key=f"pca.cancel_background.{ref}", on_click=cancel)
+    # Clicking Cancel reruns the page, which stops this run at its next progress update.
+    cancel_slot = st.empty()
+    cancel_slot.button("Cancel", key=f"pca.cancel_background.{ref}", on_click=cancel)
     vectors = background_vectors(
         cached_model(ref), texts, keep_special=keep_special, keep_punct=keep_punct,
         progress=lambda done, total: bar.progress(done / total, text=f"Background: {done} of {total} sentences"),
     )
     bar.empty()
+    cancel_slot.empty()
     # Two entries at most: the vectors are large, and only the last settings are likely to come back.
     while len(store) >= 2:
         store.pop(next(iter(store)))
