@@ -175,7 +175,15 @@ def top_pc_variance_share(vectors: np.ndarray) -> np.ndarray:
 
 def top_pc_share_from_covariance(covariance: np.ndarray) -> np.ndarray:
     """covariance [L, D, D] -> [L]: largest eigenvalue / trace."""
-    top = np.array([np.linalg.eigvalsh(c)[-1] for c in covariance])
+    from scipy.sparse.linalg import eigsh
+
+    def largest(c: np.ndarray) -> float:
+        if c.shape[0] < 64:
+            return float(np.linalg.eigvalsh(c)[-1])
+        # Lanczos for the one eigenvalue needed: ~50x faster than the full spectrum at D = 384.
+        return float(eigsh(c, k=1, which="LA", return_eigenvectors=False)[0])
+
+    top = np.array([largest(c) for c in covariance])
     return top / np.trace(covariance, axis1=1, axis2=2)
 
 

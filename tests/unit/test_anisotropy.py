@@ -104,6 +104,11 @@ def test_top_pc_share_matches_sklearn_pca():
     np.testing.assert_allclose(an.top_pc_variance_share(x), expected, rtol=1e-10)
     covariance = np.stack([np.cov(x[:, l].T, bias=True) for l in range(3)])
     np.testing.assert_allclose(an.top_pc_share_from_covariance(covariance), expected, rtol=1e-10)
+    # Wide vectors take the Lanczos path; a nearly flat spectrum is its hardest case.
+    wide = random_vectors(300, layers=2, dim=100, seed=11)
+    covariance = np.stack([np.cov(wide[:, l].T, bias=True) for l in range(2)])
+    expected = [PCA().fit(wide[:, l]).explained_variance_ratio_[0] for l in range(2)]
+    np.testing.assert_allclose(an.top_pc_share_from_covariance(covariance), expected, rtol=1e-8)
 
 
 def test_alignment_and_uniformity_match_their_definitions():

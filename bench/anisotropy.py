@@ -1,0 +1,126 @@
+"""Speed and memory of the streaming anisotropy pass (core.anisotropy.measure_corpus).
+
+    python bench/anisotropy.py [--small 1000] [--large 10000] [--repeats 3]
+
+Sentences: the shortest unique SNLI train sentences (local data folder), the small set a prefix of the large.
+Throughput: measure_corpus vs a raw batched forward on the same sentences (same order: shortest first, same
+batch size 32; tokenizer + model(**batch), last hidden state only), run alternately, medians; target >= 0.9.
+Memory: one fresh process per corpus size runs only measure_corpus; prints its peak RSS (ru_maxrss) and the
+peak of Python/numpy allocations during the pass (tracemalloc), beside what keeping every word vector would
+take. Flat memory = the two sizes give about the same peaks. Figures go in bench/RESULTS.md.
+Torch runs on one thread (--threads) so the alternated runs are less at the mercy of a shared, loaded CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core import corpus as corpora  # noqa: E402
+from core import settings  # noqa: E402
+from core.anisotropy import AnisotropySettings, measure_corpus  # noqa: E402
+from core.models import load_model  # noqa: E402
+
+BATCH = 32
+
+
+def bench_sentences(n: int) -> corpora.Corpus:
+    pool = corpora.from_dataset("snli", "train", limit=None).sentences
+    shortest = sorted(pool, key=lambda s: (len(s), s))[:n]
+    if len(shortest) < n:
+        raise SystemExit(f"only {len(shortest)} SNLI train sentences available, asked for {n}")
+    return corpora.from_items(shortest, f"{n} short SNLI sentences")
+
+
+def raw_forward(lm, sentences: list[str]) -> None:
+    import torch
+
+    ordered = sorted(sentences, key=lambda s: len(lm.tokenizer(s)["input_ids"]))
+    for start in range(0, len(ordered), BATCH):
+        batch = lm.tokenizer(ordered[start : start + BATCH], padding=True, truncation=True, return_tensors="pt")
+        with torch.inference_mode():
+            lm.model(**batch.to(lm.device))
+
+
+def throughput(n: int, repeats: int) -> dict:
+    lm = load_model(str(settings.data_dir() / "models" / "all-MiniLM-L6-v2"))
+    corpus = bench_sentences(n)
+    config = AnisotropySettings(batch_size=BATCH)
+    raw = lambda: raw_forward(lm, list(corpus.sentences))  # noqa: E731
+    ours = lambda: measure_corpus(lm, corpus, config)  # noqa: E731
+    raw(), ours()  # warm-up
+    base, cand = [], []
+    for _ in range(repeats):
+        for fn, samples in ((raw, base), (ours, cand)):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    return {"sentences": n, "raw_s": statistics.median(base), "anisotropy_s": statistics.median(cand)}
+
+
+def memory(n: int) -> dict:
+    """Run in a fresh process: model load, then one measure_corpus under tracemalloc."""
+    lm = load_model(str(settings.data_dir() / "models" / "all-MiniLM-L6-v2"))
+    corpus = bench_sentences(n)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    start = time.perf_counter()
+    profile = measure_corpus(lm, corpus, AnisotropySettings(batch_size=BATCH))
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    keep_all = profile.n_tokens * (lm.num_layers + 1) * lm.hidden_size * 4
+    return {
+        "sentences": n, "words": profile.n_tokens, "seconds": seconds,
+        "rss_before_mib": rss_before / 1024, "rss_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "traced_peak_mib": peak / 2**20, "keep_all_mib": keep_all / 2**20,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=10000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.memory_child:
+        print(json.dumps(memory(args.memory_child)))
+        return
+
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, device cpu, model all-MiniLM-L6-v2")
+    t = throughput(args.small, args.repeats)
+    print(f"\nthroughput, {t['sentences']} sentences, medians of {args.repeats} alternated runs:")
+    print(f"  raw batched forward   {t['raw_s']:.2f} s  ({t['sentences'] / t['raw_s']:.0f} sentences/s)")
+    print(f"  anisotropy pass       {t['anisotropy_s']:.2f} s  ({t['sentences'] / t['anisotropy_s']:.0f} sentences/s)")
+    print(f"  ratio (raw time / pass time): {t['raw_s'] / t['anisotropy_s']:.2f}  (target >= 0.9)")
+
+    print("\nmemory, one fresh process per size (measure_corpus only):")
+    print("  sentences  words   pass s  RSS before  RSS peak  traced peak  keeping every vector")
+    rows = []
+    for n in (args.small, args.large):
+        out = subprocess.run([sys.executable, __file__, "--memory-child", str(n), "--threads", str(args.threads)], capture_output=True, text=True, check=True)
+        m = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append(m)
+        print(f"  {m['sentences']:>9}  {m['words']:>6}  {m['seconds']:>6.1f}  {m['rss_before_mib']:>7.0f} MiB"
+              f"  {m['rss_peak_mib']:>5.0f} MiB  {m['traced_peak_mib']:>7.1f} MiB  {m['keep_all_mib']:>10.0f} MiB")
+    small, large = rows
+    print(f"  peak RSS growth {small['sentences']} -> {large['sentences']} sentences: "
+          f"{large['rss_peak_mib'] - small['rss_peak_mib']:+.0f} MiB; traced peak ratio {large['traced_peak_mib'] / small['traced_peak_mib']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
