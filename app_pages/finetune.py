@@ -151,8 +151,8 @@ with st.expander("Ready-made experiment: remove the last layer (the slides' “r
 # ---- live progress ------------------------------------------------------------------------------------
 
 
-@st.fragment(run_every="2s")
 def live_runs() -> None:
+    """Progress of queued and running runs; polled every 2 s by a fragment while any run is active."""
     runs = list_runs()
     active = [r for r in runs if r.state in ("queued", "running")]
     was_active = set(st.session_state.get(K + "active", []))
@@ -184,7 +184,11 @@ def live_runs() -> None:
             st.altair_chart(report.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
 
 
-live_runs()
+any_active = any(r.state in ("queued", "running") for r in list_runs())
+# Poll only while something runs: an idle page stays still (a run started from a terminal shows on Refresh).
+st.fragment(run_every="2s" if any_active else None)(live_runs)()
+if not any_active:
+    st.button("Refresh", key=K + "refresh", icon=":material/refresh:", help="Look for runs started elsewhere")
 
 # ---- finished runs ------------------------------------------------------------------------------------
 

@@ -211,7 +211,8 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise ValueError("every parameter is frozen; freeze fewer layers")
-    optimizer = torch.optim.AdamW(trainable, lr=recipe.lr, eps=recipe.eps, weight_decay=recipe.weight_decay)
+    # fused: one kernel for all parameters instead of a Python loop over ~100 tensors (CPU and CUDA).
+    optimizer = torch.optim.AdamW(trainable, lr=recipe.lr, eps=recipe.eps, weight_decay=recipe.weight_decay, fused=True)
     rng = random.Random(recipe.seed)
     epochs = [length_grouped_batches(lengths, recipe.batch_size, rng) for _ in range(recipe.epochs)]
     clock = _Clock(total_steps=sum(len(e) for e in epochs), total_examples=n_examples * recipe.epochs)
