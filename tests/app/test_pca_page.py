@@ -148,15 +148,24 @@ def test_second_model_side_by_side_with_same_settings(minilm_dir, tiny_bert_dir,
     assert "its last layer" in charts[2].proto.spec
 
 
-def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows):
-    at = make_app(str(minilm_dir), "She went to the bank to deposit her pay.").switch_page(PAGE).run()
+def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows, chart_spec):
+    text = "She went to the bank to deposit her pay."
+    at = make_app(str(minilm_dir), text).switch_page(PAGE).run()
     at.selectbox(key="pca.background").set_value("builtin").run()
     assert not at.exception
     assert "background token vectors per layer" in at.caption[0].value
-    at.segmented_control(key="pca.method").set_value("tsne").run()
+    at.segmented_control(key="pca.method").set_value("tsne")
+    at.toggle(key="pca.labels").set_value(False)
+    at.slider(key="pca.layer").set_value(2).run()
     assert not at.exception
     assert any("t-SNE has no explained variance" in c.value for c in at.caption)
-    assert len(at.get("vega_lite_chart")) == 1
-    first = plotted(chart_rows(at, 0, dataset=0))[1]
-    at.run()
-    np.testing.assert_array_equal(plotted(chart_rows(at, 0, dataset=0))[1], first)
+    assert len(at.get("vega_lite_chart")) == 1  # no variance chart for t-SNE
+    assert len(chart_spec(at, 0)["layer"]) == 1  # labels off: points only
+    from sklearn.manifold import TSNE
+
+    tokens, states = hidden_states(minilm_dir, text)
+    n = len(tokens)
+    expected = TSNE(n_components=2, perplexity=(n - 1) / 3, init="pca", random_state=0, max_iter=500).fit_transform(
+        states[2].astype(np.float32).astype(np.float64)
+    )
+    np.testing.assert_allclose(plotted(chart_rows(at, 0, dataset=0))[1], expected, atol=1e-3)
