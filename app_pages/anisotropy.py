@@ -21,6 +21,7 @@ from core.models import ModelUnavailable, available_models
 from core.progress import Cancelled
 
 P = "anisotropy."
+MAX_STORED = 64  # profiles kept for all sessions; each is a few hundred KB at most
 SOURCES = ("Built-in sentences", "Paste text", "Upload .txt / .csv", "SNLI", "MRPC")
 MEASURE_HELP = {
     "random_cosine": "Mean cosine between two words drawn at random from different sentences. 0 = no shared "
@@ -147,6 +148,8 @@ if corpus is None:
     st.info("Give the corpus some text (paste or upload), or pick the built-in sentences.")
     st.stop()
 
+# A smaller corpus than last time: keep the sentence limit inside it rather than fail.
+st.session_state[P + "limit"] = min(int(st.session_state.get(P + "limit") or 0), len(corpus))
 with st.expander("Settings"):
     cols = st.columns(3)
     limit = cols[0].number_input("Use only the first N sentences (0 = all)", 0, len(corpus), key=P + "limit")
@@ -191,6 +194,8 @@ def job_panel() -> None:
     current: Job = st.session_state[P + "job"]
     if current.finished:
         store.update(current.results)
+        while len(store) > MAX_STORED:  # oldest first: dicts keep insertion order
+            store.pop(next(iter(store)))
         st.session_state.pop(P + "job")
         if current.error:
             st.session_state[P + "load_error"] = current.error

@@ -93,3 +93,18 @@ def test_bad_pasted_text_names_the_problem(minilm_dir, make_app):
     at.text_area(key="anisotropy.text").input("just one line").run()
     assert not at.exception
     assert "at least 2" in at.error[0].value
+
+
+def test_examples_fill_the_form_and_a_smaller_corpus_keeps_the_limit_valid(minilm_dir, make_app):
+    at = make_app(str(minilm_dir))
+    at.switch_page(PAGE).run()
+    at.button(key="anisotropy.ex.snli").click().run()
+    assert not at.exception
+    assert at.radio(key="anisotropy.source").value == "SNLI"
+    assert at.number_input(key="anisotropy.limit").value == 300
+    assert any("positive pairs" in c.value for c in at.caption)
+    at.radio(key="anisotropy.source").set_value("Paste text").run()
+    at.text_area(key="anisotropy.text").input("The bank was closed.\nWe sat on the river bank.\nThe bank paid us.").run()
+    assert not at.exception
+    assert at.number_input(key="anisotropy.limit").value == 3
+    assert any("3 sentences" in c.value for c in at.caption)
