@@ -157,3 +157,40 @@ def test_a_run_whose_process_died_is_listed_as_failed():
     alive = RunFolder.create(Recipe(model="m", task="snli", run_name="r3"))
     alive.write_status(state="running", pid=os.getpid())
     assert {r.name: r.state for r in list_runs()}["r3"] == "running"
+
+
+# ---- built-in tasks from the shared data folder --------------------------------------------------------
+
+
+def test_builtin_tasks_read_the_local_data(data_dir, monkeypatch):
+    import collections
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    drugs = load_task("drugs")
+    # README: effectiveness_score counts in the train split; every review has some text.
+    assert collections.Counter(e.label for e in drugs.train) == {"5": 1330, "4": 928, "3": 415, "1": 247, "2": 187}
+    assert drugs.labels == ("1", "2", "3", "4", "5") and len(drugs.eval) == 895 and not drugs.pairs
+    absa = load_task("absa")
+    # 3,714 aspect categories in train, 196 of them "conflict" (dropped); text = the category, text_b = the review.
+    assert len(absa.train) == 3714 - 196 and absa.pairs and absa.eval_split == "test"
+    assert {e.text for e in absa.train} == {"food", "service", "price", "ambience", "anecdotes/miscellaneous"}
+    snli = load_task("snli", train_limit=100, seed=3)
+    assert snli.source == "local" and len(snli.train) == 100 and len(snli.eval) == 9842
+    assert snli.train == load_task("snli", train_limit=100, seed=3).train
+    mrpc = load_task("mrpc")
+    assert (len(mrpc.train), len(mrpc.eval)) == (3668, 408)
+
+
+def test_supervised_snli_triples_pair_entailment_with_contradiction(data_dir, monkeypatch):
+    from core.training import load_contrastive
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    data = load_contrastive("snli", "sup", eval_limit=50)
+    rows = load_task("snli").train
+    label_of = {(e.text, e.text_b): e.label for e in rows}
+    assert len(data.train) == 6666  # every entailment pair of the local train subset
+    with_negative = [t for t in data.train if t.negative]
+    assert 300 < len(with_negative) < 1000
+    assert all(label_of[(t.anchor, t.positive)] == "entailment" for t in data.train[:500])
+    assert all(label_of[(t.anchor, t.negative)] == "contradiction" for t in with_negative)
+    assert len(data.eval_pairs) == 50
