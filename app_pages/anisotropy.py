@@ -36,8 +36,8 @@ MEASURE_HELP = {
     "top_pc_variance": "Share of all variance that lies along the single most common direction.",
     "alignment": "Wang & Isola: mean squared distance between the two sides of a positive pair "
     "(entailment / paraphrase), sentence vectors = mean of word vectors. Lower = pairs closer.",
-    "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over all sentence pairs. "
-    "Lower = sentences spread more evenly over the sphere.",
+    "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over every two sentences among those in the "
+    "positive pairs (at most 500 pairs, seeded). Lower = sentences spread more evenly over the sphere.",
 }
 
 
@@ -153,7 +153,8 @@ st.session_state[P + "limit"] = min(int(st.session_state.get(P + "limit") or 0),
 with st.expander("Settings"):
     cols = st.columns(3)
     limit = cols[0].number_input("Use only the first N sentences (0 = all)", 0, len(corpus), key=P + "limit")
-    n_pairs = cols[1].number_input("Random word pairs for the baseline", 100, 100_000, 1000, step=500, key=P + "pairs")
+    n_pairs = cols[1].number_input("Random word pairs for the baseline", 100, 10_000, 1000, step=500, key=P + "pairs",
+                                   help="Each pair keeps two word vectors of every layer until the pass ends.")
     seed = cols[2].number_input("Seed", 0, 1_000_000, 0, key=P + "seed")
     cols = st.columns(3)
     min_contexts = cols[0].number_input("Sentences a word needs (k) for self-similarity", 2, 50, 5, key=P + "min_contexts")

@@ -13,7 +13,8 @@ Measures, each [L+1]:
     intra_sentence      per sentence: mean cosine between each word and the sentence's mean vector, averaged
     adjusted_*          the measure minus the chosen baseline (random or exact), as in the paper
     top_pc_variance     share of the variance of all word vectors on the first principal component
-    alignment, uniformity   Wang & Isola (2020), on mean-pooled sentence vectors of the corpus's positive pairs
+    alignment, uniformity   Wang & Isola (2020), on mean-pooled sentence vectors of (at most max_alignment_pairs,
+                        seeded) positive pairs of the corpus; uniformity over every two of those sentences
 
 Pure functions take arrays; `measure_corpus` streams a corpus through `encode_stream` and keeps only the
 sampled vectors and running sums, so memory does not grow with the corpus. No streamlit here.
