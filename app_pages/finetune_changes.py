@@ -364,7 +364,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
     st.caption(f"Measured on {first.n_words} words from {first.n_sentences} sentences{skipped}.")
     frame = similarity_frame(results)
     chart = similarity_chart(frame, first.model_a)
-    st.altair_chart(chart, use_container_width=True)
+    st.altair_chart(chart, width="stretch")
     export_buttons(chart, frame, "similarity-per-layer", key=P + "export.lines")
 
     row = st.columns([2, 1])
@@ -373,7 +373,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
     result = next(r for r in results if r.model_b == chosen)
     cframe = cross_frame(result, measure)
     heat = cross_chart(cframe, result, measure)
-    st.altair_chart(heat)
+    st.altair_chart(heat, width="content")
     st.caption("A bright diagonal means each layer kept its place; brightness off the diagonal means a layer of B "
                "now looks like another layer of A.")
     export_buttons(heat, cframe, f"cross-layer-{measure}", key=P + "export.cross")
@@ -455,8 +455,8 @@ def probe_part(base: str, compared: list[str]) -> None:
     charts = [probe_chart(frame, metric, show_reference) for metric in ("UUAS", "DSpr")]
     cols = st.columns(2)
     for col, chart in zip(cols, charts):
-        col.altair_chart(chart, use_container_width=True)
-    st.dataframe(frame, hide_index=True, use_container_width=True)
+        col.altair_chart(chart, width="stretch")
+    st.dataframe(frame, hide_index=True, width="stretch")
     export_buttons(alt.hconcat(*[c.properties(width=360) for c in charts]), frame, "structural-probe", key=P + "export.probe")
     sentence_tree(kept_data, results, kept[0])
 
@@ -477,7 +477,7 @@ def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], 
     lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
     parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index])
     chart = arcs_chart(parse, f"{ref}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
-    st.altair_chart(chart)
+    st.altair_chart(chart, width="content")
     edges = pd.DataFrame(
         [{"tree": "gold", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": True} for i, j in sorted(parse.gold_edges)]
         + [{"tree": "probe", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": (i, j) in parse.gold_edges}
@@ -496,9 +496,9 @@ def render() -> None:
     )
     cols = st.columns(2)
     cols[0].button("Example: layers of the runs on 150 built-in sentences", key=P + "example.similarity",
-                   on_click=use_example, args=("similarity",), use_container_width=True)
+                   on_click=use_example, args=("similarity",), width="stretch")
     cols[1].button("Example: a quick probe (300 EWT sentences, 5 epochs, with control)", key=P + "example.probe",
-                   on_click=use_example, args=("probe",), use_container_width=True)
+                   on_click=use_example, args=("probe",), width="stretch")
     base, compared = model_choice()
     if not base:
         st.info("Choose the pretrained model in the sidebar or above.")

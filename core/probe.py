@@ -300,6 +300,24 @@ def model_fingerprint(lm: LoadedModel) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+_WORD_TOKENIZERS: dict[str, object] = {}
+
+
+def word_tokenizer(lm: LoadedModel):
+    """The model's tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family) need
+    add_prefix_space=True for that, so each treebank word is tokenized as if a space preceded it."""
+    try:
+        lm.tokenizer(["a", "b"], is_split_into_words=True)
+        return lm.tokenizer
+    except (ValueError, TypeError, AssertionError):
+        from transformers import AutoTokenizer
+
+        name = lm.tokenizer.name_or_path
+        if name not in _WORD_TOKENIZERS:
+            _WORD_TOKENIZERS[name] = AutoTokenizer.from_pretrained(name, add_prefix_space=True)
+        return _WORD_TOKENIZERS[name]
+
+
 def sentence_vectors(
     lm: LoadedModel,
     sentences: Sequence[Sentence],
@@ -318,10 +336,11 @@ def sentence_vectors(
         raise ProbeError(f"{lm.ref} has layers 0 to {lm.num_layers}; layer {bad[0]} does not exist.")
     out: list[np.ndarray | None] = [None] * len(sentences)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    tokenizer = word_tokenizer(lm)
     for start in range(0, len(order), batch_size):
         check_stop(should_stop)
         batch = order[start : start + batch_size]
-        feed = lm.tokenizer(
+        feed = tokenizer(
             [list(sentences[i].words) for i in batch], is_split_into_words=True, padding=True,
             truncation=True, max_length=lm.max_length, return_tensors="pt",
         )

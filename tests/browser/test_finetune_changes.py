@@ -1,0 +1,68 @@
+"""The "What fine-tuning changes" tab of the fine-tuning page in a real browser: MiniLM against a
+random-initialised copy saved as a run, layer similarity on built-in sentences, then a small structural probe."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+
+CHART = '[data-testid="stVegaLiteChart"]'
+RUN = "minilm-random-copy"
+
+
+@pytest.fixture(scope="module")
+def random_run(app_server, browser_model):
+    """A finished 'run' in the server's models_cache: MiniLM's architecture and tokenizer, random weights."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    folder = app_server.log.parent / "runs" / RUN
+    if not (folder / "config.json").exists():
+        torch.manual_seed(0)
+        AutoModel.from_config(AutoConfig.from_pretrained(browser_model)).save_pretrained(folder, safe_serialization=True)
+        AutoTokenizer.from_pretrained(browser_model).save_pretrained(folder)
+    return RUN
+
+
+def open_tab(page, app_url) -> None:
+    page.goto(f"{app_url}/finetune")
+    wait_for_app(page)
+    tab = page.get_by_role("tab", name=re.compile("chang", re.I))
+    if tab.count() == 0:
+        pytest.skip("the fine-tuning page has no 'What fine-tuning changes' tab yet (app_pages/finetune.py calls render())")
+    tab.first.click()
+    wait_for_app(page)
+
+
+def set_number(page, label: str, value: int) -> None:
+    field = page.get_by_label(label, exact=True)
+    field.fill(str(value))
+    field.press("Enter")
+    wait_for_app(page)
+
+
+def test_similarity_and_probe_draw(page, app_url, random_run):
+    open_tab(page, app_url)
+    page.get_by_text("What fine-tuning changes").first.wait_for()
+    set_number(page, "Sentences read", 40)
+    page.get_by_role("button", name="Compare layers").click()
+    page.get_by_text("Measured on").first.wait_for(timeout=180_000)
+    wait_for_app(page)
+    page.wait_for_selector(CHART)
+    assert_no_streamlit_exception(page)
+    page.get_by_text("Measured on").first.scroll_into_view_if_needed()
+    screenshot(page, "finetune_changes_similarity")
+
+    set_number(page, "Training sentences", 60)
+    set_number(page, "Evaluation sentences", 30)
+    set_number(page, "Epochs", 2)
+    page.get_by_role("button", name="Train probes").click()
+    page.get_by_text("One sentence: the probe").first.wait_for(timeout=300_000)
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    assert page.locator(CHART).count() >= 5  # lines, heatmap, UUAS, DSpr, tree
+    page.get_by_text("One sentence: the probe").first.scroll_into_view_if_needed()
+    screenshot(page, "finetune_changes_probe")
