@@ -312,10 +312,10 @@ def classification_runs() -> list[str]:
     return [r.name for r in list_runs() if r.state == "done" and is_classifier_folder(Path(r.folder))]
 
 
-@st.cache_resource(show_spinner="Loading the classifier…", max_entries=2)
-def ablation_classifier(ref: str):
-    """A private copy for ablation only: its hooks (added and removed under a lock) never touch the models
-    every page shares."""
+@st.cache_resource(show_spinner="Loading the classifier…", max_entries=4)
+def ablation_classifier(ref: str, purpose: str = "sweep"):
+    """A private copy for ablation only: its hooks (added and removed under the model's lock) never touch the
+    models every page shares. The single-example view has its own copy, so it answers while a sweep runs."""
     from core.ablation import load_for_ablation
 
     return load_for_ablation(ref)
@@ -401,8 +401,9 @@ def ablation_part() -> None:
     head = c3.selectbox("Head", ["all"] + list(range(clf.encoder.num_heads)), key=P + "ex_head")
     item = [(examples[index].text, examples[index].text_b)]
     disabled = {layer: list(range(clf.encoder.num_heads)) if head == "all" else [head]}
-    intact = predict_disabled(clf, item, {}, mode)[0]
-    changed = predict_disabled(clf, item, disabled, mode)[0]
+    viewer = ablation_classifier(ref, "example")
+    intact = predict_disabled(viewer, item, {}, mode)[0]
+    changed = predict_disabled(viewer, item, disabled, mode)[0]
     probs = pd.DataFrame({"class": list(clf.labels) * 2, "probability": np.concatenate([intact, changed]),
                           "model": ["intact"] * len(clf.labels) + [f"L{layer} H{head} disabled"] * len(clf.labels)})
     chart = alt.Chart(probs, title=f"Class probabilities (gold: {examples[index].label})").mark_bar().encode(

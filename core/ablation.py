@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Sequence
 
@@ -30,8 +31,17 @@ from core.datasets import Example, seeded_subset
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 MODES = ("uniform", "mask")
-# The hooks of one classifier are switched between conditions; two passes on it at once would mix them.
-_HOOK_LOCK = threading.RLock()
+# The hooks of one model are switched between conditions; two passes on the same model at once would mix them,
+# so each model has its own lock (held while its hooks are on). Different copies never wait for each other.
+_LOCKS: "weakref.WeakKeyDictionary[torch.nn.Module, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _model_lock(encoder: torch.nn.Module) -> threading.RLock:
+    with _LOCKS_GUARD:
+        if encoder not in _LOCKS:
+            _LOCKS[encoder] = threading.RLock()
+        return _LOCKS[encoder]
 
 
 class AblationError(ValueError):
@@ -72,13 +82,14 @@ class HeadDisabler:
         self.mode = mode
         self.num_heads = num_heads
         self.blocks = _attention_blocks(encoder)
+        self._lock = _model_lock(encoder)
         self.disabled: dict[int, tuple[int, ...]] = {}
         self.token_mask: torch.Tensor | None = None
         self._values: dict[int, torch.Tensor] = {}
         self._handles: list = []
 
     def __enter__(self) -> "HeadDisabler":
-        _HOOK_LOCK.acquire()
+        self._lock.acquire()
         try:
             for layer, (value, output) in enumerate(self.blocks):
                 self._handles.append(value.register_forward_hook(self._keep_values(layer)))
@@ -98,7 +109,7 @@ class HeadDisabler:
             self._handles.clear()
             self._values.clear()
         finally:
-            _HOOK_LOCK.release()
+            self._lock.release()
 
     def _keep_values(self, layer: int):
         def hook(_module, _inputs, output):
