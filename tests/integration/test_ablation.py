@@ -144,3 +144,15 @@ def test_sweep_progress_and_bad_input(classifier):
         ablation_sweep(classifier, [Example("a", "b", "maybe")])
     with pytest.raises(AblationError, match="layer 5"):
         predict_disabled(classifier, PAIRS, {5: [0]})
+
+
+def test_cli_ablate_json(tiny_run, capsys):
+    from core.__main__ import main
+
+    assert main(["ablate", "--model", str(tiny_run), "--mode", "mask", "--limit", "40", "--quiet", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mode"] == "mask" and out["n_examples"] == 40 and out["task"] == "snli"
+    assert np.array(out["head_delta"]).shape == (2, 4) and len(out["layer_delta"]) == 2
+    assert 0.0 <= out["base_accuracy"] <= 1.0
+    assert main(["ablate", "--model", str(tiny_run.parent / "no-such-run"), "--quiet"]) == 2
+    assert "no-such-run" in capsys.readouterr().err
