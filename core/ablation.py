@@ -18,7 +18,6 @@ sample per disabled head, about half the work of a full forward on average.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import weakref
 from dataclasses import dataclass

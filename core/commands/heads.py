@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from core.heads import PATTERNS, SAMPLE_SOURCES, STAT_NAMES, STAT_TITLES
+from core.heads import PATTERNS, STAT_NAMES, STAT_TITLES
 
 
 def _progress(args):
@@ -161,4 +161,3 @@ def run_syntax_heads(args) -> int:
     return 0
 
 
-__all__ = ["register", "SAMPLE_SOURCES"]
