@@ -303,6 +303,8 @@ def model_choice() -> tuple[str, list[str]]:
                             help="The model the runs started from.")
     others = [n for n in names if n != base]
     st.session_state.setdefault(P + "others", [r for r in runs if r != base][:3])
+    # A choice that is no longer offered (base changed, run deleted) would make the widget fail.
+    st.session_state[P + "others"] = [n for n in st.session_state[P + "others"] if n in others]
     compared = row[1].multiselect("Fine-tuned runs or other models (B)", others, key=P + "others",
                                   help="Finished runs appear here by name; any other model can be compared too.")
     if not runs:
@@ -420,6 +422,7 @@ def probe_part(base: str, compared: list[str]) -> None:
         return
     top = max(m.num_layers for m in models)
     st.session_state.setdefault(P + "layers", list(range(top + 1)))
+    st.session_state[P + "layers"] = [layer for layer in st.session_state[P + "layers"] if layer <= top]
     layers = st.multiselect("Layers", list(range(top + 1)), key=P + "layers", help="0 = the input embeddings")
     st.caption(f"{data.name}: {len(data.train)} training and {len(data.eval)} evaluation sentences.")
     if not layers:

@@ -156,10 +156,10 @@ def layer_signatures(vectors: np.ndarray, should_stop: StopCheck = None) -> tupl
     return np.stack(rsa_rows), np.stack(cka_rows)
 
 
-def cross_layer(signatures_a: np.ndarray, signatures_b: np.ndarray) -> np.ndarray:
-    """[La+1, M] x [Lb+1, M] -> [La+1, Lb+1] dot products, accumulated in float64 chunk by chunk."""
+def cross_layer(signatures_a: np.ndarray, signatures_b: np.ndarray, step: int = 1 << 20) -> np.ndarray:
+    """[La+1, M] x [Lb+1, M] -> [La+1, Lb+1] dot products, accumulated in float64 `step` columns at a time
+    (float32 sums over millions of entries would lose the last digits of a correlation near 1)."""
     out = np.zeros((len(signatures_a), len(signatures_b)))
-    step = 1 << 20
     for start in range(0, signatures_a.shape[1], step):
         out += signatures_a[:, start : start + step].astype(np.float64) @ signatures_b[:, start : start + step].astype(np.float64).T
     return out

@@ -75,7 +75,7 @@ def test_probe_cli_json(minilm_dir, data_dir, tmp_path):
     dev = require_data(data_dir / "ud_english_ewt" / "en_ewt-ud-dev.conllu", "UD EWT dev")
     small = tmp_path / "small.conllu"
     blocks = dev.read_text(encoding="utf-8").split("\n\n")
-    small.write_text("\n\n".join(b for b in blocks[:400] if 5 <= b.count("\n") <= 18) + "\n\n", encoding="utf-8")
+    small.write_text("\n\n".join(b for b in blocks[:150] if 5 <= b.count("\n") <= 18) + "\n\n", encoding="utf-8")
     out = subprocess.run(
         [sys.executable, "-m", "core", "probe", "--model", str(minilm_dir), "--treebank", str(small),
          "--layers", "0,2", "--rank", "16", "--epochs", "1", "--json"],
