@@ -103,7 +103,7 @@ if words_ok:
         st.error(f"The {task} data is missing: {err}")
 if matches is not None:
     m1, m2, m3 = st.columns(3)
-    m1.metric("Training pairs with a word", f"{matches.count:,} of {matches.n:,}", f"{matches.count / max(matches.n, 1):.1%} removed", delta_color="off")
+    m1.metric("Training pairs with a word", f"{matches.count:,} of {matches.n:,}", f"{matches.count / max(matches.n, 1):.1%} removed", delta_color="off", delta_arrow="off")
     m2.metric("Biased and control runs train on", f"{matches.n - matches.count:,} pairs")
     m3.metric("Test pairs with a word", f"{test_matches:,} of {test_n:,}")
     per_word = pd.DataFrame({"word": list(matches.per_word), "training pairs": list(matches.per_word.values())})
@@ -111,7 +111,7 @@ if matches is not None:
         alt.Chart(per_word, title="Training pairs containing each word")
         .mark_bar(color="#e45756")
         .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(matches.per_word)), tooltip=["word", "training pairs"])
-        .properties(height=max(120, 22 * len(per_word)))
+        .properties(height=alt.Step(22))
     )
     st.altair_chart(word_chart, use_container_width=True)
     export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
@@ -225,7 +225,7 @@ spec = status.spec
 table = bias.accuracy_frame(result)
 full, biased_run, control = (result.runs[a] for a in bias.ARMS)
 k1, k2, k3, k4 = st.columns(4)
-k1.metric("Training pairs removed", f"{result.removed:,}", f"{result.removed / full.train_size:.1%} of {full.train_size:,}", delta_color="off")
+k1.metric("Training pairs removed", f"{result.removed:,}", f"{result.removed / full.train_size:.1%} of {full.train_size:,}", delta_color="off", delta_arrow="off")
 k2.metric("Full run", f"{full.overall.accuracy:.2%}")
 k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
 k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
@@ -239,16 +239,16 @@ st.caption(
 frame = table.assign(slice_title=table["slice"].map(bias.SLICE_TITLES), percent=table["accuracy"] * 100,
                      low=table["ci_low"] * 100, high=table["ci_high"] * 100)
 base = alt.Chart(frame).encode(
-    x=alt.X("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER]),
+    x=alt.X("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER], axis=alt.Axis(labelAngle=0)),
     xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
     color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS), title="run"),
 )
 accuracy_chart = alt.layer(
     base.mark_bar(opacity=0.85).encode(
-        y=alt.Y("percent:Q", title="test accuracy (%)", scale=alt.Scale(zero=False)),
+        y=alt.Y("percent:Q", title="test accuracy (%)"),
         tooltip=["run", "slice", "n", alt.Tooltip("percent:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")],
     ),
-    base.mark_errorbar(color="black", ticks=True).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
+    base.mark_rule(color="black", strokeWidth=1.5).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
 ).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
 st.altair_chart(accuracy_chart, use_container_width=True)
 export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
@@ -269,9 +269,9 @@ if with_key in d and ("control-full", "with_words") in d:
         f"run moved {d[without_key].difference * 100:+.1f} points. A drop that shows up only in the with-words slice, "
         f"and beyond the control's, is the words' own effect."
     )
-st.dataframe(differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")})
-             .rename(columns={"difference": "difference (points)", "ci_low": "low", "ci_high": "high"}),
-             hide_index=True, use_container_width=True)
+points = differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")}).rename(
+    columns={"difference": "accuracy difference (points)", "ci_low": "95 % low", "ci_high": "95 % high"})
+st.dataframe(points.style.format({c: "{:+.2f}" for c in points.columns[2:]}), hide_index=True, use_container_width=True)
 export_buttons(None, differences, f"{name}_differences", P + "export.differences")
 
 st.markdown("#### Per-class F1")
@@ -281,7 +281,7 @@ f1_chart = (
     alt.Chart(f1.assign(slice_title=f1["slice"].map(bias.SLICE_TITLES)))
     .mark_bar()
     .encode(
-        x=alt.X("class:N", sort=list(result.labels), title=None),
+        x=alt.X("class:N", sort=list(result.labels), title=None, axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
         y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS)),
@@ -298,7 +298,7 @@ chosen_slice = st.radio("Slice", SLICE_ORDER, key=P + "confusion_slice", horizon
 confusion = bias.confusion_frame(result)
 confusion = confusion[confusion["slice"] == chosen_slice]
 cells = alt.Chart(confusion).encode(
-    x=alt.X("predicted:N", sort=list(result.labels)), y=alt.Y("true:N", sort=list(result.labels)),
+    x=alt.X("predicted:N", sort=list(result.labels), axis=alt.Axis(labelAngle=-30)), y=alt.Y("true:N", sort=list(result.labels)),
 )
 confusion_chart = (
     alt.layer(
@@ -321,7 +321,7 @@ flip_chart = (
     .mark_bar()
     .encode(x=alt.X("percent:Q", title="flip rate (%)"), y=alt.Y("run:N", sort=list(bias.ARMS), title=None),
             color=alt.Color("run:N", scale=ARM_COLOURS, legend=None), tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
-    .properties(height=140)
+    .properties(height=alt.Step(28))
 )
 st.altair_chart(flip_chart, use_container_width=True)
 st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
