@@ -101,7 +101,8 @@ def run_finetune(args) -> int:
         )
     else:
         before, after = metrics["similarity_before"], metrics["similarity_after"]
-        print(f"{recipe.run_name}: similarity before {before} after {after}; {metrics['train_seconds']:.1f} s")
+        similarity = {k: f"{before[k]:.3f} -> {after[k]:.3f}" for k in after} or "too few held-out rows to measure"
+        print(f"{recipe.run_name}: cosine similarity {similarity}; {metrics['train_seconds']:.1f} s")
     return 0
 
 

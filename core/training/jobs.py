@@ -51,7 +51,7 @@ def submit(recipe: Recipe) -> runs.RunInfo:
             start_new_session=True,
         )
     _children.append(process)
-    folder.write_status(pid=process.pid, command=" ".join(command))
+    (folder.path / runs.WORKER_PID).write_text(str(process.pid))
     return runs.get_run(recipe.run_name)
 
 
@@ -76,7 +76,7 @@ def cancel(name: str) -> bool:
         (folder / runs.CANCEL_FLAG).touch()
     except OSError:
         return False  # it finished and was renamed just now
-    pid = status.get("pid")
+    pid = runs.worker_pid(status, folder)
     if pid and pid != os.getpid() and runs.pid_alive(pid):
         try:
             os.killpg(int(pid), signal.SIGTERM)
@@ -101,7 +101,7 @@ def _first_in_line(name: str) -> bool:
     waiting = []
     for folder in settings.runs_dir().glob(".*.partial"):
         status = runs.read_json(folder / runs.STATUS) or {}
-        if status.get("state") == "queued" and not runs.process_gone(status):
+        if status.get("state") == "queued" and not runs.process_gone(status, folder):
             waiting.append((float(status.get("queued_at") or 0), folder.name[1 : -len(".partial")]))
     return not waiting or min(waiting)[1] == name
 

@@ -27,6 +27,8 @@ ACTIVE_STATES = ("queued", "running")
 ENDED_STATES = ("cancelled", "failed")
 STATES = ACTIVE_STATES + ("done",) + ENDED_STATES
 STATUS, RECIPE, METRICS, LOG, CANCEL_FLAG = "status.json", "recipe.json", "metrics.json", "train.log", "cancel"
+# Written by the launcher, not status.json: two processes merging into one file could lose each other's fields.
+WORKER_PID = "worker.pid"
 MAX_LOSS_POINTS = 400
 # A folder just created by the launcher may not have its worker's pid yet.
 PID_GRACE_SECONDS = 30.0
@@ -78,9 +80,19 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def process_gone(status: dict) -> bool:
+def worker_pid(status: dict, folder: Path | None = None) -> int | None:
+    """The worker's pid: its own record in status.json, else the one its launcher wrote to worker.pid."""
+    if status.get("pid"):
+        return int(status["pid"])
+    try:
+        return int((folder / WORKER_PID).read_text()) if folder is not None else None
+    except (OSError, ValueError):
+        return None
+
+
+def process_gone(status: dict, folder: Path | None = None) -> bool:
     """True when an active run's worker no longer exists."""
-    pid = status.get("pid")
+    pid = worker_pid(status, folder)
     if pid:
         return not pid_alive(pid)
     return time.time() - float(status.get("queued_at") or 0) > PID_GRACE_SECONDS
@@ -215,7 +227,7 @@ def settle_dead_runs() -> None:
         return
     for folder in root.glob(".*.partial"):
         status = read_json(folder / STATUS) or {}
-        if status.get("state") in ACTIVE_STATES and process_gone(status):
+        if status.get("state") in ACTIVE_STATES and process_gone(status, folder):
             run = RunFolder(folder.name[1 : -len(".partial")])
             try:
                 run.end("failed", "the training process ended without finishing (crashed or killed); see the log")
