@@ -748,6 +748,7 @@ def run_experiment(spec: ExperimentSpec, progress=None, should_stop: StopCheck =
     from core.training import finetune
 
     data = prepare(spec)
+    write_state(spec.name, runner_pid=os.getpid())  # a page can then see this process die, or ask it to stop
     try:
         for arm in ARMS:
             report = None if progress is None else (lambda d, t, arm=arm: progress(arm, d, t))
@@ -857,12 +858,14 @@ def cancel_experiment(name: str) -> None:
     for arm in ARMS:
         cancel(spec.run_name(arm))
     state = read_state(name)
-    pid = state.get("evaluator_pid")
-    if pid and pid != os.getpid() and pid_alive(pid):
-        try:
-            os.killpg(int(pid), signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+    # The page's scorer leads its own process group; a command-line run gets the signal alone (SignalStop).
+    for key, kill in (("evaluator_pid", os.killpg), ("runner_pid", os.kill)):
+        pid = state.get(key)
+        if pid and pid != os.getpid() and pid_alive(pid):
+            try:
+                kill(int(pid), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
     if state.get("state") in ("training", "evaluating"):
         write_state(name, state="cancelled", phase="cancelled", error="cancelled by the user")
 
@@ -894,13 +897,19 @@ def experiment_status(name: str) -> ExperimentStatus:
     state = info.get("state", "training")
     runs = {arm: get_run(spec.run_name(arm)) for arm in ARMS}
     result = load_result(name)
+    owner = info.get("evaluator_pid") or info.get("runner_pid")
+    ended = [(arm, r) for arm, r in runs.items() if r is not None and r.state in ("failed", "cancelled")]
     if result is not None:
         state = "done"
-    elif state in ("training", "evaluating") and info.get("evaluator_pid") and process_gone({"pid": info["evaluator_pid"]}):
-        # The scorer died without saying why (killed, machine restarted).
+    elif state in ("training", "evaluating") and owner and process_gone({"pid": owner}):
+        # The process driving the experiment died without saying why (killed, machine restarted).
         state = "failed"
         info = write_state(name, state="failed", phase="failed",
-                           error=info.get("error") or "the scoring process ended without finishing; see evaluate.log")
+                           error=info.get("error") or "the experiment's process ended without finishing; see evaluate.log")
+    elif state in ("training", "evaluating") and ended:
+        arm, run = ended[0]
+        state = run.state
+        info = write_state(name, state=state, phase=state, error=f"run {run.name} {run.state}: {run.error}")
     return ExperimentStatus(spec, state, runs, info, result)
 
 
