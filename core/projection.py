@@ -230,6 +230,7 @@ def _variance_share(moments: _Moments, components: np.ndarray) -> np.ndarray:
 
 def _tsne(x: np.ndarray, seed: int, perplexity: float | None) -> np.ndarray:
     from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
 
     n = len(x)
     if n < 4:
@@ -237,7 +238,10 @@ def _tsne(x: np.ndarray, seed: int, perplexity: float | None) -> np.ndarray:
     # scikit-learn requires perplexity < n; about n/3 keeps a short sentence from collapsing to a ring.
     perplexity = min(perplexity or 30.0, max(1.0, (n - 1) / 3))
     tsne = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed, max_iter=500)
-    return tsne.fit_transform(np.asarray(x, dtype=np.float64))
+    # One thread: for a few hundred tokens OpenMP's threads only wait on each other, and on a busy machine that
+    # waiting took 85 s instead of 0.8 s for 7 layers x 40 tokens (bench/RESULTS.md).
+    with threadpool_limits(limits=1):
+        return tsne.fit_transform(np.asarray(x, dtype=np.float64))
 
 
 def project_vectors(

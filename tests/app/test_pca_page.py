@@ -165,7 +165,10 @@ def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows, chart_spe
 
     tokens, states = hidden_states(minilm_dir, text)
     n = len(tokens)
-    expected = TSNE(n_components=2, perplexity=(n - 1) / 3, init="pca", random_state=0, max_iter=500).fit_transform(
-        states[2].astype(np.float32).astype(np.float64)
-    )
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        expected = TSNE(n_components=2, perplexity=(n - 1) / 3, init="pca", random_state=0, max_iter=500).fit_transform(
+            states[2].astype(np.float32).astype(np.float64)
+        )
     np.testing.assert_allclose(plotted(chart_rows(at, 0, dataset=0))[1], expected, atol=1e-3)
