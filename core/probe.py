@@ -36,6 +36,7 @@ from core.progress import ProgressCallback, StopCheck, check_stop
 from core.treebank import Sentence, tree_distances
 
 PUNCT = "PUNCT"
+VECTOR_BUDGET_BYTES = 1 << 30
 DSPR_LENGTHS = (5, 50)
 # Hewitt & Manning (2019): BERT-base, layer 7, probe rank 64-128 (their rank sweep levels off at UUAS .799),
 # on the Penn Treebank with Stanford Dependencies, not UD EWT, so the marker is a landmark rather than a target.
@@ -521,29 +522,38 @@ def probe_layers(
 ) -> ProbeResult:
     """Train and evaluate a distance probe on each layer (default: all, 0 = embeddings). Layers already in
     the cache are read back; the rest share one forward pass over the treebank. progress(done, total) counts
-    sentences encoded plus epochs trained."""
+    sentences encoded plus epochs trained. Memory: word vectors of up to ~1 GiB of layers at a time."""
     layers = list(range(lm.num_layers + 1)) if layers is None else [int(x) for x in layers]
     found = {layer: _load_cached(_cache_key(lm, layer, data, probe_settings)) if use_cache else None for layer in layers}
     todo = [layer for layer in layers if found[layer] is None]
-    if todo:
-        n_sentences = len(data.train) + len(data.eval)
-        total = n_sentences + probe_settings.epochs * len(todo)
-        report = (lambda done, _t: progress(done, total)) if progress else None
-        vectors = sentence_vectors(lm, [*data.train, *data.eval], todo, progress=report, should_stop=should_stop)
+    if not todo:
+        return ProbeResult(lm.ref, data.name, probe_settings, tuple(found[layer] for layer in layers))
+    sentences = [*data.train, *data.eval]
+    n_words = sum(len(s) for s in sentences)
+    # Word vectors of several layers are held at once; past the budget, the treebank is encoded again per group.
+    per_pass = max(1, int(VECTOR_BUDGET_BYTES // max(1, n_words * lm.hidden_size * 4)))
+    groups = [todo[i : i + per_pass] for i in range(0, len(todo), per_pass)]
+    total = len(sentences) * len(groups) + probe_settings.epochs * len(todo)
+    done = 0
+    train_distances = [tree_distances(s.heads).astype(np.float32) for s in data.train]
+    for group in groups:
+        base = done
+        report = (lambda d, _t, b=base: progress(b + d, total)) if progress else None
+        vectors = sentence_vectors(lm, sentences, group, progress=report, should_stop=should_stop)
+        done += len(sentences)
         train_keep = [i for i in range(len(data.train)) if vectors[i] is not None]
         eval_keep = [i for i in range(len(data.eval)) if vectors[len(data.train) + i] is not None]
         if len(train_keep) < 2 or not eval_keep:
             raise ProbeError(f"{lm.ref} cannot read enough of {data.name}: its sentences are longer than the model takes.")
-        train_distances = [tree_distances(data.train[i].heads).astype(np.float32) for i in train_keep]
         eval_sentences = [data.eval[i] for i in eval_keep]
-        for k, layer in enumerate(todo):
+        for k, layer in enumerate(group):
             check_stop(should_stop)
-            train_vectors = [vectors[i][k] for i in train_keep]
-            done_before = n_sentences + k * probe_settings.epochs
-            epoch_report = (lambda e, _t, base=done_before: progress(base + e, total)) if progress else None
+            epoch_report = (lambda e, _t, b=done: progress(b + e, total)) if progress else None
             projection, train_loss, stop_loss = train_probe(
-                train_vectors, train_distances, probe_settings, device=lm.device, progress=epoch_report, should_stop=should_stop,
+                [vectors[i][k] for i in train_keep], [train_distances[i] for i in train_keep], probe_settings,
+                device=lm.device, progress=epoch_report, should_stop=should_stop,
             )
+            done += probe_settings.epochs
             eval_vectors = [vectors[len(data.train) + i][k] for i in eval_keep]
             score_uuas, score_dspr, eval_loss = evaluate_probe(projection, eval_vectors, eval_sentences)
             probe = LayerProbe(layer, score_uuas, score_dspr, eval_loss, projection, train_loss, stop_loss, len(train_keep), len(eval_keep))
