@@ -145,7 +145,7 @@ def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridi
                fmt: str = ".3f") -> alt.Chart:
     """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures)."""
     if diverging:
-        bound = float(np.nanmax(np.abs(frame[name].to_numpy()))) or 1e-9
+        bound = max(float(np.nanmax(np.abs(frame[name].to_numpy()))), 0.01)
         scale = alt.Scale(scheme="redblue", domain=[-bound, bound], domainMid=0)
     else:
         scale = alt.Scale(scheme=scheme)
@@ -371,7 +371,8 @@ def ablation_part() -> None:
         if sample.run_accuracy is not None and sample.complete:
             m2.metric("Run's own metrics.json", f"{sample.run_accuracy:.3f}")
         best = np.unravel_index(np.nanargmax(result.head_delta), result.head_delta.shape)
-        m3.metric("Best single-head removal", f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
+        label = "Best single-head removal" if result.head_delta[best] > 0 else "Least harmful removal"
+        m3.metric(label, f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
         frame = grid_frame(result.head_delta, "accuracy change")
         heat = grid_chart(frame, "accuracy change", f"Accuracy change with one head disabled ({result.mode})",
                           diverging=True, fmt="+.3f")
