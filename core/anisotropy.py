@@ -219,20 +219,20 @@ def alignment_uniformity(embeddings: np.ndarray, pairs: np.ndarray, t: float = 2
 
 def merge_pieces(hidden_states: np.ndarray, word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """hidden_states [L+1, T, D], word_ids [T] (-1 = special) -> (vectors [U, L+1, D] float32,
-    first_token [U]): one unit per word (its pieces averaged), plus one per special token if asked."""
-    unit_of: dict[tuple[str, int], int] = {}
-    rows, cols = [], []
-    for t, w in enumerate(word_ids):
-        if w < 0 and not include_special:
-            continue
-        key = ("word", int(w)) if w >= 0 else ("special", t)
-        rows.append(unit_of.setdefault(key, len(unit_of)))
-        cols.append(t)
-    weights = np.zeros((len(unit_of), len(word_ids)), dtype=np.float32)
-    weights[rows, cols] = 1.0
-    first_token = np.array([weights[u].nonzero()[0][0] for u in range(len(unit_of))], dtype=np.int64)
-    weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
-    return np.einsum("ut,ltd->uld", weights, hidden_states, optimize=True).astype(np.float32), first_token
+    first_token [U]): one unit per word (its pieces averaged), plus one per special token if asked.
+
+    A word's pieces are consecutive tokens, so each unit is a run of kept tokens with one label."""
+    word_ids = np.asarray(word_ids)
+    kept = np.flatnonzero((word_ids >= 0) | include_special)
+    if len(kept) == 0:
+        return np.zeros((0, hidden_states.shape[0], hidden_states.shape[2]), dtype=np.float32), kept
+    # Label each kept token by its word, or by its own position when special (never merged).
+    labels = np.where(word_ids[kept] >= 0, word_ids[kept], -1 - kept)
+    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    sizes = np.diff(np.r_[starts, len(kept)])
+    sums = np.add.reduceat(hidden_states[:, kept], starts, axis=1)  # [L+1, U, D]
+    vectors = (sums / sizes[None, :, None]).transpose(1, 0, 2)
+    return np.ascontiguousarray(vectors, dtype=np.float32), kept[starts]
 
 
 def sentence_units(encoding, include_special: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
@@ -362,7 +362,10 @@ def corpus_unit_keys(tokenizer, sentences: Sequence[str], max_length: int, inclu
 
 @dataclass
 class _RunningSums:
-    """Everything the pass keeps: fixed-size arrays whose size depends on the model and settings only."""
+    """Everything the pass keeps: fixed-size arrays whose size depends on the model and settings only.
+
+    Sentences wait in `pending` (at most ~512 words) and are folded in together, so the numpy work per
+    sentence is a few array operations on a whole chunk rather than dozens of small calls."""
 
     n_layers: int
     dim: int
@@ -370,15 +373,10 @@ class _RunningSums:
     wanted: dict[int, list[tuple[int, int]]]  # sentence -> [(position in sentence, slot in `sampled`)]
     n_slots: int
     alignment_sentences: dict[int, int]
-    total: np.ndarray = field(init=False)
-    within: np.ndarray = field(init=False)
     count_units: int = 0
     count_within: int = 0
-    intra_sum: np.ndarray = field(init=False)
     intra_count: int = 0
     shift: np.ndarray | None = None
-    moment1: np.ndarray = field(init=False)
-    moment2: np.ndarray = field(init=False)
     pending: list = field(default_factory=list)
     pending_rows: int = 0
 
@@ -395,33 +393,18 @@ class _RunningSums:
         self.embeddings = np.zeros((len(self.alignment_sentences), *shape), dtype=np.float32)
 
     def add(self, sentence: int, keys: tuple[str, ...], vectors: np.ndarray) -> None:
+        """keys [n], vectors [n, L+1, D] of one sentence."""
         n = len(keys)
         if n == 0:
             return
-        u = unit_length(vectors)
-        part = u.sum(axis=0)
-        self.total += part
-        self.within += np.einsum("ld,ld->l", part, part)
-        self.count_units += n
-        self.count_within += n * n
-        if n >= 2:
-            self.intra_sum += intra_sentence_similarity(vectors)
-            self.intra_count += 1
         for position, slot in self.wanted.get(sentence, ()):
             self.sampled[slot] = vectors[position]
-        seen: set[str] = set()
-        for k, key in enumerate(keys):
-            row = self.tracked.get(key)
-            if row is not None and key not in seen:  # one context per sentence
-                seen.add(key)
-                self.word_sums[row] += u[k]
-                self.word_counts[row] += 1
         if sentence in self.alignment_sentences:
             self.embeddings[self.alignment_sentences[sentence]] = vectors.mean(axis=0)
         if self.shift is None:
             # Shifting by a typical vector keeps float32 moments accurate despite BERT's large mean.
-            self.shift = vectors.mean(axis=0)
-        self.pending.append(vectors)
+            self.shift = vectors.mean(axis=0).astype(np.float32)
+        self.pending.append((keys, vectors))
         self.pending_rows += n
         if self.pending_rows >= 512:
             self.flush()
@@ -429,9 +412,50 @@ class _RunningSums:
     def flush(self) -> None:
         if not self.pending:
             return
-        x = np.concatenate(self.pending) - self.shift  # [n, L, D]
-        self.moment1 += x.sum(axis=0, dtype=np.float64)
-        self.moment2 += np.matmul(x.transpose(1, 2, 0), x.transpose(1, 0, 2))
+        x = np.concatenate([v for _, v in self.pending]).astype(np.float32, copy=False)  # [n, L, D]
+        sizes = np.array([len(k) for k, _ in self.pending])
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        sentence_of = np.repeat(np.arange(len(sizes)), sizes)
+        norms = np.sqrt(np.einsum("nld,nld->nl", x, x))[..., None]
+        u = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+        self.total += u.sum(axis=0, dtype=np.float64)
+        per_sentence = np.add.reduceat(u, starts, axis=0, dtype=np.float64)  # [s, L, D]
+        self.within += np.einsum("sld,sld->l", per_sentence, per_sentence)
+        self.count_units += int(sizes.sum())
+        self.count_within += int((sizes**2).sum())
+
+        # Intra-sentence: cosine of each word with its sentence's mean vector (sentences of >= 2 words).
+        centres = np.add.reduceat(x, starts, axis=0, dtype=np.float64)
+        centres /= np.maximum(np.linalg.norm(centres, axis=-1, keepdims=True), 1e-30)
+        cosines = np.einsum("nld,nld->nl", u, centres[sentence_of])
+        means = np.add.reduceat(cosines, starts, axis=0) / sizes[:, None]
+        self.intra_sum += means[sizes >= 2].sum(axis=0)
+        self.intra_count += int((sizes >= 2).sum())
+
+        # Tracked words: first occurrence in each sentence only (one context per sentence).
+        rows, types = [], []
+        for start, (keys, _) in zip(starts, self.pending):
+            seen: set[str] = set()
+            for k, key in enumerate(keys):
+                row = self.tracked.get(key)
+                if row is not None and key not in seen:
+                    seen.add(key)
+                    rows.append(start + k)
+                    types.append(row)
+        if rows:
+            from scipy.sparse import csr_matrix
+
+            unique, inverse = np.unique(types, return_inverse=True)
+            onehot = csr_matrix((np.ones(len(rows)), (inverse, np.arange(len(rows)))), shape=(len(unique), len(rows)))
+            self.word_sums[unique] += (onehot @ u[rows].reshape(len(rows), -1)).reshape(len(unique), *x.shape[1:])
+            np.add.at(self.word_counts, types, 1)
+
+        shifted = x - self.shift
+        self.moment1 += shifted.sum(axis=0, dtype=np.float64)
+        for layer in range(self.n_layers):
+            block = np.ascontiguousarray(shifted[:, layer])  # contiguous [n, D]: one BLAS call
+            self.moment2[layer] += block.T @ block
         self.pending, self.pending_rows = [], 0
 
     def covariance(self) -> np.ndarray:
@@ -504,7 +528,8 @@ def measure_corpus(
     random_cosine = np.einsum("pld,pld->l", u[slot_of[:, 0]], u[slot_of[:, 1]]) / len(pairs)
     exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
     n = sums.word_counts[:, None].astype(np.float64)
-    squared = np.einsum("wld,wld->wl", sums.word_sums.astype(np.float64), sums.word_sums.astype(np.float64))
+    word_sums = sums.word_sums.astype(np.float64)
+    squared = np.einsum("wld,wld->wl", word_sums, word_sums)
     word_self = (squared - n) / (n * (n - 1)) if len(n) else np.zeros((0, sums.n_layers))
     self_sim = word_self.mean(axis=0) if len(n) else np.full(sums.n_layers, np.nan)
     intra = sums.intra_sum / sums.intra_count if sums.intra_count else np.full(sums.n_layers, np.nan)
