@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.common import export_buttons, intro, model_ref
 from core import bias
 from core.datasets import DataUnavailable
-from core.models import pick_device
+from core.models import ModelUnavailable, pick_device
 
 P = "bias."
 ARM_TITLES = {"full": "full (all data)", "biased": "biased (words removed)", "control": "control (as many removed at random)"}
@@ -70,9 +70,9 @@ for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_lim
     st.session_state.setdefault(P + key, value)
 
 c1, c2, c3 = st.columns(3)
-c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), use_container_width=True)
-c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), use_container_width=True)
-c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quick_demo, use_container_width=True)
+c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), width="stretch")
+c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), width="stretch")
+c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quick_demo, width="stretch")
 
 # ---- the words and what they match -------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ if matches is not None:
         .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(matches.per_word)), tooltip=["word", "training pairs"])
         .properties(height=alt.Step(22))
     )
-    st.altair_chart(word_chart, use_container_width=True)
+    st.altair_chart(word_chart, width="stretch")
     export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
     if shown:
         st.markdown("**Some training pairs that would be removed**")
@@ -151,7 +151,7 @@ if launched:
         )
         with st.spinner("Writing the three training sets…"):
             bias.launch(spec)
-    except (ValueError, DataUnavailable) as err:
+    except (ValueError, DataUnavailable, ModelUnavailable) as err:
         st.error(str(err))
     else:
         st.session_state[P + "experiment"] = spec.name
@@ -250,12 +250,12 @@ accuracy_chart = alt.layer(
     ),
     base.mark_rule(color="black", strokeWidth=1.5).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
 ).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
-st.altair_chart(accuracy_chart, use_container_width=True)
+st.altair_chart(accuracy_chart, width="stretch")
 export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
 
 shown_table = table[["run", "slice", "n", "accuracy", "ci_low", "ci_high", "macro_f1"] + [f"f1_{l}" for l in result.labels]]
 st.dataframe(shown_table.style.format({c: "{:.4f}" for c in shown_table.columns if c not in ("run", "slice", "n")}),
-             hide_index=True, use_container_width=True)
+             hide_index=True, width="stretch")
 
 differences = bias.difference_frame(result)
 d = {(row.comparison, row.slice): row for row in differences.itertuples()}
@@ -271,7 +271,7 @@ if with_key in d and ("control-full", "with_words") in d:
     )
 points = differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")}).rename(
     columns={"difference": "accuracy difference (points)", "ci_low": "95 % low", "ci_high": "95 % high"})
-st.dataframe(points.style.format({c: "{:+.2f}" for c in points.columns[2:]}), hide_index=True, use_container_width=True)
+st.dataframe(points.style.format({c: "{:+.2f}" for c in points.columns[2:]}), hide_index=True, width="stretch")
 export_buttons(None, differences, f"{name}_differences", P + "export.differences")
 
 st.markdown("#### Per-class F1")
@@ -323,7 +323,7 @@ flip_chart = (
             color=alt.Color("run:N", scale=ARM_COLOURS, legend=None), tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
     .properties(height=alt.Step(28))
 )
-st.altair_chart(flip_chart, use_container_width=True)
+st.altair_chart(flip_chart, width="stretch")
 st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
 export_buttons(flip_chart, flips, f"{name}_flips", P + "export.flips")
 flip_arm = st.radio("Flipped examples of run", bias.ARMS, key=P + "flip_arm", horizontal=True)
@@ -333,6 +333,6 @@ except DataUnavailable as err:
     st.warning(f"The test data is missing, so flipped examples cannot be shown: {err}")
     examples = []
 if examples:
-    st.dataframe(pd.DataFrame(examples), hide_index=True, use_container_width=True)
+    st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
 else:
     st.caption("No prediction of this run changed under the swaps.")

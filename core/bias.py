@@ -617,7 +617,12 @@ def _read_json(path: Path) -> dict | None:
 
 
 def prepare(spec: ExperimentSpec) -> ExperimentData:
-    """Write spec.json and the three data files (train rows, then the test rows as split "test")."""
+    """Write spec.json and the three data files (train rows, then the test rows as split "test").
+
+    Checks first that the model can be had (raises ModelUnavailable), so a bad name fails before any run."""
+    from core.models import download
+
+    download(spec.model)
     folder = experiment_dir(spec.name)
     if (folder / "spec.json").exists():
         raise ValueError(f"An experiment named '{spec.name}' already exists in {experiments_dir()}; pick another name.")

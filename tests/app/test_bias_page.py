@@ -122,3 +122,13 @@ def test_launch_then_cancel(make_app, minilm_dir, data_dir):
     assert bias.experiment_status(name).state == "cancelled"
     at.run()
     assert any("cancelled" in e.value for e in at.error)
+
+
+def test_unknown_model_is_refused_before_any_run(make_app, minilm_dir, data_dir):
+    from core import settings
+
+    at = open_page(make_app, "no-such-model-here", train_limit=60, test_limit=20)
+    next(b for b in at.button if b.label == "Launch full, biased and control").click().run()
+    assert not at.exception, at.exception
+    assert any("no-such-model-here" in e.value for e in at.error)
+    assert bias.list_experiments() == [] and not any(settings.runs_dir().glob("*"))
