@@ -9,7 +9,9 @@
 2. On the page, moving the layer slider only slices the cached projection and draws it. Baseline: what a
    rerun without caching would do (encode the 3 "bank" sentences with MiniLM + joint PCA). Candidate: the
    per-move work (projection_frame for one layer + building the altair spec).
-Prints ratios; the figures go in bench/RESULTS.md.
+3. t-SNE, 7 layers x 40 tokens x 384: scikit-learn with its default OpenMP threads against one thread (what
+   core.projection does).
+Prints ratios; the figures go in bench/RESULTS.md. `--only tsne` runs part 3 alone.
 """
 
 from __future__ import annotations
@@ -60,7 +62,11 @@ def peak_mib(fn) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["tsne"], default=None)
     args = parser.parse_args()
+    if args.only == "tsne":
+        bench_tsne(args.repeats)
+        return
 
     rng = np.random.default_rng(0)
     layers, tokens, dim = 13, 2600, 768
@@ -105,6 +111,27 @@ def main() -> None:
     print("slider move on the page (3 'bank' sentences, MiniLM, joint PCA):")
     print(f"  uncached rerun (encode + project): {base * 1000:8.1f} ms")
     print(f"  cached slider move (slice + chart): {cand * 1000:8.1f} ms")
+    print(f"  ratio x{base / cand:.1f}")
+    bench_tsne(args.repeats)
+
+
+def bench_tsne(repeats: int) -> None:
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    x = np.random.default_rng(0).normal(size=(7, 40, 384))
+
+    def tsne_default_threads():
+        return [TSNE(perplexity=13, init="pca", random_state=0, max_iter=500).fit_transform(layer) for layer in x]
+
+    def tsne_one_thread():
+        with threadpool_limits(limits=1):
+            return tsne_default_threads()
+
+    base, cand = paired(tsne_default_threads, tsne_one_thread, repeats)
+    print("t-SNE, 7 layers x 40 tokens x 384:")
+    print(f"  default OpenMP threads: {base * 1000:8.1f} ms")
+    print(f"  one thread:             {cand * 1000:8.1f} ms")
     print(f"  ratio x{base / cand:.1f}")
 
 
