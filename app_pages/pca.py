@@ -38,6 +38,7 @@ METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer",
 BACKGROUND_NAMES = {"none": "None: fit on these sentences", "builtin": "Built-in sentences", "snli": "SNLI (100 dev pairs)"}
 COLOUR_NAMES = {"sentence": "Sentence", "segment": "Segment (A/B)", "word": "A chosen word"}
 SNLI_PAIRS = 100
+TSNE_SEED = 0
 OTHER = "other words"
 
 BANK_SENTENCES = re.split(r"(?<=\.)\s+", EXAMPLES["“bank”: river / money / verb"][0])
@@ -95,8 +96,9 @@ method = row[0].segmented_control(
 colour = row[1].segmented_control("Colour by", list(COLOUR_NAMES), format_func=COLOUR_NAMES.get, key="pca.colour") or "sentence"
 if method == "tsne":
     background = "none"
-    seed = row[2].number_input("t-SNE seed", min_value=0, max_value=10_000, value=0, step=1, key="pca.seed",
-        help="t-SNE has no fixed map to place new tokens in, so it takes no background corpus.",
+    row[2].caption(
+        "t-SNE starts from the PCA picture with a fixed seed, so the same sentences always give the same map. "
+        "It has no fixed map to place new tokens in, so it takes no background corpus."
     )
 else:
     background = row[2].selectbox(
@@ -104,7 +106,6 @@ else:
         help="Fit the PCA on many ordinary sentences and project yours into that space, instead of letting your "
         "few sentences define the axes.",
     )
-    seed = 0
 toggles = st.columns(3)
 hide_special = toggles[0].toggle("Hide special tokens", key="pca.hide_special", help="[CLS], [SEP]; left out of the fit too")
 hide_punct = toggles[1].toggle("Hide punctuation", key="pca.hide_punct", help="Left out of the fit too")
@@ -174,7 +175,7 @@ def projection_for(ref: str) -> LayerProjection:
     if background != "none":
         vectors = encode_background(ref, background, not hide_special, not hide_punct)
     key = background if vectors is not None else "none"
-    return cached_projection(ref, tuple(items), method, not hide_special, not hide_punct, key, int(seed), vectors)
+    return cached_projection(ref, tuple(items), method, not hide_special, not hide_punct, key, TSNE_SEED, vectors)
 
 
 current_model()  # shows the loading error and stops the page if the sidebar's model is unavailable

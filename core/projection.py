@@ -237,6 +237,8 @@ def _tsne(x: np.ndarray, seed: int, perplexity: float | None) -> np.ndarray:
         raise ValueError(f"t-SNE needs at least 4 tokens; got {n}. Add words or use PCA.")
     # scikit-learn requires perplexity < n; about n/3 keeps a short sentence from collapsing to a ring.
     perplexity = min(perplexity or 30.0, max(1.0, (n - 1) / 3))
+    # PCA initialisation keeps the map's orientation stable from layer to layer; with it the seed only reaches
+    # the initial PCA's randomized solver, so results hardly depend on it, but they are exactly reproducible.
     tsne = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed, max_iter=500)
     # One thread: for a few hundred tokens OpenMP's threads only wait on each other, and on a busy machine that
     # waiting took 85 s instead of 0.8 s for 7 layers x 40 tokens (bench/RESULTS.md).
