@@ -453,9 +453,12 @@ class _RunningSums:
 
         shifted = x - self.shift
         self.moment1 += shifted.sum(axis=0, dtype=np.float64)
-        for layer in range(self.n_layers):
-            block = np.ascontiguousarray(shifted[:, layer])  # contiguous [n, D]: one BLAS call
-            self.moment2[layer] += block.T @ block
+        # torch's batched matmul runs on the same thread pool as the forward pass and was ~3x faster here
+        # than numpy's OpenBLAS competing with it for the cores.
+        import torch
+
+        blocks = torch.from_numpy(np.ascontiguousarray(shifted.transpose(1, 0, 2)))  # [L, n, D]
+        self.moment2 += torch.bmm(blocks.transpose(1, 2), blocks).numpy()
         self.pending, self.pending_rows = [], 0
 
     def covariance(self) -> np.ndarray:
