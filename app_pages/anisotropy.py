@@ -119,6 +119,9 @@ st.session_state.setdefault(P + "models", [sidebar_model])
 st.session_state[P + "models"] = [m for m in st.session_state[P + "models"] if m in options] or [sidebar_model]
 models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
                         "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.")
+if not models:
+    st.info("Pick at least one model to measure.")
+    st.stop()
 
 # --- corpus -------------------------------------------------------------------------------------------------
 st.session_state.setdefault(P + "source", SOURCES[0])
