@@ -229,6 +229,8 @@ def merge_pieces(hidden_states: np.ndarray, word_ids: np.ndarray, include_specia
     # Label each kept token by its word, or by its own position when special (never merged).
     labels = np.where(word_ids[kept] >= 0, word_ids[kept], -1 - kept)
     starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+    if len(starts) == len(kept):  # no word split into pieces: nothing to average
+        return np.ascontiguousarray(hidden_states[:, kept].transpose(1, 0, 2), dtype=np.float32), kept
     sizes = np.diff(np.r_[starts, len(kept)])
     sums = np.add.reduceat(hidden_states[:, kept], starts, axis=1)  # [L+1, U, D]
     vectors = (sums / sizes[None, :, None]).transpose(1, 0, 2)
@@ -419,17 +421,20 @@ class _RunningSums:
         norms = np.sqrt(np.einsum("nld,nld->nl", x, x))[..., None]
         u = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
-        self.total += u.sum(axis=0, dtype=np.float64)
-        per_sentence = np.add.reduceat(u, starts, axis=0, dtype=np.float64)  # [s, L, D]
+        from scipy.sparse import csr_matrix
+
+        # Sums per sentence as one sparse [sentences, words] product (faster than reduceat here).
+        member = csr_matrix((np.ones(len(x)), (sentence_of, np.arange(len(x)))), shape=(len(sizes), len(x)))
+        per_sentence = (member @ u.reshape(len(x), -1)).reshape(len(sizes), *x.shape[1:])  # [s, L, D] float64
+        self.total += per_sentence.sum(axis=0)
         self.within += np.einsum("sld,sld->l", per_sentence, per_sentence)
         self.count_units += int(sizes.sum())
         self.count_within += int((sizes**2).sum())
 
-        # Intra-sentence: cosine of each word with its sentence's mean vector (sentences of >= 2 words).
-        centres = np.add.reduceat(x, starts, axis=0, dtype=np.float64)
+        # Intra-sentence: mean over words of cos(word, sentence mean) = (sum of unit words) . unit(mean) / n.
+        centres = (member @ x.reshape(len(x), -1)).reshape(per_sentence.shape)
         centres /= np.maximum(np.linalg.norm(centres, axis=-1, keepdims=True), 1e-30)
-        cosines = np.einsum("nld,nld->nl", u, centres[sentence_of])
-        means = np.add.reduceat(cosines, starts, axis=0) / sizes[:, None]
+        means = np.einsum("sld,sld->sl", per_sentence, centres) / sizes[:, None]
         self.intra_sum += means[sizes >= 2].sum(axis=0)
         self.intra_count += int((sizes >= 2).sum())
 
@@ -444,8 +449,6 @@ class _RunningSums:
                     rows.append(start + k)
                     types.append(row)
         if rows:
-            from scipy.sparse import csr_matrix
-
             unique, inverse = np.unique(types, return_inverse=True)
             onehot = csr_matrix((np.ones(len(rows)), (inverse, np.arange(len(rows)))), shape=(len(unique), len(rows)))
             self.word_sums[unique] += (onehot @ u[rows].reshape(len(rows), -1)).reshape(len(unique), *x.shape[1:])
