@@ -292,6 +292,8 @@ def patterns_view(survey: hd.HeadSurvey) -> None:
     for k, p in enumerate(hd.PATTERNS):
         table[p] = counts[..., k].ravel()
     export_buttons(combined, table, "head-pattern-types", P + "pattern_export")
+    with st.expander("Counts per head and type (table)"):
+        st.dataframe(table, hide_index=True, key=P + "pattern_table")
     if survey.examples:
         st.markdown("**Example maps of each type** (rows: queries, columns: keys)")
         for pattern in hd.PATTERNS:
@@ -469,6 +471,8 @@ def change_part() -> None:
     st.caption(f"Per head: cosine similarity of the flattened maps of A and B on the same input, averaged over "
                f"{change.n_examples} inputs (Kovaleva et al., Fig. 5). Lower = changed more. Layer means: {by_layer}.")
     export_buttons(chart, frame, "attention-change", P + "change_export")
+    with st.expander("Most changed heads (table)"):
+        st.dataframe(frame.sort_values("cosine").head(20), hide_index=True, key=P + "change_table")
 
 
 # ---- syntactic heads ---------------------------------------------------------------------------------------
