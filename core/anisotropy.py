@@ -530,8 +530,9 @@ def measure_corpus(
         sums.add(index, unit_keys, vectors)
     sums.flush()
 
-    u = unit_length(sums.sampled)
-    random_cosine = np.einsum("pld,pld->l", u[slot_of[:, 0]], u[slot_of[:, 1]]) / len(pairs)
+    # float32 on purpose: the sample is the largest array the pass holds; the mean is summed in float64.
+    u = sums.sampled / np.maximum(np.linalg.norm(sums.sampled, axis=-1, keepdims=True), 1e-30)
+    random_cosine = np.einsum("pld,pld->l", u[slot_of[:, 0]], u[slot_of[:, 1]], dtype=np.float64) / len(pairs)
     exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
     n = sums.word_counts[:, None].astype(np.float64)
     word_sums = sums.word_sums.astype(np.float64)
