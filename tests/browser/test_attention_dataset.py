@@ -14,9 +14,11 @@ TAB = "Heads over a dataset"
 ATTENTION_PAGE = Path(__file__).resolve().parents[2] / "app_pages" / "attention.py"
 
 
+@pytest.mark.skipif(
+    "attention_dataset" not in ATTENTION_PAGE.read_text(),
+    reason=f"app_pages/attention.py has no '{TAB}' tab yet (it should call app_pages.attention_dataset.render())",
+)
 def test_heads_over_a_dataset(page, app_url, data_dir):
-    if "attention_dataset" not in ATTENTION_PAGE.read_text():
-        pytest.skip(f"app_pages/attention.py has no '{TAB}' tab yet (it calls app_pages.attention_dataset.render())")
     page.goto(f"{app_url}/attention")
     wait_for_app(page)
     page.get_by_role("tab", name=TAB).click()
