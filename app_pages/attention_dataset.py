@@ -571,7 +571,7 @@ def render() -> None:
     )
     columns = st.columns(len(EXAMPLES))
     for column, (label, settings) in zip(columns, EXAMPLES.items()):
-        column.button(label, key=f"{P}example.{label}", on_click=use_example, args=(settings,), use_container_width=True)
+        column.button(label, key=f"{P}example.{label}", on_click=use_example, args=(settings,), width="stretch")
     part = st.segmented_control("Part", PARTS, key=P + "part") or PARTS[0]
     if part in ("Statistics", "Pattern types"):
         survey_part(part)
