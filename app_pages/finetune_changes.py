@@ -197,7 +197,7 @@ def similarity_chart(frame: pd.DataFrame, base: str) -> alt.Chart:
             x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
             y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
             color=alt.Color("model:N", title="compared model"),
-            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values())),
+            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()), legend=alt.Legend(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)),
             tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
         )
         .properties(width="container", height=320)
@@ -223,8 +223,8 @@ def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.La
         text=alt.Text("value:Q", format=".2f"),
         color=alt.condition(alt.datum.value > 0.6, alt.value("black"), alt.value("white")),
     )
-    size = max(240, min(560, 36 * frame["layer_b"].nunique()))
-    return alt.layer(cells, labels).properties(width=size, height=size)
+    size = max(320, min(640, 44 * frame["layer_a"].nunique() + 120))  # axis titles and labels take ~120 px
+    return alt.layer(cells, labels).properties(width="container", height=size)
 
 
 def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
@@ -244,7 +244,7 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.L
             x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
             y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
             color=alt.Color("model:N", title="model"),
-            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL]),
+            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL], legend=alt.Legend(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)),
             tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
         )
     )
@@ -255,7 +255,7 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.L
         layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color="grey").encode(y="value:Q"))
         layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=True, color="grey").encode(
             x="layer:Q", y="value:Q", tooltip=["label"]))
-        layers.append(alt.Chart(ref).mark_text(align="left", dx=8, dy=-8, color="grey", fontSize=11).encode(
+        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color="grey", fontSize=11).encode(
             x="layer:Q", y="value:Q", text="label:N"))
     return alt.layer(*layers).properties(width="container", height=300, title=f"{metric} per layer (evaluation sentences)")
 
@@ -375,7 +375,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
     result = next(r for r in results if r.model_b == chosen)
     cframe = cross_frame(result, measure)
     heat = cross_chart(cframe, result, measure)
-    st.altair_chart(heat, width="content")
+    st.altair_chart(heat, width="stretch")
     st.caption("A bright diagonal means each layer kept its place; brightness off the diagonal means a layer of B "
                "now looks like another layer of A.")
     export_buttons(heat, cframe, f"cross-layer-{measure}", key=P + "export.cross")
