@@ -2,7 +2,8 @@
 
     python bench/anisotropy.py [--small 1000] [--large 10000] [--repeats 3]
 
-Sentences: the shortest unique SNLI train sentences (local data folder), the small set a prefix of the large.
+Sentences: unique SNLI train sentences of 6-10 words (local data folder), seeded; the small set is a prefix of
+the large one, so both have the same length mix.
 Throughput: measure_corpus vs a raw batched forward on the same sentences (same order: shortest first, same
 batch size 32; tokenizer + model(**batch), last hidden state only), run alternately, medians; target >= 0.9.
 Memory: one fresh process per corpus size runs only measure_corpus; prints its peak RSS (ru_maxrss) and the
@@ -34,11 +35,15 @@ BATCH = 32
 
 
 def bench_sentences(n: int) -> corpora.Corpus:
-    pool = corpora.from_dataset("snli", "train", limit=None).sentences
-    shortest = sorted(pool, key=lambda s: (len(s), s))[:n]
-    if len(shortest) < n:
-        raise SystemExit(f"only {len(shortest)} SNLI train sentences available, asked for {n}")
-    return corpora.from_items(shortest, f"{n} short SNLI sentences")
+    """n short SNLI train sentences (6-10 words), seeded order; a smaller n is a prefix of a larger one, with
+    the same length mix, so memory differences come from corpus size and not from longer batches."""
+    import random
+
+    pool = sorted(s for s in corpora.from_dataset("snli", "train", limit=None).sentences if 6 <= len(s.split()) <= 10)
+    random.Random(0).shuffle(pool)
+    if len(pool) < n:
+        raise SystemExit(f"only {len(pool)} short SNLI train sentences available, asked for {n}")
+    return corpora.from_items(pool[:n], f"{n} short SNLI sentences")
 
 
 def raw_forward(lm, sentences: list[str]) -> None:
