@@ -535,8 +535,7 @@ def measure_corpus(
     random_cosine = np.einsum("pld,pld->l", u[slot_of[:, 0]], u[slot_of[:, 1]], dtype=np.float64) / len(pairs)
     exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
     n = sums.word_counts[:, None].astype(np.float64)
-    word_sums = sums.word_sums.astype(np.float64)
-    squared = np.einsum("wld,wld->wl", word_sums, word_sums)
+    squared = np.einsum("wld,wld->wl", sums.word_sums, sums.word_sums, dtype=np.float64)  # no float64 copy
     word_self = (squared - n) / (n * (n - 1)) if len(n) else np.zeros((0, sums.n_layers))
     self_sim = word_self.mean(axis=0) if len(n) else np.full(sums.n_layers, np.nan)
     intra = sums.intra_sum / sums.intra_count if sums.intra_count else np.full(sums.n_layers, np.nan)
