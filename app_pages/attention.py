@@ -21,84 +21,91 @@ intro(
     "to look at, and the lines and squares below show how strongly.",
     "Pick a layer and heads for a close look, or open the model view to see all heads at once and click one.",
 )
-example_buttons(EXAMPLES, key="attention.examples")
+sentence_tab, dataset_tab = st.tabs(["One sentence", "Heads over a dataset"])
+with dataset_tab:
+    # Drawn first: the one-sentence part below may st.stop() (e.g. no sentence yet).
+    from app_pages.attention_dataset import render as render_heads_over_dataset
 
-text_a, text_b = sentences()
-if not text_a:
-    st.info("Type a sentence in the sidebar (and optionally a second one), or pick an example above.")
-    st.stop()
+    render_heads_over_dataset()
+with sentence_tab:
+    example_buttons(EXAMPLES, key="attention.examples")
 
-current_model()  # shows the loading error and stops the page if the model is unavailable
-encoding = cached_encoding(model_ref(), text_a, text_b)
-if encoding.truncated:
-    st.warning(
-        f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
-        f"{encoding.n_truncated} tokens were cut off and are not shown."
+    text_a, text_b = sentences()
+    if not text_a:
+        st.info("Type a sentence in the sidebar (and optionally a second one), or pick an example above.")
+        st.stop()
+
+    current_model()  # shows the loading error and stops the page if the model is unavailable
+    encoding = cached_encoding(model_ref(), text_a, text_b)
+    if encoding.truncated:
+        st.warning(
+            f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
+            f"{encoding.n_truncated} tokens were cut off and are not shown."
+        )
+
+    n_layers, n_heads = encoding.attentions.shape[:2]
+    st.session_state.setdefault("attention.layer", min(n_layers - 1, 2))
+    st.session_state.setdefault("attention.heads", [0])
+    # A model with fewer layers/heads than the last one: keep the choice in range.
+    st.session_state["attention.layer"] = min(st.session_state["attention.layer"], n_layers - 1)
+    st.session_state["attention.heads"] = [h for h in st.session_state["attention.heads"] if h < n_heads] or [0]
+
+
+    def open_clicked_head() -> None:
+        """Model view click: show that head in the head view."""
+        picked = st.session_state["attention.model_view"].selection.get(charts.MODEL_VIEW_SELECTION) or []
+        if picked:
+            st.session_state["attention.layer"] = int(picked[0]["layer"])
+            st.session_state["attention.heads"] = [int(picked[0]["head"])]
+            st.session_state["attention.mode"] = "Head view"
+
+
+    st.session_state.setdefault("attention.mode", "Head view")
+    mode = st.segmented_control("View", ["Head view", "Model view"], key="attention.mode") or "Head view"
+
+    if mode == "Model view":
+        st.caption(
+            f"All {n_layers} layers × {n_heads} heads. Each square is one head's attention (rows: from, columns: to; "
+            "darker = more). Click a square to open it in the head view."
+        )
+        grid = charts.model_view_grid(encoding.attentions)
+        st.altair_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
+        export_buttons(grid, None, "model_view", key="attention.export_grid")
+        st.stop()
+
+    controls = st.columns([1, 2, 1])
+    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer")
+    heads = controls[1].multiselect(
+        "Heads (several are averaged)", list(range(n_heads)), key="attention.heads", placeholder="Pick heads"
     )
+    pair_filter = "all"
+    if encoding.is_pair:
+        pair_filter = controls[2].selectbox(
+            "Sentence filter", PAIR_FILTERS, key="attention.filter", help="A→B: how sentence A's words look at sentence B."
+        )
+    options = st.columns(3)
+    hide_special = options[0].toggle("Hide [CLS]/[SEP]", key="attention.hide_special")
+    word_level = options[1].toggle("Whole words", key="attention.word_level")
+    style = options[2].radio("Draw as", ["Lines", "Heatmap"], key="attention.style", horizontal=True)
 
-n_layers, n_heads = encoding.attentions.shape[:2]
-st.session_state.setdefault("attention.layer", min(n_layers - 1, 2))
-st.session_state.setdefault("attention.heads", [0])
-# A model with fewer layers/heads than the last one: keep the choice in range.
-st.session_state["attention.layer"] = min(st.session_state["attention.layer"], n_layers - 1)
-st.session_state["attention.heads"] = [h for h in st.session_state["attention.heads"] if h < n_heads] or [0]
+    if not heads:
+        st.info("Pick at least one head.")
+        st.stop()
 
+    view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special, word_level=word_level)
+    notes = []
+    if len(heads) > 1:
+        notes.append(f"average of heads {', '.join(map(str, heads))}")
+    if hide_special:
+        notes.append("special tokens hidden and each row rescaled to sum to 1 over the tokens left")
+    if word_level:
+        notes.append("word pieces merged: attention *to* a word is summed over its pieces, *from* a word averaged")
+    if pair_filter != "all":
+        notes.append(f"only {pair_filter} shown, not rescaled (a row's sum is the share that goes to that sentence)")
+    if notes:
+        st.caption("; ".join(notes).capitalize() + ".")
 
-def open_clicked_head() -> None:
-    """Model view click: show that head in the head view."""
-    picked = st.session_state["attention.model_view"].selection.get(charts.MODEL_VIEW_SELECTION) or []
-    if picked:
-        st.session_state["attention.layer"] = int(picked[0]["layer"])
-        st.session_state["attention.heads"] = [int(picked[0]["head"])]
-        st.session_state["attention.mode"] = "Head view"
-
-
-st.session_state.setdefault("attention.mode", "Head view")
-mode = st.segmented_control("View", ["Head view", "Model view"], key="attention.mode") or "Head view"
-
-if mode == "Model view":
-    st.caption(
-        f"All {n_layers} layers × {n_heads} heads. Each square is one head's attention (rows: from, columns: to; "
-        "darker = more). Click a square to open it in the head view."
-    )
-    grid = charts.model_view_grid(encoding.attentions)
-    st.altair_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
-    export_buttons(grid, None, "model_view", key="attention.export_grid")
-    st.stop()
-
-controls = st.columns([1, 2, 1])
-layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer")
-heads = controls[1].multiselect(
-    "Heads (several are averaged)", list(range(n_heads)), key="attention.heads", placeholder="Pick heads"
-)
-pair_filter = "all"
-if encoding.is_pair:
-    pair_filter = controls[2].selectbox(
-        "Sentence filter", PAIR_FILTERS, key="attention.filter", help="A→B: how sentence A's words look at sentence B."
-    )
-options = st.columns(3)
-hide_special = options[0].toggle("Hide [CLS]/[SEP]", key="attention.hide_special")
-word_level = options[1].toggle("Whole words", key="attention.word_level")
-style = options[2].radio("Draw as", ["Lines", "Heatmap"], key="attention.style", horizontal=True)
-
-if not heads:
-    st.info("Pick at least one head.")
-    st.stop()
-
-view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special, word_level=word_level)
-notes = []
-if len(heads) > 1:
-    notes.append(f"average of heads {', '.join(map(str, heads))}")
-if hide_special:
-    notes.append("special tokens hidden and each row rescaled to sum to 1 over the tokens left")
-if word_level:
-    notes.append("word pieces merged: attention *to* a word is summed over its pieces, *from* a word averaged")
-if pair_filter != "all":
-    notes.append(f"only {pair_filter} shown, not rescaled (a row's sum is the share that goes to that sentence)")
-if notes:
-    st.caption("; ".join(notes).capitalize() + ".")
-
-title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
-chart = charts.head_view_lines(view, title) if style == "Lines" else charts.attention_heatmap(view, title)
-st.altair_chart(chart, key="attention.chart")
-export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
+    title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    chart = charts.head_view_lines(view, title) if style == "Lines" else charts.attention_heatmap(view, title)
+    st.altair_chart(chart, key="attention.chart")
+    export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")

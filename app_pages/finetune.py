@@ -71,203 +71,210 @@ intro(
     "Start a run (or the ready-made “remove the last layer” experiment), watch its loss fall, then pick finished "
     "runs to compare their accuracy, per-class scores and mistakes, and to classify the sidebar's sentences.",
 )
+runs_tab, changes_tab = st.tabs(["Runs", "What fine-tuning changes"])
+with changes_tab:
+    # Drawn first: the runs part below may st.stop() (e.g. no finished run yet).
+    from app_pages.finetune_changes import render as render_changes
 
-model_names = list(dict.fromkeys([model_ref(), *[e.name for e in available_models()]]))
-model_names = [m for m in model_names if m]
+    render_changes()
+with runs_tab:
 
-# ---- launch -------------------------------------------------------------------------------------------
+    model_names = list(dict.fromkeys([model_ref(), *[e.name for e in available_models()]]))
+    model_names = [m for m in model_names if m]
 
-with st.expander("Start a run", expanded=not list_runs(), icon=":material/play_arrow:"):
-    st.button("Quick example: SNLI, 2,000 pairs, 1 epoch", key=K + "quick", on_click=use_quick_example)
-    with st.form(K + "form"):
-        c1, c2, c3 = st.columns(3)
-        model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True)
-        task = c2.selectbox("Task", [*BUILTIN_TASKS, FILE_TASK], key=K + "task",
-                            format_func=lambda t: TASK_TITLES.get(t, "My file (CSV/JSONL, below)"))
-        objective = c3.selectbox(
-            "Objective", ["classify", "simcse-unsup", "simcse-sup"], key=K + "objective",
-            format_func={"classify": "Classification (cross-entropy)", "simcse-unsup": "SimCSE, unsupervised",
-                         "simcse-sup": "SimCSE, supervised (pairs)"}.get,
-        )
-        upload = st.file_uploader(
-            "My file: CSV or JSONL with columns text, label and optionally text_b (and split: train/test)",
-            type=["csv", "tsv", "jsonl", "json"], key=K + "upload",
-        )
-        c1, c2, c3, c4 = st.columns(4)
-        run_name = c1.text_input("Run name", key=K + "run_name", placeholder="e.g. minilm-snli")
-        train_limit = c2.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "train_limit")
-        eval_limit = c3.number_input("Evaluation examples (0 = all)", 0, 10_000_000, 1000, step=500, key=K + "eval_limit")
-        epochs = c4.number_input("Epochs", 1, 50, 2, key=K + "epochs")
-        c1, c2, c3, c4 = st.columns(4)
-        lr = c1.number_input("Learning rate", 1e-7, 1e-2, 5e-5, format="%.1e", key=K + "lr")
-        batch_size = c2.number_input("Batch size", 1, 1024, 32, key=K + "batch_size")
-        max_length = c3.number_input("Max tokens", 16, 512, 128, step=16, key=K + "max_length")
-        seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key=K + "seed")
-        c1, c2, c3, c4 = st.columns(4)
-        head = c1.radio("Head", ["linear", "mlp"], key=K + "head", horizontal=True,
-                        format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
-        drop = c2.number_input("Drop last K layers", 0, 47, 0, key=K + "drop")
-        freeze_layers = c3.number_input("Freeze lowest N layers", 0, 48, 0, key=K + "freeze_layers")
-        freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
-        if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
-            try:
-                if task == FILE_TASK and upload is None:
-                    raise ValueError("Task 'my file' needs a file: upload a CSV or JSONL above.")
-                recipe = Recipe(
-                    model=model or "", task=save_upload(upload) if task == FILE_TASK else task,
-                    run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
-                    objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
-                    max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
-                    seed=int(seed), head=head, drop_last_layers=int(drop), freeze_layers=int(freeze_layers),
-                    freeze_embeddings=bool(freeze_embeddings),
-                )
-            except ValueError as err:
-                st.error(str(err))
-            else:
-                launch([recipe])
+    # ---- launch -------------------------------------------------------------------------------------------
 
-with st.expander("Ready-made experiment: remove the last layer (the slides' “remove layer 12”)", icon=":material/layers_clear:"):
-    st.markdown(
-        "The CS4650 slides fine-tuned BERT-base on SNLI and on drug reviews with and without its 12th (last) layer "
-        "and found almost the same accuracy for ~8 % less training time. This launches the same recipe twice, "
-        "with all layers and without the last one. By default both runs use the **same head**, so only depth "
-        "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces."
-    )
-    st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
-    c1, c2, c3, c4 = st.columns(4)
-    preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
-    preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
-    preset_limit = c3.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "preset_limit")
-    preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs")
-    as_slides = st.checkbox("As in the slides: linear head with all layers, MLP head without the last layer "
-                            "(depth and head change together)", key=K + "preset_as_slides")
-    if st.button("Launch both runs", key=K + "preset_go", icon=":material/compare_arrows:"):
-        stem = f"{(preset_model or 'model').split('/')[-1]}-{preset_task}-{time.strftime('%H%M%S')}"
-        base = Recipe(model=preset_model or "", task=preset_task, run_name=f"{stem}-all-layers",
-                      train_limit=int(preset_limit) or None, eval_limit=2000, epochs=int(preset_epochs), head="linear")
-        launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
-                                   head="mlp" if as_slides else "linear")])
-
-# ---- live progress ------------------------------------------------------------------------------------
-
-
-def live_runs() -> None:
-    """Progress of queued and running runs; polled every 2 s by a fragment while any run is active."""
-    runs = list_runs()
-    active = [r for r in runs if r.state in ("queued", "running")]
-    was_active = set(st.session_state.get(K + "active", []))
-    st.session_state[K + "active"] = [r.name for r in active]
-    if was_active - {r.name for r in active}:
-        st.rerun(scope="app")  # a run just ended: refresh the tables below
-    if not active:
-        return
-    st.subheader("In progress")
-    for r in active:
-        s = r.status
-        c1, c2 = st.columns([4, 1])
-        if r.state == "queued":
-            c1.write(f"**{r.name}** — waiting (position {queue_position(r.name) or '?'} in the queue)")
-        else:
-            eta = s.get("eta_seconds")
-            c1.progress(
-                r.progress_fraction(),
-                text=f"**{r.name}** — {s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps') or '?'}, "
-                f"epoch {s.get('epoch', 1)}/{s.get('epochs') or r.recipe.get('epochs')}, "
-                f"loss {s.get('loss') or float('nan'):.4f}, {s.get('examples_per_second') or 0:.1f} examples/s"
-                + (f", about {eta:.0f} s left" if eta is not None else ""),
+    with st.expander("Start a run", expanded=not list_runs(), icon=":material/play_arrow:"):
+        st.button("Quick example: SNLI, 2,000 pairs, 1 epoch", key=K + "quick", on_click=use_quick_example)
+        with st.form(K + "form"):
+            c1, c2, c3 = st.columns(3)
+            model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True)
+            task = c2.selectbox("Task", [*BUILTIN_TASKS, FILE_TASK], key=K + "task",
+                                format_func=lambda t: TASK_TITLES.get(t, "My file (CSV/JSONL, below)"))
+            objective = c3.selectbox(
+                "Objective", ["classify", "simcse-unsup", "simcse-sup"], key=K + "objective",
+                format_func={"classify": "Classification (cross-entropy)", "simcse-unsup": "SimCSE, unsupervised",
+                             "simcse-sup": "SimCSE, supervised (pairs)"}.get,
             )
-        if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/stop:"):
-            cancel(r.name)
-            st.toast(f"Asked {r.name} to stop.")
-        frame = report.loss_frame(s, r.name)
-        if len(frame) > 1:
-            st.altair_chart(report.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
+            upload = st.file_uploader(
+                "My file: CSV or JSONL with columns text, label and optionally text_b (and split: train/test)",
+                type=["csv", "tsv", "jsonl", "json"], key=K + "upload",
+            )
+            c1, c2, c3, c4 = st.columns(4)
+            run_name = c1.text_input("Run name", key=K + "run_name", placeholder="e.g. minilm-snli")
+            train_limit = c2.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "train_limit")
+            eval_limit = c3.number_input("Evaluation examples (0 = all)", 0, 10_000_000, 1000, step=500, key=K + "eval_limit")
+            epochs = c4.number_input("Epochs", 1, 50, 2, key=K + "epochs")
+            c1, c2, c3, c4 = st.columns(4)
+            lr = c1.number_input("Learning rate", 1e-7, 1e-2, 5e-5, format="%.1e", key=K + "lr")
+            batch_size = c2.number_input("Batch size", 1, 1024, 32, key=K + "batch_size")
+            max_length = c3.number_input("Max tokens", 16, 512, 128, step=16, key=K + "max_length")
+            seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key=K + "seed")
+            c1, c2, c3, c4 = st.columns(4)
+            head = c1.radio("Head", ["linear", "mlp"], key=K + "head", horizontal=True,
+                            format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
+            drop = c2.number_input("Drop last K layers", 0, 47, 0, key=K + "drop")
+            freeze_layers = c3.number_input("Freeze lowest N layers", 0, 48, 0, key=K + "freeze_layers")
+            freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
+            if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
+                try:
+                    if task == FILE_TASK and upload is None:
+                        raise ValueError("Task 'my file' needs a file: upload a CSV or JSONL above.")
+                    recipe = Recipe(
+                        model=model or "", task=save_upload(upload) if task == FILE_TASK else task,
+                        run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
+                        objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
+                        max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
+                        seed=int(seed), head=head, drop_last_layers=int(drop), freeze_layers=int(freeze_layers),
+                        freeze_embeddings=bool(freeze_embeddings),
+                    )
+                except ValueError as err:
+                    st.error(str(err))
+                else:
+                    launch([recipe])
+
+    with st.expander("Ready-made experiment: remove the last layer (the slides' “remove layer 12”)", icon=":material/layers_clear:"):
+        st.markdown(
+            "The CS4650 slides fine-tuned BERT-base on SNLI and on drug reviews with and without its 12th (last) layer "
+            "and found almost the same accuracy for ~8 % less training time. This launches the same recipe twice, "
+            "with all layers and without the last one. By default both runs use the **same head**, so only depth "
+            "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces."
+        )
+        st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
+        c1, c2, c3, c4 = st.columns(4)
+        preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
+        preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
+        preset_limit = c3.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "preset_limit")
+        preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs")
+        as_slides = st.checkbox("As in the slides: linear head with all layers, MLP head without the last layer "
+                                "(depth and head change together)", key=K + "preset_as_slides")
+        if st.button("Launch both runs", key=K + "preset_go", icon=":material/compare_arrows:"):
+            stem = f"{(preset_model or 'model').split('/')[-1]}-{preset_task}-{time.strftime('%H%M%S')}"
+            base = Recipe(model=preset_model or "", task=preset_task, run_name=f"{stem}-all-layers",
+                          train_limit=int(preset_limit) or None, eval_limit=2000, epochs=int(preset_epochs), head="linear")
+            launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
+                                       head="mlp" if as_slides else "linear")])
+
+    # ---- live progress ------------------------------------------------------------------------------------
 
 
-any_active = any(r.state in ("queued", "running") for r in list_runs())
-# Poll only while something runs: an idle page stays still (a run started from a terminal shows on Refresh).
-st.fragment(run_every="2s" if any_active else None)(live_runs)()
-if not any_active:
-    st.button("Refresh", key=K + "refresh", icon=":material/refresh:", help="Look for runs started elsewhere")
+    def live_runs() -> None:
+        """Progress of queued and running runs; polled every 2 s by a fragment while any run is active."""
+        runs = list_runs()
+        active = [r for r in runs if r.state in ("queued", "running")]
+        was_active = set(st.session_state.get(K + "active", []))
+        st.session_state[K + "active"] = [r.name for r in active]
+        if was_active - {r.name for r in active}:
+            st.rerun(scope="app")  # a run just ended: refresh the tables below
+        if not active:
+            return
+        st.subheader("In progress")
+        for r in active:
+            s = r.status
+            c1, c2 = st.columns([4, 1])
+            if r.state == "queued":
+                c1.write(f"**{r.name}** — waiting (position {queue_position(r.name) or '?'} in the queue)")
+            else:
+                eta = s.get("eta_seconds")
+                c1.progress(
+                    r.progress_fraction(),
+                    text=f"**{r.name}** — {s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps') or '?'}, "
+                    f"epoch {s.get('epoch', 1)}/{s.get('epochs') or r.recipe.get('epochs')}, "
+                    f"loss {s.get('loss') or float('nan'):.4f}, {s.get('examples_per_second') or 0:.1f} examples/s"
+                    + (f", about {eta:.0f} s left" if eta is not None else ""),
+                )
+            if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/stop:"):
+                cancel(r.name)
+                st.toast(f"Asked {r.name} to stop.")
+            frame = report.loss_frame(s, r.name)
+            if len(frame) > 1:
+                st.altair_chart(report.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
 
-# ---- finished runs ------------------------------------------------------------------------------------
 
-runs = list_runs()
-st.subheader("Runs")
-if not runs:
-    st.info("No runs yet. Start one above, or from a terminal: "
-            "`python -m core finetune --model all-MiniLM-L6-v2 --task snli --run my-run --train-limit 2000`.")
-    st.stop()
-table = report.runs_table(runs)
-st.dataframe(
-    table, hide_index=True, width="stretch",
-    column_config={"accuracy": st.column_config.NumberColumn(format="%.3f"),
-                   "macro F1": st.column_config.NumberColumn(format="%.3f"),
-                   "train seconds": st.column_config.NumberColumn(format="%.1f"),
-                   "examples/s": st.column_config.NumberColumn(format="%.1f")},
-)
-export_buttons(None, table, "runs", key=K + "runs_export")
+    any_active = any(r.state in ("queued", "running") for r in list_runs())
+    # Poll only while something runs: an idle page stays still (a run started from a terminal shows on Refresh).
+    st.fragment(run_every="2s" if any_active else None)(live_runs)()
+    if not any_active:
+        st.button("Refresh", key=K + "refresh", icon=":material/refresh:", help="Look for runs started elsewhere")
 
-for r in runs:
-    if r.state in ("failed", "cancelled"):
-        with st.expander(f"{r.name}: {r.state} — {r.error or ''}", icon=":material/error:"):
-            st.code(r.log_tail or "(no log)", language=None)
+    # ---- finished runs ------------------------------------------------------------------------------------
 
-done = [r for r in runs if r.state == "done"]
-if not done:
-    st.stop()
-names = [r.name for r in done]
-st.session_state[K + "compare"] = [n for n in st.session_state.get(K + "compare", []) if n in names] or names[-2:]
-selected_names = st.multiselect("Compare runs", names, key=K + "compare")
-selected = [r for r in done if r.name in selected_names]
-if not selected:
-    st.info("Pick one or more finished runs to compare.")
-    st.stop()
+    runs = list_runs()
+    st.subheader("Runs")
+    if not runs:
+        st.info("No runs yet. Start one above, or from a terminal: "
+                "`python -m core finetune --model all-MiniLM-L6-v2 --task snli --run my-run --train-limit 2000`.")
+        st.stop()
+    table = report.runs_table(runs)
+    st.dataframe(
+        table, hide_index=True, width="stretch",
+        column_config={"accuracy": st.column_config.NumberColumn(format="%.3f"),
+                       "macro F1": st.column_config.NumberColumn(format="%.3f"),
+                       "train seconds": st.column_config.NumberColumn(format="%.1f"),
+                       "examples/s": st.column_config.NumberColumn(format="%.1f")},
+    )
+    export_buttons(None, table, "runs", key=K + "runs_export")
 
-st.subheader("Side by side")
-comparison = report.compare_table(selected)
-st.dataframe(comparison, width="stretch")
-export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")
+    for r in runs:
+        if r.state in ("failed", "cancelled"):
+            with st.expander(f"{r.name}: {r.state} — {r.error or ''}", icon=":material/error:"):
+                st.code(r.log_tail or "(no log)", language=None)
 
-classifiers = [r for r in selected if r.metrics.get("accuracy") is not None]
-if classifiers:
-    f1 = report.f1_chart(classifiers)
-    st.altair_chart(f1, width="stretch")
-    export_buttons(f1, report.f1_frame(classifiers), "f1-per-class", key=K + "f1_export")
-    st.markdown("**Confusion matrices** (rows: true class, columns: predicted; colour: share of the row)")
-    confusion = report.confusion_chart(classifiers)
-    st.altair_chart(confusion)
-    export_buttons(confusion, pd.concat([report.confusion_frame(r) for r in classifiers]), "confusion", key=K + "confusion_export")
+    done = [r for r in runs if r.state == "done"]
+    if not done:
+        st.stop()
+    names = [r.name for r in done]
+    st.session_state[K + "compare"] = [n for n in st.session_state.get(K + "compare", []) if n in names] or names[-2:]
+    selected_names = st.multiselect("Compare runs", names, key=K + "compare")
+    selected = [r for r in done if r.name in selected_names]
+    if not selected:
+        st.info("Pick one or more finished runs to compare.")
+        st.stop()
 
-loss_all = pd.concat([report.loss_frame(r.metrics, r.name) for r in selected])
-if len(loss_all):
-    chart = report.loss_chart(loss_all)
-    st.altair_chart(chart, width="stretch")
-    export_buttons(chart, loss_all, "training-loss", key=K + "loss_export")
+    st.subheader("Side by side")
+    comparison = report.compare_table(selected)
+    st.dataframe(comparison, width="stretch")
+    export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")
 
-# ---- predict ------------------------------------------------------------------------------------------
+    classifiers = [r for r in selected if r.metrics.get("accuracy") is not None]
+    if classifiers:
+        f1 = report.f1_chart(classifiers)
+        st.altair_chart(f1, width="stretch")
+        export_buttons(f1, report.f1_frame(classifiers), "f1-per-class", key=K + "f1_export")
+        st.markdown("**Confusion matrices** (rows: true class, columns: predicted; colour: share of the row)")
+        confusion = report.confusion_chart(classifiers)
+        st.altair_chart(confusion)
+        export_buttons(confusion, pd.concat([report.confusion_frame(r) for r in classifiers]), "confusion", key=K + "confusion_export")
 
-st.subheader("Classify the sidebar's sentences")
-example_buttons({k: v for k, v in EXAMPLES.items() if v[1]}, key=K + "examples")
-text_a, text_b = sentences()
-if not classifiers:
-    st.caption("The selected runs are contrastive encoders with no classifier head; pick a classification run.")
-elif not text_a:
-    st.info("Type a sentence (and for pair tasks a second one) in the sidebar, or pick an example above.")
-else:
-    names, labels, probabilities = [], [], []
-    for r in classifiers:
-        try:
-            classes, probs = cached_prediction(r.name, str(r.metrics.get("finished_at")), text_a, text_b)
-        except ModelUnavailable as err:
-            st.error(str(err))
-            continue
-        names.append(r.name)
-        labels.append(classes)
-        probabilities.append(probs)
-    if names:
-        frame = report.probabilities_frame(names, labels, probabilities)
-        chart = report.probabilities_chart(frame)
+    loss_all = pd.concat([report.loss_frame(r.metrics, r.name) for r in selected])
+    if len(loss_all):
+        chart = report.loss_chart(loss_all)
         st.altair_chart(chart, width="stretch")
-        st.dataframe(frame.pivot(index="run", columns="class", values="probability"), width="stretch")
-        export_buttons(chart, frame, "predictions", key=K + "predict_export")
+        export_buttons(chart, loss_all, "training-loss", key=K + "loss_export")
+
+    # ---- predict ------------------------------------------------------------------------------------------
+
+    st.subheader("Classify the sidebar's sentences")
+    example_buttons({k: v for k, v in EXAMPLES.items() if v[1]}, key=K + "examples")
+    text_a, text_b = sentences()
+    if not classifiers:
+        st.caption("The selected runs are contrastive encoders with no classifier head; pick a classification run.")
+    elif not text_a:
+        st.info("Type a sentence (and for pair tasks a second one) in the sidebar, or pick an example above.")
+    else:
+        names, labels, probabilities = [], [], []
+        for r in classifiers:
+            try:
+                classes, probs = cached_prediction(r.name, str(r.metrics.get("finished_at")), text_a, text_b)
+            except ModelUnavailable as err:
+                st.error(str(err))
+                continue
+            names.append(r.name)
+            labels.append(classes)
+            probabilities.append(probs)
+        if names:
+            frame = report.probabilities_frame(names, labels, probabilities)
+            chart = report.probabilities_chart(frame)
+            st.altair_chart(chart, width="stretch")
+            st.dataframe(frame.pivot(index="run", columns="class", values="probability"), width="stretch")
+            export_buttons(chart, frame, "predictions", key=K + "predict_export")
