@@ -9,7 +9,7 @@ import pytest
 
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
 
-CHART = '[data-testid="stVegaLiteChart"]'
+CHART = '[data-testid="stVegaLiteChart"]:visible'  # the Runs tab's charts are in the DOM too, hidden
 RUN = "minilm-random-copy"
 
 
@@ -38,7 +38,7 @@ def open_tab(page, app_url) -> None:
 
 
 def set_number(page, label: str, value: int) -> None:
-    field = page.get_by_label(label, exact=True)
+    field = page.get_by_label(label, exact=True).filter(visible=True).first  # the Runs tab has an "Epochs" too
     field.fill(str(value))
     field.press("Enter")
     wait_for_app(page)
