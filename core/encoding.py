@@ -86,7 +86,7 @@ def _split(item: TextInput) -> tuple[str, str | None]:
     return text_a, text_b
 
 
-def _tokenize_one(tokenizer, text_a: str, text_b: str | None, max_length: int):
+def tokenize_one(tokenizer, text_a: str, text_b: str | None, max_length: int):
     """A tokenizers.Encoding for one input, truncated to max_length, plus its untruncated length."""
     full = tokenizer(text_a, text_b, add_special_tokens=True, truncation=False, verbose=False)
     n_full = len(full["input_ids"])
@@ -96,7 +96,7 @@ def _tokenize_one(tokenizer, text_a: str, text_b: str | None, max_length: int):
     return cut.encodings[0], n_full
 
 
-def _alignment(enc, text_a: str, text_b: str | None):
+def token_alignment(enc, text_a: str, text_b: str | None):
     """segment_ids, special_mask, global word_ids and word strings from a tokenizers.Encoding."""
     sequence_ids = enc.sequence_ids
     local_words = enc.word_ids
@@ -149,7 +149,7 @@ def encode_stream(
     tokenizer = lm.tokenizer
     max_length = min(max_length or lm.max_length, lm.max_length)
     split = [_split(item) for item in inputs]
-    tokenized = [_tokenize_one(tokenizer, a, b, max_length) for a, b in split]
+    tokenized = [tokenize_one(tokenizer, a, b, max_length) for a, b in split]
     order = sorted(range(len(split)), key=lambda i: len(tokenized[i][0].ids))
     uses_type_ids = "token_type_ids" in tokenizer.model_input_names
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -179,7 +179,7 @@ def encode_stream(
             n = lengths[row]
             e = encs[row]
             text_a, text_b = split[i]
-            segment, special, word_ids, words = _alignment(e, text_a, text_b)
+            segment, special, word_ids, words = token_alignment(e, text_a, text_b)
             yield i, Encoding(
                 text_a=text_a,
                 text_b=text_b,

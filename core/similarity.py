@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.encoding import _alignment, _tokenize_one, encode_stream
+from core.encoding import token_alignment, tokenize_one, encode_stream
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -179,8 +179,8 @@ def similarity_from_vectors(a: np.ndarray, b: np.ndarray, model_a: str = "A", mo
 # --- from models ---------------------------------------------------------------------------------------------
 def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     """How `encode` splits a sentence into words for this model, and whether it fits the model's length."""
-    enc, n_full = _tokenize_one(lm.tokenizer, text, None, lm.max_length)
-    return _alignment(enc, text, None)[3], n_full <= lm.max_length
+    enc, n_full = tokenize_one(lm.tokenizer, text, None, lm.max_length)
+    return token_alignment(enc, text, None)[3], n_full <= lm.max_length
 
 
 def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int = DEFAULT_MAX_WORDS) -> tuple[list[str], int]:
