@@ -13,7 +13,6 @@ A queued/running folder whose process is gone (killed, machine restarted) is set
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import settings
+from core.files import read_json, write_json_atomic
+from core.jobs import pid_alive
 from core.training.recipe import Recipe
 
 ACTIVE_STATES = ("queued", "running")
@@ -48,36 +49,6 @@ def ended_dir(name: str, state: str) -> Path:
 
 def final_dir(name: str) -> Path:
     return settings.runs_dir() / name
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Readers (the page polling status.json) never see half a file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
-
-
-def read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited child nobody has waited for yet is a zombie: it still answers kill(pid, 0)
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def worker_pid(status: dict, folder: Path | None = None) -> int | None:

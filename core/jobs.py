@@ -1,0 +1,374 @@
+"""One runner for every long piece of work: corpus passes, sweeps, probes, projections, training, bias experiments.
+
+    from core import jobs
+    job = jobs.submit("anisotropy", {"model": ref}, partial(measure_corpus, lm, corpus, settings))
+    jobs.status(job.id)     # JobRecord: state, done / total, unit, message, error
+    jobs.cancel(job.id)     # the work sees should_stop() == True at its next check and raises Cancelled
+    jobs.wait(job.id).state == "done"; job.result
+
+`work(progress, should_stop)` is a plain core function: `progress(done, total, message=None)` reports, and
+`should_stop()` is polled between batches (core.progress.check_stop raises Cancelled). It runs either
+
+- in a thread of this process (the default): closures are fine and `job.result` holds what `work` returned;
+- in its own process (`process=True`, for training and bias experiments, so a crash never takes the server
+  down and a page reload never kills it): `work` must be a module-level function or a `functools.partial` of
+  one with JSON-serialisable arguments. The child runs `python -m core.jobs JOB_ID` in a new session; a result
+  with `to_json()` (or a plain dict) is saved as result.json.
+
+Every job leaves a durable record, written only by the job itself, in `settings.cache_dir()/jobs/ID/`:
+
+    record.json   {id, kind, params, state, done, total, unit, message, error, pid, process,
+                   created_at, started_at, finished_at, updated_at}
+    work.json     process jobs: the function and its arguments
+    output.log    process jobs: the child's stdout and stderr
+    result.json   process jobs: the result's to_json(), when it has one
+    cancel        present once a cancel was asked for
+
+state is queued | running | done | failed | cancelled. Reading never writes: a record left "queued" or "running"
+by a process that no longer exists (killed, crashed, server restarted) is *reported* as "killed".
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from core import settings
+from core.files import read_json, write_json_atomic
+from core.progress import Cancelled
+
+ACTIVE_STATES = ("queued", "running")
+ENDED_STATES = ("done", "failed", "cancelled", "killed")
+RECORD, WORK, LOG, RESULT, CANCEL = "record.json", "work.json", "output.log", "result.json", "cancel"
+WRITE_EVERY_SECONDS = 0.5  # progress reaches the disk at most this often (the in-memory state is always current)
+KEEP_RECORDS = 200  # older finished job folders are pruned when a new job starts
+KILLED_MESSAGE = "the job's process ended without finishing (killed, crashed or the server restarted)"
+
+
+def jobs_dir() -> Path:
+    return settings.cache_dir() / "jobs"
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # an exited child nobody has waited for yet is a zombie: it still answers kill(pid, 0)
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a reader knows of one job (from this process's live state, or from record.json).
+
+    done / total count `unit`s (total 0 while unknown); message is the current stage ("waiting for the
+    training queue", a model name); error is set when state is failed, cancelled or killed."""
+
+    id: str
+    kind: str
+    params: dict
+    state: str
+    done: int = 0
+    total: int = 0
+    unit: str = "items"
+    message: str = ""
+    error: str | None = None
+    pid: int | None = None
+    process: bool = False
+    created_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+    updated_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+    def to_json(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "JobRecord":
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def _settled(record: JobRecord) -> JobRecord:
+    """A record whose process is gone cannot be running any more: report it as killed (without writing)."""
+    if record.active and not pid_alive(record.pid):
+        return JobRecord.from_json({**record.to_json(), "state": "killed", "error": record.error or KILLED_MESSAGE})
+    return record
+
+
+class _Reporter:
+    """The job's side of the record: progress, stop checks and state changes, mirrored to record.json."""
+
+    def __init__(self, folder: Path, record: dict, stop_event: threading.Event | None = None):
+        self.folder = folder
+        self.record = record
+        self.stop_event = stop_event or threading.Event()
+        self._written = 0.0
+        self._lock = threading.Lock()
+
+    def write(self, force: bool = True, **fields) -> None:
+        with self._lock:
+            self.record.update(fields, updated_at=time.time())
+            if force or time.time() - self._written >= WRITE_EVERY_SECONDS:
+                write_json_atomic(self.folder / RECORD, self.record)
+                self._written = time.time()
+
+    def progress(self, done: int, total: int, message: str | None = None) -> None:
+        fields = {"done": int(done), "total": int(total)}
+        if message is not None:
+            fields["message"] = message
+        self.write(force=False, **fields)
+
+    def should_stop(self) -> bool:
+        if not self.stop_event.is_set() and (self.folder / CANCEL).exists():
+            self.stop_event.set()
+        return self.stop_event.is_set()
+
+    def execute(self, work: Callable, keep: Callable[[Any], None] = lambda result: None) -> Any:
+        """Run `work`, hand its result to `keep` (before the record says done, so a reader that sees "done"
+        finds the result), and end the record as done, cancelled or failed. Returns the result (None unless done)."""
+        self.write(state="running", started_at=time.time(), pid=os.getpid())
+        try:
+            result = work(self.progress, self.should_stop)
+            keep(result)
+        except Cancelled as err:
+            self.write(state="cancelled", error=f"cancelled: {err}", finished_at=time.time())
+            return None
+        except BaseException as err:  # recorded for the page; the server keeps working
+            self.write(state="failed", error=f"{type(err).__name__}: {err}", finished_at=time.time())
+            if not isinstance(err, Exception):
+                raise
+            return None
+        self.write(state="done", finished_at=time.time(), **({"done": self.record["total"]} if self.record.get("total") else {}))
+        return result
+
+
+@dataclass
+class Job:
+    """This process's handle on a job it started. `result` is set when a thread job ends done."""
+
+    id: str
+    kind: str
+    params: dict
+    folder: Path
+    process: bool
+    reporter: _Reporter | None = None
+    thread: threading.Thread | None = None
+    popen: subprocess.Popen | None = None
+    result: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def status(self) -> JobRecord:
+        if self.reporter is not None:
+            with self.reporter._lock:
+                return JobRecord.from_json(dict(self.reporter.record))
+        if self.popen is not None:
+            self.popen.poll()  # reap it, so a finished child is not taken for a live zombie
+        return read_record(self.id) or JobRecord(self.id, self.kind, self.params, "killed", error=KILLED_MESSAGE)
+
+
+# Jobs started by this process (a Streamlit server keeps them across reruns and sessions).
+_live: dict[str, Job] = {}
+_live_lock = threading.Lock()
+
+
+def _new_id(kind: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{uuid.uuid4().hex[:6]}"
+
+
+def _work_spec(work: Callable) -> dict:
+    """How a child process finds `work` again: a module-level function and JSON arguments."""
+    function, args, kwargs = work, (), {}
+    if isinstance(work, functools.partial):
+        function, args, kwargs = work.func, work.args, work.keywords
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", "")
+    if not module or "<" in name or module == "__main__":
+        raise ValueError("a process job's work must be a module-level function (or a functools.partial of one)")
+    spec = {"function": f"{module}:{name}", "args": list(args), "kwargs": dict(kwargs)}
+    try:
+        json.dumps(spec)
+    except TypeError as err:
+        raise ValueError(f"a process job's arguments must be JSON-serialisable: {err}") from None
+    return spec
+
+
+def _load_work(spec: dict) -> Callable:
+    module, name = spec["function"].split(":")
+    function = importlib.import_module(module)
+    for part in name.split("."):
+        function = getattr(function, part)
+    return functools.partial(function, *spec.get("args", ()), **spec.get("kwargs", {}))
+
+
+def _prune() -> None:
+    root = jobs_dir()
+    ended = []
+    for folder in root.iterdir() if root.is_dir() else ():
+        record = read_json(folder / RECORD)
+        if record and record.get("state") not in ACTIVE_STATES:
+            ended.append((float(record.get("created_at") or 0), folder))
+    for _, folder in sorted(ended)[: max(0, len(ended) - KEEP_RECORDS)]:
+        for path in folder.iterdir():
+            path.unlink(missing_ok=True)
+        folder.rmdir()
+
+
+def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False) -> Job:
+    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return."""
+    json.dumps(params, default=str)  # params go into the record: fail here, not in the worker
+    spec = _work_spec(work) if process else None
+    _prune()
+    job_id = _new_id(kind)
+    folder = jobs_dir() / job_id
+    folder.mkdir(parents=True)
+    record = {"id": job_id, "kind": kind, "params": params, "state": "queued", "done": 0, "total": 0, "unit": unit,
+              "message": "", "error": None, "pid": os.getpid(), "process": process, "created_at": time.time(),
+              "started_at": None, "finished_at": None, "updated_at": time.time()}
+    if process:
+        write_json_atomic(folder / WORK, spec)
+        write_json_atomic(folder / RECORD, record)
+        env = {**os.environ, "BERTLENS_CACHE": str(settings.cache_dir())}
+        with open(folder / LOG, "ab") as log:
+            popen = subprocess.Popen([sys.executable, "-m", "core.jobs", job_id], cwd=settings.REPO_ROOT, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        # Until the child writes its own pid, the record names the launcher; the child's pid replaces it at once.
+        write_json_atomic(folder / RECORD, {**record, "pid": popen.pid})
+        job = Job(job_id, kind, params, folder, True, popen=popen)
+    else:
+        reporter = _Reporter(folder, record)
+        reporter.write()
+        job = Job(job_id, kind, params, folder, False, reporter=reporter)
+
+        def run() -> None:
+            reporter.execute(work, keep=lambda result: setattr(job, "result", result))
+
+        job.thread = threading.Thread(target=run, name=f"job-{job_id}", daemon=True)
+        job.thread.start()
+    with _live_lock:
+        _live[job_id] = job
+    return job
+
+
+def get(job_id: str) -> Job | None:
+    """The handle of a job this process started (None for jobs of other processes or past servers)."""
+    return _live.get(job_id)
+
+
+def read_record(job_id: str) -> JobRecord | None:
+    data = read_json(jobs_dir() / job_id / RECORD)
+    return _settled(JobRecord.from_json(data)) if data else None
+
+
+def status(job_id: str) -> JobRecord | None:
+    """The job's current record: live for this process's thread jobs, else from disk (killed when its process died)."""
+    job = _live.get(job_id)
+    return job.status() if job is not None else read_record(job_id)
+
+
+def result_json(job_id: str) -> dict | None:
+    """A finished process job's result.json (None for thread jobs or before it exists)."""
+    return read_json(jobs_dir() / job_id / RESULT)
+
+
+def list_records(kind: str | None = None) -> list[JobRecord]:
+    """Every job on disk, oldest first (optionally of one kind)."""
+    root = jobs_dir()
+    records = [status(folder.name) for folder in root.iterdir()] if root.is_dir() else []
+    found = [r for r in records if r is not None and (kind is None or r.kind == kind)]
+    return sorted(found, key=lambda r: (r.created_at, r.id))
+
+
+def cancel(job_id: str) -> bool:
+    """Ask a queued or running job to stop; False when it is not active."""
+    record = status(job_id)
+    if record is None or not record.active:
+        return False
+    folder = jobs_dir() / job_id
+    (folder / CANCEL).touch()
+    job = _live.get(job_id)
+    if job is not None and job.reporter is not None:
+        job.reporter.stop_event.set()
+    elif record.process and record.pid and record.pid != os.getpid() and pid_alive(record.pid):
+        try:  # the child leads its own process group: its helpers get the signal too
+            os.killpg(int(record.pid), signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return True
+
+
+def wait(job_id: str, timeout: float = 600.0, poll: float = 0.2) -> JobRecord:
+    """Block until the job has ended (tests and scripts); raises TimeoutError."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        record = status(job_id)
+        if record is not None and not record.active:
+            job = _live.get(job_id)
+            if job is not None and job.thread is not None:
+                job.thread.join(timeout=max(0.0, deadline - time.time()))
+            return record
+        time.sleep(poll)
+    raise TimeoutError(f"job {job_id} did not end within {timeout:.0f} s")
+
+
+def run_child(job_id: str) -> int:
+    """The body of `python -m core.jobs JOB_ID`: run a process job's work and keep its record."""
+    folder = jobs_dir() / job_id
+    record = read_json(folder / RECORD)
+    if record is None:
+        print(f"no job {job_id} in {jobs_dir()}", file=sys.stderr)
+        return 2
+    reporter = _Reporter(folder, record)
+
+    def on_signal(signum, frame) -> None:
+        reporter.stop_event.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    try:
+        work = _load_work(read_json(folder / WORK) or {})
+    except Exception as err:
+        reporter.write(state="failed", error=f"cannot load the job's work: {err}", finished_at=time.time())
+        return 1
+
+    def keep(result) -> None:
+        if result is None:
+            return
+        data = result.to_json() if hasattr(result, "to_json") else result
+        try:
+            write_json_atomic(folder / RESULT, data)
+        except TypeError:
+            pass  # not JSON: the work keeps its own output (a run folder, an experiment folder)
+
+    reporter.execute(work, keep)
+    return {"done": 0, "cancelled": 130}.get(reporter.record["state"], 1)
+
+
+if __name__ == "__main__":
+    sys.exit(run_child(sys.argv[1]))

@@ -1,0 +1,110 @@
+"""The one job runner: progress, cancel, result, error and a durable record, in a thread or a process."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from core import jobs
+from core.progress import check_stop
+from tests.unit import job_work
+
+
+def test_thread_job_reports_progress_and_keeps_its_result():
+    seen = []
+
+    def work(progress, should_stop):
+        for i in range(5):
+            progress(i + 1, 5, "counting")
+            seen.append(jobs.status(job.id).done)
+        return "answer"
+
+    job = jobs.submit("test", {"n": 5}, work, unit="steps")
+    record = jobs.wait(job.id, timeout=30)
+    assert record.state == "done" and (record.done, record.total, record.unit) == (5, 5, "steps")
+    assert job.result == "answer"
+    assert seen == [1, 2, 3, 4, 5]  # the live state is current even when the disk copy is throttled
+    on_disk = json.loads((jobs.jobs_dir() / job.id / jobs.RECORD).read_text())
+    assert on_disk["state"] == "done" and on_disk["params"] == {"n": 5} and on_disk["finished_at"] >= on_disk["started_at"]
+
+
+def test_thread_job_cancel_stops_the_work_and_keeps_no_result():
+    started = threading.Event()
+
+    def work(progress, should_stop):
+        started.set()
+        while True:
+            check_stop(should_stop)
+            time.sleep(0.01)
+
+    job = jobs.submit("test", {}, work)
+    assert started.wait(10)
+    assert jobs.cancel(job.id)
+    record = jobs.wait(job.id, timeout=10)
+    assert record.state == "cancelled" and "cancel" in record.error
+    assert job.result is None
+    assert not jobs.cancel(job.id)  # nothing left to cancel
+
+
+def test_thread_job_error_is_recorded_not_raised():
+    def work(progress, should_stop):
+        raise ValueError("bad corpus")
+
+    job = jobs.submit("test", {}, work)
+    record = jobs.wait(job.id, timeout=10)
+    assert record.state == "failed" and record.error == "ValueError: bad corpus"
+    assert jobs.read_record(job.id).state == "failed"
+
+
+def test_process_job_runs_in_a_child_and_saves_its_result():
+    job = jobs.submit("test", {"n": 3}, functools.partial(job_work.count, 3, 0.01), process=True)
+    record = jobs.wait(job.id, timeout=60)
+    assert record.state == "done", (jobs.jobs_dir() / job.id / jobs.LOG).read_text()
+    assert record.pid != os.getpid() and (record.done, record.total) == (3, 3)
+    assert jobs.result_json(job.id) == {"counted": 3}
+
+
+def test_process_job_failure_and_cancel():
+    failed = jobs.submit("test", {}, functools.partial(job_work.fail, "broken data"), process=True)
+    assert jobs.wait(failed.id, timeout=60).error == "RuntimeError: broken data"
+
+    slow = jobs.submit("test", {}, functools.partial(job_work.count, 10_000, 0.01), process=True)
+    _wait_until(lambda: jobs.status(slow.id).done > 0)
+    assert jobs.cancel(slow.id)
+    record = jobs.wait(slow.id, timeout=30)
+    assert record.state == "cancelled"
+    assert slow.popen.wait(timeout=10) == 130
+    assert jobs.result_json(slow.id) is None
+
+
+def test_a_killed_job_says_so_and_reading_never_writes():
+    job = jobs.submit("test", {}, functools.partial(job_work.count, 10_000, 0.01), process=True)
+    _wait_until(lambda: jobs.status(job.id).done > 0)
+    os.killpg(job.popen.pid, signal.SIGKILL)
+    job.popen.wait(timeout=10)
+    path = jobs.jobs_dir() / job.id / jobs.RECORD
+    before = path.read_bytes()
+    record = jobs.read_record(job.id)
+    assert record.state == "killed" and "ended without finishing" in record.error
+    assert [r.state for r in jobs.list_records("test")] == ["killed"]
+    assert path.read_bytes() == before and json.loads(before)["state"] == "running"
+
+
+def test_process_work_must_be_importable_with_json_arguments():
+    with pytest.raises(ValueError, match="module-level"):
+        jobs.submit("test", {}, lambda progress, should_stop: None, process=True)
+    with pytest.raises(ValueError, match="JSON"):
+        jobs.submit("test", {}, functools.partial(job_work.count, object(), 0.0), process=True)
+
+
+def _wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, "condition not met in time"
+        time.sleep(0.05)
