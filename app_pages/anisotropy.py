@@ -1,24 +1,20 @@
 """Anisotropy by layer (Ethayarajh 2019): how alike word vectors are, for several models on one chart.
 
-The corpus pass runs in a worker thread started by the Run button; a fragment polls its progress and offers
-Cancel, so changing a widget never kills a half-done pass. Results are kept per (model, corpus, settings).
+The corpus pass is a core.jobs job started by the Run button (progress and Cancel from `job_controls`), so
+changing a widget never kills a half-done pass. Profiles are kept per (model, corpus, settings) for every session.
 """
 
 from __future__ import annotations
-
-import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, model_ref
+from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
 from core import anisotropy as an
 from core import corpus as corpora
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, available_models
-from core.progress import Cancelled
 
 P = "anisotropy."
 MAX_STORED = 64  # profiles kept for all sessions; each is a few hundred KB at most
@@ -39,41 +35,6 @@ MEASURE_HELP = {
     "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over every two sentences among those in the "
     "positive pairs (at most 500 pairs, seeded). Lower = sentences spread more evenly over the sphere.",
 }
-
-
-@dataclass
-class Job:
-    """One Run press: several models over one corpus, in a worker thread that never calls st.*."""
-
-    keys: list
-    models: list
-    corpus: corpora.Corpus
-    settings: an.AnisotropySettings
-    stop: threading.Event = field(default_factory=threading.Event)
-    current: int = 0
-    done: int = 0
-    total: int = 0
-    results: dict = field(default_factory=dict)
-    error: str | None = None
-    cancelled: bool = False
-    finished: bool = False
-
-    def run(self) -> None:
-        try:
-            for i, (key, lm) in enumerate(zip(self.keys, self.models)):
-                self.current, self.done, self.total = i, 0, len(self.corpus)
-                self.results[key] = an.measure_corpus(
-                    lm, self.corpus, self.settings, progress=self._progress, should_stop=self.stop.is_set
-                )
-        except Cancelled:
-            self.cancelled = True
-        except Exception as err:  # shown on the page; the app keeps working
-            self.error = f"{type(err).__name__}: {err}"
-        finally:
-            self.finished = True
-
-    def _progress(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
 
 
 @st.cache_resource
@@ -177,48 +138,36 @@ keys = {ref: (ref, corpus.digest, settings) for ref in models}
 missing = [ref for ref in models if keys[ref] not in store]
 
 # --- the pass -----------------------------------------------------------------------------------------------
-job: Job | None = st.session_state.get(P + "job")
 
 
-def start_job() -> None:
-    loaded, refs = [], []
+def make_work():
+    """Load every missing model here (the button's callback); a model that cannot be had is reported, the others run."""
+    loaded, failures = [], []
     for ref in missing:
         try:
-            loaded.append(cached_model(ref))
-            refs.append(ref)
+            loaded.append((keys[ref], cached_model(ref)))
         except ModelUnavailable as err:
-            st.session_state[P + "load_error"] = str(err)
-    new = Job([keys[r] for r in refs], loaded, corpus, settings)
-    st.session_state[P + "job"] = new
-    threading.Thread(target=new.run, name="anisotropy-pass", daemon=True).start()
+            failures.append(str(err))
+    if not loaded:
+        raise ModelUnavailable(" ".join(failures))
+    st.session_state[P + "load_error"] = " ".join(failures) or None
+
+    def work(progress, should_stop):
+        for i, (key, lm) in enumerate(loaded):
+            stage = f"{key[0]} (model {i + 1} of {len(loaded)}):"
+            profile = an.measure_corpus(lm, corpus, settings, should_stop=should_stop,
+                                        progress=lambda done, total: progress(done, total, stage))
+            store[key] = profile  # kept per model as soon as it is measured: a cancel loses only the model in progress
+            while len(store) > MAX_STORED:  # oldest first: dicts keep insertion order
+                store.pop(next(iter(store)))
+
+    return work
 
 
-@st.fragment(run_every=1.0)
-def job_panel() -> None:
-    current: Job = st.session_state[P + "job"]
-    if current.finished:
-        store.update(current.results)
-        while len(store) > MAX_STORED:  # oldest first: dicts keep insertion order
-            store.pop(next(iter(store)))
-        st.session_state.pop(P + "job")
-        if current.error:
-            st.session_state[P + "load_error"] = current.error
-        elif current.cancelled:
-            st.session_state[P + "load_error"] = "Cancelled: nothing partial was kept for the model being measured."
-        st.rerun(scope="app")
-    name = current.keys[current.current][0] if current.keys else ""
-    share = current.done / current.total if current.total else 0.0
-    st.progress(share, text=f"{name} (model {current.current + 1} of {len(current.keys)}): "
-                             f"{current.done} / {current.total} sentences")
-    if st.button("Cancel", key=P + "cancel", icon=":material/stop:"):
-        current.stop.set()
-
-
-if job is not None:
-    job_panel()
-elif missing:
-    st.button(f"Run on {len(missing)} model{'s' if len(missing) > 1 else ''}", key=P + "run", type="primary",
-              on_click=start_job, icon=":material/play_arrow:")
+if missing or job_running("anisotropy"):
+    label = f"Run on {len(missing)} model{'s' if len(missing) > 1 else ''}" if missing else "Run"
+    job_controls("anisotropy", label, (tuple(missing), corpus.digest, settings), make_work, kind="anisotropy",
+                 unit="sentences")
 message = st.session_state.pop(P + "load_error", None)
 if message:
     st.warning(message)

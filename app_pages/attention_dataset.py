@@ -1,25 +1,21 @@
 """Heads over a dataset: the "Heads over a dataset" section of the attention page (call `render()`).
 
-Five parts, each one batched pass over a sample that runs in a worker thread started by its button; a fragment
-polls its progress and offers Cancel, so a widget change never kills a half-done pass. Results are kept in
-st.session_state under "heads." keys, next to the settings they were computed with.
+Five parts, each one batched pass over a sample, run as a core.jobs job started by its button (progress and
+Cancel from `job_controls`), so a widget change never kills a half-done pass. Results are kept in
+st.session_state under "heads.PART.jobstate", next to the settings they were computed with.
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, model_ref
+from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
 from core import heads as hd
-from core.progress import Cancelled
 
 P = "heads."
 PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
@@ -31,105 +27,6 @@ EXAMPLES = {
     "MRPC patterns · 100 pairs": {"part": "Pattern types", "source": "MRPC validation pairs", "limit": 100},
     "Syntax · 200 EWT sentences": {"part": "Syntactic heads", "tb_limit": 200},
 }
-
-
-# ---- background passes -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Job:
-    """One button press: `work(progress, should_stop)` in a worker thread that never calls st.*."""
-
-    part: str
-    params: tuple
-    work: Callable[[Callable, Callable], Any]
-    unit: str = "examples"
-    stop: threading.Event = field(default_factory=threading.Event)
-    done: int = 0
-    total: int = 0
-    result: Any = None
-    error: str | None = None
-    cancelled: bool = False
-    finished: bool = False
-    thread: threading.Thread | None = None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work(self._progress, self.stop.is_set)
-        except Cancelled:
-            self.cancelled = True
-        except Exception as err:  # shown on the page; the app keeps working
-            self.error = f"{type(err).__name__}: {err}"
-        finally:
-            self.finished = True
-
-    def _progress(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
-
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self.run, name=f"heads-{self.part}", daemon=True)
-        self.thread.start()
-
-
-def _job_key(part: str) -> str:
-    return f"{P}job.{part}"
-
-
-def _result_key(part: str) -> str:
-    return f"{P}result.{part}"
-
-
-def start(part: str, params: tuple, work: Callable, unit: str = "examples") -> None:
-    job = Job(part, params, work, unit)
-    st.session_state[_job_key(part)] = job
-    st.session_state.pop(f"{P}message.{part}", None)
-    job.start()
-
-
-def collect_finished(part: str) -> None:
-    """Move a finished pass's result into the page state (or its error into a message)."""
-    job: Job | None = st.session_state.get(_job_key(part))
-    if job is None or not job.finished:
-        return
-    st.session_state.pop(_job_key(part))
-    if job.error:
-        st.session_state[f"{P}message.{part}"] = job.error
-    elif job.cancelled:
-        st.session_state[f"{P}message.{part}"] = "Cancelled: nothing partial was kept."
-    else:
-        st.session_state[_result_key(part)] = (job.params, job.result)
-
-
-@st.fragment(run_every=1.0)
-def job_panel(part: str) -> None:
-    job: Job | None = st.session_state.get(_job_key(part))
-    if job is None:
-        return
-    if job.finished:
-        st.rerun(scope="app")
-    share = job.done / job.total if job.total else 0.0
-    st.progress(share, text=f"{part}: {job.done} / {job.total or '…'} {job.unit}")
-    if st.button("Cancel", key=f"{P}cancel.{part}", icon=":material/stop:"):
-        job.stop.set()
-
-
-def run_controls(part: str, label: str, params: tuple, work: Callable, unit: str = "examples") -> tuple | None:
-    """The Run button (or the progress panel while running), any message, and the kept result for `params`."""
-    collect_finished(part)
-    if st.session_state.get(_job_key(part)) is not None:
-        job_panel(part)
-    else:
-        st.button(label, key=f"{P}run.{part}", type="primary", icon=":material/play_arrow:",
-                  on_click=start, args=(part, params, work, unit))
-    message = st.session_state.get(f"{P}message.{part}")
-    if message:
-        st.warning(message)
-    kept = st.session_state.get(_result_key(part))
-    if kept is None:
-        return None
-    if kept[0] != params:
-        st.caption("The settings changed since this result was computed: press the button to update it.")
-    return kept
 
 
 # ---- charts ------------------------------------------------------------------------------------------------
@@ -229,11 +126,11 @@ def survey_part(show: str) -> None:
     lm = loaded_model(ref)
     if lm is None:
         return
-    kept = run_controls("survey", f"Run {ref} over {len(inputs)} examples", params, work)
+    kept = job_controls(P + "survey", f"Run {ref} over {len(inputs)} examples", params, lambda: work, kind="heads", unit="examples")
     if kept is None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")
         return
-    survey: hd.HeadSurvey = kept[1]
+    survey: hd.HeadSurvey = kept
     st.caption(f"{survey.model}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
                + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + ").")
     if show == "Statistics":
@@ -363,11 +260,11 @@ def ablation_part() -> None:
     def work(progress, should_stop):
         return ablation_sweep(clf, sample.examples, mode=mode, progress=progress, should_stop=should_stop)
 
-    kept = run_controls("ablation", "Run the ablation sweep", params, work, unit="batch passes")
+    kept = job_controls(P + "ablation", "Run the ablation sweep", params, lambda: work, kind="heads", unit="batch passes")
     if kept is None:
         st.info("Press the button to disable each head and each layer in turn.")
     else:
-        result = kept[1]
+        result = kept
         m1, m2, m3 = st.columns(3)
         m1.metric("Intact accuracy", f"{result.base_accuracy:.3f}")
         if sample.run_accuracy is not None and sample.complete:
@@ -458,11 +355,11 @@ def change_part() -> None:
     def work(progress, should_stop):
         return hd.attention_change(lms[0], lms[1], inputs, progress=progress, should_stop=should_stop)
 
-    kept = run_controls("change", f"Compare over {len(inputs)} examples", params, work, unit="passes")
+    kept = job_controls(P + "change", f"Compare over {len(inputs)} examples", params, lambda: work, kind="heads", unit="passes")
     if kept is None:
         st.info("Press the button to run both models on the sample and compare each head's maps.")
         return
-    change: hd.AttentionChange = kept[1]
+    change: hd.AttentionChange = kept
     frame = grid_frame(change.cosine, "cosine")
     chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {change.model_a} vs {change.model_b}",
                        scheme="plasma")
@@ -513,11 +410,11 @@ def syntax_part() -> None:
     def work(progress, should_stop):
         return hd.syntax_heads(lm, sentences, subtypes=subtypes, progress=progress, should_stop=should_stop)
 
-    kept = run_controls("syntax", f"Find syntactic heads in {len(sentences)} sentences", params, work, unit="sentences")
+    kept = job_controls(P + "syntax", f"Find syntactic heads in {len(sentences)} sentences", params, lambda: work, kind="heads", unit="sentences")
     if kept is None:
         st.info("Press the button to run the model on the treebank's words and score every head per relation.")
         return
-    result: hd.SyntaxHeads = kept[1]
+    result: hd.SyntaxHeads = kept
     table = pd.DataFrame(result.to_dict()["relations"])
     table["best head"] = [f"L{l} H{h}" for l, h in zip(table["layer"], table["head"])]
     shown = table[table["count"] >= 20] if (table["count"] >= 20).sum() > 1 else table

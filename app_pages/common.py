@@ -5,11 +5,13 @@ Not a page itself: app.py lists the pages explicitly.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core import charts
+from core import charts, jobs
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
 
@@ -73,3 +75,92 @@ def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, 
         columns[1].download_button("SVG", lambda: charts.chart_svg(chart), file_name=f"{name}.svg", mime="image/svg+xml", key=f"{key}.svg", icon=":material/draw:")
     if table is not None:
         columns[2].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
+
+
+# ---- long work: one runner (core.jobs), one set of controls ---------------------------------------------------
+
+JOB_STATE_MESSAGES = {
+    "cancelled": "Cancelled: nothing partial was kept.",
+    "killed": "The job stopped without finishing (its process was killed or the server restarted): nothing partial was kept.",
+}
+
+
+def _job_slot(key: str) -> dict:
+    """What the page remembers of its job `key`: the running job's id, the kept result and its params."""
+    return st.session_state.setdefault(f"{key}.jobstate", {})
+
+
+def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None) -> None:
+    """Button callback (the script thread, where st.cache_* is safe): build the work, then submit it."""
+    slot = _job_slot(key)
+    slot.pop("message", None)
+    try:
+        work = make_work()
+    except (ModelUnavailable, ValueError, FileNotFoundError) as err:
+        slot["message"] = str(err)
+        return
+    slot["id"] = jobs.submit(kind, {"page_key": key, "params": repr(params)}, work, unit=unit).id
+    slot["params"], slot["cancelled_note"] = params, cancelled_note
+
+
+def _collect(key: str) -> None:
+    """Move a finished job's result (or its error) into the page state."""
+    slot = _job_slot(key)
+    job_id = slot.get("id")
+    record = jobs.status(job_id) if job_id else None
+    if job_id is None or (record is not None and record.active):
+        return
+    slot.pop("id")
+    if record is not None and record.state == "done":
+        handle = jobs.get(job_id)
+        slot["result"], slot["result_params"] = (handle.result if handle else None), slot.get("params")
+    elif record is None:
+        slot["message"] = JOB_STATE_MESSAGES["killed"]
+    else:
+        slot["message"] = (record.state == "cancelled" and slot.get("cancelled_note")) or JOB_STATE_MESSAGES.get(record.state) or record.error or record.state
+
+
+def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
+    """A running job's progress bar and Cancel button (any job: thread or process)."""
+    stage = record.message or ("waiting to start" if record.state == "queued" else "")
+    st.progress(record.fraction, text=f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip())
+    if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
+        jobs.cancel(record.id)
+
+
+@st.fragment(run_every=1.0)
+def _job_panel(key: str) -> None:
+    job_id = _job_slot(key).get("id")
+    record = jobs.status(job_id) if job_id else None
+    if record is None or not record.active:
+        st.rerun(scope="app")
+    job_progress(record, cancel_key=f"{key}.cancel")
+
+
+def job_controls(key: str, label: str, params, make_work: Callable[[], Callable], *, kind: str | None = None,
+                 unit: str = "items", disabled: bool = False, cancelled_note: str | None = None):
+    """Start / progress / cancel / result for one long piece of work on a page.
+
+    `make_work()` runs in the button's callback and returns `work(progress, should_stop)` for core.jobs (load
+    models there: errors are shown, not raised). While the job runs: a progress bar and Cancel, refreshed every
+    second without rerunning the page. Returns the kept result, or None before the first one; when `params`
+    differ from the ones the result was computed with, a caption says so.
+    """
+    _collect(key)
+    slot = _job_slot(key)
+    if slot.get("id"):
+        _job_panel(key)
+    else:
+        st.button(label, key=f"{key}.run", type="primary", icon=":material/play_arrow:", disabled=disabled,
+                  on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
+    if slot.get("message"):
+        st.warning(slot["message"])
+    if "result" not in slot:
+        return None
+    if slot["result_params"] != params:
+        st.caption("The settings changed since this result was computed: press the button to update it.")
+    return slot["result"]
+
+
+def job_running(key: str) -> bool:
+    return bool(_job_slot(key).get("id"))

@@ -3,28 +3,23 @@ fine-tuned runs (call `render()`).
 
 Two parts, after Merchant et al. (2020): representational similarity per layer (RSA and linear CKA, and every
 layer against every layer), and a Hewitt & Manning (2019) structural probe per layer (did syntax survive?).
-Each pass runs in a worker thread started by its button; a fragment polls its progress and offers Cancel, so a
-widget change never kills a half-done pass. Results stay in st.session_state under "changes." keys, next to the
+Each pass is a core.jobs job started by its button (progress and Cancel from `job_controls`), so a widget change
+never kills a half-done pass. Results stay in st.session_state under "changes.PART.jobstate", next to the
 settings they were computed with; trained probes are also cached on disk per (model, layer, treebank).
 """
 
 from __future__ import annotations
-
-import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, model_ref
+from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
 from core import corpus as corpora
 from core.datasets import DataUnavailable
 from core.models import LoadedModel, ModelUnavailable, available_models
 from core.probe import HM_REFERENCE, ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
-from core.progress import Cancelled
 from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
 from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
 
@@ -38,99 +33,6 @@ CORPORA = {
 TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
 CONTROL = "random-initialised control"
 MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
-
-
-# ---- background passes -------------------------------------------------------------------------------------
-@dataclass
-class Job:
-    """One button press: `work(job)` in a worker thread that never calls st.*; it reports through
-    job.progress(done, total), job.stage, and polls job.stop."""
-
-    part: str
-    params: tuple
-    work: Callable[["Job"], Any]
-    stop: threading.Event = field(default_factory=threading.Event)
-    stage: str = ""
-    done: int = 0
-    total: int = 0
-    result: Any = None
-    error: str | None = None
-    cancelled: bool = False
-    finished: bool = False
-    thread: threading.Thread | None = None
-
-    def run(self) -> None:
-        try:
-            self.result = self.work(self)
-        except Cancelled:
-            self.cancelled = True
-        except Exception as err:  # shown on the page; the app keeps working
-            self.error = f"{type(err).__name__}: {err}"
-        finally:
-            self.finished = True
-
-    def progress(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
-
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self.run, name=f"changes-{self.part}", daemon=True)
-        self.thread.start()
-
-
-def start(part: str, params: tuple, make_work: Callable[[], Callable[[Job], Any]]) -> None:
-    """Button callback (script thread): load what the pass needs here, where st.cache_* is safe, then start it."""
-    st.session_state.pop(f"{P}message.{part}", None)
-    try:
-        work = make_work()
-    except (ModelUnavailable, ValueError) as err:
-        st.session_state[f"{P}message.{part}"] = str(err)
-        return
-    job = Job(part, params, work)
-    st.session_state[f"{P}job.{part}"] = job
-    job.start()
-
-
-def collect_finished(part: str) -> None:
-    job: Job | None = st.session_state.get(f"{P}job.{part}")
-    if job is None or not job.finished:
-        return
-    st.session_state.pop(f"{P}job.{part}")
-    if job.error:
-        st.session_state[f"{P}message.{part}"] = job.error
-    elif job.cancelled:
-        st.session_state[f"{P}message.{part}"] = "Cancelled. Probes of layers that had finished are kept on disk." if part == "probe" else "Cancelled: nothing partial was kept."
-    else:
-        st.session_state[f"{P}result.{part}"] = (job.params, job.result)
-
-
-@st.fragment(run_every=1.0)
-def job_panel(part: str) -> None:
-    job: Job | None = st.session_state.get(f"{P}job.{part}")
-    if job is None:
-        return
-    if job.finished:
-        st.rerun(scope="app")
-    share = min(job.done / job.total, 1.0) if job.total else 0.0
-    st.progress(share, text=f"{job.stage} {job.done} / {job.total or '…'}")
-    if st.button("Cancel", key=f"{P}cancel.{part}", icon=":material/stop:"):
-        job.stop.set()
-
-
-def run_controls(part: str, label: str, params: tuple, make_work: Callable, disabled: bool = False) -> tuple | None:
-    """The button (or the progress panel while running), any message, and the kept result with its params."""
-    collect_finished(part)
-    if st.session_state.get(f"{P}job.{part}") is not None:
-        job_panel(part)
-    else:
-        st.button(label, key=f"{P}run.{part}", type="primary", icon=":material/play_arrow:", disabled=disabled,
-                  on_click=start, args=(part, params, make_work))
-    message = st.session_state.get(f"{P}message.{part}")
-    if message:
-        st.warning(message)
-    kept = st.session_state.get(f"{P}result.{part}")
-    if kept is not None and kept[0] != params:
-        st.caption("The settings changed since this result was computed: press the button to update it.")
-    return kept
 
 
 # ---- inputs -------------------------------------------------------------------------------------------------
@@ -350,17 +252,17 @@ def similarity_part(base: str, compared: list[str]) -> None:
     def make_work():
         models = [cached_model(ref) for ref in (base, *compared)]
 
-        def work(job: Job):
-            job.stage = f"Encoding sentences with {len(models)} models:"
-            return compare_many(models[0], models[1:], sentences, max_words=max_words, progress=job.progress,
-                                should_stop=job.stop.is_set)
+        def work(progress, should_stop):
+            stage = f"Encoding sentences with {len(models)} models:"
+            return compare_many(models[0], models[1:], sentences, max_words=max_words, should_stop=should_stop,
+                                progress=lambda done, total: progress(done, total, stage))
 
         return work
 
-    kept = run_controls("similarity", "Compare layers", params, make_work)
-    if kept is None:
+    results: list[Similarity] | None = job_controls(P + "similarity", "Compare layers", params, make_work,
+                                                    kind="similarity", unit="sentences")
+    if results is None:
         return
-    results: list[Similarity] = kept[1]
     first = results[0]
     skipped = f"; {first.n_skipped} sentences skipped (the tokenizers split them differently)" if first.n_skipped else ""
     st.caption(f"Measured on {first.n_words} words from {first.n_sentences} sentences{skipped}.")
@@ -437,21 +339,23 @@ def probe_part(base: str, compared: list[str]) -> None:
     def make_work():
         loaded = [cached_control(ref) if is_control else cached_model(ref) for ref, _, is_control in entries]
 
-        def work(job: Job):
+        def work(progress, should_stop):
             out = []
             for k, (lm, (_, kind, _)) in enumerate(zip(loaded, entries)):
-                job.stage = f"Model {k + 1} of {len(entries)} ({lm.ref}), sentences encoded + epochs trained:"
+                stage = f"Model {k + 1} of {len(entries)} ({lm.ref}), sentences encoded + epochs trained:"
                 usable = [layer for layer in sorted(layers) if layer <= lm.num_layers]
-                result = probe_layers(lm, data, usable, settings, progress=job.progress, should_stop=job.stop.is_set)
+                result = probe_layers(lm, data, usable, settings, should_stop=should_stop,
+                                      progress=lambda done, total: progress(done, total, stage))
                 out.append((lm.ref, kind, result))
-            return data, out
+            return data, out, tuple(entries)
 
         return work
 
-    kept = run_controls("probe", "Train probes", params, make_work)
+    kept = job_controls(P + "probe", "Train probes", params, make_work, kind="probe", unit="steps",
+                        cancelled_note="Cancelled. Probes of layers that had finished are kept on disk.")
     if kept is None:
         return
-    kept_data, results = kept[1]
+    kept_data, results, kept_entries = kept
     frame = probe_frame(results)
     show_reference = st.toggle("Show the Hewitt & Manning reference", value=True, key=P + "reference",
                                help="BERT-base, layer 7, probe rank 64-128, on the Penn Treebank (not UD EWT): a landmark, not a target.")
@@ -461,10 +365,10 @@ def probe_part(base: str, compared: list[str]) -> None:
         col.altair_chart(chart, width="stretch")
     st.dataframe(frame, hide_index=True, width="stretch")
     export_buttons(alt.hconcat(*[c.properties(width=360) for c in charts]), frame, "structural-probe", key=P + "export.probe")
-    sentence_tree(kept_data, results, kept[0])
+    sentence_tree(kept_data, results, kept_entries)
 
 
-def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], params: tuple) -> None:
+def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], entries: tuple) -> None:
     st.markdown("##### One sentence: the probe's tree against the gold tree")
     labels = [f"{r[0]} ({r[1]})" for r in results]
     row = st.columns([3, 2, 1])
@@ -475,7 +379,6 @@ def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], 
     ref, kind, result = results[which]
     layer = row[2].selectbox("Layer", list(result.layers), key=P + "tree_layer",
                              index=int(np.argmax(result.uuas)) if len(result.layers) else 0)
-    entries = params[0]
     is_control = entries[which][2]
     lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
     parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index])

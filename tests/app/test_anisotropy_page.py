@@ -68,7 +68,7 @@ def test_two_models_share_one_chart_and_word_drilldown_works(minilm_dir, tiny_be
     at.multiselect(key="anisotropy.models").set_value([str(tiny_bert_dir), "all-MiniLM-L6-v2"]).run()
     assert not at.exception
     at.button(key="anisotropy.run").click()
-    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0 and "anisotropy.job" not in a.session_state)
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0 and not a.session_state["anisotropy.jobstate"].get("id"))
     series = {r["series"] for r in chart_rows(at)}
     assert series == {"all-MiniLM-L6-v2", str(tiny_bert_dir)}
     layers = {s: sorted(r["layer"] for r in chart_rows(at) if r["series"] == s) for s in series}

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core import jobs
+
 APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
 ATTENTION_PAGE = Path(__file__).resolve().parents[2] / "app_pages" / "attention.py"
 
@@ -35,12 +37,12 @@ def _app(model: str) -> AppTest:
 
 
 def _finish(at: AppTest, part: str) -> object:
-    job = at.session_state[f"heads.job.{part}"]
-    job.thread.join(timeout=240)
-    assert job.finished and job.error is None, job.error
+    job_id = at.session_state[f"heads.{part}.jobstate"]["id"]
+    record = jobs.wait(job_id, timeout=240)
+    assert record.state == "done", record.error
     at.run()
     assert not at.exception
-    return job.result
+    return jobs.get(job_id).result
 
 
 def _chart(at: AppTest, title: str) -> list[dict]:
@@ -61,7 +63,7 @@ def test_statistics_and_patterns(minilm_dir):
     at.session_state["heads.limit"] = 6
     at.run()
     assert not at.exception
-    at.button(key="heads.run.survey").click().run()
+    at.button(key="heads.survey.run").click().run()
     survey = _finish(at, "survey")
     assert survey.n_examples == 6 and survey.n_pairs == 6
     rows = _chart(at, "per head")
@@ -114,7 +116,7 @@ def test_ablation_and_single_example(minilm_dir, tiny_bert_dir, data_dir):
     at.run()
     assert not at.exception
     assert at.selectbox(key="heads.run").value == run
-    at.button(key="heads.run.ablation").click().run()
+    at.button(key="heads.ablation.run").click().run()
     result = _finish(at, "ablation")
     assert result.head_accuracy.shape == (2, 4) and result.n_examples == 20
     # the shown intact accuracy is the classifier's own predict_proba accuracy on the same 20 examples
@@ -141,7 +143,7 @@ def test_change_and_syntax(minilm_dir):
     assert not at.exception
     at.text_input(key="heads.model_a").set_value(str(minilm_dir)).run()
     at.selectbox(key="heads.model_b").set_value(str(minilm_dir)).run()
-    at.button(key="heads.run.change").click().run()
+    at.button(key="heads.change.run").click().run()
     change = _finish(at, "change")
     cosines = [r["cosine"] for r in _chart(at, "Cosine of attention maps")]
     assert len(cosines) == 72 and np.allclose(cosines, 1.0, atol=1e-6)
@@ -151,7 +153,7 @@ def test_change_and_syntax(minilm_dir):
     at.session_state["heads.tb_limit"] = 10
     at.run()
     assert not at.exception
-    at.button(key="heads.run.syntax").click().run()
+    at.button(key="heads.syntax.run").click().run()
     result = _finish(at, "syntax")
     table = at.dataframe[-1].value
     assert table["relation"].iloc[-1] == "all" and table["count"].iloc[-1] == result.counts[-1]

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core import jobs
+
 from core import settings
 from core.corpus import builtin
 from core.models import load_model
@@ -38,9 +40,8 @@ def open_app(base: str) -> AppTest:
 
 
 def finish(at: AppTest, part: str) -> AppTest:
-    job = at.session_state[f"changes.job.{part}"]
-    job.thread.join(timeout=240)
-    assert job.finished and job.error is None, job.error
+    record = jobs.wait(at.session_state[f"changes.{part}.jobstate"]["id"], timeout=240)
+    assert record.state == "done", record.error
     return at.run()
 
 
@@ -51,7 +52,7 @@ def test_similarity_per_layer_matches_core(models):
     assert at.subheader[0].value == "What fine-tuning changes"
     assert at.multiselect(key="changes.others").value == ["tiny-run"]
     at.number_input(key="changes.limit").set_value(12).run()
-    at.button(key="changes.run.similarity").click().run()
+    at.button(key="changes.similarity.run").click().run()
     at = finish(at, "similarity")
     assert not at.exception
 
@@ -78,7 +79,7 @@ def test_probe_pretrained_finetuned_and_control(models, data_dir):
     at.number_input(key="changes.rank").set_value(8)
     at.multiselect(key="changes.layers").set_value([0, 2]).run()
     assert not at.exception
-    at.button(key="changes.run.probe").click().run()
+    at.button(key="changes.probe.run").click().run()
     at = finish(at, "probe")
     assert not at.exception
 
