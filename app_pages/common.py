@@ -138,16 +138,21 @@ def _job_panel(key: str) -> None:
 
 
 def job_controls(key: str, label: str, params, make_work: Callable[[], Callable], *, kind: str | None = None,
-                 unit: str = "items", disabled: bool = False, cancelled_note: str | None = None):
+                 unit: str = "items", disabled: bool = False, cancelled_note: str | None = None,
+                 autostart: bool = False, hide_stale: bool = False):
     """Start / progress / cancel / result for one long piece of work on a page.
 
     `make_work()` runs in the button's callback and returns `work(progress, should_stop)` for core.jobs (load
     models there: errors are shown, not raised). While the job runs: a progress bar and Cancel, refreshed every
     second without rerunning the page. Returns the kept result, or None before the first one; when `params`
-    differ from the ones the result was computed with, a caption says so.
+    differ from the ones the result was computed with, a caption says so (or, with `hide_stale`, None is
+    returned). `autostart`: start at once when there is no result for `params` (not again after a cancel or error).
     """
     _collect(key)
     slot = _job_slot(key)
+    fresh = "result" in slot and slot["result_params"] == params
+    if autostart and not fresh and not slot.get("id") and not slot.get("message"):
+        _start_job(key, kind or key, params, make_work, unit, cancelled_note)
     if slot.get("id"):
         _job_panel(key)
     else:
@@ -155,9 +160,9 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
                   on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
     if slot.get("message"):
         st.warning(slot["message"])
-    if "result" not in slot:
+    if "result" not in slot or (hide_stale and not fresh):
         return None
-    if slot["result_params"] != params:
+    if not fresh:
         st.caption("The settings changed since this result was computed: press the button to update it.")
     return slot["result"]
 

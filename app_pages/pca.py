@@ -18,6 +18,7 @@ from app_pages.common import (
     current_model,
     export_buttons,
     intro,
+    job_controls,
     model_ref,
     sentences,
 )
@@ -119,34 +120,26 @@ second_ref = row[3].selectbox(
 
 # --- model runs and projections (cached: moving the slider recomputes nothing) ------------------------------
 def encode_background(ref: str, source: str, keep_special: bool, keep_punct: bool) -> np.ndarray | None:
-    """Background vectors, kept per session; a progress bar while encoding and a cancel button."""
-    store = st.session_state.setdefault("pca.background_vectors", {})
-    key = (ref, source, keep_special, keep_punct)
-    if key in store:
-        return store[key]
+    """Background vectors from a core.jobs job that starts by itself (progress and Cancel shown); None until
+    they are ready, and the projection is fitted on the user's sentences meanwhile."""
     try:
         texts = background_sentences(source, limit=SNLI_PAIRS)
     except DataUnavailable as err:
         st.warning(f"SNLI is not available, so the projection is fitted on your sentences. {err}")
         return None
-    bar = st.progress(0.0, text=f"Encoding {len(texts)} background sentences with {ref}…")
 
-    def cancel() -> None:
-        st.session_state["pca.background"] = "none"
+    def make_work():
+        lm = cached_model(ref)
+        stage = f"Background for {ref}:"
+        return lambda progress, should_stop: background_vectors(
+            lm, texts, keep_special=keep_special, keep_punct=keep_punct, should_stop=should_stop,
+            progress=lambda done, total: progress(done, total, stage))
 
-    # Clicking Cancel reruns the page, which stops this run at its next progress update.
-    cancel_slot = st.empty()
-    cancel_slot.button("Cancel", key=f"pca.cancel_background.{ref}", on_click=cancel)
-    vectors = background_vectors(
-        cached_model(ref), texts, keep_special=keep_special, keep_punct=keep_punct,
-        progress=lambda done, total: bar.progress(done / total, text=f"Background: {done} of {total} sentences"),
-    )
-    bar.empty()
-    cancel_slot.empty()
-    # Two entries at most: the vectors are large, and only the last settings are likely to come back.
-    while len(store) >= 2:
-        store.pop(next(iter(store)))
-    store[key] = vectors
+    params = (ref, source, keep_special, keep_punct)
+    vectors = job_controls(f"pca.background.{ref}", f"Encode {len(texts)} background sentences", params, make_work,
+                           kind="pca-background", unit="sentences", autostart=True, hide_stale=True)
+    if vectors is None:
+        st.caption("Until the background corpus is encoded, the projection is fitted on your sentences.")
     return vectors
 
 

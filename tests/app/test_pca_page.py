@@ -4,6 +4,8 @@ model's own hidden states, the slider and play button move through layers withou
 from __future__ import annotations
 
 import numpy as np
+
+from core import jobs
 import pytest
 from sklearn.decomposition import PCA
 
@@ -153,6 +155,9 @@ def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows, chart_spe
     at = make_app(str(minilm_dir), text).switch_page(PAGE).run()
     at.selectbox(key="pca.background").set_value("builtin").run()
     assert not at.exception
+    job_id = at.session_state[f"pca.background.{minilm_dir}.jobstate"]["id"]  # the encoding started by itself
+    assert jobs.wait(job_id, timeout=180).state == "done"
+    at.run()
     assert "background token vectors per layer" in at.caption[0].value
     at.segmented_control(key="pca.method").set_value("tsne")
     at.toggle(key="pca.labels").set_value(False)
