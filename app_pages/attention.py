@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.common import (
     cached_encoding,
-    current_model,
+    model_or_error,
     example_buttons,
     export_buttons,
     intro,
@@ -13,6 +13,7 @@ from app_pages.common import (
 )
 from core import charts
 from core.attention import PAIR_FILTERS, attention_view
+from app_pages.attention_dataset import render as render_heads_over_dataset
 from core.examples import EXAMPLES
 
 st.title("Attention heads")
@@ -21,21 +22,19 @@ intro(
     "to look at, and the lines and squares below show how strongly.",
     "Pick a layer and heads for a close look, or open the model view to see all heads at once and click one.",
 )
-sentence_tab, dataset_tab = st.tabs(["One sentence", "Heads over a dataset"])
-with dataset_tab:
-    # Drawn first: the one-sentence part below may st.stop() (e.g. no sentence yet).
-    from app_pages.attention_dataset import render as render_heads_over_dataset
 
-    render_heads_over_dataset()
-with sentence_tab:
+
+def render_one_sentence() -> None:
+    """The "One sentence" tab: head view and model view of the sidebar's sentence (or pair)."""
     example_buttons(EXAMPLES, key="attention.examples")
 
     text_a, text_b = sentences()
     if not text_a:
         st.info("Type a sentence in the sidebar (and optionally a second one), or pick an example above.")
-        st.stop()
+        return
 
-    current_model()  # shows the loading error and stops the page if the model is unavailable
+    if model_or_error() is None:
+        return
     encoding = cached_encoding(model_ref(), text_a, text_b)
     if encoding.truncated:
         st.warning(
@@ -71,7 +70,7 @@ with sentence_tab:
         grid = charts.model_view_grid(encoding.attentions)
         st.altair_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
         export_buttons(grid, None, "model_view", key="attention.export_grid")
-        st.stop()
+        return
 
     controls = st.columns([1, 2, 1])
     layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer")
@@ -90,7 +89,7 @@ with sentence_tab:
 
     if not heads:
         st.info("Pick at least one head.")
-        st.stop()
+        return
 
     view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special, word_level=word_level)
     notes = []
@@ -109,3 +108,10 @@ with sentence_tab:
     chart = charts.head_view_lines(view, title) if style == "Lines" else charts.attention_heatmap(view, title)
     st.altair_chart(chart, key="attention.chart")
     export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
+
+
+sentence_tab, dataset_tab = st.tabs(["One sentence", "Heads over a dataset"])
+with sentence_tab:
+    render_one_sentence()
+with dataset_tab:
+    render_heads_over_dataset()

@@ -50,6 +50,15 @@ def current_model() -> LoadedModel:
         st.stop()
 
 
+def model_or_error() -> LoadedModel | None:
+    """The sidebar's model, or None with the loading error shown (the rest of the page still draws)."""
+    try:
+        return cached_model(model_ref())
+    except ModelUnavailable as err:
+        st.error(str(err))
+        return None
+
+
 def intro(what: str, how: str) -> None:
     """The two plain sentences every page opens with."""
     st.markdown(f"{what} {how}")

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import example_buttons, export_buttons, intro, model_ref, sentences
+from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.examples import EXAMPLES
 from core.models import ModelUnavailable, available_models
@@ -71,13 +72,10 @@ intro(
     "Start a run (or the ready-made “remove the last layer” experiment), watch its loss fall, then pick finished "
     "runs to compare their accuracy, per-class scores and mistakes, and to classify the sidebar's sentences.",
 )
-runs_tab, changes_tab = st.tabs(["Runs", "What fine-tuning changes"])
-with changes_tab:
-    # Drawn first: the runs part below may st.stop() (e.g. no finished run yet).
-    from app_pages.finetune_changes import render as render_changes
 
-    render_changes()
-with runs_tab:
+
+def render_runs() -> None:
+    """The "Runs" tab: launch, follow, compare and use training runs."""
 
     model_names = list(dict.fromkeys([model_ref(), *[e.name for e in available_models()]]))
     model_names = [m for m in model_names if m]
@@ -204,7 +202,7 @@ with runs_tab:
     if not runs:
         st.info("No runs yet. Start one above, or from a terminal: "
                 "`python -m core finetune --model all-MiniLM-L6-v2 --task snli --run my-run --train-limit 2000`.")
-        st.stop()
+        return
     table = report.runs_table(runs)
     st.dataframe(
         table, hide_index=True, width="stretch",
@@ -222,14 +220,14 @@ with runs_tab:
 
     done = [r for r in runs if r.state == "done"]
     if not done:
-        st.stop()
+        return
     names = [r.name for r in done]
     st.session_state[K + "compare"] = [n for n in st.session_state.get(K + "compare", []) if n in names] or names[-2:]
     selected_names = st.multiselect("Compare runs", names, key=K + "compare")
     selected = [r for r in done if r.name in selected_names]
     if not selected:
         st.info("Pick one or more finished runs to compare.")
-        st.stop()
+        return
 
     st.subheader("Side by side")
     comparison = report.compare_table(selected)
@@ -278,3 +276,10 @@ with runs_tab:
             st.altair_chart(chart, width="stretch")
             st.dataframe(frame.pivot(index="run", columns="class", values="probability"), width="stretch")
             export_buttons(chart, frame, "predictions", key=K + "predict_export")
+
+
+runs_tab, changes_tab = st.tabs(["Runs", "What fine-tuning changes"])
+with runs_tab:
+    render_runs()
+with changes_tab:
+    render_changes()

@@ -276,6 +276,13 @@ def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", proc
     return job
 
 
+def reap() -> None:
+    """Collect this process's finished child processes, so they do not linger as zombies."""
+    for job in list(_live.values()):
+        if job.popen is not None:
+            job.popen.poll()
+
+
 def get(job_id: str) -> Job | None:
     """The handle of a job this process started (None for jobs of other processes or past servers)."""
     return _live.get(job_id)

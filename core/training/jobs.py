@@ -1,9 +1,9 @@
 """Training jobs as separate processes, one at a time, through a file-based queue.
 
-submit(recipe) creates `runs_dir()/.NAME.partial/` (state "queued") and starts
-`python -m core finetune --recipe <that folder>/recipe.json` in its own session (so a page reload or a
-Streamlit restart does not kill it, and a cancel signal reaches its whole process group). Its output goes to
-the folder's train.log.
+submit(recipe) creates `runs_dir()/.NAME.partial/` (state "queued") and starts a core.jobs process job
+(kind "training") that trains from the folder's recipe.json in its own session (so a page reload or a
+Streamlit restart does not kill it, and a cancel signal reaches its whole process group). The job's id is kept
+in the run folder (job.id); its output goes to the job's output.log, the run's own log to train.log.
 
 The queue: every run, wherever it was started (page, CLI, a test), waits in `queue_turn` until
   1. it is the oldest queued run (by status.json's queued_at) whose process is alive, and
@@ -18,16 +18,16 @@ SIGTERM to the worker's process group; the worker stops at the next step and end
 from __future__ import annotations
 
 import fcntl
+import functools
+import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from core import settings
-from core.progress import StopCheck, check_stop
+from core import jobs, settings
+from core.progress import ProgressCallback, StopCheck, check_stop
 from core.training import runs
 from core.training.recipe import Recipe
 
@@ -38,31 +38,22 @@ POLL_SECONDS = 0.5
 def submit(recipe: Recipe) -> runs.RunInfo:
     """Queue a run in a new process; returns at once. Raises RunExists / ValueError on a bad name or recipe."""
     folder = runs.RunFolder.create(recipe)
-    command = [sys.executable, "-m", "core", "finetune", "--recipe", str(folder.path / runs.RECIPE)]
-    env = {**os.environ, "BERTLENS_CACHE": str(settings.cache_dir())}
-    with open(folder.path / runs.LOG, "ab") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=settings.REPO_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    _children.append(process)
-    (folder.path / runs.WORKER_PID).write_text(str(process.pid))
+    job = jobs.submit("training", {"run": recipe.run_name}, functools.partial(train_recipe_file, str(folder.path / runs.RECIPE)),
+                      unit="examples", process=True)
+    (folder.path / runs.WORKER_PID).write_text(str(job.popen.pid))
+    (folder.path / runs.JOB_ID).write_text(job.id)
     return runs.get_run(recipe.run_name)
 
 
-# Popen objects we started, polled so that finished workers do not stay zombies.
-_children: list[subprocess.Popen] = []
+def train_recipe_file(recipe_path: str, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
+    """The work of a training job: the run its launcher prepared (the folder holding recipe_path)."""
+    from core.training.engine import finetune
+
+    recipe = Recipe.from_dict(json.loads(Path(recipe_path).read_text()))
+    return finetune(recipe, progress=progress, should_stop=should_stop)
 
 
-def reap() -> None:
-    for child in list(_children):
-        if child.poll() is not None:
-            _children.remove(child)
+reap = jobs.reap
 
 
 def cancel(name: str) -> bool:
@@ -76,6 +67,9 @@ def cancel(name: str) -> bool:
         (folder / runs.CANCEL_FLAG).touch()
     except OSError:
         return False  # it finished and was renamed just now
+    job_id = runs.job_id(folder)
+    if job_id and jobs.cancel(job_id):
+        return True
     pid = runs.worker_pid(status, folder)
     if pid and pid != os.getpid() and runs.pid_alive(pid):
         try:

@@ -30,9 +30,11 @@ STATES = ACTIVE_STATES + ("done",) + ENDED_STATES
 STATUS, RECIPE, METRICS, LOG, CANCEL_FLAG = "status.json", "recipe.json", "metrics.json", "train.log", "cancel"
 # Written by the launcher, not status.json: two processes merging into one file could lose each other's fields.
 WORKER_PID = "worker.pid"
+JOB_ID = "job.id"  # the core.jobs job training this run, when a launcher started one
 MAX_LOSS_POINTS = 400
 # A folder just created by the launcher may not have its worker's pid yet.
 PID_GRACE_SECONDS = 30.0
+DEAD_RUN_ERROR = "the training process ended without finishing (crashed or killed); see the log"
 
 
 class RunExists(ValueError):
@@ -58,6 +60,13 @@ def worker_pid(status: dict, folder: Path | None = None) -> int | None:
     try:
         return int((folder / WORKER_PID).read_text()) if folder is not None else None
     except (OSError, ValueError):
+        return None
+
+
+def job_id(folder: Path) -> str | None:
+    try:
+        return (folder / JOB_ID).read_text().strip() or None
+    except OSError:
         return None
 
 
@@ -180,6 +189,9 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
         state = "done"
     elif fallback_state in ENDED_STATES:
         state = fallback_state
+    elif state in ACTIVE_STATES and process_gone(status, folder):
+        # Reported, not written: the next run created (or a delete) settles the folder as failed.
+        state, status = "failed", {**status, "state": "failed", "error": DEAD_RUN_ERROR}
     return RunInfo(
         name=name,
         state=state,
@@ -201,14 +213,14 @@ def settle_dead_runs() -> None:
         if status.get("state") in ACTIVE_STATES and process_gone(status, folder):
             run = RunFolder(folder.name[1 : -len(".partial")])
             try:
-                run.end("failed", "the training process ended without finishing (crashed or killed); see the log")
+                run.end("failed", DEAD_RUN_ERROR)
             except OSError:
                 pass  # its worker finished or another reader settled it at the same moment
 
 
 def list_runs() -> list[RunInfo]:
-    """All runs, oldest first: active, finished, cancelled and failed."""
-    settle_dead_runs()
+    """All runs, oldest first: active, finished, cancelled and failed. Reads only: a run whose process died is
+    listed as failed but its folder is left as it is."""
     root = settings.runs_dir()
     if not root.is_dir():
         return []
@@ -235,6 +247,7 @@ def get_run(name: str) -> RunInfo | None:
 
 def delete_run(name: str) -> None:
     """Remove a finished, cancelled or failed run (an active one must be cancelled first)."""
+    settle_dead_runs()
     if partial_dir(name).exists():
         raise ValueError(f"Run '{name}' is still queued or running; cancel it first.")
     for folder in [final_dir(name)] + [ended_dir(name, s) for s in ENDED_STATES]:

@@ -7,6 +7,8 @@ import os
 import random
 
 import numpy as np
+
+from core import jobs
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -74,7 +76,7 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
     launched = []
     # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.
     fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
-    monkeypatch.setattr("core.training.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
     at = page()
     at.text_input(key="finetune.run_name").input("tiny-all")
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
@@ -83,8 +85,11 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
     assert not at.exception
     assert any("Queued fresh-run" in s.value for s in at.success)
-    assert launched and launched[0][-2:] == ["--recipe", launched[0][-1]]
-    recipe = json.loads(open(launched[0][-1]).read())
+    # One job of the one runner: `python -m core.jobs ID`, whose work trains from the run folder's recipe.json.
+    assert launched and launched[0][-3:-1] == ["-m", "core.jobs"]
+    work = jobs.read_record(launched[0][-1]) and json.loads((jobs.jobs_dir() / launched[0][-1] / jobs.WORK).read_text())
+    assert work["function"] == "core.training.jobs:train_recipe_file"
+    recipe = json.loads(open(work["args"][0]).read())
     assert recipe["task"] == "snli" and recipe["train_limit"] == 2000 and recipe["model"] == str(tiny_bert_dir)
     at.run()
     assert any("fresh-run" in m.value and "waiting" in m.value for m in at.markdown)

@@ -17,7 +17,7 @@ import torch
 from core import settings
 from core.training import Recipe, TaskError, evaluate_predictions, list_runs, load_task, simcse_loss
 from core.training.engine import collate, length_grouped_batches, loss_curve
-from core.training.runs import RunFolder, final_dir, partial_dir
+from core.training.runs import RunFolder, ended_dir, final_dir, partial_dir
 
 
 def test_scores_match_sklearn():
@@ -151,10 +151,14 @@ def test_a_run_whose_process_died_is_listed_as_failed():
     dead.wait()
     folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r2"))
     folder.write_status(state="running", pid=dead.pid)
+    status_before = (partial_dir("r2") / "status.json").read_bytes()
     [run] = list_runs()
     assert run.state == "failed" and "crashed or killed" in run.error
-    assert not partial_dir("r2").exists()
+    # Reading never writes: the folder stays as the dead process left it ...
+    assert partial_dir("r2").exists() and (partial_dir("r2") / "status.json").read_bytes() == status_before
     alive = RunFolder.create(Recipe(model="m", task="snli", run_name="r3"))
+    # ... until a writer (a new run) settles it as failed.
+    assert not partial_dir("r2").exists() and ended_dir("r2", "failed").is_dir()
     alive.write_status(state="running", pid=os.getpid())
     assert {r.name: r.state for r in list_runs()}["r3"] == "running"
 
