@@ -68,6 +68,10 @@ GRAMMAR = """A corpus spec is one of:
     ud[:SPLIT[:N]]           UD English EWT sentences with their dependency trees; SPLIT dev | test (default dev)
     N                        a seeded random sample of N items (default 500; 'all' for every item)"""
 
+# The one help text of every `--corpus` option.
+CLI_HELP = ("builtin | a .txt/.csv/.jsonl/.conllu file | snli[:SPLIT[:N]] | mrpc[:SPLIT[:N]] | ud[:SPLIT[:N]] "
+            f"(UD English EWT with trees); N = seeded sample size (default {DEFAULT_N}, or 'all')")
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
@@ -345,6 +349,14 @@ def builtin(limit: int | None = None) -> Corpus:
 def builtin_sentences() -> tuple[str, ...]:
     lines = BUILTIN_FILE.read_text(encoding="utf-8").splitlines()
     return tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+
+
+def require_trees(corpus: Corpus) -> list["Sentence"]:
+    """The treebank sentences of a corpus, for analyses of syntax; a corpus without trees is an error."""
+    if not corpus.trees:
+        raise CorpusError(f"{corpus.name} has no dependency trees; give ud[:SPLIT[:N]] (UD English EWT) or a "
+                          ".conllu file.")
+    return list(corpus.trees)
 
 
 def _parse_n(text: str, spec: str) -> int | None:
