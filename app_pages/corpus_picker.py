@@ -61,7 +61,7 @@ def corpus_picker(
         elif source == TEXT:
             text = st.text_area("Text (one sentence per line; long lines are split at . ! ?)", key=key + "text", height=150)
             if not text.strip():
-                st.info("Paste some text, one sentence per line.")
+                st.info("Give the corpus some text (paste or upload), or pick the built-in sentences.")
                 return None
             corpus = corpora.from_text(text)
         elif source in (UPLOAD, CONLLU):
@@ -72,7 +72,7 @@ def corpus_picker(
                 "same keys)", type=kinds, key=key + "upload",
             )
             if upload is None:
-                st.info("Upload a file to use it as the corpus.")
+                st.info("Give the corpus some text (paste or upload), or pick the built-in sentences.")
                 return None
             corpus = cached_upload(upload.name, upload.getvalue())
         else:
