@@ -6,19 +6,17 @@ changing a widget never kills a half-done pass. Profiles are kept per (model, co
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
+from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
 from core import corpus as corpora
-from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, available_models
 
 P = "anisotropy."
 MAX_STORED = 64  # profiles kept for all sessions; each is a few hundred KB at most
-SOURCES = ("Built-in sentences", "Paste text", "Upload .txt / .csv", "SNLI", "MRPC")
 MEASURE_HELP = {
     "random_cosine": "Mean cosine between two words drawn at random from different sentences. 0 = no shared "
     "direction; high = all vectors crowd into a narrow cone. The adjusted measures subtract it.",
@@ -41,11 +39,6 @@ MEASURE_HELP = {
 def shared_results() -> dict:
     """Results of every session, keyed by (model, corpus digest, settings): a second user gets them free."""
     return {}
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def dataset_corpus(name: str, split: str, limit: int) -> corpora.Corpus:
-    return corpora.from_dataset(name, split, limit=limit, seed=0)
 
 
 @st.cache_data(show_spinner="Finding the word in the corpus…", max_entries=16)
@@ -85,31 +78,9 @@ if not models:
     st.stop()
 
 # --- corpus -------------------------------------------------------------------------------------------------
-st.session_state.setdefault(P + "source", SOURCES[0])
 st.session_state.setdefault(P + "limit", 0)
-source = st.radio("Corpus", SOURCES, key=P + "source", horizontal=True)
-corpus: corpora.Corpus | None = None
-try:
-    if source == "Built-in sentences":
-        corpus = corpora.builtin()
-        st.caption(f"{len(corpus)} everyday sentences written for this app; many words (bank, play, light…) recur in different senses.")
-    elif source == "Paste text":
-        text = st.text_area("Text (one sentence per line; long lines are split at . ! ?)", key=P + "text", height=150)
-        corpus = corpora.from_text(text) if text.strip() else None
-    elif source == "Upload .txt / .csv":
-        upload = st.file_uploader("A .txt file (one sentence per line) or a .csv with a text column (two columns such "
-                                  "as sentence1/sentence2 give pairs)", type=["txt", "csv"], key=P + "upload")
-        corpus = corpora.from_upload(upload.name, upload.getvalue()) if upload is not None else None
-    else:
-        n_pairs_data = st.number_input("Sentence pairs to take (seeded)", 20, 5000, 500, step=100, key=P + "dataset_limit")
-        split = "dev" if source == "SNLI" else "test"
-        corpus = dataset_corpus(source.lower(), split, int(n_pairs_data))
-        st.caption(f"Both sentences of each {source} {split} pair, repeats removed; "
-                   f"{'entailment' if source == 'SNLI' else 'paraphrase'} pairs feed alignment.")
-except (corpora.CorpusError, DataUnavailable) as err:
-    st.error(str(err))
+corpus = corpus_picker(P)
 if corpus is None:
-    st.info("Give the corpus some text (paste or upload), or pick the built-in sentences.")
     st.stop()
 
 # A smaller corpus than last time: keep the sentence limit inside it rather than fail.

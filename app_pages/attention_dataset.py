@@ -15,17 +15,16 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
+from app_pages.corpus_picker import MRPC, SNLI, UD, corpus_picker
 from core import heads as hd
 
 P = "heads."
 PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
-SOURCES = {"SNLI dev pairs": "snli", "MRPC validation pairs": "mrpc", "Upload .txt / .csv": "upload"}
-TREEBANKS = ("UD English EWT dev (local data)", "Upload .conllu")
 PATTERN_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#54a24b", "#bab0ac"]  # in PATTERNS order
 EXAMPLES = {
-    "SNLI · 100 pairs": {"part": "Statistics", "source": "SNLI dev pairs", "limit": 100},
-    "MRPC patterns · 100 pairs": {"part": "Pattern types", "source": "MRPC validation pairs", "limit": 100},
-    "Syntax · 200 EWT sentences": {"part": "Syntactic heads", "tb_limit": 200},
+    "SNLI · 100 pairs": {"part": "Statistics", "source": SNLI, "split": "dev", "limit": 100},
+    "MRPC patterns · 100 pairs": {"part": "Pattern types", "source": MRPC, "split": "validation", "limit": 100},
+    "Syntax · 200 EWT sentences": {"part": "Syntactic heads", "tb.source": UD, "tb.split": "dev", "tb_limit": 200},
 }
 
 
@@ -69,34 +68,13 @@ def map_chart(example: hd.PatternExample, size: int = 180) -> alt.Chart:
 # ---- inputs ------------------------------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def cached_inputs(source: str, limit: int, seed: int = 0) -> list:
-    return hd.sample_inputs(source, limit, seed)
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def uploaded_inputs(name: str, data: bytes, limit: int) -> list:
-    return hd.file_inputs(name, data, limit)
-
-
 def sample_widgets(key: str) -> tuple[tuple, list] | None:
-    """Source + size widgets; returns (a hashable description, the inputs) or None with a message shown."""
-    c1, c2 = st.columns([2, 1])
-    source = c1.selectbox("Sample", list(SOURCES), key=P + "source")
-    limit = int(c2.number_input("Examples", 5, 5000, step=50, key=P + "limit"))
-    try:
-        if SOURCES[source] == "upload":
-            upload = st.file_uploader("A .txt (one sentence per line) or .csv (a text column, or two for pairs)",
-                                      type=["txt", "csv"], key=f"{P}upload.{key}")
-            if upload is None:
-                st.info("Upload a file to use it as the sample.")
-                return None
-            data = upload.getvalue()
-            return (upload.name, len(data), limit), uploaded_inputs(upload.name, data, limit)
-        return (SOURCES[source], limit), cached_inputs(SOURCES[source], limit)
-    except (ValueError, FileNotFoundError) as err:
-        st.error(f"{err}")
+    """The corpus picker; returns (a hashable description, the inputs: sentences or (A, B) pairs) or None with a
+    message shown. The sample size is the picker's N for datasets; other sources are used whole."""
+    corpus = corpus_picker(P, label="Sample", n_key=P + "limit", n_label="Examples")
+    if corpus is None:
         return None
+    return (corpus.name, corpus.digest), corpus.inputs
 
 
 def loaded_model(ref: str):
@@ -375,34 +353,17 @@ def change_part() -> None:
 # ---- syntactic heads ---------------------------------------------------------------------------------------
 
 
-@st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
-def cached_treebank(name: str, data: bytes | None, limit: int):
-    from core.treebank import parse_conllu, read_conllu, ud_ewt_path
-
-    if data is None:
-        return read_conllu(ud_ewt_path("dev"), limit=limit)
-    return parse_conllu(data.decode("utf-8-sig"), source=name, limit=limit)
-
-
 def syntax_part() -> None:
     ref = model_ref()
-    c1, c2, c3 = st.columns([2, 1, 1])
-    treebank = c1.selectbox("Treebank", TREEBANKS, key=P + "treebank")
-    limit = int(c2.number_input("Sentences", 10, 5000, step=100, key=P + "tb_limit"))
-    subtypes = c3.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes")
-    data, name = None, "UD EWT dev"
-    if treebank == TREEBANKS[1]:
-        upload = st.file_uploader("A CoNLL-U file", type=["conllu", "txt"], key=P + "tb_upload")
-        if upload is None:
-            st.info("Upload a .conllu file to use it.")
-            return
-        data, name = upload.getvalue(), upload.name
-    try:
-        sentences = cached_treebank(name, data, limit)
-    except (ValueError, FileNotFoundError) as err:
-        st.error(str(err))
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        corpus = corpus_picker(P + "tb.", trees=True, label="Treebank", n_key=P + "tb_limit", n_label="Sentences",
+                               default_n=200)
+    subtypes = c2.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes")
+    if corpus is None:
         return
-    params = (ref, name, len(data or b""), limit, subtypes)
+    sentences = list(corpus.trees)
+    params = (ref, corpus.name, corpus.digest, subtypes)
     lm = loaded_model(ref)
     if lm is None:
         return
@@ -415,7 +376,7 @@ def syntax_part() -> None:
         st.info("Press the button to run the model on the treebank's words and score every head per relation.")
         return
     result: hd.SyntaxHeads = kept
-    table = pd.DataFrame(result.to_dict()["relations"])
+    table = pd.DataFrame(result.to_json()["relations"])
     table["best head"] = [f"L{l} H{h}" for l, h in zip(table["layer"], table["head"])]
     shown = table[table["count"] >= 20] if (table["count"] >= 20).sum() > 1 else table
     long = shown.melt(id_vars=["relation", "count", "best head"], value_vars=["accuracy", "baseline_accuracy"],
@@ -455,7 +416,7 @@ def use_example(settings: dict) -> None:
 def render() -> None:
     """The whole "Heads over a dataset" section (statistics, pattern types, ablation, change, syntax)."""
     st.session_state.setdefault(P + "part", PARTS[0])
-    st.session_state.setdefault(P + "source", "SNLI dev pairs")
+    st.session_state.setdefault(P + "source", SNLI)
     st.session_state.setdefault(P + "limit", 100)
     st.session_state.setdefault(P + "ablation_limit", 200)
     st.session_state.setdefault(P + "tb_limit", 200)

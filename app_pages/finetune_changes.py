@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
-from core import corpus as corpora
+from app_pages.corpus_picker import corpus_picker
 from core.datasets import DataUnavailable
 from core.models import LoadedModel, ModelUnavailable, available_models
 from core.probe import HM_REFERENCE, ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
@@ -24,12 +24,6 @@ from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
 from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
 
 P = "changes."
-CORPORA = {
-    "builtin": "Built-in sentences",
-    "snli": "SNLI dev (in-domain for an SNLI run)",
-    "mrpc": "MRPC validation (in-domain for an MRPC run)",
-    "upload": "Upload .txt / .csv",
-}
 TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
 CONTROL = "random-initialised control"
 MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
@@ -39,11 +33,6 @@ MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
 @st.cache_resource(show_spinner="Building the random-initialised control…", max_entries=2)
 def cached_control(ref: str, seed: int = 0) -> LoadedModel:
     return random_control(cached_model(ref), seed)
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def dataset_corpus(name: str, limit: int) -> corpora.Corpus:
-    return corpora.from_dataset(name, "dev", limit=limit, seed=0)
 
 
 @st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
@@ -221,33 +210,21 @@ def similarity_part(base: str, compared: list[str]) -> None:
         "word-by-word cosine-similarity matrices (Merchant et al. 2020); linear CKA (Kornblith et al. 2019) "
         "compares the centred vectors directly. Both are 1 for an unchanged layer."
     )
-    st.session_state.setdefault(P + "corpus", "builtin")
     st.session_state.setdefault(P + "limit", 200)
-    row = st.columns([3, 1, 1])
-    source = row[0].radio("Sentences", list(CORPORA), format_func=CORPORA.get, key=P + "corpus", horizontal=True)
-    limit = int(row[1].number_input("Sentences read", 10, 5000, step=50, key=P + "limit"))
-    max_words = int(row[2].number_input("Words compared", 100, 6000, value=DEFAULT_MAX_WORDS, step=100, key=P + "max_words",
+    corpus = corpus_picker(P, label="Sentences", default_n=200)
+    row = st.columns(2)
+    limit = int(row[0].number_input("Sentences read", 10, 5000, step=50, key=P + "limit"))
+    max_words = int(row[1].number_input("Words compared", 100, 6000, value=DEFAULT_MAX_WORDS, step=100, key=P + "max_words",
                                         help="Memory grows with the square of this number."))
-    try:
-        if source == "builtin":
-            corpus = corpora.builtin(limit)
-        elif source in ("snli", "mrpc"):
-            corpus = dataset_corpus(source, limit)
-        else:
-            upload = st.file_uploader("A .txt (one sentence per line) or .csv with a text column", type=["txt", "csv"], key=P + "upload")
-            if upload is None:
-                st.info("Upload a file to compare the models on your own sentences.")
-                return
-            corpus = corpora.from_upload(upload.name, upload.getvalue()).head(limit)
-    except (corpora.CorpusError, DataUnavailable) as err:
-        st.error(str(err))
+    if corpus is None:
         return
+    corpus = corpus.head(limit)
     sentences = list(corpus.sentences)
     st.caption(f"{corpus.name}: {len(sentences)} sentences.")
     if not compared:
         st.info("Pick at least one model B above to compare with A.")
         return
-    params = (base, tuple(compared), source, corpus.digest, max_words)
+    params = (base, tuple(compared), corpus.digest, max_words)
 
     def make_work():
         models = [cached_model(ref) for ref in (base, *compared)]

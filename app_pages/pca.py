@@ -10,7 +10,6 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import (
-    MODEL_KEY,
     SENTENCE_A_KEY,
     SENTENCE_B_KEY,
     cached_encoding,
@@ -22,12 +21,12 @@ from app_pages.common import (
     model_ref,
     sentences,
 )
+from core import corpus as corpora
 from core.datasets import DataUnavailable
 from core.examples import EXAMPLES
 from core.models import ModelUnavailable, available_models
 from core.projection import (
     LayerProjection,
-    background_sentences,
     background_vectors,
     collect_tokens,
     layerwise_projection,
@@ -36,9 +35,11 @@ from core.projection import (
 
 PLAY_SECONDS = 1.2
 METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer", "tsne": "t-SNE per layer"}
-BACKGROUND_NAMES = {"none": "None: fit on these sentences", "builtin": "Built-in sentences", "snli": "SNLI (100 dev pairs)"}
+BACKGROUND_NAMES = {"none": "None: fit on these sentences", "builtin": "Built-in sentences (first 100)", "snli": "SNLI (100 dev pairs)"}
 COLOUR_NAMES = {"sentence": "Sentence", "segment": "Segment (A/B)", "word": "A chosen word"}
 SNLI_PAIRS = 100
+# Background choice -> corpus spec; the CLI's `pca --background SPEC --background-size 100` reads the same sentences.
+BACKGROUND_SPECS = {"builtin": "builtin", "snli": f"snli:dev:{SNLI_PAIRS}"}
 TSNE_SEED = 0
 OTHER = "other words"
 
@@ -123,8 +124,8 @@ def encode_background(ref: str, source: str, keep_special: bool, keep_punct: boo
     """Background vectors from a core.jobs job that starts by itself (progress and Cancel shown); None until
     they are ready, and the projection is fitted on the user's sentences meanwhile."""
     try:
-        texts = background_sentences(source, limit=SNLI_PAIRS)
-    except DataUnavailable as err:
+        texts = list(corpora.resolve(BACKGROUND_SPECS[source]).take(SNLI_PAIRS).sentences)
+    except (DataUnavailable, corpora.CorpusError) as err:
         st.warning(f"SNLI is not available, so the projection is fitted on your sentences. {err}")
         return None
 

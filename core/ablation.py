@@ -206,6 +206,8 @@ class AblationResult:
     head_accuracy   float64 [layer, head] (NaN when heads were not swept); head_delta = head_accuracy - base
     layer_accuracy  float64 [layer] (NaN when layers were not swept); layer_delta = layer_accuracy - base
     mode            "uniform" or "mask"; n_examples; labels of the classes
+    task, eval_split, run_accuracy  the run's task, the split the sample came from and the accuracy its
+                    metrics.json reports, when known (None otherwise)
     """
 
     model: str
@@ -215,6 +217,9 @@ class AblationResult:
     layer_accuracy: np.ndarray
     n_examples: int
     labels: tuple[str, ...]
+    task: str | None = None
+    eval_split: str | None = None
+    run_accuracy: float | None = None
 
     @property
     def head_delta(self) -> np.ndarray:
@@ -224,13 +229,14 @@ class AblationResult:
     def layer_delta(self) -> np.ndarray:
         return self.layer_accuracy - self.base_accuracy
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict:
         def clean(array):
             return [clean(x) for x in array] if np.ndim(array) else (None if np.isnan(array) else round(float(array), 6))
 
         return {"model": self.model, "mode": self.mode, "base_accuracy": self.base_accuracy,
                 "head_delta": clean(self.head_delta), "layer_delta": clean(self.layer_delta),
-                "n_examples": self.n_examples, "labels": list(self.labels)}
+                "n_examples": self.n_examples, "labels": list(self.labels),
+                "task": self.task, "eval_split": self.eval_split, "run_accuracy": self.run_accuracy}
 
 
 def conditions(layers: int, heads: int, sweep_heads: bool = True, sweep_layers: bool = True) -> list[tuple[int, tuple[int, ...]]]:

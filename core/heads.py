@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -181,6 +180,7 @@ class HeadSurvey:
     pattern_counts  int [layer, head, len(PATTERNS)]: on how many inputs each head showed each type
     examples        a few maps per type (at most `keep_examples` each, from different heads when possible)
     n_examples      inputs seen; n_pairs of them were sentence pairs; n_truncated were cut to the max length
+    corpus          the corpus spec the inputs came from, when known ("" otherwise)
     """
 
     model: str
@@ -190,6 +190,7 @@ class HeadSurvey:
     n_examples: int
     n_pairs: int
     n_truncated: int
+    corpus: str = ""
 
     def stat(self, name: str) -> np.ndarray:
         if name not in STAT_NAMES:
@@ -208,11 +209,12 @@ class HeadSurvey:
         whole = totals.sum()
         return {p: float(totals[i] / whole) if whole else 0.0 for i, p in enumerate(PATTERNS)}
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict:
         out = {name: self.stat(name).round(6).tolist() for name in STAT_NAMES}
         out["pattern_share"] = self.pattern_share
         out["dominant_pattern"] = [[PATTERNS[k] for k in row] for row in self.dominant_pattern]
-        out.update(model=self.model, n_examples=self.n_examples, n_pairs=self.n_pairs, n_truncated=self.n_truncated)
+        out.update(model=self.model, n_examples=self.n_examples, n_pairs=self.n_pairs, n_truncated=self.n_truncated,
+                   corpus=self.corpus)
         return out
 
 
@@ -291,7 +293,7 @@ class AttentionChange:
     n_examples: int
     layers: int
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict:
         return {"a": self.model_a, "b": self.model_b, "cosine": self.cosine.round(6).tolist(),
                 "n_examples": self.n_examples, "layers": self.layers}
 
@@ -370,6 +372,7 @@ class SyntaxHeads:
     baseline_offset int [R]: the relative position (head index - dependent index) that is most often right
     baseline_accuracy float64 [R]: accuracy of always predicting that offset
     n_sentences used; n_skipped sentences left out (longer than the model's max length)
+    treebank        the corpus spec or file the sentences came from, when known ("" otherwise)
     """
 
     model: str
@@ -380,6 +383,7 @@ class SyntaxHeads:
     baseline_accuracy: np.ndarray
     n_sentences: int
     n_skipped: int
+    treebank: str = ""
 
     @property
     def best_layer(self) -> np.ndarray:
@@ -395,7 +399,7 @@ class SyntaxHeads:
     def best_accuracy(self) -> np.ndarray:
         return self.accuracy.reshape(len(self.relations), -1).max(axis=-1)
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict:
         rows = []
         for r, name in enumerate(self.relations):
             rows.append({
@@ -403,7 +407,8 @@ class SyntaxHeads:
                 "head": int(self.best_head[r]), "accuracy": float(self.best_accuracy[r]),
                 "baseline_offset": int(self.baseline_offset[r]), "baseline_accuracy": float(self.baseline_accuracy[r]),
             })
-        return {"model": self.model, "relations": rows, "n_sentences": self.n_sentences, "n_skipped": self.n_skipped}
+        return {"model": self.model, "relations": rows, "n_sentences": self.n_sentences, "n_skipped": self.n_skipped,
+                "treebank": self.treebank}
 
 
 class SyntaxTally:
@@ -498,51 +503,3 @@ def syntax_heads(
         if progress is not None:
             progress(done, len(encoded))
     return tally.result(lm.ref, skipped)
-
-
-# ---- inputs ---------------------------------------------------------------------------------------------
-
-SAMPLE_SOURCES = ("snli", "mrpc")
-
-
-def sample_inputs(source: str, limit: int | None = 200, seed: int = 0) -> list[TextInput]:
-    """Inputs for a survey: "snli" / "mrpc" (seeded dev/validation pairs) or a file path (.txt one sentence per
-    line, .csv with a text column or two columns for pairs, see core.corpus)."""
-    from core import datasets
-
-    if source == "snli":
-        return [(e.text, e.text_b) for e in datasets.snli("dev", limit, seed)]
-    if source == "mrpc":
-        return [(e.text, e.text_b) for e in datasets.mrpc("validation", limit, seed)]
-    return file_inputs(Path(source).name, Path(source).read_bytes() if Path(source).is_file() else None, limit, seed)
-
-
-def file_inputs(filename: str, data: bytes | None, limit: int | None = 200, seed: int = 0) -> list[TextInput]:
-    """Sentences or pairs from an uploaded or local file; pairs when a CSV has two text columns (core.corpus)."""
-    from core import corpus
-    from core.datasets import seeded_subset
-
-    if data is None:
-        raise corpus.CorpusError(f"{filename} not found: give snli, mrpc, or a .txt/.csv file of sentences.")
-    if filename.lower().endswith(".csv"):
-        pairs = _csv_pairs(data)
-        if pairs:
-            return seeded_subset(pairs, limit, seed)
-    return seeded_subset(list(corpus.from_upload(filename, data).sentences), limit, seed)
-
-
-def _csv_pairs(data: bytes) -> list[tuple[str, str]]:
-    import csv
-    import io
-
-    from core.corpus import PAIR_COLUMNS
-
-    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig", errors="replace"))))
-    if not rows:
-        return []
-    header = {name.strip().lower(): name for name in rows[0].keys() if name}
-    for a, b in PAIR_COLUMNS:
-        if a in header and b in header:
-            return [(r[header[a]].strip(), r[header[b]].strip()) for r in rows
-                    if (r[header[a]] or "").strip() and (r[header[b]] or "").strip()]
-    return []

@@ -27,35 +27,6 @@ from core.progress import ProgressCallback, StopCheck
 Method = Literal["joint", "per-layer", "tsne"]
 METHODS: tuple[str, ...] = ("joint", "per-layer", "tsne")
 
-# Ordinary sentences written for BERT Lens: a small, varied background to fit the projection on when SNLI is absent.
-BACKGROUND_SENTENCES: tuple[str, ...] = (
-    "The children played football in the park until it got dark.",
-    "She opened the window to let some fresh air into the kitchen.",
-    "Prices at the market went up again this week.",
-    "He forgot his umbrella and walked home in the rain.",
-    "The museum closes early on Sundays during the winter.",
-    "Our neighbours adopted a small grey cat from the shelter.",
-    "The train to the airport was delayed by twenty minutes.",
-    "A group of students gathered outside the library after the lecture.",
-    "The river flooded the low fields after a week of storms.",
-    "My grandmother bakes bread every Friday morning.",
-    "The company announced that it would hire two hundred new workers.",
-    "They watched the sunset from the top of the hill.",
-    "The doctor asked him to come back for another test next month.",
-    "A man in a blue jacket is fixing the roof of a house.",
-    "Two dogs are running along the beach near the water.",
-    "The band played old songs late into the night.",
-    "Please turn off the lights when you leave the room.",
-    "The farmer sold apples and pears at the roadside stand.",
-    "Scientists measured the temperature of the lake every hour.",
-    "The old bridge was closed for repairs all summer.",
-    "She wrote a long letter to her brother who lives abroad.",
-    "The team lost the final match by a single point.",
-    "Heavy snow kept most people at home on Monday.",
-    "A woman is reading a newspaper on a crowded bus.",
-)
-
-
 @dataclass(frozen=True, eq=False)
 class TokenVectors:
     """Every kept token of a set of encoded inputs, with its vector at every layer. Shapes (N = tokens, D = dim):
@@ -98,6 +69,8 @@ class LayerProjection:
     n_fit                     number of vectors per layer the projection was fitted on
     background                True when fitted on a background set rather than on the shown tokens
     tokens, sentence, position, segment, is_special, is_punct, word: per shown token, as in TokenVectors
+    model                     the model's reference, when known ("" otherwise)
+    background_name           the corpus spec of the background, when there is one
     """
 
     coords: np.ndarray
@@ -114,11 +87,33 @@ class LayerProjection:
     is_special: np.ndarray
     is_punct: np.ndarray
     word: tuple[str, ...]
+    model: str = ""
+    background_name: str | None = None
 
     @property
     def labels(self) -> list[str]:
         """Unique token labels ("s1·3·bank"): input, position in that input, piece."""
         return [f"s{s}·{p}·{t}" for s, p, t in zip(self.sentence, self.position, self.tokens)]
+
+    def to_json(self) -> dict:
+        """Plain JSON types; NaN (t-SNE's missing variance ratios) becomes null."""
+        out = {
+            "model": self.model,
+            "fit": self.method,
+            "background": self.background_name,
+            "n_fit": int(self.n_fit),
+            "tokens": list(self.tokens),
+            "sentence": self.sentence.tolist(),
+            "position": self.position.tolist(),
+            "segment": self.segment.tolist(),
+            "layers": self.layers.tolist(),
+            "coords": self.coords.tolist(),
+            "explained_variance_ratio": [[None if np.isnan(v) else float(v) for v in row]
+                                         for row in self.explained_variance_ratio],
+        }
+        if self.joint_explained_variance_ratio is not None:
+            out["joint_explained_variance_ratio"] = self.joint_explained_variance_ratio.tolist()
+        return out
 
 
 def is_punctuation(piece: str) -> bool:
@@ -413,19 +408,3 @@ def projection_frame(projection: LayerProjection, layers: Sequence[int] | None =
             )
         )
     return pd.concat(frames, ignore_index=True)
-
-
-BACKGROUNDS: tuple[str, ...] = ("builtin", "snli")
-
-
-def background_sentences(source: str, limit: int = 100, seed: int = 0) -> list[str]:
-    """Sentences to fit a projection on: "builtin" (BACKGROUND_SENTENCES) or "snli" (premises and hypotheses of
-    `limit` seeded SNLI dev pairs; raises core.datasets.DataUnavailable when the data folder lacks SNLI)."""
-    if source == "builtin":
-        return list(BACKGROUND_SENTENCES)
-    if source == "snli":
-        from core.datasets import snli
-
-        pairs = snli("dev", limit=limit, seed=seed)
-        return [s for pair in pairs for s in (pair.text, pair.text_b)]
-    raise ValueError(f"Unknown background {source!r}: use one of {', '.join(BACKGROUNDS)}.")

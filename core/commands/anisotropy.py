@@ -18,13 +18,9 @@ def register(subparsers) -> None:
         "top-PC variance per layer; alignment/uniformity too when the corpus has sentence pairs.",
     )
     p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
-    p.add_argument(
-        "--corpus", required=True,
-        help="a .txt file with one sentence per line (or a .csv); 'builtin' for the app's own sentences; "
-        "'snli[:SPLIT[:N]]' or 'mrpc[:SPLIT[:N]]' for dataset sentences with their pairs",
-    )
+    p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     p.add_argument("--pairs", type=int, default=1000, help="random word pairs for the baseline (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the random pairs (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the random pairs and the corpus sample (default 0)")
     p.add_argument("--min-contexts", type=int, default=5, help="sentences a word needs for self-similarity (default 5)")
     p.add_argument("--include-special", action="store_true", help="count [CLS]/[SEP] as words")
     p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
@@ -34,20 +30,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_anisotropy)
 
 
-def load_corpus(spec: str) -> corpora.Corpus:
-    """'builtin', 'snli:dev:500', 'mrpc:test' or a file path."""
-    name, *rest = spec.split(":")
-    if name == "builtin" and not rest:
-        return corpora.builtin()
-    if name in ("snli", "mrpc") and len(rest) <= 2:
-        split = rest[0] if rest else "dev" if name == "snli" else "test"
-        limit = int(rest[1]) if len(rest) > 1 else 500
-        return corpora.from_dataset(name, split, limit=limit)
-    return corpora.from_file(spec)
-
-
 def run_anisotropy(args) -> int:
-    corpus = load_corpus(args.corpus).head(args.limit)
+    corpus = corpora.resolve(args.corpus, args.seed).head(args.limit)
     settings = AnisotropySettings(
         n_pairs=args.pairs, seed=args.seed, min_contexts=args.min_contexts, include_special=args.include_special,
         baseline="exact" if args.exact else "random", batch_size=args.batch_size,

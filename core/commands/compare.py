@@ -10,10 +10,6 @@ from core import corpus as corpora
 from core.models import load_model
 from core.probe import ProbeSettings, probe_data, probe_layers, random_control
 from core.similarity import DEFAULT_MAX_WORDS, compare_models
-from core.treebank import read_conllu
-
-NAMED_CORPORA = ("builtin", "snli", "mrpc")
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -25,11 +21,12 @@ def register(subparsers) -> None:
     )
     p.add_argument("--a", required=True, help="model A: hub id, local folder, run name or data-folder model")
     p.add_argument("--b", required=True, help="model B (e.g. a fine-tuned run)")
-    p.add_argument("--corpus", required=True, help="a .txt (one sentence per line) or .csv file, or builtin / snli / mrpc")
+    p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--limit", type=int, default=500, help="sentences read from the corpus (default 500)")
     p.add_argument("--max-words", type=int, default=DEFAULT_MAX_WORDS, help=f"words compared (default {DEFAULT_MAX_WORDS}); memory grows with its square")
     p.add_argument("--cross", action="store_true", help="also print every layer of A against every layer of B")
-    p.add_argument("--json", action="store_true", help="print JSON: layers, rsa, cka (and rsa_cross, cka_cross)")
+    p.add_argument("--json", action="store_true", help="print JSON: layers, rsa, cka, rsa_cross, cka_cross, ...")
     p.set_defaults(func=run_compare)
 
     q = subparsers.add_parser(
@@ -37,11 +34,13 @@ def register(subparsers) -> None:
         help="structural (distance) probe per layer on a CoNLL-U treebank: UUAS and DSpr",
         description="Trains a rank-K linear map per layer so squared distances between projected word vectors "
         "match dependency-tree distances (Hewitt & Manning 2019). Scores are measured on --eval-treebank, or on a "
-        "seeded held-out fifth of --treebank. Results are cached per (model, layer, treebank, settings).",
+        "seeded held-out fifth of --corpus. Results are cached per (model, layer, corpus, settings).",
     )
     q.add_argument("--model", default=None, help="hub id, local folder, run name (default: BERTLENS_MODEL)")
-    q.add_argument("--treebank", required=True, help="CoNLL-U file to train on (e.g. data/ud_english_ewt/en_ewt-ud-dev.conllu)")
-    q.add_argument("--eval-treebank", default=None, help="CoNLL-U file to score on (default: held-out part of --treebank)")
+    q.add_argument("--corpus", "--treebank", dest="corpus", required=True,
+                   help="sentences with dependency trees to train on: ud[:SPLIT[:N]] or a .conllu file (" + corpora.CLI_HELP + ")")
+    q.add_argument("--eval-corpus", "--eval-treebank", dest="eval_corpus", default=None,
+                   help="the same kind of spec to score on (default: held-out part of --corpus)")
     q.add_argument("--layers", default="all", help="comma-separated layers, 0 = embeddings, or 'all' (default)")
     q.add_argument("--rank", type=int, default=128, help="rank K of the probe (default 128)")
     q.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
@@ -65,26 +64,12 @@ def _progress(label: str, quiet: bool):
     return report
 
 
-def _sentences(source: str, limit: int) -> list[str]:
-    if source == "builtin":
-        chosen = corpora.builtin()
-    elif source in NAMED_CORPORA:
-        chosen = corpora.from_dataset(source, "dev", limit=limit)
-    else:
-        chosen = corpora.from_file(source)
-    return list(chosen.head(limit).sentences)
-
-
 def run_compare(args) -> int:
-    sentences = _sentences(args.corpus, args.limit)
+    sentences = list(corpora.resolve(args.corpus, args.seed).head(args.limit).sentences)
     a, b = load_model(args.a), load_model(args.b)
     result = compare_models(a, b, sentences, max_words=args.max_words, progress=_progress("encoding", args.json))
     if args.json:
-        out = result.to_json()
-        if not args.cross:
-            out.pop("rsa_cross")
-            out.pop("cka_cross")
-        print(json.dumps(out))
+        print(json.dumps(result.to_json()))
         return 0
     print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences"
           + (f" ({result.n_skipped} skipped: split into different words)" if result.n_skipped else ""))
@@ -115,9 +100,9 @@ def run_probe(args) -> int:
     lm = load_model(args.model)
     layers = parse_layers(args.layers, lm.num_layers)
     settings = ProbeSettings(rank=args.rank, epochs=args.epochs, learning_rate=args.lr, seed=args.seed)
-    train = read_conllu(args.treebank)
-    evaluation = read_conllu(args.eval_treebank) if args.eval_treebank else None
-    data = probe_data(train, evaluation, name=args.treebank + (f" / {args.eval_treebank}" if evaluation else ""),
+    train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
+    evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
+    data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
                       seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
     model = random_control(lm, args.seed) if args.random_init else lm
     result = probe_layers(model, data, layers, settings, use_cache=not args.no_cache, progress=_progress("probe", args.json))

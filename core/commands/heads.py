@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 import numpy as np
 
+from core import corpus as corpora
 from core.heads import PATTERNS, STAT_NAMES, STAT_TITLES
 
 
@@ -26,13 +28,11 @@ def _progress(args):
 
 
 def register(subparsers) -> None:
-    corpus_help = "snli or mrpc (seeded dev pairs) or a .txt (one sentence per line) / .csv file"
-
     p = subparsers.add_parser("heads", help="Clark statistics and Kovaleva pattern types of every head over a corpus")
     p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
-    p.add_argument("--corpus", default="snli", help=corpus_help + " (default snli)")
-    p.add_argument("--limit", type=int, default=200, help="inputs to use (default 200)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
+    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -54,9 +54,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("attention-change", help="per-head cosine between two models' attention maps")
     p.add_argument("--a", required=True, help="first model (e.g. the pretrained base)")
     p.add_argument("--b", required=True, help="second model (e.g. the fine-tuned run)")
-    p.add_argument("--corpus", default="snli", help=corpus_help + " (default snli)")
-    p.add_argument("--limit", type=int, default=200)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
+    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -64,8 +64,10 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("syntax-heads", help="the best head per dependency relation on a CoNLL-U treebank")
     p.add_argument("--model", default=None)
-    p.add_argument("--treebank", default=None, help="a .conllu file (default: UD English EWT dev in the data folder)")
-    p.add_argument("--limit", type=int, default=None, help="first N sentences only")
+    p.add_argument("--corpus", "--treebank", dest="corpus", default="ud:dev:all",
+                   help=corpora.CLI_HELP + "; it must have dependency trees (ud or .conllu); default ud:dev:all")
+    p.add_argument("--limit", type=int, default=None, help="the first N sentences of the corpus only")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--subtypes", action="store_true", help="keep relation subtypes (nmod:poss) apart")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--quiet", action="store_true")
@@ -80,16 +82,14 @@ def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}") -> None:
 
 
 def run_heads(args) -> int:
-    from core.heads import sample_inputs, survey_heads
+    from core.heads import survey_heads
     from core.models import load_model
 
-    inputs = sample_inputs(args.corpus, args.limit, args.seed)
+    inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     lm = load_model(args.model)
-    survey = survey_heads(lm, inputs, batch_size=args.batch_size, progress=_progress(args))
+    survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, progress=_progress(args)), corpus=args.corpus)
     if args.json:
-        out = survey.to_dict()
-        out["corpus"] = args.corpus
-        print(json.dumps(out))
+        print(json.dumps(survey.to_json()))
         return 0
     print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
     for name in STAT_NAMES:
@@ -109,10 +109,9 @@ def run_ablate(args) -> int:
     sample = run_eval_sample(clf, args.limit, args.seed)
     result = ablation_sweep(clf, sample.examples, mode=args.mode, sweep_layers=not args.no_layers,
                             batch_size=args.batch_size, progress=_progress(args))
+    result = replace(result, task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     if args.json:
-        out = result.to_dict()
-        out.update(task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
-        print(json.dumps(out))
+        print(json.dumps(result.to_json()))
         return 0
     print(f"{clf.encoder.ref}: {result.n_examples} {sample.task} {sample.eval_split} examples, mode {result.mode}")
     print(f"intact accuracy {result.base_accuracy:.4f} (run's metrics.json: {sample.run_accuracy})")
@@ -125,14 +124,14 @@ def run_ablate(args) -> int:
 
 
 def run_attention_change(args) -> int:
-    from core.heads import attention_change, sample_inputs
+    from core.heads import attention_change
     from core.models import load_model
 
-    inputs = sample_inputs(args.corpus, args.limit, args.seed)
+    inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     change = attention_change(load_model(args.a), load_model(args.b), inputs, batch_size=args.batch_size,
                               progress=_progress(args))
     if args.json:
-        print(json.dumps(change.to_dict()))
+        print(json.dumps(change.to_json()))
         return 0
     print(f"{change.model_a} vs {change.model_b}: {change.n_examples} inputs from {args.corpus}")
     _grid("cosine of the flattened attention maps", change.cosine)
@@ -142,20 +141,16 @@ def run_attention_change(args) -> int:
 def run_syntax_heads(args) -> int:
     from core.heads import syntax_heads
     from core.models import load_model
-    from core.treebank import read_conllu, ud_ewt_path
-
-    path = args.treebank or ud_ewt_path("dev")
-    sentences = read_conllu(path, limit=args.limit)
-    result = syntax_heads(load_model(args.model), sentences, batch_size=args.batch_size, subtypes=args.subtypes,
-                          progress=_progress(args))
+    corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
+    result = syntax_heads(load_model(args.model), corpora.require_trees(corpus), batch_size=args.batch_size,
+                          subtypes=args.subtypes, progress=_progress(args))
+    result = replace(result, treebank=args.corpus)
     if args.json:
-        out = result.to_dict()
-        out["treebank"] = str(path)
-        print(json.dumps(out))
+        print(json.dumps(result.to_json()))
         return 0
-    print(f"{result.model} on {path}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
+    print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
     print("relation\tcount\tbest head\taccuracy\tbaseline (offset)")
-    for row in result.to_dict()["relations"]:
+    for row in result.to_json()["relations"]:
         print(f"{row['relation']}\t{row['count']}\t{row['layer']}-{row['head']}\t{row['accuracy']:.3f}\t"
               f"{row['baseline_accuracy']:.3f} ({row['baseline_offset']:+d})")
     return 0

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-import numpy as np
-
+from core import corpus as corpora
 from core.encoding import encode
 from core.models import load_model
-from core.projection import BACKGROUNDS, METHODS, background_vectors, background_sentences, collect_tokens, layerwise_projection
+from core.projection import METHODS, background_vectors, collect_tokens, layerwise_projection
 
 
 def register(subparsers) -> None:
@@ -19,45 +19,40 @@ def register(subparsers) -> None:
         "the tokenizer's tokens; --drop-special and --drop-punct leave those out of the fit and the output.",
     )
     p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
-    p.add_argument("--text", action="append", required=True, help="a sentence; repeat for several")
+    p.add_argument("--text", action="append", default=[], help="a sentence; repeat for several")
+    p.add_argument("--corpus", default=None, help="inputs from a corpus (after any --text): " + corpora.CLI_HELP)
+    p.add_argument("--limit", type=int, default=None, help="the first N inputs of --corpus only")
     p.add_argument("--fit", choices=METHODS, default="joint", help="joint: one PCA over all layers (default)")
-    p.add_argument("--background", choices=BACKGROUNDS, default=None, help="fit PCA on this corpus instead")
-    p.add_argument("--background-size", type=int, default=100, help="SNLI pairs in the background (default 100)")
+    p.add_argument("--background", default=None, metavar="SPEC",
+                   help="fit PCA on this corpus instead (same specs as --corpus, e.g. builtin or snli:dev:100)")
+    p.add_argument("--background-size", type=int, default=100,
+                   help="the first N items of the background corpus (default 100)")
     p.add_argument("--drop-special", action="store_true", help="leave out [CLS], [SEP] ...")
     p.add_argument("--drop-punct", action="store_true", help="leave out punctuation pieces")
-    p.add_argument("--seed", type=int, default=0, help="t-SNE seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="t-SNE seed and corpus sample seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_pca)
 
 
 def run_pca(args) -> int:
+    inputs = list(args.text)
+    if args.corpus:
+        inputs += corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
+    if not inputs:
+        raise corpora.CorpusError("pca needs inputs: give --text SENTENCE (repeatable) and/or --corpus SPEC.")
     lm = load_model(args.model)
     keep = {"keep_special": not args.drop_special, "keep_punct": not args.drop_punct}
-    tokens = collect_tokens(encode(lm, list(args.text), attentions=False), **keep)
+    tokens = collect_tokens(encode(lm, inputs, attentions=False), **keep)
     background = None
     if args.background:
-        sentences = background_sentences(args.background, limit=args.background_size)
+        sentences = corpora.resolve(args.background, args.seed).take(args.background_size).sentences
         background = background_vectors(lm, sentences, **keep)
     projection = layerwise_projection(tokens, args.fit, background=background, seed=args.seed)
-    ratio = projection.explained_variance_ratio
+    projection = replace(projection, model=lm.ref, background_name=args.background)
     if args.json:
-        result = {
-            "model": lm.ref,
-            "fit": projection.method,
-            "background": args.background,
-            "n_fit": projection.n_fit,
-            "tokens": list(projection.tokens),
-            "sentence": projection.sentence.tolist(),
-            "position": projection.position.tolist(),
-            "segment": projection.segment.tolist(),
-            "layers": projection.layers.tolist(),
-            "coords": projection.coords.tolist(),
-            "explained_variance_ratio": [[None if np.isnan(v) else float(v) for v in row] for row in ratio],
-        }
-        if projection.joint_explained_variance_ratio is not None:
-            result["joint_explained_variance_ratio"] = projection.joint_explained_variance_ratio.tolist()
-        print(json.dumps(result))
+        print(json.dumps(projection.to_json()))
         return 0
+    ratio = projection.explained_variance_ratio
     print(f"{len(projection.tokens)} tokens, {len(projection.layers)} layers (0 = embeddings), fit: {projection.method}")
     if projection.method != "tsne":
         print("layer\tPC1\tPC2\t(share of the layer's variance on the 2 axes)")

@@ -126,7 +126,7 @@ def test_intact_accuracy_equals_run_metrics_and_sweep_matches_full_forwards(clas
     truth = np.array([classifier.labels.index(e.label) for e in sample.examples])
     probs = predict_disabled(classifier, items, {1: [2]}, mode="uniform")
     assert result.head_accuracy[1, 2] == pytest.approx((probs.argmax(1) == truth).mean())
-    d = result.to_dict()
+    d = result.to_json()
     assert len(d["head_delta"]) == 2 and len(d["head_delta"][0]) == 4 and len(d["layer_delta"]) == 2
 
 

@@ -62,7 +62,7 @@ def test_survey_equals_per_input_computation(tiny):
     np.testing.assert_allclose(survey.stats, np.mean(stats, axis=0), atol=1e-5)
     np.testing.assert_array_equal(survey.pattern_counts, counts)
     assert survey.n_examples == 3 and survey.n_pairs == 2
-    d = survey.to_dict()
+    d = survey.to_json()
     assert set(STAT_NAMES) <= set(d) and np.array(d["sep"]).shape == (2, 4)
     assert sum(d["pattern_share"].values()) == pytest.approx(1.0)
     for example in survey.examples:  # kept maps are the real maps of that head on that input

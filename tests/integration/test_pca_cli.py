@@ -76,11 +76,13 @@ def test_drop_flags_remove_specials_and_punctuation(tiny_bert_dir, capsys):
 
 
 def test_builtin_background_and_tsne(tiny_bert_dir, capsys):
-    from core.projection import BACKGROUND_SENTENCES
+    from core.corpus import builtin_sentences
 
-    out = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat.", "--background", "builtin")
+    out = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat.", "--background", "builtin",
+                   "--background-size", "30")
     tokenizer = load_model(str(tiny_bert_dir)).tokenizer
-    assert out["n_fit"] == sum(len(tokenizer(s).tokens()) for s in BACKGROUND_SENTENCES)
+    # the bank's first 30 lines, read straight from the data file
+    assert out["n_fit"] == sum(len(tokenizer(s).tokens()) for s in builtin_sentences()[:30])
     assert out["background"] == "builtin"
     tsne = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat on the mat in the house.", "--fit", "tsne", "--seed", "3")
     again = run_json(capsys, "--model", str(tiny_bert_dir), "--text", "The cat sat on the mat in the house.", "--fit", "tsne", "--seed", "3")

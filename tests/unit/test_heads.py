@@ -185,4 +185,4 @@ def test_syntax_heads_on_a_hand_made_sentence():
     assert result.baseline_offset[row["all"]] == 1 and result.baseline_accuracy[row["all"]] == 0.5
     assert result.baseline_offset[row["obj"]] == -2 and result.baseline_accuracy[row["obj"]] == 1.0
     assert (result.best_layer[row["all"]], result.best_head[row["all"]]) == (0, 0)
-    assert result.to_dict()["relations"][-1]["accuracy"] == 1.0
+    assert result.to_json()["relations"][-1]["accuracy"] == 1.0
