@@ -108,7 +108,8 @@ def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], u
     except (ModelUnavailable, ValueError, FileNotFoundError) as err:
         slot["message"] = str(err)
         return
-    slot["id"] = jobs.submit(kind, {"page_key": key, "params": repr(params)}, work, unit=unit).id
+    # last_id outlives the run (tests and the log find the record by it); id marks a job still to collect.
+    slot["id"] = slot["last_id"] = jobs.submit(kind, {"page_key": key, "params": repr(params)}, work, unit=unit).id
     slot["params"], slot["cancelled_note"] = params, cancelled_note
 
 

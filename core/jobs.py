@@ -116,8 +116,11 @@ class JobRecord:
 
 
 def _settled(record: JobRecord) -> JobRecord:
-    """A record whose process is gone cannot be running any more: report it as killed (without writing)."""
+    """A record whose process is gone cannot be running any more: report it as killed, or as cancelled when a
+    cancel was asked for (the signal can land before the child could record anything). Nothing is written."""
     if record.active and not pid_alive(record.pid):
+        if (jobs_dir() / record.id / CANCEL).exists():
+            return JobRecord.from_json({**record.to_json(), "state": "cancelled", "error": record.error or "cancelled"})
         return JobRecord.from_json({**record.to_json(), "state": "killed", "error": record.error or KILLED_MESSAGE})
     return record
 

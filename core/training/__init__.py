@@ -18,7 +18,7 @@ report (tables and charts of runs for the page).
 from core.training.classifier import Classifier, LoadedClassifier, is_classifier_folder, load_classifier
 from core.training.engine import drop_last_layers, finetune, freeze, simcse_loss
 from core.training.evaluation import EvalMetrics, evaluate_predictions
-from core.training.jobs import cancel, queue_position, submit, wait
+from core.training.jobs import cancel, queue_position, queue_turn, submit, wait
 from core.training.recipe import HEADS, OBJECTIVES, Recipe
 from core.training.runs import RunExists, RunInfo, delete_run, get_run, list_runs
 from core.training.tasks import BUILTIN_TASKS, TASK_LABELS, TASK_TITLES, TaskData, TaskError, load_contrastive, load_task
@@ -27,5 +27,5 @@ __all__ = [
     "BUILTIN_TASKS", "Classifier", "EvalMetrics", "HEADS", "LoadedClassifier", "OBJECTIVES", "Recipe", "RunExists",
     "RunInfo", "TASK_LABELS", "TASK_TITLES", "TaskData", "TaskError", "cancel", "delete_run", "drop_last_layers",
     "evaluate_predictions", "finetune", "freeze", "get_run", "is_classifier_folder", "list_runs", "load_classifier",
-    "load_contrastive", "load_task", "queue_position", "simcse_loss", "submit", "wait",
+    "load_contrastive", "load_task", "queue_position", "queue_turn", "simcse_loss", "submit", "wait",
 ]

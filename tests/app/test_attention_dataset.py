@@ -37,7 +37,7 @@ def _app(model: str) -> AppTest:
 
 
 def _finish(at: AppTest, part: str) -> object:
-    job_id = at.session_state[f"heads.{part}.jobstate"]["id"]
+    job_id = at.session_state[f"heads.{part}.jobstate"]["last_id"]
     record = jobs.wait(job_id, timeout=240)
     assert record.state == "done", record.error
     at.run()

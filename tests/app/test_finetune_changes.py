@@ -40,7 +40,7 @@ def open_app(base: str) -> AppTest:
 
 
 def finish(at: AppTest, part: str) -> AppTest:
-    record = jobs.wait(at.session_state[f"changes.{part}.jobstate"]["id"], timeout=240)
+    record = jobs.wait(at.session_state[f"changes.{part}.jobstate"]["last_id"], timeout=240)
     assert record.state == "done", record.error
     return at.run()
 

@@ -155,7 +155,7 @@ def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows, chart_spe
     at = make_app(str(minilm_dir), text).switch_page(PAGE).run()
     at.selectbox(key="pca.background").set_value("builtin").run()
     assert not at.exception
-    job_id = at.session_state[f"pca.background.{minilm_dir}.jobstate"]["id"]  # the encoding started by itself
+    job_id = at.session_state[f"pca.background.{minilm_dir}.jobstate"]["last_id"]  # the encoding started by itself
     assert jobs.wait(job_id, timeout=180).state == "done"
     at.run()
     assert "background token vectors per layer" in at.caption[0].value
