@@ -612,3 +612,37 @@ He bought an old desk from a market.
 """.strip().splitlines()
     if line.strip()
 )
+
+
+# ---- temporary: replaced by the corpus engineer's resolve ---------------------------------------------
+# temporary: replaced by the corpus engineer's resolve (core.corpus.resolve(spec, seed) -> Corpus with
+# .name, .sentences, .pairs and .items). Only what `python -m core bias --corpus` needs: builtin[:N],
+# snli|mrpc[:split[:limit]], or a file path.
+
+
+@dataclass(frozen=True)
+class _ResolvedCorpus(Corpus):  # temporary: replaced by the corpus engineer's resolve
+    """A Corpus plus items: the original inputs in order, str or (str, str)."""
+
+    items: tuple[Item, ...] = ()
+
+
+def resolve(spec: str, seed: int = 0) -> Corpus:  # temporary: replaced by the corpus engineer's resolve
+    parts = spec.strip().split(":")
+    kind = parts[0].lower()
+    if kind == "builtin":
+        limit = int(parts[1]) if len(parts) > 1 and parts[1] else None
+        c = builtin(limit)
+        return _ResolvedCorpus(c.name, c.sentences, c.pairs, items=c.sentences)
+    if kind in ("snli", "mrpc"):
+        split = parts[1] if len(parts) > 1 and parts[1] else "dev"
+        limit = int(parts[2]) if len(parts) > 2 and parts[2] else 500
+        if kind == "snli":
+            examples = datasets.snli(split, limit, seed)
+        else:
+            examples = datasets.mrpc("validation" if split == "dev" else split, limit, seed)
+        items = tuple((e.text, e.text_b or "") for e in examples)
+        c = from_dataset(kind, split, limit, seed)
+        return _ResolvedCorpus(c.name, c.sentences, c.pairs, items=items)
+    c = from_file(spec)
+    return _ResolvedCorpus(c.name, c.sentences, c.pairs, items=c.sentences)

@@ -11,6 +11,7 @@ import pytest
 
 from core import bias
 from core.datasets import snli
+from core.files import write_json_atomic
 
 PAGE = "app_pages/bias.py"
 
@@ -71,13 +72,12 @@ def write_finished_experiment(name: str) -> bias.ExperimentResult:
         swapped[arm] = np.where(rng.random(len(data.counterfactuals.indices)) < 0.2,
                                 (predictions[arm][data.counterfactuals.indices] + 1) % 3,
                                 predictions[arm][data.counterfactuals.indices])
-        bias._write_json(bias.experiment_dir(name) / f"predictions_{arm}.json", {
+        write_json_atomic(bias.experiment_dir(name) / f"predictions_{arm}.json", {
             "labels": list(data.labels), "n_test": len(data.test), "n_swapped": len(data.counterfactuals.examples),
             "test": predictions[arm].tolist(), "swapped": swapped[arm].tolist()})
     result = bias.score_experiment(name, data.labels, true, data.with_words, predictions, swapped, data.counterfactuals.indices,
                                    {a: len(data.sets.arm(a)) for a in bias.ARMS}, data.sets.removed, 200, 1)
-    bias._write_json(bias.experiment_dir(name) / "results.json", result.to_dict())
-    bias.write_state(name, state="done", phase="done")
+    write_json_atomic(bias.experiment_dir(name) / "results.json", result.to_json())
     return result
 
 

@@ -56,7 +56,7 @@ def test_tiny_experiment_reports_all_three_runs(minilm_dir, capsys):
     assert list_experiments() == ["tiny"]
     (experiment_dir("tiny") / "results.json").unlink()
     assert experiment_status("tiny").result is None
-    again = attach("tiny", poll=0.1).to_dict()
+    again = attach("tiny", poll=0.1).to_json()
     assert again["runs"] == out["runs"]
     assert experiment_status("tiny").state == "done"
 

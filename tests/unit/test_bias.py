@@ -273,9 +273,9 @@ def test_flip_rate_and_json_round_trip():
     assert result.runs["biased"].flips == 3  # 0->1, 0->1, 2->1
     assert result.runs["control"].flips == 0 and result.runs["control"].flip_rate == 0.0
     assert result.differences["biased-full"]["overall"][0] == pytest.approx(4 / 6 - 5 / 6)
-    again = ExperimentResult.from_dict(result.to_dict())
-    assert again.to_dict() == result.to_dict()
-    d = result.to_dict()
+    again = ExperimentResult.from_json(result.to_json())
+    assert again.to_json() == result.to_json()
+    d = result.to_json()
     assert set(d["runs"]) == {"full", "biased", "control"} and d["removed"] == 2
     for run in d["runs"].values():
         assert set(run["slices"]) == {"with_words", "without_words"}
@@ -291,4 +291,4 @@ def test_spec_validation_names_the_problem():
         ExperimentSpec(name="x", model="m", epochs=0)
     spec = ExperimentSpec(name="x", model="m", words="Woman, girl")
     assert spec.words == ("woman", "girl")
-    assert ExperimentSpec.from_dict(spec.to_dict()) == spec
+    assert ExperimentSpec.from_json(spec.to_json()) == spec
