@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from app_pages.common import export_buttons, intro, model_ref
 from core import bias
+from core.charts import bias as charts
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, pick_device
 
 P = "bias."
 ARM_TITLES = {"full": "full (all data)", "biased": "biased (words removed)", "control": "control (as many removed at random)"}
-ARM_COLOURS = alt.Scale(domain=list(bias.ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
-SLICE_ORDER = ["overall", "with_words", "without_words"]
 MALE_WORDS = ("men", "man", "boy", "boys", "father", "husband", "male")
 ON_GPU = pick_device() != "cpu"
 # On a processor, all 20k local SNLI training pairs x 3 runs take hours; a 2,000-pair subset takes minutes.
@@ -37,7 +35,7 @@ def cached_matches(task: str, words: tuple[str, ...], train_limit: int | None, t
 
 @st.cache_data(show_spinner="Preparing the test set…", max_entries=4)
 def cached_experiment_data(spec_json: dict):
-    return bias.experiment_data(bias.ExperimentSpec.from_dict(spec_json))
+    return bias.experiment_data(bias.ExperimentSpec.from_json(spec_json))
 
 
 def set_words(words: tuple[str, ...]) -> None:
@@ -106,13 +104,8 @@ if matches is not None:
     m1.metric("Training pairs with a word", f"{matches.count:,} of {matches.n:,}", f"{matches.count / max(matches.n, 1):.1%} removed", delta_color="off", delta_arrow="off")
     m2.metric("Biased and control runs train on", f"{matches.n - matches.count:,} pairs")
     m3.metric("Test pairs with a word", f"{test_matches:,} of {test_n:,}")
-    per_word = pd.DataFrame({"word": list(matches.per_word), "training pairs": list(matches.per_word.values())})
-    word_chart = (
-        alt.Chart(per_word, title="Training pairs containing each word")
-        .mark_bar(color="#e45756")
-        .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(matches.per_word)), tooltip=["word", "training pairs"])
-        .properties(height=alt.Step(22))
-    )
+    per_word = bias.word_count_frame(matches)
+    word_chart = charts.word_count_chart(per_word)
     st.altair_chart(word_chart, width="stretch")
     export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
     if shown:
@@ -159,14 +152,7 @@ if launched:
 
 # ---- progress and results ----------------------------------------------------------------------------
 
-st.subheader("3. Results")
-experiments = bias.list_experiments()
-if not experiments:
-    st.info("No experiment yet. Launch one above; it keeps running if you leave the page, and its results stay here.")
-    st.stop()
-if st.session_state.get(P + "experiment") not in experiments:
-    st.session_state[P + "experiment"] = experiments[0]
-name = st.selectbox("Experiment", experiments, key=P + "experiment", help="Newest first; each is saved under models_cache/experiments.")
+ENDED_TITLES = {"failed": "failed", "cancelled": "was cancelled", "killed": "was killed"}
 
 
 def cancel_clicked(experiment: str) -> None:
@@ -193,146 +179,111 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
             detail = run.state + (f": {run.error}" if run.error and run.state != "queued" else "")
         fraction = 1.0 if run.state == "done" else run.progress_fraction()
         st.progress(fraction, text=f"{ARM_TITLES[arm]} — {detail}")
-    info = status.state_info
-    if status.state == "evaluating":
-        done, total = info.get("done") or 0, info.get("total") or 0
-        st.progress(done / total if total else 0.0, text=f"Scoring: {info.get('phase', '')} {done}/{total or '?'} predictions")
+    job = status.job
+    if status.state == "evaluating" and job is not None:
+        st.progress(job.fraction, text=f"Scoring: {job.message} {job.done}/{job.total or '?'} predictions")
     if status.active:
         st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/stop:")
-    elif status.state in ("failed", "cancelled"):
-        st.error(f"The experiment {status.state}: {info.get('error', '')}")
+    elif status.state in ENDED_TITLES:
+        st.error(f"The experiment {ENDED_TITLES[status.state]} ({status.state}): {status.error or ''}")
 
 
-status = bias.experiment_status(name)
-if status.active:
-    @st.fragment(run_every="2s")
-    def live_progress() -> None:
-        current = bias.experiment_status(name)
-        draw_progress(current)
-        if not current.active:
-            st.rerun()  # the whole page, to draw the results
-
-    live_progress()
-    st.stop()
-draw_progress(status)
-result = status.result
-if result is None:
-    st.stop()
-
-# ---- the results -------------------------------------------------------------------------------------
-
-spec = status.spec
-table = bias.accuracy_frame(result)
-full, biased_run, control = (result.runs[a] for a in bias.ARMS)
-k1, k2, k3, k4 = st.columns(4)
-k1.metric("Training pairs removed", f"{result.removed:,}", f"{result.removed / full.train_size:.1%} of {full.train_size:,}", delta_color="off", delta_arrow="off")
-k2.metric("Full run", f"{full.overall.accuracy:.2%}")
-k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
-k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
-st.caption(
-    f"The slides' reference (BERT-base, all 550k SNLI training pairs, 2 epochs, no control): "
-    f"{bias.SLIDES_REFERENCE['full']:.2%} → {bias.SLIDES_REFERENCE['biased']:.2%} on the test set. "
-    f"Here: {spec.model}, {full.train_size:,} training pairs, {result.test_size:,} test pairs "
-    f"({result.test_with_words:,} with the words)."
-)
-
-frame = table.assign(slice_title=table["slice"].map(bias.SLICE_TITLES), percent=table["accuracy"] * 100,
-                     low=table["ci_low"] * 100, high=table["ci_high"] * 100)
-base = alt.Chart(frame).encode(
-    x=alt.X("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER], axis=alt.Axis(labelAngle=0)),
-    xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
-    color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS), title="run"),
-)
-accuracy_chart = alt.layer(
-    base.mark_bar(opacity=0.85).encode(
-        y=alt.Y("percent:Q", title="test accuracy (%)"),
-        tooltip=["run", "slice", "n", alt.Tooltip("percent:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")],
-    ),
-    base.mark_rule(color="black", strokeWidth=1.5).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
-).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
-st.altair_chart(accuracy_chart, width="stretch")
-export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
-
-shown_table = table[["run", "slice", "n", "accuracy", "ci_low", "ci_high", "macro_f1"] + [f"f1_{l}" for l in result.labels]]
-st.dataframe(shown_table.style.format({c: "{:.4f}" for c in shown_table.columns if c not in ("run", "slice", "n")}),
-             hide_index=True, width="stretch")
-
-differences = bias.difference_frame(result)
-d = {(row.comparison, row.slice): row for row in differences.itertuples()}
-with_key, without_key = ("biased-full", "with_words"), ("biased-full", "without_words")
-if with_key in d and ("control-full", "with_words") in d:
-    st.markdown(
-        f"**Reading it.** On test pairs *with* the words, removing them changed accuracy by "
-        f"**{d[with_key].difference * 100:+.1f} points** (95 % interval {d[with_key].ci_low * 100:+.1f} to "
-        f"{d[with_key].ci_high * 100:+.1f}); removing as many random pairs changed it by "
-        f"**{d[('control-full', 'with_words')].difference * 100:+.1f}** points. On pairs *without* the words the biased "
-        f"run moved {d[without_key].difference * 100:+.1f} points. A drop that shows up only in the with-words slice, "
-        f"and beyond the control's, is the words' own effect."
+def draw_results(name: str, status: bias.ExperimentStatus) -> None:
+    spec, result = status.spec, status.result
+    table = bias.accuracy_frame(result)
+    full, biased_run, control = (result.runs[a] for a in bias.ARMS)
+    k1, k2, k3, k4 = st.columns(4)
+    k1.metric("Training pairs removed", f"{result.removed:,}", f"{result.removed / full.train_size:.1%} of {full.train_size:,}", delta_color="off", delta_arrow="off")
+    k2.metric("Full run", f"{full.overall.accuracy:.2%}")
+    k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+    k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+    st.caption(
+        f"The slides' reference (BERT-base, all 550k SNLI training pairs, 2 epochs, no control): "
+        f"{bias.SLIDES_REFERENCE['full']:.2%} → {bias.SLIDES_REFERENCE['biased']:.2%} on the test set. "
+        f"Here: {spec.model}, {full.train_size:,} training pairs, {result.test_size:,} test pairs "
+        f"({result.test_with_words:,} with the words)."
     )
-points = differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")}).rename(
-    columns={"difference": "accuracy difference (points)", "ci_low": "95 % low", "ci_high": "95 % high"})
-st.dataframe(points.style.format({c: "{:+.2f}" for c in points.columns[2:]}), hide_index=True, width="stretch")
-export_buttons(None, differences, f"{name}_differences", P + "export.differences")
 
-st.markdown("#### Per-class F1")
-f1 = table.melt(id_vars=["run", "slice"], value_vars=[f"f1_{l}" for l in result.labels], var_name="class", value_name="F1")
-f1["class"] = f1["class"].str.removeprefix("f1_")
-f1_chart = (
-    alt.Chart(f1.assign(slice_title=f1["slice"].map(bias.SLICE_TITLES)))
-    .mark_bar()
-    .encode(
-        x=alt.X("class:N", sort=list(result.labels), title=None, axis=alt.Axis(labelAngle=0)),
-        xOffset=alt.XOffset("run:N", sort=list(bias.ARMS)),
-        y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(bias.ARMS)),
-        column=alt.Column("slice_title:N", title=None, sort=[bias.SLICE_TITLES[s] for s in SLICE_ORDER]),
-        tooltip=["run", "slice", "class", alt.Tooltip("F1:Q", format=".3f")],
-    )
-    .properties(width=220, height=220)
-)
-st.altair_chart(f1_chart)
-export_buttons(f1_chart, f1, f"{name}_f1", P + "export.f1")
+    accuracy_chart = charts.accuracy_chart(table)
+    st.altair_chart(accuracy_chart, width="stretch")
+    export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
 
-st.markdown("#### Confusion matrices")
-chosen_slice = st.radio("Slice", SLICE_ORDER, key=P + "confusion_slice", horizontal=True, format_func=bias.SLICE_TITLES.get)
-confusion = bias.confusion_frame(result)
-confusion = confusion[confusion["slice"] == chosen_slice]
-cells = alt.Chart(confusion).encode(
-    x=alt.X("predicted:N", sort=list(result.labels), axis=alt.Axis(labelAngle=-30)), y=alt.Y("true:N", sort=list(result.labels)),
-)
-confusion_chart = (
-    alt.layer(
-        cells.mark_rect().encode(color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="share of row"),
-                                 tooltip=["run", "true", "predicted", "count", alt.Tooltip("share:Q", format=".1%")]),
-        cells.mark_text().encode(text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))),
-        data=confusion,
-    )
-    .properties(width=200, height=200)
-    .facet(column=alt.Column("run:N", sort=list(bias.ARMS), title=None))
-    .properties(title=f"Rows: gold label; columns: prediction — {bias.SLICE_TITLES[chosen_slice]}")
-)
-st.altair_chart(confusion_chart)
-export_buttons(confusion_chart, confusion, f"{name}_confusion_{chosen_slice}", P + "export.confusion")
+    shown_table = table[["run", "slice", "n", "accuracy", "ci_low", "ci_high", "macro_f1"] + [f"f1_{l}" for l in result.labels]]
+    st.dataframe(shown_table.style.format({c: "{:.4f}" for c in shown_table.columns if c not in ("run", "slice", "n")}),
+                 hide_index=True, width="stretch")
 
-st.markdown("#### Counterfactual swaps")
-flips = bias.flip_frame(result)
-flip_chart = (
-    alt.Chart(flips.assign(percent=flips["flip_rate"] * 100), title="Predictions that change when gendered words are swapped")
-    .mark_bar()
-    .encode(x=alt.X("percent:Q", title="flip rate (%)"), y=alt.Y("run:N", sort=list(bias.ARMS), title=None),
-            color=alt.Color("run:N", scale=ARM_COLOURS, legend=None), tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
-    .properties(height=alt.Step(28))
-)
-st.altair_chart(flip_chart, width="stretch")
-st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
-export_buttons(flip_chart, flips, f"{name}_flips", P + "export.flips")
-flip_arm = st.radio("Flipped examples of run", bias.ARMS, key=P + "flip_arm", horizontal=True)
-try:
-    examples = bias.flipped_examples(name, flip_arm, cached_experiment_data(spec.to_dict()))
-except DataUnavailable as err:
-    st.warning(f"The test data is missing, so flipped examples cannot be shown: {err}")
-    examples = []
-if examples:
-    st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
+    differences = bias.difference_frame(result)
+    d = {(row.comparison, row.slice): row for row in differences.itertuples()}
+    with_key, without_key = ("biased-full", "with_words"), ("biased-full", "without_words")
+    if with_key in d and ("control-full", "with_words") in d:
+        st.markdown(
+            f"**Reading it.** On test pairs *with* the words, removing them changed accuracy by "
+            f"**{d[with_key].difference * 100:+.1f} points** (95 % interval {d[with_key].ci_low * 100:+.1f} to "
+            f"{d[with_key].ci_high * 100:+.1f}); removing as many random pairs changed it by "
+            f"**{d[('control-full', 'with_words')].difference * 100:+.1f}** points. On pairs *without* the words the biased "
+            f"run moved {d[without_key].difference * 100:+.1f} points. A drop that shows up only in the with-words slice, "
+            f"and beyond the control's, is the words' own effect."
+        )
+    points = differences.assign(**{c: differences[c] * 100 for c in ("difference", "ci_low", "ci_high")}).rename(
+        columns={"difference": "accuracy difference (points)", "ci_low": "95 % low", "ci_high": "95 % high"})
+    st.dataframe(points.style.format({c: "{:+.2f}" for c in points.columns[2:]}), hide_index=True, width="stretch")
+    export_buttons(None, differences, f"{name}_differences", P + "export.differences")
+
+    st.markdown("#### Per-class F1")
+    f1 = bias.f1_frame(result)
+    f1_chart = charts.f1_chart(f1, result.labels)
+    st.altair_chart(f1_chart)
+    export_buttons(f1_chart, f1, f"{name}_f1", P + "export.f1")
+
+    st.markdown("#### Confusion matrices")
+    chosen_slice = st.radio("Slice", bias.SLICE_ORDER, key=P + "confusion_slice", horizontal=True, format_func=bias.SLICE_TITLES.get)
+    confusion = bias.confusion_frame(result)
+    confusion = confusion[confusion["slice"] == chosen_slice]
+    confusion_chart = charts.confusion_chart(confusion, result.labels, chosen_slice)
+    st.altair_chart(confusion_chart)
+    export_buttons(confusion_chart, confusion, f"{name}_confusion_{chosen_slice}", P + "export.confusion")
+
+    st.markdown("#### Counterfactual swaps")
+    flips = bias.flip_frame(result)
+    flip_chart = charts.flip_chart(flips)
+    st.altair_chart(flip_chart, width="stretch")
+    st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
+    export_buttons(flip_chart, flips, f"{name}_flips", P + "export.flips")
+    flip_arm = st.radio("Flipped examples of run", bias.ARMS, key=P + "flip_arm", horizontal=True)
+    try:
+        examples = bias.flipped_examples(name, flip_arm, cached_experiment_data(spec.to_json()))
+    except DataUnavailable as err:
+        st.warning(f"The test data is missing, so flipped examples cannot be shown: {err}")
+        examples = []
+    if examples:
+        st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
+    else:
+        st.caption("No prediction of this run changed under the swaps.")
+
+
+def show_experiment(name: str) -> None:
+    status = bias.experiment_status(name)
+    if status.active:
+        @st.fragment(run_every="2s")
+        def live_progress() -> None:
+            current = bias.experiment_status(name)
+            draw_progress(current)
+            if not current.active:
+                st.rerun()  # the whole page, to draw the results
+
+        live_progress()
+    else:
+        draw_progress(status)
+        if status.result is not None:
+            draw_results(name, status)
+
+
+st.subheader("3. Results")
+experiments = bias.list_experiments()
+if not experiments:
+    st.info("No experiment yet. Launch one above; it keeps running if you leave the page, and its results stay here.")
 else:
-    st.caption("No prediction of this run changed under the swaps.")
+    if st.session_state.get(P + "experiment") not in experiments:
+        st.session_state[P + "experiment"] = experiments[0]
+    chosen = st.selectbox("Experiment", experiments, key=P + "experiment", help="Newest first; each is saved under models_cache/experiments.")
+    show_experiment(chosen)

@@ -1,23 +1,31 @@
-"""`bias`: the biased-training-data experiment (full / biased / control runs), the Bias page's twin."""
+"""`bias`: the biased-training-data experiment (full / biased / control runs), the Bias page's twin; and
+`bias --corpus SPEC --model RUN`: counterfactual swaps scored on a corpus with one finished run, no training."""
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 
+from core import jobs
 from core.bias import (
     ARMS,
     DEFAULT_WORDS,
     SLICES,
     TASKS,
     ExperimentSpec,
-    attach,
+    attach_job,
+    corpus_flips,
     load_result,
     new_experiment_name,
-    run_experiment,
+    start_job,
 )
-from core.training.jobs import SignalStop
+from core.progress import Cancelled
+
+# The experiment can take hours; a job is waited for as long as it runs.
+NO_TIMEOUT = 10 * 365 * 24 * 3600.0
 
 
 def register(subparsers) -> None:
@@ -26,9 +34,14 @@ def register(subparsers) -> None:
         help="train full / biased (word matches removed) / control (as many removed at random) and compare",
         description="Trains three runs with one recipe, one after another in this process, and scores them on the "
         "unchanged test split: overall, on test examples with and without the words (bootstrap 95% intervals), "
-        "and on gender-swapped copies (flip rate). The runs are saved as NAME-full, NAME-biased, NAME-control.",
+        "and on gender-swapped copies (flip rate). The runs are saved as NAME-full, NAME-biased, NAME-control. "
+        "With --corpus SPEC and --model RUN it trains nothing: it counts the corpus items that contain a "
+        "swappable word and the flip rate of RUN's predictions on their swapped copies.",
     )
-    p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2)")
+    p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2); "
+                   "with --corpus, a finished classification run")
+    p.add_argument("--corpus", metavar="SPEC", default=None,
+                   help="score the swaps on a corpus instead of training (e.g. builtin, snli:dev:20); needs --model RUN")
     p.add_argument("--task", default="snli", choices=TASKS)
     p.add_argument("--words", default=",".join(DEFAULT_WORDS), help="comma-separated words (default: the slides')")
     p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training split, before filtering")
@@ -43,19 +56,60 @@ def register(subparsers) -> None:
     p.add_argument("--device", default=None)
     p.add_argument("--name", default=None, help="experiment name (default: bias-DATE-TIME)")
     p.add_argument("--attach", metavar="NAME", default=None,
-                   help="wait for an experiment started from the page and score it (used by the page's background job)")
+                   help="wait for an experiment's three runs and score them in this process (e.g. after its scorer died)")
     p.add_argument("--show", metavar="NAME", default=None, help="print a finished experiment's results")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run_bias)
 
 
+def wait_for(job: jobs.Job):
+    """The job's result; Ctrl-C or SIGTERM cancels it (and waits for it to stop) instead of abandoning it."""
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    try:
+        try:
+            record = jobs.wait(job.id, timeout=NO_TIMEOUT)
+        except KeyboardInterrupt:
+            jobs.cancel(job.id)
+            record = jobs.wait(job.id, timeout=NO_TIMEOUT)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    if record.state == "done":
+        return job.result
+    if record.state == "cancelled":
+        raise Cancelled(record.error or "cancelled")
+    raise RuntimeError(f"the experiment {record.state}: {record.error}")
+
+
+def run_corpus(args) -> int:
+    from core.corpus import resolve
+
+    if not args.model:
+        raise ValueError("--corpus needs --model RUN: a finished classification run whose predictions are compared")
+    result = corpus_flips(resolve(args.corpus, seed=args.seed), args.model, device=args.device)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    rate = "n/a (no item has a swappable word)" if not result.swappable else f"{result.flip_rate:.4f}"
+    print(f"{result.corpus}: {result.swappable} of {result.items} items contain a swappable word; "
+          f"run {result.run} changes {result.flips} of its predictions on the swapped copies (flip rate {rate})")
+    for row in result.flipped:
+        before = row["text"] if not row["text_b"] else f"{row['text']} / {row['text_b']}"
+        after = row["swapped"] if not row["swapped_b"] else f"{row['swapped']} / {row['swapped_b']}"
+        print(f"  {row['predicted']} -> {row['predicted after swap']}: {before}  =>  {after}")
+    return 0
+
+
 def run_bias(args) -> int:
+    if args.corpus:
+        return run_corpus(args)
     if args.show:
         result = load_result(args.show)
         if result is None:
             raise ValueError(f"experiment '{args.show}' has no results yet")
     elif args.attach:
-        result = attach(args.attach, should_stop=SignalStop())
+        result = wait_for(attach_job(args.attach))
     else:
         if not args.model:
             raise ValueError("--model is required (e.g. --model all-MiniLM-L6-v2)")
@@ -73,10 +127,9 @@ def run_bias(args) -> int:
                 shown[stage] = tenth
                 print(f"{time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
-        result = run_experiment(spec, progress=progress, should_stop=SignalStop())
-    data = result.to_dict()
+        result = wait_for(start_job(spec, progress))
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(result.to_json()))
         return 0
     print(f"experiment {result.name}: {result.removed} training examples removed; test {result.test_size} "
           f"({result.test_with_words} with the words)")

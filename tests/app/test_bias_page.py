@@ -11,6 +11,7 @@ import pytest
 
 from core import bias
 from core.datasets import snli
+from core.files import write_json_atomic
 
 PAGE = "app_pages/bias.py"
 
@@ -71,13 +72,12 @@ def write_finished_experiment(name: str) -> bias.ExperimentResult:
         swapped[arm] = np.where(rng.random(len(data.counterfactuals.indices)) < 0.2,
                                 (predictions[arm][data.counterfactuals.indices] + 1) % 3,
                                 predictions[arm][data.counterfactuals.indices])
-        bias._write_json(bias.experiment_dir(name) / f"predictions_{arm}.json", {
+        write_json_atomic(bias.experiment_dir(name) / f"predictions_{arm}.json", {
             "labels": list(data.labels), "n_test": len(data.test), "n_swapped": len(data.counterfactuals.examples),
             "test": predictions[arm].tolist(), "swapped": swapped[arm].tolist()})
     result = bias.score_experiment(name, data.labels, true, data.with_words, predictions, swapped, data.counterfactuals.indices,
                                    {a: len(data.sets.arm(a)) for a in bias.ARMS}, data.sets.removed, 200, 1)
-    bias._write_json(bias.experiment_dir(name) / "results.json", result.to_dict())
-    bias.write_state(name, state="done", phase="done")
+    write_json_atomic(bias.experiment_dir(name) / "results.json", result.to_json())
     return result
 
 
@@ -132,3 +132,40 @@ def test_unknown_model_is_refused_before_any_run(make_app, minilm_dir, data_dir)
     assert not at.exception, at.exception
     assert any("no-such-model-here" in e.value for e in at.error)
     assert bias.list_experiments() == [] and not any(settings.runs_dir().glob("*"))
+
+
+def test_killed_scorer_shows_as_killed_and_reading_writes_nothing(make_app, minilm_dir, tiny_bert_dir, data_dir):
+    import os
+    import signal
+
+    from core import jobs, training
+
+    spec = bias.ExperimentSpec(name="bias-killed", model=str(tiny_bert_dir), train_limit=60, test_limit=20, epochs=1,
+                               max_length=32, seed=1)
+    record = bias.launch(spec)
+    deadline = time.time() + 60
+    while jobs.status(record.id).state != "running" and time.time() < deadline:
+        time.sleep(0.1)  # the child writes its own pid when it starts running
+    running = jobs.status(record.id)
+    assert running.state == "running" and running.pid != os.getpid()
+    os.killpg(running.pid, signal.SIGKILL)  # no handler runs: the record stays "running" on disk
+    while jobs.status(record.id).state == "running" and time.time() < deadline:
+        time.sleep(0.1)
+    try:
+        folders = (bias.experiment_dir(spec.name), jobs.jobs_dir() / record.id)
+        before = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for f in folders for p in f.rglob("*") if p.is_file()}
+        assert '"running"' in (jobs.jobs_dir() / record.id / "record.json").read_text()
+
+        status = bias.experiment_status(spec.name)
+        assert status.state == "killed" and not status.active and status.job.id == record.id
+        at = open_page(make_app, minilm_dir)
+        assert at.selectbox(key="bias.experiment").value == spec.name
+        assert any("killed" in e.value for e in at.error)
+        assert not [b for b in at.button if b.key == "bias.cancel"]  # nothing left to cancel on the page
+
+        after = {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for f in folders for p in f.rglob("*") if p.is_file()}
+        assert after == before
+    finally:
+        bias.cancel_experiment(spec.name)
+        for arm in bias.ARMS:
+            training.wait(spec.run_name(arm), timeout=120)

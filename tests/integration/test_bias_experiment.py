@@ -8,6 +8,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 from core.__main__ import main
 from core.bias import DEFAULT_WORDS, attach, experiment_dir, experiment_status, list_experiments, load_split
@@ -56,7 +57,7 @@ def test_tiny_experiment_reports_all_three_runs(minilm_dir, capsys):
     assert list_experiments() == ["tiny"]
     (experiment_dir("tiny") / "results.json").unlink()
     assert experiment_status("tiny").result is None
-    again = attach("tiny", poll=0.1).to_dict()
+    again = attach("tiny", poll=0.1).to_json()
     assert again["runs"] == out["runs"]
     assert experiment_status("tiny").state == "done"
 
@@ -65,3 +66,86 @@ def _swaps(example) -> bool:
     from core.bias import DEFAULT_SWAPS, swap_example
 
     return swap_example(example, DEFAULT_SWAPS) != example
+
+
+def _snapshot(*folders):
+    """Every file under the folders with its bytes and modification time: a read must leave both alone."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_status_of_a_failed_job_is_derived_without_writing(tiny_bert_dir, data_dir):
+    from core import bias, jobs
+
+    spec = bias.ExperimentSpec(name="no-runs", model=str(tiny_bert_dir), train_limit=40, test_limit=20, seed=1)
+    bias.prepare(spec)
+    job = bias.attach_job("no-runs")  # no run was ever submitted, so the scorer fails on its own
+    assert jobs.wait(job.id, timeout=60).state == "failed"
+    before = _snapshot(experiment_dir("no-runs"), jobs.jobs_dir() / job.id)
+    assert any(path.endswith("record.json") for path in before) and any(path.endswith("job.json") for path in before)
+    for _ in range(3):
+        status = experiment_status("no-runs")
+        assert status.state == "failed" and not status.active and status.result is None
+        assert "no-runs-full failed" in status.error and "its run folder is gone" in status.error
+        assert status.job.id == job.id
+    assert _snapshot(experiment_dir("no-runs"), jobs.jobs_dir() / job.id) == before
+
+
+GENDERED = {"she": "f", "woman": "f", "girl": "f", "he": "m", "man": "m", "boy": "m"}
+FILLER_WORDS = "the a sat ran on in at to of and is was mat river bank park house tree".split()
+
+
+@pytest.fixture
+def gender_run(tiny_bert_dir, tmp_path):
+    """A tiny classifier whose label is the gender of the one gendered word in the sentence: swapping that
+    word should flip its prediction, so a flip rate of zero would be a visible failure."""
+    import random
+
+    from core.training import Recipe, finetune
+
+    rng = random.Random(0)
+    path = tmp_path / "gender.jsonl"
+    with open(path, "w") as handle:
+        for _ in range(400):
+            word = rng.choice(sorted(GENDERED))
+            words = rng.sample(FILLER_WORDS, 5)
+            words.insert(rng.randrange(6), word)
+            handle.write(json.dumps({"text": " ".join(words), "label": GENDERED[word]}) + "\n")
+    finetune(Recipe(model=str(tiny_bert_dir), task=str(path), run_name="gender", epochs=4, lr=2e-3, batch_size=16,
+                    max_length=32, cpu_threads=1))
+    return "gender"
+
+
+@pytest.mark.parametrize("spec", ["builtin", "snli:dev:20"])
+def test_bias_corpus_flip_rate_equals_direct_predictions(gender_run, data_dir, capsys, spec):
+    from core.bias import DEFAULT_SWAPS, swap_text
+    from core.corpus import resolve
+    from core.training import load_classifier
+
+    assert main(["bias", "--corpus", spec, "--model", gender_run, "--json"]) == 0
+    printed = capsys.readouterr().out
+    out = json.loads(printed)
+    assert printed.strip() == json.dumps(out)
+
+    corpus = resolve(spec, seed=0)
+    items = [(item, None) if isinstance(item, str) else (item[0], item[1] or None) for item in corpus.items]
+    assert (isinstance(corpus.items[0], tuple)) == (spec != "builtin")  # pairs stay pairs
+    swap_words = {w for pair in DEFAULT_SWAPS for w in pair}
+    word = re.compile(r"(?<!\w)(" + "|".join(swap_words) + r")(?!\w)", re.IGNORECASE)
+    swappable = [i for i, (a, b) in enumerate(items) if word.search(a) or (b and word.search(b))]
+    clf = load_classifier(gender_run)
+
+    def predicted(pairs):
+        return [int(row.argmax()) for row in (clf.predict_proba([p])[0] for p in pairs)]  # one at a time: no batching
+
+    originals = [items[i] for i in swappable]
+    swapped = [(swap_text(a, DEFAULT_SWAPS), swap_text(b, DEFAULT_SWAPS) if b else None) for a, b in originals]
+    flips = sum(x != y for x, y in zip(predicted(originals), predicted(swapped)))
+    assert out["items"] == len(items) and out["swappable"] == len(swappable) > 0
+    assert out["swapped"] == swappable
+    assert out["flips"] == flips > 0
+    assert out["flip_rate"] == pytest.approx(flips / len(swappable))
+
+
+def test_bias_corpus_needs_a_classification_run(capsys):
+    assert main(["bias", "--corpus", "builtin"]) == 2
+    assert "--model RUN" in capsys.readouterr().err

@@ -273,9 +273,9 @@ def test_flip_rate_and_json_round_trip():
     assert result.runs["biased"].flips == 3  # 0->1, 0->1, 2->1
     assert result.runs["control"].flips == 0 and result.runs["control"].flip_rate == 0.0
     assert result.differences["biased-full"]["overall"][0] == pytest.approx(4 / 6 - 5 / 6)
-    again = ExperimentResult.from_dict(result.to_dict())
-    assert again.to_dict() == result.to_dict()
-    d = result.to_dict()
+    again = ExperimentResult.from_json(result.to_json())
+    assert again.to_json() == result.to_json()
+    d = result.to_json()
     assert set(d["runs"]) == {"full", "biased", "control"} and d["removed"] == 2
     for run in d["runs"].values():
         assert set(run["slices"]) == {"with_words", "without_words"}
@@ -291,4 +291,33 @@ def test_spec_validation_names_the_problem():
         ExperimentSpec(name="x", model="m", epochs=0)
     spec = ExperimentSpec(name="x", model="m", words="Woman, girl")
     assert spec.words == ("woman", "girl")
-    assert ExperimentSpec.from_dict(spec.to_dict()) == spec
+    assert ExperimentSpec.from_json(spec.to_json()) == spec
+
+
+# ---- experiment state, derived from the runs and the job ------------------------------------------
+
+
+def test_derive_state_from_runs_and_job():
+    from types import SimpleNamespace
+
+    from core.bias import derive_state
+    from core.jobs import JobRecord
+
+    def run(name, state, error=None):
+        return SimpleNamespace(name=name, state=state, error=error)
+
+    def job(state, error=None):
+        return JobRecord("j", "bias", {}, state, error=error)
+
+    queued = {"full": run("x-full", "done"), "biased": run("x-biased", "running"), "control": None}
+    finished = {arm: run(f"x-{arm}", "done") for arm in ("full", "biased", "control")}
+    assert derive_state(queued, job("running"), False) == ("training", None)
+    assert derive_state(finished, job("running"), False) == ("evaluating", None)
+    assert derive_state(finished, job("done"), True) == ("done", None)
+    assert derive_state(finished, job("done"), False)[0] == "failed"  # done without results.json is not done
+    assert derive_state(queued, job("killed", "process ended"), False) == ("killed", "process ended")
+    assert derive_state(queued, job("killed", "process ended"), False, cancel_asked=True)[0] == "cancelled"
+    assert derive_state(queued, job("failed", "RuntimeError: x"), False) == ("failed", "RuntimeError: x")
+    broken = {**queued, "biased": run("x-biased", "failed", "out of memory")}
+    assert derive_state(broken, job("running"), False) == ("failed", "run x-biased failed: out of memory")
+    assert derive_state(broken, None, False)[0] == "failed"

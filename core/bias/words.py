@@ -1,0 +1,137 @@
+"""Word lists and what they match: parsing, whole-word matching, and the three training sets (full, biased,
+control) of the biased-training-data experiment.
+
+Matching is whole-word and case-insensitive ("Woman" and "woman's" match "woman"; "womanhood" does not).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from core.datasets import Example
+
+DEFAULT_WORDS = ("women", "woman", "girl", "girls", "mother", "wife", "female")
+WORD = re.compile(r"^[^\W_](?:[\w'-]*[^\W_])?$")
+
+# ---- word matching -----------------------------------------------------------------------------------
+
+
+def parse_words(words: str | Iterable[str]) -> tuple[str, ...]:
+    """Lower-cased, de-duplicated words from a list or a comma/space/newline separated string.
+
+    Raises ValueError naming any entry that is not a single word (letters, digits, inner ' or -)."""
+    items = re.split(r"[,\s]+", words) if isinstance(words, str) else [str(w) for w in words]
+    cleaned = [w.strip().lower() for w in items if w and w.strip()]
+    bad = [w for w in cleaned if not WORD.match(w)]
+    if bad:
+        raise ValueError(
+            f"{', '.join(map(repr, bad))} {'is not a word' if len(bad) == 1 else 'are not words'}: use single "
+            "words made of letters or digits (inner ' and - are fine), separated by commas."
+        )
+    if not cleaned:
+        raise ValueError("The word list is empty; give at least one word (e.g. woman, girl, mother).")
+    return tuple(dict.fromkeys(cleaned))
+
+
+def word_pattern(words: Iterable[str]) -> re.Pattern:
+    """One case-insensitive regex matching any of the words as a whole word (no letter, digit or _ next to it)."""
+    alternatives = sorted(parse_words(words), key=len, reverse=True)
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, alternatives)) + r")(?!\w)", re.IGNORECASE)
+
+
+def example_texts(example: Example) -> str:
+    return example.text if not example.text_b else f"{example.text}\n{example.text_b}"
+
+
+def match_mask(examples: Sequence[Example], words: Iterable[str]) -> np.ndarray:
+    """mask [n] bool: example i has a listed word in its premise or its hypothesis."""
+    pattern = word_pattern(words)
+    return np.fromiter((bool(pattern.search(example_texts(e))) for e in examples), dtype=bool, count=len(examples))
+
+
+@dataclass(frozen=True)
+class WordMatches:
+    """How a word list hits a set of examples.
+
+    mask [n] bool: the example contains at least one listed word.
+    per_word: word -> number of examples containing that word (an example may count for several words).
+    """
+
+    words: tuple[str, ...]
+    mask: np.ndarray
+    per_word: dict[str, int]
+
+    @property
+    def count(self) -> int:
+        return int(self.mask.sum())
+
+    @property
+    def n(self) -> int:
+        return int(self.mask.size)
+
+
+def word_matches(examples: Sequence[Example], words: Iterable[str]) -> WordMatches:
+    words = parse_words(words)
+    texts = [example_texts(e) for e in examples]
+    per_word = {w: sum(1 for t in texts if word_pattern([w]).search(t)) for w in words}
+    return WordMatches(words, match_mask(examples, words), per_word)
+
+
+def highlight(text: str, words: Iterable[str]) -> str:
+    """The text with every match in **bold** (markdown)."""
+    return word_pattern(words).sub(lambda m: f"**{m.group(0)}**", text)
+
+
+# ---- the three training sets ------------------------------------------------------------------------
+
+
+def control_keep(n: int, n_remove: int, seed: int) -> np.ndarray:
+    """Indices [n - n_remove] kept by the control: n_remove of range(n) removed uniformly at random (seeded),
+    the rest in their original order."""
+    if not 0 <= n_remove <= n:
+        raise ValueError(f"cannot remove {n_remove} of {n} examples")
+    removed = set(random.Random(seed).sample(range(n), n_remove))
+    return np.array([i for i in range(n) if i not in removed], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class TrainingSets:
+    """The three training sets; `removed` examples left out of both `biased` and `control`.
+
+    matched [n] bool over `full`: the examples the biased set leaves out.
+    control_kept [n - removed]: indices into `full` the control keeps.
+    """
+
+    full: tuple[Example, ...]
+    biased: tuple[Example, ...]
+    control: tuple[Example, ...]
+    matched: np.ndarray
+    control_kept: np.ndarray
+
+    @property
+    def removed(self) -> int:
+        return int(self.matched.sum())
+
+    def arm(self, name: str) -> tuple[Example, ...]:
+        return {"full": self.full, "biased": self.biased, "control": self.control}[name]
+
+
+def training_sets(train: Sequence[Example], words: Iterable[str], seed: int = 0) -> TrainingSets:
+    matched = match_mask(train, words)
+    if matched.all():
+        raise ValueError("Every training example contains a listed word, so the biased set would be empty; shorten the word list.")
+    kept = control_keep(len(train), int(matched.sum()), seed)
+    return TrainingSets(
+        full=tuple(train),
+        biased=tuple(e for e, m in zip(train, matched) if not m),
+        control=tuple(train[i] for i in kept),
+        matched=matched,
+        control_kept=kept,
+    )
+
+

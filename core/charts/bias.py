@@ -1,0 +1,88 @@
+"""Charts of the Bias experiment page: one builder per figure, each taking a frame from core.bias.tables
+(or the result and a frame) and returning an altair chart. No streamlit here."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from core.bias import ARMS, SLICE_ORDER, SLICE_TITLES
+
+ARM_COLOURS = alt.Scale(domain=list(ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
+_SLICE_SORT = [SLICE_TITLES[s] for s in SLICE_ORDER]
+
+
+def word_count_chart(per_word: pd.DataFrame) -> alt.Chart:
+    """per_word: core.bias.word_count_frame (word, training pairs), bars in the list's order."""
+    return (
+        alt.Chart(per_word, title="Training pairs containing each word")
+        .mark_bar(color="#e45756")
+        .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(per_word["word"])), tooltip=["word", "training pairs"])
+        .properties(height=alt.Step(22))
+    )
+
+
+def accuracy_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """table: core.bias.accuracy_frame; bars of accuracy in percent per slice and run, rules for the 95 % intervals."""
+    frame = table.assign(slice_title=table["slice"].map(SLICE_TITLES), percent=table["accuracy"] * 100,
+                         low=table["ci_low"] * 100, high=table["ci_high"] * 100)
+    base = alt.Chart(frame).encode(
+        x=alt.X("slice_title:N", title=None, sort=_SLICE_SORT, axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("run:N", sort=list(ARMS)),
+        color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(ARMS), title="run"),
+    )
+    return alt.layer(
+        base.mark_bar(opacity=0.85).encode(
+            y=alt.Y("percent:Q", title="test accuracy (%)"),
+            tooltip=["run", "slice", "n", alt.Tooltip("percent:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+                     alt.Tooltip("high:Q", format=".2f")],
+        ),
+        base.mark_rule(color="black", strokeWidth=1.5).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
+    ).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
+
+
+def f1_chart(f1: pd.DataFrame, labels) -> alt.Chart:
+    """f1: core.bias.f1_frame (run, slice, class, F1); one panel per slice, classes in `labels` order."""
+    return (
+        alt.Chart(f1.assign(slice_title=f1["slice"].map(SLICE_TITLES)))
+        .mark_bar()
+        .encode(
+            x=alt.X("class:N", sort=list(labels), title=None, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("run:N", sort=list(ARMS)),
+            y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(ARMS)),
+            column=alt.Column("slice_title:N", title=None, sort=_SLICE_SORT),
+            tooltip=["run", "slice", "class", alt.Tooltip("F1:Q", format=".3f")],
+        )
+        .properties(width=220, height=220)
+    )
+
+
+def confusion_chart(confusion: pd.DataFrame, labels, slice_name: str) -> alt.FacetChart:
+    """confusion: core.bias.confusion_frame rows of one slice; one matrix per run, shaded by row share."""
+    cells = alt.Chart(confusion).encode(
+        x=alt.X("predicted:N", sort=list(labels), axis=alt.Axis(labelAngle=-30)), y=alt.Y("true:N", sort=list(labels)),
+    )
+    return (
+        alt.layer(
+            cells.mark_rect().encode(color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="share of row"),
+                                     tooltip=["run", "true", "predicted", "count", alt.Tooltip("share:Q", format=".1%")]),
+            cells.mark_text().encode(text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))),
+            data=confusion,
+        )
+        .properties(width=200, height=200)
+        .facet(column=alt.Column("run:N", sort=list(ARMS), title=None))
+        .properties(title=f"Rows: gold label; columns: prediction — {SLICE_TITLES[slice_name]}")
+    )
+
+
+def flip_chart(flips: pd.DataFrame) -> alt.Chart:
+    """flips: core.bias.flip_frame (run, flip_rate, flips, swapped); flip rate in percent per run."""
+    return (
+        alt.Chart(flips.assign(percent=flips["flip_rate"] * 100), title="Predictions that change when gendered words are swapped")
+        .mark_bar()
+        .encode(x=alt.X("percent:Q", title="flip rate (%)"), y=alt.Y("run:N", sort=list(ARMS), title=None),
+                color=alt.Color("run:N", scale=ARM_COLOURS, legend=None),
+                tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
+        .properties(height=alt.Step(28))
+    )
