@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from core import charts
+from core.charts import attention as attention_charts
 from core.attention import AttentionView
 
 
@@ -16,10 +17,10 @@ def view_with_repeated_tokens():
 
 def test_heatmap_keeps_token_order_and_both_thes():
     view = view_with_repeated_tokens()
-    spec = charts.attention_heatmap(view).to_dict()
+    spec = attention_charts.attention_heatmap(view).to_dict()
     assert spec["encoding"]["y"]["sort"] == list(view.query_labels)
     assert spec["encoding"]["x"]["sort"] == list(view.key_labels)
-    frame = charts.view_frame(view)
+    frame = attention_charts.view_frame(view)
     assert len(frame) == 36 and frame["query"].nunique() == 6
     np.testing.assert_allclose(frame.pivot(index="query_order", columns="key_order", values="weight").to_numpy(), view.weights, rtol=1e-6)
 
@@ -28,7 +29,7 @@ def test_model_view_has_one_cell_per_head_and_renders_offline():
     rng = np.random.default_rng(1)
     attentions = rng.random((3, 2, 5, 5)).astype(np.float32)
     attentions /= attentions.sum(-1, keepdims=True)
-    chart = charts.model_view_grid(attentions, pixels=10)
+    chart = attention_charts.model_view_grid(attentions, pixels=10)
     rows = list(chart.data.itertuples())  # altair hoists the shared data to the layer chart
     assert {(r.layer, r.head) for r in rows} == {(layer, head) for layer in range(3) for head in range(2)}
     assert all(r.url.startswith("data:image/png;base64,") for r in rows)
@@ -45,14 +46,14 @@ def test_thumbnail_darkest_at_the_heads_maximum():
 
     matrix = np.zeros((4, 4), dtype=np.float32)
     matrix[2, 3] = 1.0
-    uri = charts.thumbnail_data_uri(matrix, pixels=4)
+    uri = attention_charts.thumbnail_data_uri(matrix, pixels=4)
     image = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))))
-    assert tuple(image[2, 3]) == tuple(charts.BLUES_HIGH) and tuple(image[0, 0]) == tuple(charts.BLUES_LOW)
+    assert tuple(image[2, 3]) == tuple(attention_charts.BLUES_HIGH) and tuple(image[0, 0]) == tuple(attention_charts.BLUES_LOW)
 
 
 def test_head_view_lines_carry_every_pair():
     view = view_with_repeated_tokens()
-    chart = charts.head_view_lines(view)
+    chart = attention_charts.head_view_lines(view)
     lines = chart.layer[0].data
     assert len(lines) == 36
     np.testing.assert_allclose(lines["weight"].to_numpy().reshape(6, 6), view.weights, rtol=1e-6)
