@@ -31,8 +31,7 @@ def open_tab(page, app_url) -> None:
     page.goto(f"{app_url}/finetune")
     wait_for_app(page)
     tab = page.get_by_role("tab", name=re.compile("chang", re.I))
-    if tab.count() == 0:
-        pytest.skip("the fine-tuning page has no 'What fine-tuning changes' tab yet (app_pages/finetune.py calls render())")
+    assert tab.count() > 0, "the fine-tuning page has no 'What fine-tuning changes' tab (app_pages/finetune.py should call render())"
     tab.first.click()
     wait_for_app(page)
 
