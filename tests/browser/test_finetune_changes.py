@@ -45,7 +45,8 @@ def set_number(page, label: str, value: int) -> None:
 
 def test_similarity_and_probe_draw(page, app_url, random_run):
     open_tab(page, app_url)
-    page.get_by_text("What fine-tuning changes").first.wait_for()
+    # The tab's own label reads the same: wait for the section's heading, which only the rendered section has.
+    page.locator('[data-testid="stMain"]').get_by_role("heading", name="What fine-tuning changes").first.wait_for()
     set_number(page, "Sentences read", 40)
     page.get_by_role("button", name="Compare layers").click()
     page.get_by_text("Measured on").first.wait_for(timeout=180_000)
