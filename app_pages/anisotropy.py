@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
 from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
+from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
 from core.models import ModelUnavailable, available_models
 
@@ -149,7 +150,7 @@ if not profiles:
     st.stop()
 
 # --- results ------------------------------------------------------------------------------------------------
-frame = an.profile_frame(profiles)
+frame = anisotropy_charts.profile_frame(profiles)
 available = [m for m in an.MEASURES if m in set(frame["measure"])]
 st.session_state.setdefault(P + "measure", "random_cosine")
 if st.session_state[P + "measure"] not in available:
@@ -160,7 +161,7 @@ show_reference = measure == "random_cosine" and (
     has_reference_model or st.toggle("Show the published bert-base-uncased curve", key=P + "reference")
 )
 st.caption(MEASURE_HELP[measure])
-chart = an.layer_chart(frame, measure, show_reference=show_reference)
+chart = anisotropy_charts.layer_chart(frame, measure, show_reference=show_reference)
 st.altair_chart(chart, key=P + "chart")
 if show_reference:
     st.caption(f"Dashed: {an.REFERENCE_SOURCE}; measured on his own corpus, so only the shape is comparable.")
@@ -205,11 +206,8 @@ if word.strip():
     except ValueError as err:
         st.warning(str(err))
         st.stop()
-    word_frame = pd.concat([
-        pd.DataFrame({"model": f"“{drill.word}”", "measure": "self_similarity", "layer": profile.layers, "value": drill.self_similarity}),
-        frame[(frame["model"] == pick) & (frame["measure"] == "self_similarity")].assign(model="average word"),
-    ])
-    word_chart = an.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")
+    word_frame = anisotropy_charts.word_frame(drill, profile, frame)
+    word_chart = anisotropy_charts.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")
     st.altair_chart(word_chart, key=P + "word_chart")
     cols = st.columns([3, 1])
     context = cols[0].selectbox("Sentence", range(len(drill.contexts)), format_func=lambda i: drill.contexts[i], key=P + "context")

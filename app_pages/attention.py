@@ -11,7 +11,7 @@ from app_pages.common import (
     model_ref,
     sentences,
 )
-from core import charts
+from core.charts import attention as charts
 from core.attention import PAIR_FILTERS, attention_view
 from app_pages.attention_dataset import render as render_heads_over_dataset
 from core.examples import EXAMPLES

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -17,10 +16,11 @@ import streamlit as st
 from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import MRPC, SNLI, UD, corpus_picker
 from core import heads as hd
+from core.charts import attention as attention_charts
+from core.charts import classification
 
 P = "heads."
 PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
-PATTERN_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#54a24b", "#bab0ac"]  # in PATTERNS order
 EXAMPLES = {
     "SNLI · 100 pairs": {"part": "Statistics", "source": SNLI, "split": "dev", "limit": 100},
     "MRPC patterns · 100 pairs": {"part": "Pattern types", "source": MRPC, "split": "validation", "limit": 100},
@@ -28,41 +28,6 @@ EXAMPLES = {
 }
 
 
-# ---- charts ------------------------------------------------------------------------------------------------
-
-
-def grid_frame(values: np.ndarray, name: str) -> pd.DataFrame:
-    layers, heads = values.shape
-    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers),
-                         name: values.ravel()})
-
-
-def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis", diverging: bool = False,
-               fmt: str = ".3f") -> alt.Chart:
-    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures)."""
-    if diverging:
-        bound = max(float(np.nanmax(np.abs(frame[name].to_numpy()))), 0.01)
-        scale = alt.Scale(scheme="redblue", domain=[-bound, bound], domainMid=0)
-    else:
-        scale = alt.Scale(scheme=scheme)
-    return alt.Chart(frame, title=title).mark_rect().encode(
-        x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O", title="layer"),
-        color=alt.Color(f"{name}:Q", scale=scale, title=name),
-        tooltip=["layer", "head", alt.Tooltip(f"{name}:Q", format=fmt)],
-    ).properties(width=alt.Step(30), height=alt.Step(24))
-
-
-def map_chart(example: hd.PatternExample, size: int = 180) -> alt.Chart:
-    labels = [f"{i}·{t}" for i, t in enumerate(example.tokens)]
-    t = len(labels)
-    frame = pd.DataFrame({"query": np.repeat(labels, t), "key": np.tile(labels, t), "weight": example.attention.ravel()})
-    return alt.Chart(frame, title=f"L{example.layer} H{example.head}").mark_rect().encode(
-        x=alt.X("key:N", sort=labels, axis=None),
-        y=alt.Y("query:N", sort=labels, axis=None),
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
-        tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
-    ).properties(width=size, height=size)
 
 
 # ---- inputs ------------------------------------------------------------------------------------------------
@@ -120,8 +85,7 @@ def survey_part(show: str) -> None:
 def statistics_view(survey: hd.HeadSurvey) -> None:
     name = st.selectbox("Statistic", hd.STAT_NAMES, key=P + "stat", format_func=hd.STAT_TITLES.get)
     values = survey.stat(name)
-    frame = grid_frame(values, name)
-    chart = grid_chart(frame, name, f"Mean {hd.STAT_TITLES[name]} per head", scheme="viridis" if name != "entropy" else "magma")
+    chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {hd.STAT_TITLES[name]} per head")
     st.altair_chart(chart, key=P + "stat_chart")
     by_layer = ", ".join(f"L{l} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
     st.caption(f"Layer means: {by_layer}. Per input: the mass a head puts on those keys, averaged over all query "
@@ -135,26 +99,9 @@ def statistics_view(survey: hd.HeadSurvey) -> None:
 
 
 def patterns_view(survey: hd.HeadSurvey) -> None:
-    dominant = survey.dominant_pattern
     counts = survey.pattern_counts
-    frame = grid_frame(dominant, "type_index")
-    frame["pattern"] = [hd.PATTERNS[k] for k in frame["type_index"]]
-    frame["share of inputs"] = counts.max(axis=-1).ravel() / max(survey.n_examples, 1)
-    chart = alt.Chart(frame, title="Dominant pattern type per head").mark_rect().encode(
-        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O"),
-        color=alt.Color("pattern:N", scale=alt.Scale(domain=list(hd.PATTERNS), range=PATTERN_COLOURS)),
-        opacity=alt.Opacity("share of inputs:Q", scale=alt.Scale(domain=[0, 1], range=[0.35, 1]), legend=None),
-        tooltip=["layer", "head", "pattern", alt.Tooltip("share of inputs:Q", format=".0%")],
-    ).properties(width=alt.Step(30), height=alt.Step(24))
-    share = pd.DataFrame({"pattern": list(survey.pattern_share), "share": list(survey.pattern_share.values())})
-    bars = alt.Chart(share, title="Share of all (input, head) maps").mark_bar().encode(
-        x=alt.X("share:Q", axis=alt.Axis(format="%")),
-        y=alt.Y("pattern:N", sort=list(hd.PATTERNS)),
-        color=alt.Color("pattern:N", scale=alt.Scale(domain=list(hd.PATTERNS), range=PATTERN_COLOURS), legend=None),
-        tooltip=["pattern", alt.Tooltip("share:Q", format=".1%")],
-    )
-    combined = alt.hconcat(chart, bars)
+    frame = attention_charts.pattern_frame(survey)
+    combined = attention_charts.pattern_chart(survey, frame)
     st.altair_chart(combined, key=P + "pattern_chart")
     st.caption(
         "Each head's map on each input gets one type by these rules, over the rows of real tokens: V = mass on "
@@ -176,7 +123,7 @@ def patterns_view(survey: hd.HeadSurvey) -> None:
             if not found:
                 continue
             st.caption(pattern)
-            row = alt.hconcat(*[map_chart(e) for e in found])
+            row = attention_charts.examples_chart(found)
             st.altair_chart(row, key=f"{P}examples.{pattern}")
 
 
@@ -250,17 +197,7 @@ def ablation_part() -> None:
         best = np.unravel_index(np.nanargmax(result.head_delta), result.head_delta.shape)
         label = "Best single-head removal" if result.head_delta[best] > 0 else "Least harmful removal"
         m3.metric(label, f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
-        frame = grid_frame(result.head_delta, "accuracy change")
-        heat = grid_chart(frame, "accuracy change", f"Accuracy change with one head disabled ({result.mode})",
-                          diverging=True, fmt="+.3f")
-        marks = alt.Chart(frame[frame["accuracy change"] > 0]).mark_text(text="▲", color="black").encode(
-            x="head:O", y="layer:O")
-        layers = pd.DataFrame({"layer": np.arange(len(result.layer_delta)), "accuracy change": result.layer_delta})
-        bars = alt.Chart(layers, title="Whole layer disabled").mark_bar().encode(
-            y=alt.Y("layer:O"), x=alt.X("accuracy change:Q", axis=alt.Axis(format="+.2f")),
-            color=alt.condition("datum['accuracy change'] > 0", alt.value("#2b8a3e"), alt.value("#c92a2a")),
-            tooltip=["layer", alt.Tooltip("accuracy change:Q", format="+.3f")])
-        chart = alt.hconcat(alt.layer(heat, marks), bars)
+        chart, frame = attention_charts.ablation_chart(result)
         st.altair_chart(chart, key=P + "ablation_chart")
         st.caption("▲ marks heads whose removal *improves* accuracy. Red: removal hurts; blue: removal helps.")
         table = frame.rename(columns={"accuracy change": "head_delta"})
@@ -282,11 +219,9 @@ def ablation_part() -> None:
     viewer = ablation_classifier(ref, "example")
     intact = predict_disabled(viewer, item, {}, mode)[0]
     changed = predict_disabled(viewer, item, disabled, mode)[0]
-    probs = pd.DataFrame({"class": list(clf.labels) * 2, "probability": np.concatenate([intact, changed]),
-                          "model": ["intact"] * len(clf.labels) + [f"L{layer} H{head} disabled"] * len(clf.labels)})
-    chart = alt.Chart(probs, title=f"Class probabilities (gold: {examples[index].label})").mark_bar().encode(
-        x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1])), y=alt.Y("model:N", title=None),
-        color="model:N", row=alt.Row("class:N", title=None), tooltip=["class", "model", alt.Tooltip("probability:Q", format=".3f")])
+    probs = classification.probabilities_frame(["intact", f"L{layer} H{head} disabled"], [clf.labels] * 2,
+                                               [intact, changed], series="model")
+    chart = classification.probabilities_chart(probs, series="model", title=f"Class probabilities (gold: {examples[index].label})")
     st.altair_chart(chart, key=P + "example_chart")
     export_buttons(chart, probs, "ablation-example", P + "example_export")
 
@@ -338,9 +273,7 @@ def change_part() -> None:
         st.info("Press the button to run both models on the sample and compare each head's maps.")
         return
     change: hd.AttentionChange = kept
-    frame = grid_frame(change.cosine, "cosine")
-    chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {change.model_a} vs {change.model_b}",
-                       scheme="plasma")
+    chart, frame = attention_charts.change_chart(change)
     st.altair_chart(chart, key=P + "change_chart")
     by_layer = ", ".join(f"L{l} {v:.3f}" for l, v in enumerate(change.cosine.mean(axis=1)))
     st.caption(f"Per head: cosine similarity of the flattened maps of A and B on the same input, averaged over "
@@ -378,17 +311,7 @@ def syntax_part() -> None:
     result: hd.SyntaxHeads = kept
     table = pd.DataFrame(result.to_json()["relations"])
     table["best head"] = [f"L{l} H{h}" for l, h in zip(table["layer"], table["head"])]
-    shown = table[table["count"] >= 20] if (table["count"] >= 20).sum() > 1 else table
-    long = shown.melt(id_vars=["relation", "count", "best head"], value_vars=["accuracy", "baseline_accuracy"],
-                      var_name="predictor", value_name="share correct")
-    long["predictor"] = long["predictor"].map({"accuracy": "best head", "baseline_accuracy": "fixed offset"})
-    chart = alt.Chart(long, title="Most-attended other word = gold head").mark_bar().encode(
-        y=alt.Y("relation:N", sort=list(shown["relation"]), title=None),
-        yOffset="predictor:N",
-        x=alt.X("share correct:Q", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("predictor:N"),
-        tooltip=["relation", "count", "best head", "predictor", alt.Tooltip("share correct:Q", format=".3f")],
-    )
+    chart = attention_charts.syntax_chart(table)
     st.altair_chart(chart, key=P + "syntax_chart")
     st.caption(f"{result.n_sentences} sentences" + (f" ({result.n_skipped} too long for the model, left out)" if result.n_skipped else "")
                + ". For each dependent word, a head predicts its most-attended other word (word pieces merged as Clark "
@@ -398,9 +321,7 @@ def syntax_part() -> None:
     st.dataframe(table[columns], hide_index=True, key=P + "syntax_table")
     export_buttons(chart, table, "syntactic-heads", P + "syntax_export")
     relation = st.selectbox("Every head for one relation", list(result.relations), key=P + "relation")
-    r = result.relations.index(relation)
-    grid = grid_frame(result.accuracy[r], "accuracy")
-    heat = grid_chart(grid, "accuracy", f"{relation}: accuracy of each head (baseline {result.baseline_accuracy[r]:.2f})")
+    heat, grid = attention_charts.relation_chart(result, relation)
     st.altair_chart(heat, key=P + "relation_chart")
     export_buttons(heat, grid, f"syntactic-heads-{relation.replace(':', '_')}", P + "relation_export")
 

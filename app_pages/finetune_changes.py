@@ -10,23 +10,32 @@ settings they were computed with; trained probes are also cached on disk per (mo
 
 from __future__ import annotations
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import corpus_picker
+from core.charts.finetune import (
+    CONTROL,
+    MEASURES,
+    arcs_chart,
+    cross_chart,
+    cross_frame,
+    probe_chart,
+    probe_export_chart,
+    probe_frame,
+    similarity_chart,
+    similarity_frame,
+)
 from core.datasets import DataUnavailable
 from core.models import LoadedModel, ModelUnavailable, available_models
-from core.probe import HM_REFERENCE, ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
+from core.probe import ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
 from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
 from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
 
 P = "changes."
 TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
-CONTROL = "random-initialised control"
-MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
 
 
 # ---- inputs -------------------------------------------------------------------------------------------------
@@ -67,121 +76,6 @@ def use_example(kind: str) -> None:
         st.session_state[P + "max_eval"] = 100
         st.session_state[P + "epochs"] = 5
         st.session_state[P + "control"] = True
-
-
-# ---- charts -------------------------------------------------------------------------------------------------
-def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
-    rows = []
-    for r in results:
-        for measure in MEASURES:
-            values = getattr(r, measure)
-            rows.extend({"model": r.model_b, "measure": MEASURES[measure], "layer": int(layer), "value": float(v)}
-                        for layer, v in zip(r.layers, values))
-    return pd.DataFrame(rows)
-
-
-def similarity_chart(frame: pd.DataFrame, base: str) -> alt.Chart:
-    return (
-        alt.Chart(frame, title=f"Similarity to {base}, layer by layer (1 = unchanged)")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
-            y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
-            color=alt.Color("model:N", title="compared model"),
-            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()), legend=alt.Legend(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)),
-            tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
-        )
-        .properties(width="container", height=320)
-    )
-
-
-def cross_frame(result: Similarity, measure: str) -> pd.DataFrame:
-    matrix = result.cka_cross if measure == "cka" else result.rsa_cross
-    a, b = np.meshgrid(np.arange(matrix.shape[0]), np.arange(matrix.shape[1]), indexing="ij")
-    return pd.DataFrame({"layer_a": a.ravel(), "layer_b": b.ravel(), "value": matrix.ravel().astype(float)})
-
-
-def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.LayerChart:
-    base = alt.Chart(frame, title=f"{MEASURES[measure]}: every layer of {result.model_a} vs every layer of {result.model_b}").encode(
-        x=alt.X("layer_b:O", title=f"layer of {result.model_b}"),
-        y=alt.Y("layer_a:O", title=f"layer of {result.model_a}", sort="descending"),
-    )
-    cells = base.mark_rect().encode(
-        color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title=MEASURES[measure]),
-        tooltip=["layer_a", "layer_b", alt.Tooltip("value:Q", format=".3f")],
-    )
-    labels = base.mark_text(fontSize=10).encode(
-        text=alt.Text("value:Q", format=".2f"),
-        color=alt.condition(alt.datum.value > 0.6, alt.value("black"), alt.value("white")),
-    )
-    size = max(320, min(640, 44 * frame["layer_a"].nunique() + 120))  # axis titles and labels take ~120 px
-    return alt.layer(cells, labels).properties(width="container", height=size)
-
-
-def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
-    rows = []
-    for label, kind, result in results:
-        for p in result.probes:
-            rows.append({"model": label, "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
-                         "eval loss": p.eval_loss, "training sentences": p.n_train, "evaluation sentences": p.n_eval})
-    return pd.DataFrame(rows)
-
-
-def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.LayerChart:
-    lines = (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
-            y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
-            color=alt.Color("model:N", title="model"),
-            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL], legend=alt.Legend(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)),
-            tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
-        )
-    )
-    layers = [lines]
-    if show_reference:
-        value = HM_REFERENCE["uuas" if metric == "UUAS" else "dspr"]
-        ref = pd.DataFrame({"layer": [HM_REFERENCE["layer"]], "value": [value], "label": [f"{HM_REFERENCE['source']}: {value:.3g}"]})
-        layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color="grey").encode(y="value:Q"))
-        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=True, color="grey").encode(
-            x="layer:Q", y="value:Q", tooltip=["label"]))
-        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color="grey", fontSize=11).encode(
-            x="layer:Q", y="value:Q", text="label:N"))
-    return alt.layer(*layers).properties(width="container", height=300, title=f"{metric} per layer (evaluation sentences)")
-
-
-def arcs_frame(parse) -> pd.DataFrame:
-    """Points along a half-circle per edge: gold arcs above the words, predicted arcs below."""
-    rows = []
-    steps = np.linspace(0, np.pi, 17)
-    for tree, edges, sign in (("gold", parse.gold_edges, 1), ("probe", parse.predicted_edges, -1)):
-        for i, j in sorted(edges):
-            status = "gold edge" if tree == "gold" else ("correct" if (i, j) in parse.gold_edges else "wrong")
-            centre, radius = (i + j) / 2, (j - i) / 2
-            for k, t in enumerate(steps):
-                rows.append({"edge": f"{tree} {i}-{j}", "tree": tree, "status": status, "order": k,
-                             "x": centre - radius * np.cos(t), "y": sign * radius * np.sin(t),
-                             "pair": f"{parse.words[i]} — {parse.words[j]}"})
-    return pd.DataFrame(rows)
-
-
-def arcs_chart(parse, title: str) -> alt.LayerChart:
-    frame = arcs_frame(parse)
-    arcs = alt.Chart(frame).mark_line(strokeWidth=2).encode(
-        x=alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, len(parse.words) - 0.5])),
-        y=alt.Y("y:Q", axis=None),
-        detail="edge:N",
-        order="order:Q",
-        color=alt.Color("status:N", scale=alt.Scale(domain=["gold edge", "correct", "wrong"], range=["#4c78a8", "#54a24b", "#e45756"]),
-                        title="edge"),
-        tooltip=["tree", "pair", "status"],
-    )
-    words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
-                          "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
-    text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
-    width = max(400, 60 * len(parse.words))
-    return alt.layer(arcs, text).properties(width=width, height=320, title=title)
 
 
 # ---- the section --------------------------------------------------------------------------------------------
@@ -341,7 +235,7 @@ def probe_part(base: str, compared: list[str]) -> None:
     for col, chart in zip(cols, charts):
         col.altair_chart(chart, width="stretch")
     st.dataframe(frame, hide_index=True, width="stretch")
-    export_buttons(alt.hconcat(*[c.properties(width=360) for c in charts]), frame, "structural-probe", key=P + "export.probe")
+    export_buttons(probe_export_chart(charts), frame, "structural-probe", key=P + "export.probe")
     sentence_tree(kept_data, results, kept_entries)
 
 

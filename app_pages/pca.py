@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-import altair as alt
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app_pages.common import (
@@ -30,8 +28,8 @@ from core.projection import (
     background_vectors,
     collect_tokens,
     layerwise_projection,
-    projection_frame,
 )
+from core.charts.pca import projection_frame, scatter, sentence_names, variance_chart
 
 PLAY_SECONDS = 1.2
 METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer", "tsne": "t-SNE per layer"}
@@ -41,7 +39,6 @@ SNLI_PAIRS = 100
 # Background choice -> corpus spec; the CLI's `pca --background SPEC --background-size 100` reads the same sentences.
 BACKGROUND_SPECS = {"builtin": "builtin", "snli": f"snli:dev:{SNLI_PAIRS}"}
 TSNE_SEED = 0
-OTHER = "other words"
 
 BANK_SENTENCES = re.split(r"(?<=\.)\s+", EXAMPLES["“bank”: river / money / verb"][0])
 
@@ -186,71 +183,6 @@ if second_ref:
 
 
 # --- drawing --------------------------------------------------------------------------------------------------
-def sentence_names() -> list[str]:
-    names = []
-    for i, (a, b) in enumerate(items):
-        text = a if b is None else f"{a} / {b}"
-        names.append(f"{i}: {text[:40]}{'…' if len(text) > 40 else ''}")
-    return names
-
-
-def colour_encoding(frame: pd.DataFrame, chosen_word: str | None) -> alt.Color:
-    if colour == "segment":
-        return alt.Color("segment:N", title="segment", scale=alt.Scale(domain=["A", "B"]))
-    if colour == "word":
-        return alt.Color("highlight:N", title="word", scale=alt.Scale(domain=[chosen_word or "", OTHER], range=["#d62728", "#c7c7c7"]))
-    return alt.Color("sentence_name:N", title="sentence", scale=alt.Scale(domain=sentence_names()))
-
-
-def scatter(projection: LayerProjection, layer: int, title: str, chosen_word: str | None) -> tuple[alt.Chart, pd.DataFrame]:
-    frame = projection_frame(projection, [layer])
-    frame["sentence_name"] = [sentence_names()[s] for s in frame["sentence"]]
-    frame["highlight"] = np.where(frame["word"].str.lower() == (chosen_word or "").lower(), chosen_word or "", OTHER)
-    axis_name = "t-SNE" if projection.method == "tsne" else "PC"
-    if projection.method == "joint":
-        # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
-        lo, hi = projection.coords.min(axis=(0, 1)), projection.coords.max(axis=(0, 1))
-        pad = (hi - lo) * 0.05 + 1e-9
-        x_scale = alt.Scale(domain=[float(lo[0] - pad[0]), float(hi[0] + pad[0])], nice=False)
-        y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
-    else:
-        x_scale = y_scale = alt.Scale(zero=False)
-    base = alt.Chart(frame, title=title).encode(
-        x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
-        y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
-        tooltip=["token", "word", "sentence_name", "segment", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
-    )
-    points = base.mark_circle(size=90, opacity=0.85).encode(color=colour_encoding(frame, chosen_word))
-    layers = [points]
-    if show_labels:
-        layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
-    return alt.layer(*layers).properties(width="container", height=460), frame
-
-
-def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
-    ratio = projection.explained_variance_ratio
-    frame = pd.DataFrame(
-        {
-            "layer": np.repeat(projection.layers, 2),
-            "axis": ["PC 1", "PC 2"] * len(projection.layers),
-            "share": ratio.reshape(-1),
-            "current": np.repeat(projection.layers == layer, 2),
-        }
-    )
-    return (
-        alt.Chart(frame, title="Share of each layer's variance on the two axes")
-        .mark_bar()
-        .encode(
-            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
-            color=alt.Color("axis:N", title=None),
-            opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
-            tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
-        )
-        .properties(width="container", height=240)
-    )
-
-
 def variance_note(projection: LayerProjection, layer: int) -> str:
     fitted_on = f"{projection.n_fit} background token vectors per layer" if projection.background else "these tokens"
     if projection.method == "tsne":
@@ -324,7 +256,8 @@ def layer_view() -> None:
         name = ref.rstrip("/").split("/")[-1]
         note = "" if shown_layer == layer else f" (its last layer; it has {len(projection.layers) - 1})"
         with column:
-            chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", chosen_word)
+            chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", names=sentence_names(items),
+                               colour=colour, chosen_word=chosen_word, show_labels=show_labels)
             st.altair_chart(chart, key=f"pca.chart.{index}")
             st.caption(variance_note(projection, shown_layer))
             if projection.method != "tsne":

@@ -21,7 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import charts, settings  # noqa: E402
+from core import settings  # noqa: E402
+from core.charts import attention as charts  # noqa: E402
 from core.encoding import encode  # noqa: E402
 from core.models import LoadedModel, load_model  # noqa: E402
 

@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core import settings  # noqa: E402
 from core.encoding import encode  # noqa: E402
 from core.models import load_model  # noqa: E402
-from core.projection import collect_tokens, layerwise_projection, project_vectors, projection_frame  # noqa: E402
+from core.charts.pca import projection_frame  # noqa: E402
+from core.projection import collect_tokens, layerwise_projection, project_vectors  # noqa: E402
 
 BANK = [
     "We sat on the river bank and watched the boats.",

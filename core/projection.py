@@ -381,30 +381,3 @@ def background_vectors(
     return np.concatenate(chunks, axis=1)
 
 
-def projection_frame(projection: LayerProjection, layers: Sequence[int] | None = None):
-    """Long table (pandas): one row per (layer, token) with x, y and the token's labels, for charts and CSV."""
-    import pandas as pd
-
-    layers = list(projection.layers) if layers is None else list(layers)
-    n = len(projection.tokens)
-    frames = []
-    for layer in layers:
-        frames.append(
-            pd.DataFrame(
-                {
-                    "layer": layer,
-                    "label": projection.labels,
-                    "token": projection.tokens,
-                    "word": projection.word,
-                    "sentence": projection.sentence,
-                    "position": projection.position,
-                    "segment": np.where(projection.segment == 0, "A", "B"),
-                    "is_special": projection.is_special,
-                    "is_punct": projection.is_punct,
-                    "x": projection.coords[layer, :, 0],
-                    "y": projection.coords[layer, :, 1],
-                    "order": np.arange(n),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)

@@ -12,7 +12,7 @@ training jobs that run one at a time in their own processes.
 
 Modules: tasks (data), recipe (Recipe), engine (training loops), classifier (checkpoint format, predictions),
 evaluation (accuracy / F1 / confusion), runs (run folders and status), jobs (processes and the queue),
-report (tables and charts of runs for the page).
+report (tables of runs for the page; their charts are in core.charts.finetune).
 """
 
 from core.training.classifier import Classifier, LoadedClassifier, is_classifier_folder, load_classifier

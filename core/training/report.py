@@ -1,9 +1,7 @@
-"""Runs as tables and altair charts for the fine-tuning page (no streamlit here)."""
+"""Runs as tables for the fine-tuning page (no streamlit here); their charts are in core/charts/finetune.py."""
 
 from __future__ import annotations
 
-import altair as alt
-import numpy as np
 import pandas as pd
 
 from core.training.runs import RunInfo
@@ -89,103 +87,3 @@ def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
                     column[f"{key.replace('_', ' ')} ({when})"] = value
         columns[r.name] = column
     return pd.DataFrame(columns).map(_cell)
-
-
-def f1_frame(runs: list[RunInfo]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {"run": r.name, "class": label, "F1": float(f1)}
-            for r in runs
-            for label, f1 in ((r.metrics or {}).get("per_class_f1") or {}).items()
-        ]
-    )
-
-
-def f1_chart(runs: list[RunInfo]) -> alt.Chart:
-    frame = f1_frame(runs)
-    classes = list(dict.fromkeys(frame["class"])) if len(frame) else []
-    return (
-        alt.Chart(frame, title="F1 per class")
-        .mark_bar()
-        .encode(
-            x=alt.X("class:N", sort=classes, title=None),
-            xOffset=alt.XOffset("run:N", sort=[r.name for r in runs]),
-            y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("run:N", sort=[r.name for r in runs]),
-            tooltip=["run", "class", alt.Tooltip("F1:Q", format=".3f")],
-        )
-        .properties(height=260)
-    )
-
-
-def confusion_frame(run: RunInfo) -> pd.DataFrame:
-    """Long table [true, predicted, count, share of the true class] of one run's confusion matrix."""
-    m = run.metrics or {}
-    labels, confusion = m.get("labels") or [], np.array(m.get("confusion") or [], dtype=float)
-    rows = []
-    for i, true in enumerate(labels):
-        total = confusion[i].sum()
-        for j, predicted in enumerate(labels):
-            rows.append({"run": run.name, "true": true, "predicted": predicted, "count": int(confusion[i, j]),
-                         "share": float(confusion[i, j] / total) if total else 0.0})
-    return pd.DataFrame(rows)
-
-
-def confusion_chart(runs: list[RunInfo]) -> alt.HConcatChart:
-    """One confusion matrix per run, colour = share of the true class, text = count."""
-    charts = []
-    for r in runs:
-        frame = confusion_frame(r)
-        labels = (r.metrics or {}).get("labels") or []
-        base = alt.Chart(frame, title=r.name).encode(
-            x=alt.X("predicted:N", sort=labels), y=alt.Y("true:N", sort=labels)
-        )
-        rect = base.mark_rect().encode(
-            color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="share of row"),
-            tooltip=["true", "predicted", "count", alt.Tooltip("share:Q", format=".1%")],
-        )
-        text = base.mark_text().encode(
-            text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))
-        )
-        charts.append((rect + text).properties(width=max(120, 45 * len(labels)), height=max(120, 45 * len(labels))))
-    return alt.hconcat(*charts)
-
-
-def loss_frame(status_or_metrics: dict, run: str) -> pd.DataFrame:
-    points = status_or_metrics.get("losses") or status_or_metrics.get("loss_curve") or []
-    return pd.DataFrame({"run": run, "step": [p[0] for p in points], "loss": [p[1] for p in points]})
-
-
-def loss_chart(frame: pd.DataFrame, title: str = "Training loss") -> alt.Chart:
-    return (
-        alt.Chart(frame, title=title)
-        .mark_line()
-        .encode(x=alt.X("step:Q"), y=alt.Y("loss:Q"), color="run:N", tooltip=["run", "step", alt.Tooltip("loss:Q", format=".4f")])
-        .properties(height=220)
-    )
-
-
-def probabilities_frame(run_names: list[str], labels: list[tuple[str, ...]], probabilities: list[np.ndarray]) -> pd.DataFrame:
-    """[run, class, probability] rows for the runs' predictions of one input."""
-    return pd.DataFrame(
-        [
-            {"run": name, "class": label, "probability": float(p)}
-            for name, classes, probs in zip(run_names, labels, probabilities)
-            for label, p in zip(classes, probs)
-        ]
-    )
-
-
-def probabilities_chart(frame: pd.DataFrame) -> alt.Chart:
-    return (
-        alt.Chart(frame, title="Class probabilities")
-        .mark_bar()
-        .encode(
-            y=alt.Y("run:N", title=None),
-            x=alt.X("probability:Q", stack="normalize", title="probability"),
-            color=alt.Color("class:N"),
-            order=alt.Order("class:N"),
-            tooltip=["run", "class", alt.Tooltip("probability:Q", format=".3f")],
-        )
-        .properties(height=max(80, 40 * frame["run"].nunique()))
-    )

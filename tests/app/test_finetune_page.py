@@ -41,12 +41,25 @@ def page(make_app, tiny_bert_dir):
     return opened
 
 
-def test_page_without_runs_offers_the_form(page):
+def test_page_without_runs_offers_the_form(page, monkeypatch):
+    # No real worker: the "process" is this test's own (alive) pid, so the runs stay queued.
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.training.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert not at.exception
     assert at.title[0].value == "Fine-tuning comparison"
     assert any("No runs yet" in i.value for i in at.info)
-    assert at.button(key="finetune.preset_go") is not None
+    preset = at.button(key="finetune.preset_go")
+    assert preset.label == "Launch both runs"
+    model = at.selectbox(key="finetune.preset_model").value
+    preset.click().run()
+    assert not at.exception
+    from core.training import list_runs
+
+    recipes = sorted((r.recipe for r in list_runs()), key=lambda r: r["run_name"])
+    assert [r["run_name"].rsplit("-", 2)[-2:] for r in recipes] == [["all", "layers"], ["minus", "last"]]
+    assert [r.get("drop_last_layers") or 0 for r in recipes] == [0, 1]
+    assert all(r["model"] == model and r["task"] == "snli" for r in recipes)
 
 
 def test_page_compares_finished_runs_and_predicts(page, two_runs):

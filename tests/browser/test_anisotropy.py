@@ -27,5 +27,5 @@ def test_anisotropy_cancel_then_run_and_chart(page, app_url):
     page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     wait_for_app(page)
     assert_no_streamlit_exception(page)
-    assert page.get_by_text("60 sentences, ").count() >= 1
+    assert page.locator('[data-testid="stMain"]').get_by_text("60 sentences, ").count() >= 1
     screenshot(page, "anisotropy")

@@ -4,24 +4,18 @@ pairs, wait for the layer x head heatmap, check the pattern grid, and save a scr
 from __future__ import annotations
 
 import re
-from pathlib import Path
-
-import pytest
 
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
 
 TAB = "Heads over a dataset"
-ATTENTION_PAGE = Path(__file__).resolve().parents[2] / "app_pages" / "attention.py"
 
 
-@pytest.mark.skipif(
-    "attention_dataset" not in ATTENTION_PAGE.read_text(),
-    reason=f"app_pages/attention.py has no '{TAB}' tab yet (it should call app_pages.attention_dataset.render())",
-)
 def test_heads_over_a_dataset(page, app_url, data_dir):
     page.goto(f"{app_url}/attention")
     wait_for_app(page)
-    page.get_by_role("tab", name=TAB).click()
+    tab = page.get_by_role("tab", name=TAB)
+    assert tab.count() == 1, f"the attention page has no '{TAB}' tab (it should call app_pages.attention_dataset.render())"
+    tab.click()
     wait_for_app(page)
     examples = page.get_by_label("Examples", exact=True)
     examples.fill("8")

@@ -26,7 +26,9 @@ def test_finetune_page_with_a_finished_run(page, app_server, app_url, tiny_bert_
     page.get_by_text("Side by side").first.wait_for()
     page.wait_for_selector(CHART)
     assert_no_streamlit_exception(page)
-    assert page.get_by_text("Fine-tuning comparison").count() >= 1
+    # The sidebar's navigation names the page too: only the main area's heading says the page itself rendered.
+    main = page.locator('[data-testid="stMain"]')
+    assert main.get_by_role("heading", level=1, name="Fine-tuning comparison").count() == 1
     page.get_by_text("Confusion matrices").first.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
     screenshot(page, "finetune")

@@ -31,8 +31,7 @@ def open_tab(page, app_url) -> None:
     page.goto(f"{app_url}/finetune")
     wait_for_app(page)
     tab = page.get_by_role("tab", name=re.compile("chang", re.I))
-    if tab.count() == 0:
-        pytest.skip("the fine-tuning page has no 'What fine-tuning changes' tab yet (app_pages/finetune.py calls render())")
+    assert tab.count() > 0, "the fine-tuning page has no 'What fine-tuning changes' tab (app_pages/finetune.py should call render())"
     tab.first.click()
     wait_for_app(page)
 
@@ -46,7 +45,8 @@ def set_number(page, label: str, value: int) -> None:
 
 def test_similarity_and_probe_draw(page, app_url, random_run):
     open_tab(page, app_url)
-    page.get_by_text("What fine-tuning changes").first.wait_for()
+    # The tab's own label reads the same: wait for the section's heading, which only the rendered section has.
+    page.locator('[data-testid="stMain"]').get_by_role("heading", name="What fine-tuning changes").first.wait_for()
     set_number(page, "Sentences read", 40)
     page.get_by_role("button", name="Compare layers").click()
     page.get_by_text("Measured on").first.wait_for(timeout=180_000)

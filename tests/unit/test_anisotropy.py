@@ -219,16 +219,18 @@ def test_profile_json_has_the_cli_keys():
 
 
 def test_chart_draws_each_model_and_the_published_reference_dashed():
-    frame = an.profile_frame([_profile("bert-base-uncased"), _profile("other")])
+    from core.charts import anisotropy as anisotropy_charts
+
+    frame = anisotropy_charts.profile_frame([_profile("bert-base-uncased"), _profile("other")])
     assert set(frame["measure"]) == {m for m in an.MEASURES if m not in ("alignment", "uniformity")}
-    chart = an.layer_chart(frame, "random_cosine", show_reference=True).to_dict()
+    chart = anisotropy_charts.layer_chart(frame, "random_cosine", show_reference=True).to_dict()
     rows = next(iter(chart["datasets"].values()))
     published = [r for r in rows if r["kind"] == "published"]
     assert [r["value"] for r in published] == list(an.ETHAYARAJH_BERT_BASE)
     assert {r["series"] for r in rows} == {"bert-base-uncased", "other", an.REFERENCE_LABEL}
-    plain = next(iter(an.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["datasets"].values()))
+    plain = next(iter(anisotropy_charts.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["datasets"].values()))
     assert all(r["kind"] == "measured" for r in plain)  # the reference is a random-word cosine only
-    assert "strokeDash" not in an.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["layer"][0]["encoding"]
+    assert "strokeDash" not in anisotropy_charts.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["layer"][0]["encoding"]
     assert "strokeDash" in chart["layer"][0]["encoding"]
     assert an.is_reference_model("bert-base-uncased") and an.is_reference_model("/cache/runs/bert-base-uncased/")
     assert not an.is_reference_model("bert-base-cased")
@@ -236,9 +238,10 @@ def test_chart_draws_each_model_and_the_published_reference_dashed():
 
 def test_chart_exports_offline_to_svg_and_png():
     from core import charts
+    from core.charts import anisotropy as anisotropy_charts
 
-    frame = an.profile_frame([_profile("bert-base-uncased")])
-    chart = an.layer_chart(frame, "random_cosine", show_reference=True)
+    frame = anisotropy_charts.profile_frame([_profile("bert-base-uncased")])
+    chart = anisotropy_charts.layer_chart(frame, "random_cosine", show_reference=True)
     svg = charts.chart_svg(chart)
     assert svg.startswith("<svg") and "Ethayarajh" in svg
     assert charts.chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"

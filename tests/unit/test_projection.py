@@ -8,13 +8,13 @@ from sklearn.decomposition import PCA
 from sklearn.manifold import TSNE, trustworthiness
 from threadpoolctl import threadpool_limits
 
+from core.charts.pca import projection_frame
 from core.encoding import Encoding
 from core.projection import (
     collect_tokens,
     is_punctuation,
     layerwise_projection,
     project_vectors,
-    projection_frame,
 )
 
 

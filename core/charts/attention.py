@@ -1,0 +1,274 @@
+"""Attention charts: one sentence (heatmap, bertviz-style lines, the model view of every head) and heads over a
+dataset (layer x head grids, pattern types, ablation, change after fine-tuning, syntactic heads). No streamlit here.
+
+Token axes are keyed by position ("3·the") and given an explicit order: altair otherwise sorts nominal
+axes alphabetically and merges equal labels, so "the ... the" would collapse into one row.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.attention import AttentionView, head_entropy
+
+BLUES_LOW, BLUES_HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])
+
+
+def view_frame(view: AttentionView) -> pd.DataFrame:
+    """Long table of a view: one row per (query, key) with its weight and both positions."""
+    q, k = view.weights.shape
+    return pd.DataFrame(
+        {
+            "query": np.repeat(view.query_labels, k),
+            "key": np.tile(view.key_labels, q),
+            "query_order": np.repeat(np.arange(q), k),
+            "key_order": np.tile(np.arange(k), q),
+            "weight": view.weights.reshape(-1).astype(float),
+        }
+    )
+
+
+def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
+    frame = view_frame(view)
+    size = max(220, min(640, 16 * max(view.weights.shape)))
+    return (
+        alt.Chart(frame, title=title)
+        .mark_rect()
+        .encode(
+            x=alt.X("key:N", sort=list(view.key_labels), title="attends to (key)", axis=alt.Axis(labelAngle=-60)),
+            y=alt.Y("query:N", sort=list(view.query_labels), title="from (query)"),
+            color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="attention"),
+            tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+        )
+        .properties(width=size, height=size)
+    )
+
+
+def head_view_lines(view: AttentionView, title: str = "") -> alt.LayerChart:
+    """bertviz-style head view: queries on the left, keys on the right, a line per pair whose
+    opacity is the weight. Pointing at a left token highlights its own lines."""
+    frame = view_frame(view)
+    frame["left"], frame["right"] = 0.0, 1.0
+    height = max(200, 18 * max(view.weights.shape))
+    n = max(view.weights.shape)
+    y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
+    hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True, clear="pointerout")
+    queries = pd.DataFrame({"query": view.query_labels, "order": np.arange(len(view.query_labels)), "x": 0.0})
+    keys = pd.DataFrame({"key": view.key_labels, "order": np.arange(len(view.key_labels)), "x": 1.0})
+    x_scale = alt.Scale(domain=[-0.6, 1.6])
+    lines = (
+        alt.Chart(frame)
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x=alt.X("left:Q", scale=x_scale, axis=None),
+            x2="right:Q",
+            y=alt.Y("query_order:Q", scale=y_scale, axis=None),
+            y2="key_order:Q",
+            opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None), alt.value(0.02)),
+            color=alt.value("#2b6cb0"),
+            tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+        )
+    )
+    left = (
+        alt.Chart(queries)
+        .mark_text(align="right", dx=-6, fontSize=12)
+        .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="query:N")
+        .add_params(hover)
+    )
+    right = (
+        alt.Chart(keys)
+        .mark_text(align="left", dx=6, fontSize=12)
+        .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="key:N")
+    )
+    return alt.layer(lines, left, right, title=title).properties(width=360, height=height)
+
+
+def thumbnail_data_uri(matrix: np.ndarray, pixels: int = 44) -> str:
+    """A [query, key] matrix as a small PNG (white = 0, dark blue = the head's max), base64 data URI."""
+    from PIL import Image
+
+    peak = float(matrix.max()) or 1.0
+    t = (matrix / peak)[..., None]
+    rgb = (BLUES_LOW * (1 - t) + BLUES_HIGH * t).astype(np.uint8)
+    image = Image.fromarray(rgb, mode="RGB").resize((pixels, pixels), Image.NEAREST)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+MODEL_VIEW_SELECTION = "cell"
+
+
+def model_view_grid(attentions: np.ndarray, pixels: int = 44) -> alt.LayerChart:
+    """All heads at once: attentions [layer, head, query, key] -> a layer x head grid of thumbnails.
+
+    Clicking a cell selects {layer, head} through the point selection named MODEL_VIEW_SELECTION.
+    """
+    n_layers, n_heads = attentions.shape[:2]
+    entropy = head_entropy(attentions)
+    rows = [
+        {"layer": layer, "head": head, "url": thumbnail_data_uri(attentions[layer, head], pixels), "entropy": float(entropy[layer, head])}
+        for layer in range(n_layers)
+        for head in range(n_heads)
+    ]
+    frame = pd.DataFrame(rows)
+    pick = alt.selection_point(name=MODEL_VIEW_SELECTION, fields=["layer", "head"], on="click", empty=False)
+    base = alt.Chart(frame).encode(
+        x=alt.X("head:O", title="head", axis=alt.Axis(orient="top", labelAngle=0)),
+        y=alt.Y("layer:O", title="layer"),
+        tooltip=["layer", "head", alt.Tooltip("entropy:Q", format=".2f", title="mean entropy (nats)")],
+    )
+    images = base.mark_image(width=pixels, height=pixels).encode(url="url:N")
+    cells = base.mark_rect(fillOpacity=0.0, strokeWidth=2).encode(
+        stroke=alt.condition(pick, alt.value("#e53e3e"), alt.value("transparent"))
+    ).add_params(pick)
+    step = pixels + 4
+    return alt.layer(images, cells).properties(width=alt.Step(step), height=alt.Step(step))
+
+
+# ---- heads over a dataset ----------------------------------------------------------------------------------
+
+PATTERN_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#54a24b", "#bab0ac"]  # in core.heads.PATTERNS order
+
+
+def grid_frame(values: np.ndarray, name: str) -> pd.DataFrame:
+    """[layers, heads] values -> one row per head: layer, head, `name`."""
+    layers, heads = values.shape
+    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers),
+                         name: values.ravel()})
+
+
+def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis", diverging: bool = False,
+               fmt: str = ".3f") -> alt.Chart:
+    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures)."""
+    if diverging:
+        bound = max(float(np.nanmax(np.abs(frame[name].to_numpy()))), 0.01)
+        scale = alt.Scale(scheme="redblue", domain=[-bound, bound], domainMid=0)
+    else:
+        scale = alt.Scale(scheme=scheme)
+    return alt.Chart(frame, title=title).mark_rect().encode(
+        x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O", title="layer"),
+        color=alt.Color(f"{name}:Q", scale=scale, title=name),
+        tooltip=["layer", "head", alt.Tooltip(f"{name}:Q", format=fmt)],
+    ).properties(width=alt.Step(30), height=alt.Step(24))
+
+
+def map_frame(example) -> pd.DataFrame:
+    """One example map (core.heads.PatternExample) as rows query, key, weight; labels keyed by position."""
+    labels = [f"{i}·{t}" for i, t in enumerate(example.tokens)]
+    t = len(labels)
+    return pd.DataFrame({"query": np.repeat(labels, t), "key": np.tile(labels, t), "weight": example.attention.ravel()})
+
+
+def map_chart(example, size: int = 180) -> alt.Chart:
+    labels = [f"{i}·{t}" for i, t in enumerate(example.tokens)]
+    return alt.Chart(map_frame(example), title=f"L{example.layer} H{example.head}").mark_rect().encode(
+        x=alt.X("key:N", sort=labels, axis=None),
+        y=alt.Y("query:N", sort=labels, axis=None),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
+        tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(width=size, height=size)
+
+
+def examples_chart(examples) -> alt.HConcatChart:
+    """Example maps side by side (rows: queries, columns: keys)."""
+    return alt.hconcat(*[map_chart(e) for e in examples])
+
+
+def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
+    """The layer x head grid of one head statistic of a core.heads.HeadSurvey, and its frame."""
+    frame = grid_frame(survey.stat(name), name)
+    scheme = "viridis" if name != "entropy" else "magma"
+    return grid_chart(frame, name, title, scheme=scheme), frame
+
+
+def pattern_frame(survey) -> pd.DataFrame:
+    """Per head: layer, head, type_index, pattern (its dominant type) and the share of inputs on which it won."""
+    from core.heads import PATTERNS
+
+    frame = grid_frame(survey.dominant_pattern, "type_index")
+    frame["pattern"] = [PATTERNS[k] for k in frame["type_index"]]
+    frame["share of inputs"] = survey.pattern_counts.max(axis=-1).ravel() / max(survey.n_examples, 1)
+    return frame
+
+
+def pattern_chart(survey, frame: pd.DataFrame | None = None) -> alt.HConcatChart:
+    """Dominant type per head (paler = won on fewer inputs) beside the share of all (input, head) maps per type."""
+    from core.heads import PATTERNS
+
+    frame = pattern_frame(survey) if frame is None else frame
+    colours = alt.Scale(domain=list(PATTERNS), range=PATTERN_COLOURS)
+    grid = alt.Chart(frame, title="Dominant pattern type per head").mark_rect().encode(
+        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("layer:O"),
+        color=alt.Color("pattern:N", scale=colours),
+        opacity=alt.Opacity("share of inputs:Q", scale=alt.Scale(domain=[0, 1], range=[0.35, 1]), legend=None),
+        tooltip=["layer", "head", "pattern", alt.Tooltip("share of inputs:Q", format=".0%")],
+    ).properties(width=alt.Step(30), height=alt.Step(24))
+    share = pd.DataFrame({"pattern": list(survey.pattern_share), "share": list(survey.pattern_share.values())})
+    bars = alt.Chart(share, title="Share of all (input, head) maps").mark_bar().encode(
+        x=alt.X("share:Q", axis=alt.Axis(format="%")),
+        y=alt.Y("pattern:N", sort=list(PATTERNS)),
+        color=alt.Color("pattern:N", scale=colours, legend=None),
+        tooltip=["pattern", alt.Tooltip("share:Q", format=".1%")],
+    )
+    return alt.hconcat(grid, bars)
+
+
+def ablation_chart(result) -> tuple[alt.HConcatChart, pd.DataFrame]:
+    """A core.ablation sweep: accuracy change per disabled head (▲ where removal helps) beside each whole layer
+    disabled; returns the chart and the head frame (layer, head, accuracy change)."""
+    frame = grid_frame(result.head_delta, "accuracy change")
+    heat = grid_chart(frame, "accuracy change", f"Accuracy change with one head disabled ({result.mode})",
+                      diverging=True, fmt="+.3f")
+    marks = alt.Chart(frame[frame["accuracy change"] > 0]).mark_text(text="▲", color="black").encode(
+        x="head:O", y="layer:O")
+    layers = pd.DataFrame({"layer": np.arange(len(result.layer_delta)), "accuracy change": result.layer_delta})
+    bars = alt.Chart(layers, title="Whole layer disabled").mark_bar().encode(
+        y=alt.Y("layer:O"), x=alt.X("accuracy change:Q", axis=alt.Axis(format="+.2f")),
+        color=alt.condition("datum['accuracy change'] > 0", alt.value("#2b8a3e"), alt.value("#c92a2a")),
+        tooltip=["layer", alt.Tooltip("accuracy change:Q", format="+.3f")])
+    return alt.hconcat(alt.layer(heat, marks), bars), frame
+
+
+def change_chart(change) -> tuple[alt.Chart, pd.DataFrame]:
+    """Per-head cosine of two models' attention maps (core.heads.AttentionChange), and its frame."""
+    frame = grid_frame(change.cosine, "cosine")
+    chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {change.model_a} vs {change.model_b}", scheme="plasma")
+    return chart, frame
+
+
+def syntax_frame(table: pd.DataFrame, min_count: int = 20) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """From the per-relation table (relation, count, best head, accuracy, baseline_accuracy): the relations
+    charted (those with >= min_count dependents, unless that leaves one or none) and their long form
+    (relation, count, best head, predictor, share correct)."""
+    shown = table[table["count"] >= min_count] if (table["count"] >= min_count).sum() > 1 else table
+    long = shown.melt(id_vars=["relation", "count", "best head"], value_vars=["accuracy", "baseline_accuracy"],
+                      var_name="predictor", value_name="share correct")
+    long["predictor"] = long["predictor"].map({"accuracy": "best head", "baseline_accuracy": "fixed offset"})
+    return shown, long
+
+
+def syntax_chart(table: pd.DataFrame) -> alt.Chart:
+    shown, long = syntax_frame(table)
+    return alt.Chart(long, title="Most-attended other word = gold head").mark_bar().encode(
+        y=alt.Y("relation:N", sort=list(shown["relation"]), title=None),
+        yOffset="predictor:N",
+        x=alt.X("share correct:Q", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("predictor:N"),
+        tooltip=["relation", "count", "best head", "predictor", alt.Tooltip("share correct:Q", format=".3f")],
+    )
+
+
+def relation_chart(result, relation: str) -> tuple[alt.Chart, pd.DataFrame]:
+    """Every head's accuracy for one relation of a core.heads.SyntaxHeads, and its frame."""
+    r = result.relations.index(relation)
+    frame = grid_frame(result.accuracy[r], "accuracy")
+    chart = grid_chart(frame, "accuracy", f"{relation}: accuracy of each head (baseline {result.baseline_accuracy[r]:.2f})")
+    return chart, frame

@@ -1,0 +1,195 @@
+"""Fine-tuning charts: runs (loss, per-class F1, confusion, class probabilities, through core.charts.classification)
+and what fine-tuning changes (similarity per layer and across layers, structural probe, one sentence's trees).
+No streamlit here."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.charts import classification
+from core.probe import HM_REFERENCE, ProbeResult
+from core.similarity import Similarity
+from core.training.runs import RunInfo
+
+CONTROL = "random-initialised control"
+MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
+# A stroke legend needs its symbol drawn as a line in a neutral colour, or the dash pattern cannot be read.
+STROKE_LEGEND = dict(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)
+
+
+# ---- runs --------------------------------------------------------------------------------------------------
+
+
+def f1_frame(runs: list[RunInfo]) -> pd.DataFrame:
+    """run, class, F1 from each run's metrics.json (runs without per-class F1 add no rows)."""
+    return pd.DataFrame(
+        [
+            {"run": r.name, "class": label, "F1": float(f1)}
+            for r in runs
+            for label, f1 in ((r.metrics or {}).get("per_class_f1") or {}).items()
+        ]
+    )
+
+
+def f1_chart(runs: list[RunInfo]) -> alt.Chart:
+    return classification.f1_chart(f1_frame(runs), runs=[r.name for r in runs])
+
+
+def confusion_frame(run: RunInfo) -> pd.DataFrame:
+    """One run's confusion matrix as classification.confusion_frame rows."""
+    m = run.metrics or {}
+    labels = m.get("labels") or []
+    return classification.confusion_frame(np.array(m.get("confusion") or [], dtype=float).reshape(len(labels), len(labels)),
+                                          labels, run.name)
+
+
+def confusion_chart(runs: list[RunInfo]) -> alt.HConcatChart:
+    return classification.confusion_chart(pd.concat([confusion_frame(r) for r in runs]))
+
+
+def loss_frame(status_or_metrics: dict, run: str) -> pd.DataFrame:
+    """run, step, loss from a live status (losses) or a finished run's metrics (loss_curve)."""
+    points = status_or_metrics.get("losses") or status_or_metrics.get("loss_curve") or []
+    return pd.DataFrame({"run": run, "step": [p[0] for p in points], "loss": [p[1] for p in points]})
+
+
+def loss_chart(frame: pd.DataFrame, title: str = "Training loss") -> alt.Chart:
+    return (
+        alt.Chart(frame, title=title)
+        .mark_line()
+        .encode(x=alt.X("step:Q"), y=alt.Y("loss:Q"), color="run:N", tooltip=["run", "step", alt.Tooltip("loss:Q", format=".4f")])
+        .properties(height=220)
+    )
+
+
+probabilities_frame = classification.probabilities_frame
+probabilities_chart = classification.probabilities_chart
+
+
+# ---- what fine-tuning changes ------------------------------------------------------------------------------
+
+
+def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
+    """model (B), measure (its title), layer, value: RSA and CKA of each result, layer by layer."""
+    rows = []
+    for r in results:
+        for measure in MEASURES:
+            values = getattr(r, measure)
+            rows.extend({"model": r.model_b, "measure": MEASURES[measure], "layer": int(layer), "value": float(v)}
+                        for layer, v in zip(r.layers, values))
+    return pd.DataFrame(rows)
+
+
+def similarity_chart(frame: pd.DataFrame, base: str) -> alt.Chart:
+    return (
+        alt.Chart(frame, title=f"Similarity to {base}, layer by layer (1 = unchanged)")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+            y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
+            color=alt.Color("model:N", title="compared model"),
+            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()), legend=alt.Legend(**STROKE_LEGEND)),
+            tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
+        )
+        .properties(width="container", height=320)
+    )
+
+
+def cross_frame(result: Similarity, measure: str) -> pd.DataFrame:
+    """layer_a, layer_b, value: every layer of A against every layer of B for one measure ("cka" or "rsa")."""
+    matrix = result.cka_cross if measure == "cka" else result.rsa_cross
+    a, b = np.meshgrid(np.arange(matrix.shape[0]), np.arange(matrix.shape[1]), indexing="ij")
+    return pd.DataFrame({"layer_a": a.ravel(), "layer_b": b.ravel(), "value": matrix.ravel().astype(float)})
+
+
+def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.LayerChart:
+    base = alt.Chart(frame, title=f"{MEASURES[measure]}: every layer of {result.model_a} vs every layer of {result.model_b}").encode(
+        x=alt.X("layer_b:O", title=f"layer of {result.model_b}"),
+        y=alt.Y("layer_a:O", title=f"layer of {result.model_a}", sort="descending"),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title=MEASURES[measure]),
+        tooltip=["layer_a", "layer_b", alt.Tooltip("value:Q", format=".3f")],
+    )
+    labels = base.mark_text(fontSize=10).encode(
+        text=alt.Text("value:Q", format=".2f"),
+        color=alt.condition(alt.datum.value > 0.6, alt.value("black"), alt.value("white")),
+    )
+    size = max(320, min(640, 44 * frame["layer_a"].nunique() + 120))  # axis titles and labels take ~120 px
+    return alt.layer(cells, labels).properties(width="container", height=size)
+
+
+def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
+    """One row per (model, kind, layer): UUAS, DSpr, eval loss and the sentence counts."""
+    rows = []
+    for label, kind, result in results:
+        for p in result.probes:
+            rows.append({"model": label, "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
+                         "eval loss": p.eval_loss, "training sentences": p.n_train, "evaluation sentences": p.n_eval})
+    return pd.DataFrame(rows)
+
+
+def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.LayerChart:
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+            y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
+            color=alt.Color("model:N", title="model"),
+            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL], legend=alt.Legend(**STROKE_LEGEND)),
+            tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
+        )
+    )
+    layers = [lines]
+    if show_reference:
+        value = HM_REFERENCE["uuas" if metric == "UUAS" else "dspr"]
+        ref = pd.DataFrame({"layer": [HM_REFERENCE["layer"]], "value": [value], "label": [f"{HM_REFERENCE['source']}: {value:.3g}"]})
+        layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color="grey").encode(y="value:Q"))
+        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=True, color="grey").encode(
+            x="layer:Q", y="value:Q", tooltip=["label"]))
+        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color="grey", fontSize=11).encode(
+            x="layer:Q", y="value:Q", text="label:N"))
+    return alt.layer(*layers).properties(width="container", height=300, title=f"{metric} per layer (evaluation sentences)")
+
+
+def probe_export_chart(charts: Sequence[alt.LayerChart]) -> alt.HConcatChart:
+    """The probe charts side by side for export: a fixed width, since "container" means nothing in a file."""
+    return alt.hconcat(*[c.properties(width=360) for c in charts])
+
+
+def arcs_frame(parse) -> pd.DataFrame:
+    """Points along a half-circle per edge: gold arcs above the words, predicted arcs below."""
+    rows = []
+    steps = np.linspace(0, np.pi, 17)
+    for tree, edges, sign in (("gold", parse.gold_edges, 1), ("probe", parse.predicted_edges, -1)):
+        for i, j in sorted(edges):
+            status = "gold edge" if tree == "gold" else ("correct" if (i, j) in parse.gold_edges else "wrong")
+            centre, radius = (i + j) / 2, (j - i) / 2
+            for k, t in enumerate(steps):
+                rows.append({"edge": f"{tree} {i}-{j}", "tree": tree, "status": status, "order": k,
+                             "x": centre - radius * np.cos(t), "y": sign * radius * np.sin(t),
+                             "pair": f"{parse.words[i]} — {parse.words[j]}"})
+    return pd.DataFrame(rows)
+
+
+def arcs_chart(parse, title: str) -> alt.LayerChart:
+    frame = arcs_frame(parse)
+    arcs = alt.Chart(frame).mark_line(strokeWidth=2).encode(
+        x=alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, len(parse.words) - 0.5])),
+        y=alt.Y("y:Q", axis=None),
+        detail="edge:N",
+        order="order:Q",
+        color=alt.Color("status:N", scale=alt.Scale(domain=["gold edge", "correct", "wrong"], range=["#4c78a8", "#54a24b", "#e45756"]),
+                        title="edge"),
+        tooltip=["tree", "pair", "status"],
+    )
+    words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
+                          "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
+    text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
+    width = max(400, 60 * len(parse.words))
+    return alt.layer(arcs, text).properties(width=width, height=320, title=title)

@@ -1,0 +1,120 @@
+"""Layerwise PCA charts: one layer of a core.projection.LayerProjection as a scatter of word pieces, and the
+share of each layer's variance on the two axes. No streamlit here."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.projection import LayerProjection
+
+OTHER = "other words"
+
+
+def projection_frame(projection: LayerProjection, layers: Sequence[int] | None = None) -> pd.DataFrame:
+    """Long table: one row per (layer, token) with x, y and the token's labels, for charts and CSV."""
+    layers = list(projection.layers) if layers is None else list(layers)
+    n = len(projection.tokens)
+    frames = []
+    for layer in layers:
+        frames.append(
+            pd.DataFrame(
+                {
+                    "layer": layer,
+                    "label": projection.labels,
+                    "token": projection.tokens,
+                    "word": projection.word,
+                    "sentence": projection.sentence,
+                    "position": projection.position,
+                    "segment": np.where(projection.segment == 0, "A", "B"),
+                    "is_special": projection.is_special,
+                    "is_punct": projection.is_punct,
+                    "x": projection.coords[layer, :, 0],
+                    "y": projection.coords[layer, :, 1],
+                    "order": np.arange(n),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def sentence_names(items: Sequence[tuple[str, str | None]]) -> list[str]:
+    """Legend names of the projected sentences (or pairs): index and the first 40 characters."""
+    names = []
+    for i, (a, b) in enumerate(items):
+        text = a if b is None else f"{a} / {b}"
+        names.append(f"{i}: {text[:40]}{'…' if len(text) > 40 else ''}")
+    return names
+
+
+def points_frame(projection: LayerProjection, layer: int, names: Sequence[str], chosen_word: str | None) -> pd.DataFrame:
+    """projection_frame of one layer plus sentence_name and highlight (the chosen word, any case, or OTHER)."""
+    frame = projection_frame(projection, [layer])
+    frame["sentence_name"] = [names[s] for s in frame["sentence"]]
+    frame["highlight"] = np.where(frame["word"].str.lower() == (chosen_word or "").lower(), chosen_word or "", OTHER)
+    return frame
+
+
+def colour_encoding(colour: str, names: Sequence[str], chosen_word: str | None) -> alt.Color:
+    """colour: "sentence", "segment" or "word" (the chosen word red, the rest grey)."""
+    if colour == "segment":
+        return alt.Color("segment:N", title="segment", scale=alt.Scale(domain=["A", "B"]))
+    if colour == "word":
+        return alt.Color("highlight:N", title="word", scale=alt.Scale(domain=[chosen_word or "", OTHER], range=["#d62728", "#c7c7c7"]))
+    return alt.Color("sentence_name:N", title="sentence", scale=alt.Scale(domain=list(names)))
+
+
+def scatter(projection: LayerProjection, layer: int, title: str, *, names: Sequence[str], colour: str = "sentence",
+            chosen_word: str | None = None, show_labels: bool = True) -> tuple[alt.LayerChart, pd.DataFrame]:
+    """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame."""
+    frame = points_frame(projection, layer, names, chosen_word)
+    axis_name = "t-SNE" if projection.method == "tsne" else "PC"
+    if projection.method == "joint":
+        # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
+        lo, hi = projection.coords.min(axis=(0, 1)), projection.coords.max(axis=(0, 1))
+        pad = (hi - lo) * 0.05 + 1e-9
+        x_scale = alt.Scale(domain=[float(lo[0] - pad[0]), float(hi[0] + pad[0])], nice=False)
+        y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
+    else:
+        x_scale = y_scale = alt.Scale(zero=False)
+    base = alt.Chart(frame, title=title).encode(
+        x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
+        y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
+        tooltip=["token", "word", "sentence_name", "segment", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
+    )
+    points = base.mark_circle(size=90, opacity=0.85).encode(color=colour_encoding(colour, names, chosen_word))
+    layers = [points]
+    if show_labels:
+        layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
+    return alt.layer(*layers).properties(width="container", height=460), frame
+
+
+def variance_frame(projection: LayerProjection, layer: int) -> pd.DataFrame:
+    """layer, axis (PC 1 / PC 2), share of that layer's variance, current (the layer shown)."""
+    ratio = projection.explained_variance_ratio
+    return pd.DataFrame(
+        {
+            "layer": np.repeat(projection.layers, 2),
+            "axis": ["PC 1", "PC 2"] * len(projection.layers),
+            "share": ratio.reshape(-1),
+            "current": np.repeat(projection.layers == layer, 2),
+        }
+    )
+
+
+def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
+    return (
+        alt.Chart(variance_frame(projection, layer), title="Share of each layer's variance on the two axes")
+        .mark_bar()
+        .encode(
+            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
+            color=alt.Color("axis:N", title=None),
+            opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
+            tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width="container", height=240)
+    )
