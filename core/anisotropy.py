@@ -217,35 +217,18 @@ def alignment_uniformity(embeddings: np.ndarray, pairs: np.ndarray, t: float = 2
     return AlignmentUniformity(alignment, uniformity)
 
 
-def merge_pieces(hidden_states: np.ndarray, word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """hidden_states [L+1, T, D], word_ids [T] (-1 = special) -> (vectors [U, L+1, D] float32,
-    first_token [U]): one unit per word (its pieces averaged), plus one per special token if asked.
-
-    A word's pieces are consecutive tokens, so each unit is a run of kept tokens with one label."""
-    word_ids = np.asarray(word_ids)
-    kept = np.flatnonzero((word_ids >= 0) | include_special)
-    if len(kept) == 0:
-        return np.zeros((0, hidden_states.shape[0], hidden_states.shape[2]), dtype=np.float32), kept
-    # Label each kept token by its word, or by its own position when special (never merged).
-    labels = np.where(word_ids[kept] >= 0, word_ids[kept], -1 - kept)
-    starts = np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-    if len(starts) == len(kept):  # no word split into pieces: nothing to average
-        return np.ascontiguousarray(hidden_states[:, kept].transpose(1, 0, 2), dtype=np.float32), kept
-    sizes = np.diff(np.r_[starts, len(kept)])
-    sums = np.add.reduceat(hidden_states[:, kept], starts, axis=1)  # [L+1, U, D]
-    vectors = (sums / sizes[None, :, None]).transpose(1, 0, 2)
-    return np.ascontiguousarray(vectors, dtype=np.float32), kept[starts]
+def unit_keys(item, include_special: bool = False) -> tuple[str, ...]:
+    """A Tokenized or Encoding -> keys [U]: lowercased words in order, and each special token's own text when
+    include_special. Taken from the tokenization, so keys exist before the forward pass."""
+    return tuple(text.lower() if item.word_ids[t] >= 0 else text
+                 for t, text in zip(item.unit_first_tokens(include_special), item.unit_texts(include_special)))
 
 
 def sentence_units(encoding, include_special: bool = False) -> tuple[tuple[str, ...], np.ndarray]:
-    """An Encoding (hidden states kept) -> (keys [U], vectors [U, L+1, D]): lowercased words in order, and
-    each special token's own text when include_special."""
-    vectors, first_token = merge_pieces(encoding.hidden_states, encoding.word_ids, include_special)
-    keys = tuple(
-        encoding.words[encoding.word_ids[t]].lower() if encoding.word_ids[t] >= 0 else encoding.tokens[t]
-        for t in first_token
-    )
-    return keys, vectors
+    """An Encoding (hidden states kept) -> (keys [U], vectors [U, L+1, D] float32): see unit_keys and
+    Encoding.word_vectors (one unit per word, its pieces averaged, plus one per special token if asked)."""
+    vectors = encoding.word_vectors(include_special=include_special)  # [L+1, U, D]
+    return unit_keys(encoding, include_special), np.ascontiguousarray(vectors.transpose(1, 0, 2))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -336,30 +319,6 @@ class LayerProfile:
             n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated,
         )
         return out
-
-
-def corpus_unit_keys(tokenizer, sentences: Sequence[str], max_length: int, include_special: bool) -> list[tuple[str, ...]]:
-    """The unit keys `sentence_units` will give for each sentence, from the tokenizer alone (no model):
-    lets the pass choose its random pairs and tracked words before any vector exists."""
-    keys: list[tuple[str, ...]] = []
-    for start in range(0, len(sentences), 256):
-        chunk = list(sentences[start : start + 256])
-        batch = tokenizer(chunk, truncation=True, max_length=max_length, add_special_tokens=True, verbose=False)
-        for text, enc in zip(chunk, batch.encodings):
-            spans: dict[int, list[int]] = {}
-            order: list[tuple[str, int]] = []
-            for t, (w, seq) in enumerate(zip(enc.word_ids, enc.sequence_ids)):
-                if seq is None or w is None:
-                    if include_special:
-                        order.append(("special", t))
-                    continue
-                a, b = enc.offsets[t]
-                if w not in spans:
-                    spans[w] = [a, b]
-                    order.append(("word", w))
-                spans[w][0], spans[w][1] = min(spans[w][0], a), max(spans[w][1], b)
-            keys.append(tuple(text[spans[i][0] : spans[i][1]].lower() if kind == "word" else enc.tokens[i] for kind, i in order))
-    return keys
 
 
 @dataclass
@@ -488,13 +447,14 @@ def measure_corpus(
     Kept in memory: the vectors of the 2 * n_pairs sampled words, a running sum per tracked word type
     (at most max_word_types), per-layer sums and a [L+1, D, D] second moment, and the sentence vectors of at
     most max_alignment_pairs pairs. Raises core.progress.Cancelled when should_stop() turns True."""
-    from core.encoding import encode_stream
+    from core.encoding import encode_stream, tokenize
 
     sentences = list(corpus.sentences)
     if len(sentences) < 2:
         raise ValueError("The corpus needs at least 2 sentences to compare words across sentences.")
-    max_length = lm.max_length
-    keys = corpus_unit_keys(lm.tokenizer, sentences, max_length, settings.include_special)
+    # One tokenization serves both the choice of pairs and tracked words here and the forward pass below.
+    tokenized = tokenize(lm, sentences)
+    keys = [unit_keys(t, settings.include_special) for t in tokenized]
     counts = np.array([len(k) for k in keys], dtype=np.int64)
     unit_sentence = np.repeat(np.arange(len(sentences)), counts)
     unit_position = np.arange(len(unit_sentence)) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -520,14 +480,12 @@ def measure_corpus(
     )
     n_truncated = 0
     for index, encoding in encode_stream(
-        lm, sentences, batch_size=settings.batch_size, attentions=False, hidden_states=True,
+        lm, tokenized, batch_size=settings.batch_size, attentions=False, hidden_states=True,
         progress=progress, should_stop=should_stop,
     ):
-        unit_keys, vectors = sentence_units(encoding, settings.include_special)
-        if unit_keys != keys[index]:
-            raise RuntimeError(f"Tokenizer pre-pass and encoding disagree on sentence {index}: {keys[index]} vs {unit_keys}")
+        vectors = encoding.word_vectors(include_special=settings.include_special)  # [L+1, U, D]
         n_truncated += int(encoding.truncated)
-        sums.add(index, unit_keys, vectors)
+        sums.add(index, keys[index], np.ascontiguousarray(vectors.transpose(1, 0, 2)))
     sums.flush()
 
     # float32 on purpose: the sample is the largest array the pass holds; the mean is summed in float64.
@@ -615,12 +573,13 @@ def collect_word(
     should_stop: StopCheck = None,
 ) -> WordDrilldown:
     """Encode only the corpus sentences that contain `word` (a whole word, any case) and drill down."""
-    from core.encoding import encode_stream
+    from core.encoding import encode_stream, tokenize
 
     target = word.strip().lower()
     if not target or len(target.split()) > 1:
         raise ValueError("Type one word (no spaces) to see it across contexts.")
-    keys = corpus_unit_keys(lm.tokenizer, corpus.sentences, lm.max_length, include_special=False)
+    tokenized = tokenize(lm, corpus.sentences)
+    keys = [unit_keys(t) for t in tokenized]
     hits = [i for i, k in enumerate(keys) if target in k][:max_contexts]
     if len(hits) < 2:
         common = Counter(key for k in keys for key in set(k) if key.isalpha() and len(key) > 3).most_common(8)
@@ -630,11 +589,11 @@ def collect_word(
         )
     vectors: dict[int, np.ndarray] = {}
     for index, encoding in encode_stream(
-        lm, [corpus.sentences[i] for i in hits], batch_size=batch_size, attentions=False,
+        lm, [tokenized[i] for i in hits], batch_size=batch_size, attentions=False,
         progress=progress, should_stop=should_stop,
     ):
-        unit_keys, unit_vectors = sentence_units(encoding)
-        vectors[index] = unit_vectors[unit_keys.index(target)]
+        found_keys, unit_vectors = sentence_units(encoding)
+        vectors[index] = unit_vectors[found_keys.index(target)]
     return word_drilldown(target, np.stack([vectors[i] for i in range(len(hits))]), [corpus.sentences[i] for i in hits])
 
 

@@ -8,6 +8,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from core.encoding import pool_attention
+
 PairFilter = Literal["all", "A→A", "A→B", "B→A", "B→B"]
 PAIR_FILTERS: tuple[str, ...] = ("all", "A→A", "A→B", "B→A", "B→B")
 
@@ -43,27 +45,6 @@ def average_heads(attentions: np.ndarray, layer: int, heads: Sequence[int]) -> n
     if bad:
         raise ValueError(f"Head(s) {bad} do not exist; the model has heads 0..{n_heads - 1}.")
     return attentions[layer, list(heads)].mean(axis=0)
-
-
-def merge_word_pieces(weights: np.ndarray, word_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Token-level [T, T] -> word-level [U, U], where U counts words plus each special token on its own.
-
-    Attention *to* a word is the sum over its pieces (mass is preserved, rows still sum to 1);
-    attention *from* a word is the mean over its pieces. Returns (merged, unit_of_token [T]).
-    """
-    units: list[tuple[str, int]] = []
-    unit_of_token = np.empty(len(word_ids), dtype=np.int64)
-    for t, w in enumerate(word_ids):
-        key = ("word", int(w)) if w >= 0 else ("token", t)
-        if not units or units[-1] != key:
-            units.append(key)
-        unit_of_token[t] = len(units) - 1
-    n_units = len(units)
-    onehot = np.zeros((len(word_ids), n_units), dtype=np.float64)
-    onehot[np.arange(len(word_ids)), unit_of_token] = 1.0
-    to_units = weights.astype(np.float64) @ onehot  # sum over key pieces
-    merged = (onehot.T @ to_units) / onehot.sum(axis=0)[:, None]  # mean over query pieces
-    return merged.astype(np.float32), unit_of_token
 
 
 def drop_keys_and_queries(weights: np.ndarray, keep: np.ndarray, renormalise: bool) -> np.ndarray:
@@ -105,8 +86,8 @@ def attention_view(
     segments = np.asarray(encoding.segment_ids)
     special = np.asarray(encoding.special_mask)
     if word_level:
-        weights, unit_of_token = merge_word_pieces(weights, encoding.word_ids)
-        first_token = np.unique(unit_of_token, return_index=True)[1]
+        merged, first_token = pool_attention(weights, encoding.word_ids, include_special=True)
+        weights = merged.astype(np.float32)
         labels = [
             encoding.words[encoding.word_ids[t]] if encoding.word_ids[t] >= 0 else encoding.tokens[t]
             for t in first_token

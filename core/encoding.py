@@ -1,11 +1,24 @@
-"""One forward pass that gives every page what it needs: tokens, word alignment, segments, attentions, states.
+"""One forward pass that gives every page what it needs: tokens, word alignment, segments, attentions, states,
+and the word-level views of them (word vectors, word-to-word attention, punctuation) defined once here.
 
-Inputs are a sentence (str) or a sentence pair (tuple of two str). Batches are grouped by length so little
-time goes to padding; results come back per input with the padding removed.
+An input is one of:
+    "a sentence"                          str, split into words by the tokenizer
+    ("sentence A", "sentence B")          a pair of str
+    Words(["The", "cat", "sat", "."])     a sentence already split into words (a treebank's): each word piece
+                                          maps to exactly one of the given words
+    (Words([...]), Words([...]))          a pair of such
+Pre-split words must be wrapped in `Words`: a bare tuple of two str is always a sentence pair, and a bare list of
+str given to `encode` is a list of sentences. Batches are grouped by length so little time goes to padding;
+results come back per input with the padding removed.
+
+Analyses that must look at every sentence's words before any forward pass (anisotropy picks its random word
+pairs first) call `tokenize` once and hand its `Tokenized` items to `encode_stream`, which then does not
+tokenize them again.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence, Union
 
@@ -14,16 +27,150 @@ import numpy as np
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
-TextInput = Union[str, tuple[str, str]]
+
+@dataclass(frozen=True, init=False)
+class Words:
+    """A sentence given as its words, fed to the tokenizer with is_split_into_words=True. words [W] str."""
+
+    words: tuple[str, ...]
+
+    def __init__(self, words: Iterable[str]):
+        if isinstance(words, str):
+            raise TypeError("Words takes a sequence of words, not one string; split it first.")
+        object.__setattr__(self, "words", tuple(words))
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __iter__(self):
+        return iter(self.words)
+
+
+TextInput = Union[str, tuple[str, str], Words, tuple[Words, Words]]
 
 
 class EmptyInput(ValueError):
     """A sentence was empty or only white space."""
 
 
+def is_punctuation(token: str) -> bool:
+    """A word piece made only of punctuation characters (Unicode category P*), '##' continuation marks and
+    the 'Ġ'/'▁' space marks of byte-level / sentencepiece vocabularies removed."""
+    piece = token.removeprefix("##").lstrip("Ġ▁")
+    return bool(piece) and all(unicodedata.category(ch).startswith("P") for ch in piece)
+
+
+# ---- word pieces -> words: the one place where pieces are pooled ----------------------------------------------
+
+
+def word_units(word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """word_ids [T] (-1 = special token) -> (unit_of_token [T] int, -1 for tokens left out; first_token [U] int).
+
+    A unit is one word (its pieces, which are always consecutive tokens) or, with include_special, one special
+    token on its own (never merged with its neighbours). Units are numbered in token order."""
+    word_ids = np.asarray(word_ids, dtype=np.int64)
+    kept = np.flatnonzero((word_ids >= 0) | include_special)
+    # Specials get a label of their own position, so two adjacent specials stay two units.
+    labels = np.where(word_ids[kept] >= 0, word_ids[kept], -1 - kept)
+    starts = np.ones(len(kept), dtype=bool)
+    starts[1:] = labels[1:] != labels[:-1]
+    unit_of_token = np.full(len(word_ids), -1, dtype=np.int64)
+    unit_of_token[kept] = np.cumsum(starts) - 1
+    return unit_of_token, kept[starts]
+
+
+def pool_vectors(vectors: np.ndarray, word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """vectors [..., T, D], word_ids [T] -> (pooled [..., U, D] float32: each unit's pieces averaged,
+    first_token [U]); units as `word_units`."""
+    unit_of_token, first_token = word_units(word_ids, include_special)
+    kept = np.flatnonzero(unit_of_token >= 0)
+    if len(first_token) == len(kept):  # no word split into pieces: nothing to average
+        return np.asarray(vectors[..., kept, :], dtype=np.float32), first_token
+    starts = np.searchsorted(kept, first_token)
+    sizes = np.diff(np.r_[starts, len(kept)])
+    # reduceat over runs of consecutive pieces: far cheaper than a [U, T] weight matrix on long corpora.
+    sums = np.add.reduceat(vectors[..., kept, :], starts, axis=-2)
+    return (sums / sizes[:, None]).astype(np.float32, copy=False), first_token
+
+
+def pool_attention(weights: np.ndarray, word_ids: np.ndarray, include_special: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Token-level attention [..., T, T] (query, key) -> unit-level [..., U, U] float64, and first_token [U].
+
+    Clark et al. (2019)'s rule: attention *to* a unit is the sum over its pieces (mass kept), attention *from*
+    a unit the mean over its pieces. With include_special each special token is a unit and rows still sum to 1;
+    without, special tokens are dropped as keys and queries, so rows sum to less than 1 (an argmax over other
+    words is unchanged)."""
+    unit_of_token, first_token = word_units(word_ids, include_special)
+    kept = np.flatnonzero(unit_of_token >= 0)
+    onehot = np.zeros((len(unit_of_token), len(first_token)), dtype=np.float64)
+    onehot[kept, unit_of_token[kept]] = 1.0
+    to_units = np.asarray(weights, dtype=np.float64) @ onehot  # sum over key pieces
+    merged = (onehot.T @ to_units) / onehot.sum(axis=0)[:, None]  # mean over query pieces
+    return merged, first_token
+
+
+class _Aligned:
+    """What Tokenized and Encoding share: word-level views of their [T] alignment arrays."""
+
+    tokens: tuple[str, ...]
+    special_mask: np.ndarray
+    word_ids: np.ndarray
+    words: tuple[str, ...]
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def pieces_per_word(self) -> np.ndarray:
+        """[W] int: how many tokens each word got. 0 only for pre-split words that the tokenizer dropped (a
+        control character) or that truncation cut off."""
+        ids = np.asarray(self.word_ids)
+        return np.bincount(ids[ids >= 0], minlength=len(self.words))
+
+    @property
+    def punctuation_mask(self) -> np.ndarray:
+        """[T] bool: non-special tokens made only of punctuation (see is_punctuation)."""
+        return np.array([not s and is_punctuation(t) for t, s in zip(self.tokens, self.special_mask)], dtype=bool)
+
+    def unit_first_tokens(self, include_special: bool = False) -> np.ndarray:
+        """[U] int: the first token of each word (and, with include_special, of each special token)."""
+        return word_units(self.word_ids, include_special)[1]
+
+    def unit_texts(self, include_special: bool = False) -> tuple[str, ...]:
+        """[U] each unit's text: the word as written, or the special token's own text."""
+        return tuple(self.words[self.word_ids[t]] if self.word_ids[t] >= 0 else self.tokens[t]
+                     for t in self.unit_first_tokens(include_special))
+
+    def _require_all_words(self) -> None:
+        missing = np.flatnonzero(self.pieces_per_word == 0)
+        if len(missing):
+            raise ValueError(f"words {missing.tolist()} have no token (dropped by the tokenizer, or truncated)")
+
+
 @dataclass(frozen=True, eq=False)
-class Encoding:
-    """One input after one forward pass, padding removed. Shapes (T = tokens kept, L = layers, H = heads, D = dim):
+class Tokenized(_Aligned):
+    """One input after tokenization and before the model (what `tokenize` returns and `encode_stream` takes).
+    Shapes as in Encoding; type_ids [T] int are the token type ids the model is fed."""
+
+    text_a: str
+    text_b: str | None
+    tokens: tuple[str, ...]
+    input_ids: np.ndarray
+    type_ids: np.ndarray
+    segment_ids: np.ndarray
+    special_mask: np.ndarray
+    word_ids: np.ndarray
+    words: tuple[str, ...]
+    n_tokens_full: int
+    max_length: int
+    split_into_words: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Encoding(_Aligned):
+    """One input after one forward pass, padding removed. Shapes (T = tokens kept, L = layers, H = heads, D = dim,
+    W = words, U = units: words, plus special tokens when asked for):
 
     tokens          [T] word pieces as the tokenizer writes them, special tokens included
     input_ids       [T] int
@@ -32,10 +179,12 @@ class Encoding:
     special_mask    [T] bool: True for [CLS], [SEP], <s>, </s> ...
     word_ids        [T] int: index into `words`, -1 for special tokens; B's words continue A's numbering
     words           [W] the words as written in the input (the tokenizer's pre-tokenisation: punctuation
-                    marks are words of their own)
+                    marks are words of their own); for `Words` input exactly the given words, all of them
+                    (a word truncation cut off keeps its index and has no token)
     attentions      [L, H, T, T] float32, [layer, head, query, key]; None when not asked for
     hidden_states   [L+1, T, D] float32, index 0 = input embeddings; None when not asked for
     n_tokens_full   tokens the input would have had without truncation
+    split_into_words  True for `Words` input; text_a / text_b are then the words joined by spaces
     """
 
     text_a: str
@@ -50,10 +199,7 @@ class Encoding:
     hidden_states: np.ndarray | None
     n_tokens_full: int
     max_length: int
-
-    @property
-    def n_tokens(self) -> int:
-        return len(self.tokens)
+    split_into_words: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -73,31 +219,96 @@ class Encoding:
         """Unique, ordered labels (`3·the`): charts merge equal labels and sort them otherwise."""
         return [f"{i}·{t}" for i, t in enumerate(self.tokens)]
 
+    def word_vectors(self, layer: int | Sequence[int] | None = None, include_special: bool = False) -> np.ndarray:
+        """Each word's vector, its pieces averaged, float32: [L+1, U, D] for every layer (layer None), [n, U, D]
+        for a list of n layers, [U, D] for one layer. U = W when include_special is False (every word must
+        then have a token), else words and special tokens in token order (see unit_first_tokens)."""
+        if self.hidden_states is None:
+            raise ValueError("This encoding has no hidden states: encode with hidden_states=True.")
+        if not include_special:
+            self._require_all_words()
+        states = self.hidden_states if layer is None else self.hidden_states[layer]
+        return pool_vectors(states, self.word_ids, include_special)[0]
 
-def _split(item: TextInput) -> tuple[str, str | None]:
-    if isinstance(item, str):
-        text_a, text_b = item, None
+    def word_attention(self, include_special: bool = False) -> np.ndarray:
+        """Word-to-word attention float64 [L, H, U, U] [layer, head, query, key] by Clark et al.'s rule (see
+        pool_attention): to a word = sum over its pieces, from a word = mean over its pieces. Without
+        include_special, U = W and every word must have a token."""
+        if self.attentions is None:
+            raise ValueError("This encoding has no attentions: encode with attentions=True.")
+        if not include_special:
+            self._require_all_words()
+        return pool_attention(self.attentions, self.word_ids, include_special)[0]
+
+
+# ---- tokenization ---------------------------------------------------------------------------------------------
+
+
+def _is_pair(item) -> bool:
+    """Two str or two Words. A list is accepted too (pairs read back from JSON), which is why pre-split words
+    must come wrapped in Words: a bare two-word list would read as a sentence pair."""
+    return (isinstance(item, (tuple, list)) and len(item) == 2 and type(item[0]) is type(item[1])
+            and isinstance(item[0], (str, Words)))
+
+
+def _split(item) -> tuple[str | Words, str | Words | None]:
+    if isinstance(item, (str, Words)):
+        a, b = item, None
+    elif _is_pair(item):
+        a, b = item
     else:
-        text_a, text_b = item
-    if not text_a or not text_a.strip():
+        raise TypeError(
+            f"An input is a str, a pair of str, Words([...]) or a pair of Words, not {type(item).__name__}: "
+            f"wrap a sentence's pre-split words in core.encoding.Words."
+        )
+    if isinstance(a, Words):
+        if not any(w.strip() for w in a):
+            raise EmptyInput("Sentence A has no words.")
+        if b is not None and not any(w.strip() for w in b):
+            raise EmptyInput("Sentence B has no words.")
+        return a, b
+    if not a or not a.strip():
         raise EmptyInput("Sentence A is empty: type a sentence first.")
-    if text_b is not None and not text_b.strip():
+    if b is not None and not b.strip():
         raise EmptyInput("Sentence B is empty: type it, or leave out the pair.")
-    return text_a, text_b
+    return a, b
 
 
-def tokenize_one(tokenizer, text_a: str, text_b: str | None, max_length: int):
-    """A tokenizers.Encoding for one input, truncated to max_length, plus its untruncated length."""
-    full = tokenizer(text_a, text_b, add_special_tokens=True, truncation=False, verbose=False)
+_WORD_TOKENIZERS: dict[str, object] = {}
+
+
+def word_tokenizer(tokenizer):
+    """The tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family) need
+    add_prefix_space=True for that, so each word is tokenized as if a space preceded it."""
+    try:
+        tokenizer(["a", "b"], is_split_into_words=True)
+        return tokenizer
+    except (ValueError, TypeError, AssertionError):
+        from transformers import AutoTokenizer
+
+        name = tokenizer.name_or_path
+        if name not in _WORD_TOKENIZERS:
+            _WORD_TOKENIZERS[name] = AutoTokenizer.from_pretrained(name, add_prefix_space=True)
+        return _WORD_TOKENIZERS[name]
+
+
+def tokenize_one(tokenizer, text_a, text_b, max_length: int):
+    """A tokenizers.Encoding for one input, truncated to max_length, plus its untruncated length. text_a and
+    text_b are str, or Words (then tokenized with is_split_into_words=True; pass word_tokenizer(tokenizer))."""
+    split = isinstance(text_a, Words)
+    if split:
+        text_a, text_b = list(text_a), (list(text_b) if text_b is not None else None)
+    full = tokenizer(text_a, text_b, add_special_tokens=True, truncation=False, verbose=False, is_split_into_words=split)
     n_full = len(full["input_ids"])
     if n_full <= max_length:
         return full.encodings[0], n_full
-    cut = tokenizer(text_a, text_b, add_special_tokens=True, truncation=True, max_length=max_length)
+    cut = tokenizer(text_a, text_b, add_special_tokens=True, truncation=True, max_length=max_length, is_split_into_words=split)
     return cut.encodings[0], n_full
 
 
-def token_alignment(enc, text_a: str, text_b: str | None):
-    """segment_ids, special_mask, global word_ids and word strings from a tokenizers.Encoding."""
+def token_alignment(enc, text_a, text_b):
+    """segment_ids, special_mask, global word_ids and word strings from a tokenizers.Encoding. For Words input
+    the words are the given ones and word ids index them (A's then B's), never renumbered."""
     sequence_ids = enc.sequence_ids
     local_words = enc.word_ids
     n = len(sequence_ids)
@@ -108,8 +319,14 @@ def token_alignment(enc, text_a: str, text_b: str | None):
         if s is not None:
             current = s
         segment[i] = current
-    n_words_a = 1 + max((w for s, w in zip(sequence_ids, local_words) if s == 0), default=-1)
     word_ids = np.full(n, -1, dtype=np.int64)
+    if isinstance(text_a, Words):
+        n_words_a = len(text_a)
+        for i, (s, w) in enumerate(zip(sequence_ids, local_words)):
+            if s is not None and w is not None:
+                word_ids[i] = w if s == 0 else n_words_a + w
+        return segment, special, word_ids, text_a.words + (text_b.words if text_b is not None else ())
+    n_words_a = 1 + max((w for s, w in zip(sequence_ids, local_words) if s == 0), default=-1)
     spans: dict[int, list[int]] = {}
     for i, (s, w) in enumerate(zip(sequence_ids, local_words)):
         if s is None or w is None:
@@ -128,9 +345,39 @@ def token_alignment(enc, text_a: str, text_b: str | None):
     return segment, special, word_ids, words
 
 
+def _tokenized(tokenizer, words_tokenizer, item, max_length: int) -> Tokenized:
+    a, b = _split(item)
+    split = isinstance(a, Words)
+    enc, n_full = tokenize_one(words_tokenizer() if split else tokenizer, a, b, max_length)
+    segment, special, word_ids, words = token_alignment(enc, a, b)
+    as_text = (lambda t: " ".join(t) if t is not None else None) if split else (lambda t: t)
+    return Tokenized(
+        text_a=as_text(a), text_b=as_text(b), tokens=tuple(enc.tokens), input_ids=np.asarray(enc.ids, dtype=np.int64),
+        type_ids=np.asarray(enc.type_ids, dtype=np.int64), segment_ids=segment, special_mask=special,
+        word_ids=word_ids, words=words, n_tokens_full=n_full, max_length=max_length, split_into_words=split,
+    )
+
+
+def tokenize(lm: LoadedModel, inputs: Sequence[TextInput], max_length: int | None = None) -> list[Tokenized]:
+    """Tokenize inputs as encode_stream does (same truncation, same word alignment), without the model."""
+    tokenizer = lm.tokenizer
+    max_length = min(max_length or lm.max_length, lm.max_length)
+    found: list = []
+
+    def words_tokenizer():
+        if not found:
+            found.append(word_tokenizer(tokenizer))
+        return found[0]
+
+    return [item if isinstance(item, Tokenized) else _tokenized(tokenizer, words_tokenizer, item, max_length) for item in inputs]
+
+
+# ---- the forward pass -----------------------------------------------------------------------------------------
+
+
 def encode_stream(
     lm: LoadedModel,
-    inputs: Sequence[TextInput],
+    inputs: Sequence[TextInput | Tokenized],
     *,
     batch_size: int = 32,
     attentions: bool = True,
@@ -141,32 +388,31 @@ def encode_stream(
 ) -> Iterator[tuple[int, Encoding]]:
     """Yield (input index, Encoding) batch by batch, shortest inputs first.
 
-    Only one batch is held at a time, so a corpus of any size streams in flat memory when the caller
-    keeps only what it needs from each Encoding.
+    Inputs that are already `Tokenized` (from `tokenize`) are fed as they are. Only one batch is held at a
+    time, so a corpus of any size streams in flat memory when the caller keeps only what it needs from each
+    Encoding.
     """
     import torch
 
     tokenizer = lm.tokenizer
-    max_length = min(max_length or lm.max_length, lm.max_length)
-    split = [_split(item) for item in inputs]
-    tokenized = [tokenize_one(tokenizer, a, b, max_length) for a, b in split]
-    order = sorted(range(len(split)), key=lambda i: len(tokenized[i][0].ids))
+    tokenized = tokenize(lm, inputs, max_length)
+    order = sorted(range(len(tokenized)), key=lambda i: len(tokenized[i].input_ids))
     uses_type_ids = "token_type_ids" in tokenizer.model_input_names
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     done = 0
     for start in range(0, len(order), batch_size):
         check_stop(should_stop)
         batch_idx = order[start : start + batch_size]
-        encs = [tokenized[i][0] for i in batch_idx]
-        lengths = [len(e.ids) for e in encs]
+        items = [tokenized[i] for i in batch_idx]
+        lengths = [len(t.input_ids) for t in items]
         width = max(lengths)
-        ids = np.full((len(encs), width), pad_id, dtype=np.int64)
-        mask = np.zeros((len(encs), width), dtype=np.int64)
-        types = np.zeros((len(encs), width), dtype=np.int64)
-        for row, e in enumerate(encs):
-            ids[row, : len(e.ids)] = e.ids
-            mask[row, : len(e.ids)] = 1
-            types[row, : len(e.ids)] = e.type_ids
+        ids = np.full((len(items), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(items), width), dtype=np.int64)
+        types = np.zeros((len(items), width), dtype=np.int64)
+        for row, t in enumerate(items):
+            ids[row, : len(t.input_ids)] = t.input_ids
+            mask[row, : len(t.input_ids)] = 1
+            types[row, : len(t.input_ids)] = t.type_ids
         feed = {"input_ids": torch.from_numpy(ids).to(lm.device), "attention_mask": torch.from_numpy(mask).to(lm.device)}
         if uses_type_ids:
             feed["token_type_ids"] = torch.from_numpy(types).to(lm.device)
@@ -177,26 +423,29 @@ def encode_stream(
         hid = [h.float().cpu().numpy() for h in out.hidden_states] if hidden_states else None
         for row, i in enumerate(batch_idx):
             n = lengths[row]
-            e = encs[row]
-            text_a, text_b = split[i]
-            segment, special, word_ids, words = token_alignment(e, text_a, text_b)
+            t = items[row]
             yield i, Encoding(
-                text_a=text_a,
-                text_b=text_b,
-                tokens=tuple(e.tokens),
-                input_ids=np.asarray(e.ids, dtype=np.int64),
-                segment_ids=segment,
-                special_mask=special,
-                word_ids=word_ids,
-                words=words,
+                text_a=t.text_a,
+                text_b=t.text_b,
+                tokens=t.tokens,
+                input_ids=t.input_ids,
+                segment_ids=t.segment_ids,
+                special_mask=t.special_mask,
+                word_ids=t.word_ids,
+                words=t.words,
                 attentions=np.stack([a[row, :, :n, :n] for a in att]) if att is not None else None,
                 hidden_states=np.stack([h[row, :n] for h in hid]) if hid is not None else None,
-                n_tokens_full=tokenized[i][1],
-                max_length=max_length,
+                n_tokens_full=t.n_tokens_full,
+                max_length=t.max_length,
+                split_into_words=t.split_into_words,
             )
         done += len(batch_idx)
         if progress is not None:
             progress(done, len(order))
+
+
+def _is_single(inputs) -> bool:
+    return isinstance(inputs, (str, Words, Tokenized)) or (isinstance(inputs, tuple) and _is_pair(inputs))
 
 
 def encode(lm: LoadedModel, inputs: TextInput | Iterable[TextInput], **kwargs) -> list[Encoding] | Encoding:
@@ -204,7 +453,7 @@ def encode(lm: LoadedModel, inputs: TextInput | Iterable[TextInput], **kwargs) -
 
     Keyword arguments are those of encode_stream.
     """
-    single = isinstance(inputs, str) or (isinstance(inputs, tuple) and len(inputs) == 2 and all(isinstance(x, str) for x in inputs))
+    single = _is_single(inputs)
     items = [inputs] if single else list(inputs)
     results: list[Encoding | None] = [None] * len(items)
     for i, enc in encode_stream(lm, items, **kwargs):

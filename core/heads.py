@@ -8,15 +8,14 @@ Pure functions work on one example's attention array `[layer, head, query, key]`
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from core.encoding import Encoding, TextInput, encode_stream
+from core.encoding import Encoding, TextInput, Words, encode_stream, is_punctuation, tokenize
 from core.models import LoadedModel
-from core.progress import ProgressCallback, StopCheck, check_stop
+from core.progress import ProgressCallback, StopCheck
 
 STAT_NAMES = ("cls", "sep", "punct", "self", "prev", "next", "entropy")
 STAT_TITLES = {
@@ -47,13 +46,6 @@ DIAGONAL = 0.5
 MIXED_EACH = 0.25
 MIXED_TOTAL = 0.75
 BLOCK = 0.75
-
-
-def is_punctuation(token: str) -> bool:
-    """A word piece made only of punctuation characters (Unicode category P*), '##' continuation marks and
-    the 'Ġ'/'▁' space marks of byte-level / sentencepiece vocabularies removed."""
-    piece = token.removeprefix("##").lstrip("Ġ▁")
-    return bool(piece) and all(unicodedata.category(ch).startswith("P") for ch in piece)
 
 
 @dataclass(frozen=True)
@@ -338,22 +330,6 @@ def attention_change(
 # ---- syntactic heads (Clark et al., section 4.2) -------------------------------------------------------
 
 
-def word_attention(attentions: np.ndarray, word_ids: np.ndarray, n_words: int) -> np.ndarray:
-    """Token-level [L, H, T, T] -> word-level [L, H, W, W] as Clark et al.: attention *to* a word is the sum over
-    its pieces, attention *from* a word the mean over its pieces. Tokens with word id -1 (special tokens) are
-    dropped afterwards, so rows no longer sum to 1 (the argmax, which is all the head finder uses, is unchanged)."""
-    a = _check_attention(attentions, len(word_ids))
-    word_ids = np.asarray(word_ids)
-    real = word_ids >= 0
-    onehot = np.zeros((len(word_ids), n_words))
-    onehot[np.flatnonzero(real), word_ids[real]] = 1.0
-    pieces = onehot.sum(axis=0)
-    if (pieces == 0).any():
-        raise ValueError(f"words {np.flatnonzero(pieces == 0).tolist()} have no token; was the input truncated?")
-    to_words = a @ onehot  # [L, H, T, W]
-    return np.einsum("tw,lhtv->lhwv", onehot, to_words) / pieces[None, None, :, None]
-
-
 def predicted_heads(word_att: np.ndarray) -> np.ndarray:
     """Each word's most-attended *other* word, per head: [L, H, W, W] -> int [L, H, W] (0-based word index)."""
     w = word_att.shape[-1]
@@ -466,40 +442,19 @@ def syntax_heads(
     should_stop: StopCheck = None,
 ) -> SyntaxHeads:
     """Clark et al.'s head finder on treebank sentences (`core.treebank.Sentence`): the words are fed as the
-    treebank splits them, so every word-piece maps to exactly one gold word."""
-    import torch
-
+    treebank splits them (`Words`), so every word piece maps to exactly one gold word; word-level attention is
+    `Encoding.word_attention` (special tokens dropped). Sentences longer than the model reads are skipped."""
     if not sentences:
         raise ValueError("the treebank has no sentences")
-    tokenizer = lm.tokenizer
     tally = SyntaxTally(subtypes)
-    encoded, skipped = [], 0
-    for sentence in sentences:
-        enc = tokenizer(list(sentence.words), is_split_into_words=True, truncation=False, verbose=False)
-        if len(enc["input_ids"]) > lm.max_length:
-            skipped += 1
-            continue
-        encoded.append((sentence, enc))
-    encoded.sort(key=lambda item: len(item[1]["input_ids"]))
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    done = 0
-    for start in range(0, len(encoded), batch_size):
-        check_stop(should_stop)
-        batch = encoded[start : start + batch_size]
-        width = max(len(e["input_ids"]) for _, e in batch)
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (_, e) in enumerate(batch):
-            ids[row, : len(e["input_ids"])] = torch.tensor(e["input_ids"])
-            mask[row, : len(e["input_ids"])] = 1
-        with torch.inference_mode():
-            out = lm.model(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), output_attentions=True)
-        att = torch.stack(out.attentions, dim=1).float().cpu().numpy()  # [B, L, H, T, T]
-        for row, (sentence, e) in enumerate(batch):
-            n = len(e["input_ids"])
-            word_ids = np.array([-1 if w is None else w for w in e.word_ids()], dtype=np.int64)
-            tally.add(word_attention(att[row, :, :, :n, :n], word_ids, len(sentence.words)), sentence.heads, sentence.deprels)
-        done += len(batch)
-        if progress is not None:
-            progress(done, len(encoded))
-    return tally.result(lm.ref, skipped)
+    # Tokenized once: the lengths decide what is skipped, and the same tokens are fed to the model.
+    tokenized = tokenize(lm, [Words(s.words) for s in sentences])
+    kept = [i for i, t in enumerate(tokenized) if t.n_tokens_full <= lm.max_length]
+    for index, enc in encode_stream(
+        lm, [tokenized[i] for i in kept], batch_size=batch_size, hidden_states=False,
+        progress=progress, should_stop=should_stop,
+    ):
+        sentence = sentences[kept[index]]
+        tally.add(enc.word_attention(), sentence.heads, sentence.deprels)
+    return tally.result(lm.ref, len(sentences) - len(kept))
+

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from core import settings
+from core.encoding import Words, encode_stream
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.treebank import Sentence, tree_distances
@@ -301,24 +302,6 @@ def model_fingerprint(lm: LoadedModel) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-_WORD_TOKENIZERS: dict[str, object] = {}
-
-
-def word_tokenizer(lm: LoadedModel):
-    """The model's tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family) need
-    add_prefix_space=True for that, so each treebank word is tokenized as if a space preceded it."""
-    try:
-        lm.tokenizer(["a", "b"], is_split_into_words=True)
-        return lm.tokenizer
-    except (ValueError, TypeError, AssertionError):
-        from transformers import AutoTokenizer
-
-        name = lm.tokenizer.name_or_path
-        if name not in _WORD_TOKENIZERS:
-            _WORD_TOKENIZERS[name] = AutoTokenizer.from_pretrained(name, add_prefix_space=True)
-        return _WORD_TOKENIZERS[name]
-
-
 def sentence_vectors(
     lm: LoadedModel,
     sentences: Sequence[Sentence],
@@ -328,40 +311,20 @@ def sentence_vectors(
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
 ) -> list[np.ndarray | None]:
-    """Per sentence, [len(layers), n_words, D] float32: the treebank's words fed as pre-split words, each
-    word's pieces averaged. None for a sentence longer than the model reads or with a word that gives no piece."""
-    import torch
-
+    """Per sentence, [len(layers), n_words, D] float32: the treebank's words fed as pre-split words (`Words`),
+    each word's pieces averaged (`Encoding.word_vectors`). None for a sentence longer than the model reads or
+    with a word that gives no piece."""
     bad = [layer for layer in layers if not 0 <= layer <= lm.num_layers]
     if bad:
         raise ProbeError(f"{lm.ref} has layers 0 to {lm.num_layers}; layer {bad[0]} does not exist.")
     out: list[np.ndarray | None] = [None] * len(sentences)
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-    tokenizer = word_tokenizer(lm)
-    for start in range(0, len(order), batch_size):
-        check_stop(should_stop)
-        batch = order[start : start + batch_size]
-        feed = tokenizer(
-            [list(sentences[i].words) for i in batch], is_split_into_words=True, padding=True,
-            truncation=True, max_length=lm.max_length, return_tensors="pt",
-        )
-        word_ids = [feed.word_ids(row) for row in range(len(batch))]
-        feed = {k: v.to(lm.device) for k, v in feed.items()}
-        with torch.inference_mode():
-            hidden = lm.model(**feed, output_hidden_states=True).hidden_states
-        chosen = torch.stack([hidden[layer] for layer in layers], dim=1).float().cpu().numpy()  # [B, layers, T, D]
-        for row, i in enumerate(batch):
-            n = len(sentences[i])
-            ids = np.array([-1 if w is None else w for w in word_ids[row]])
-            pieces = np.bincount(ids[ids >= 0], minlength=n)
-            if len(pieces) != n or (pieces == 0).any():
-                continue
-            weights = np.zeros((n, len(ids)), dtype=np.float32)
-            weights[ids[ids >= 0], np.nonzero(ids >= 0)[0]] = 1.0
-            weights /= pieces[:, None]
-            out[i] = np.einsum("wt,ltd->lwd", weights, chosen[row]).astype(np.float32)
-        if progress is not None:
-            progress(min(start + batch_size, len(order)), len(order))
+    for i, enc in encode_stream(
+        lm, [Words(s.words) for s in sentences], batch_size=batch_size, attentions=False,
+        progress=progress, should_stop=should_stop,
+    ):
+        # Truncation leaves the cut-off words without a piece, so one test covers both reasons to skip.
+        if (enc.pieces_per_word > 0).all():
+            out[i] = enc.word_vectors(list(layers))
     return out
 
 

@@ -16,7 +16,6 @@ folded into a [D, D] matrix instead of being held whole); tests check it against
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
@@ -116,12 +115,6 @@ class LayerProjection:
         return out
 
 
-def is_punctuation(piece: str) -> bool:
-    """True when a word piece is punctuation only, once WordPiece/SentencePiece/BPE markers are stripped."""
-    text = piece.removeprefix("##").lstrip("▁Ġ")
-    return bool(text) and all(unicodedata.category(ch).startswith("P") for ch in text)
-
-
 def collect_tokens(encodings: Sequence, *, keep_special: bool = True, keep_punct: bool = True) -> TokenVectors:
     """Pool the tokens of several Encodings (each with hidden_states) into one TokenVectors.
 
@@ -136,7 +129,7 @@ def collect_tokens(encodings: Sequence, *, keep_special: bool = True, keep_punct
     for index, enc in enumerate(encodings):
         if enc.hidden_states is None:
             raise ValueError("An encoding has no hidden states: encode with hidden_states=True.")
-        punct_mask = np.array([is_punctuation(t) for t in enc.tokens], dtype=bool)
+        punct_mask = enc.punctuation_mask
         keep = np.ones(enc.n_tokens, dtype=bool)
         if not keep_special:
             keep &= ~enc.special_mask

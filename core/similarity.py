@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.encoding import token_alignment, tokenize_one, encode_stream
+from core.encoding import encode_stream, tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -179,8 +179,8 @@ def similarity_from_vectors(a: np.ndarray, b: np.ndarray, model_a: str = "A", mo
 # --- from models ---------------------------------------------------------------------------------------------
 def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     """How `encode` splits a sentence into words for this model, and whether it fits the model's length."""
-    enc, n_full = tokenize_one(lm.tokenizer, text, None, lm.max_length)
-    return token_alignment(enc, text, None)[3], n_full <= lm.max_length
+    tokenized = tokenize(lm, [text])[0]
+    return tokenized.words, tokenized.n_tokens_full <= lm.max_length
 
 
 def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int = DEFAULT_MAX_WORDS) -> tuple[list[str], int]:
@@ -215,21 +215,11 @@ def word_vectors(
     per_sentence: list[np.ndarray | None] = [None] * len(sentences)
     words: list[tuple[str, ...] | None] = [None] * len(sentences)
     for i, enc in encode_stream(lm, list(sentences), batch_size=batch_size, attentions=False, progress=progress, should_stop=should_stop):
-        per_sentence[i] = average_pieces(enc.hidden_states, enc.word_ids)
+        per_sentence[i] = enc.word_vectors()
         words[i] = enc.words
     vectors = np.concatenate(per_sentence, axis=1)
     sentence = np.concatenate([np.full(v.shape[1], i) for i, v in enumerate(per_sentence)])
     return WordVectors(vectors, sentence, tuple(w for ws in words for w in ws), tuple(sentences))
-
-
-def average_pieces(hidden_states: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
-    """hidden_states [L+1, T, D], word_ids [T] (-1 = special) -> [L+1, W, D] float32, pieces of a word averaged."""
-    n_words = int(word_ids.max()) + 1 if (word_ids >= 0).any() else 0
-    weights = np.zeros((n_words, len(word_ids)), dtype=np.float32)
-    keep = word_ids >= 0
-    weights[word_ids[keep], np.nonzero(keep)[0]] = 1.0
-    weights /= np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
-    return np.einsum("wt,ltd->lwd", weights, hidden_states).astype(np.float32)
 
 
 def compare_models(

@@ -44,7 +44,7 @@ def page(make_app, tiny_bert_dir):
 def test_page_without_runs_offers_the_form(page, monkeypatch):
     # No real worker: the "process" is this test's own (alive) pid, so the runs stay queued.
     fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
-    monkeypatch.setattr("core.training.jobs.subprocess.Popen", lambda command, **kw: fake())
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert not at.exception
     assert at.title[0].value == "Fine-tuning comparison"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from core import jobs
-import pytest
 from sklearn.decomposition import PCA
 
 from core.models import load_model

@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from core.encoding import EmptyInput, encode
+from core.encoding import EmptyInput, Words, encode
 from core.models import load_model
 
 SENTENCES = ["The cat sat on the mat.", "A dog ran in the park and the girl was unhappy.", "It is."]
@@ -125,3 +125,71 @@ def test_cli_models_and_offline_download(tiny_bert_dir):
     assert listed.returncode == 0
     failed = subprocess.run([sys.executable, "-m", "core", "download", "nobody/nothing"], capture_output=True, text=True, timeout=60, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
     assert failed.returncode == 2 and "nobody/nothing" in failed.stderr
+
+
+# ---- pre-split words -------------------------------------------------------------------------------------------
+
+SPLIT = [["The", "unhappy", "cats", "sat", "."], ["A", "dog", "ran", "in", "the", "park", "unbelievably", "!"]]
+
+
+def reference_split(folder, words_a, words_b=None):
+    """transformers' own path for pre-split words: is_split_into_words=True, one input, no batching."""
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder), dtype=torch.float32, attn_implementation="eager").eval()
+    batch = tokenizer(words_a, words_b, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True, output_hidden_states=True)
+    word_ids, sequence_ids = batch.word_ids(0), batch.sequence_ids(0)
+    offset = len(words_a)
+    ids = [-1 if w is None else (w if s == 0 else offset + w) for w, s in zip(word_ids, sequence_ids)]
+    return (tokenizer.convert_ids_to_tokens(batch["input_ids"][0]), np.array(ids),
+            torch.stack(out.attentions, dim=1)[0].numpy(), torch.stack(out.hidden_states, dim=1)[0].numpy())
+
+
+def test_pre_split_words_match_transformers(model_folder):
+    lm = load_model(str(model_folder))
+    items = [Words(SPLIT[0]), Words(SPLIT[1]), (Words(SPLIT[0]), Words(SPLIT[1]))]
+    encodings = encode(lm, items, batch_size=8)
+    for item, enc in zip(items, encodings):
+        words_a, words_b = (list(item), None) if isinstance(item, Words) else (list(item[0]), list(item[1]))
+        tokens, word_ids, attentions, hidden = reference_split(model_folder, words_a, words_b)
+        assert list(enc.tokens) == tokens
+        np.testing.assert_array_equal(enc.word_ids, word_ids)
+        assert enc.words == tuple(words_a + (words_b or []))
+        assert enc.split_into_words and enc.is_pair == (words_b is not None)
+        np.testing.assert_allclose(enc.attentions, attentions, atol=1e-5)
+        np.testing.assert_allclose(enc.hidden_states, hidden, atol=1e-5)
+        # word vectors: each given word's pieces averaged, from transformers' arrays by a loop
+        vectors = enc.word_vectors()
+        assert vectors.shape == (lm.num_layers + 1, len(enc.words), lm.hidden_size)
+        for w in range(len(enc.words)):
+            pieces = [t for t, i in enumerate(word_ids) if i == w]
+            np.testing.assert_allclose(vectors[:, w], hidden[:, pieces].mean(axis=1), atol=1e-5)
+        np.testing.assert_allclose(enc.word_vectors(2), vectors[2])
+    # "unhappy" (tiny vocabulary) or "unbelievably" (MiniLM) is several pieces, so the pooling really averaged
+    assert any((e.pieces_per_word > 1).any() for e in encodings)
+
+
+def test_words_wrapper_tells_a_two_word_sentence_from_a_pair(tiny_bert_dir):
+    lm = load_model(str(tiny_bert_dir))
+    two_words = encode(lm, Words(["the", "cat"]))
+    pair = encode(lm, ("the", "cat"))
+    assert not two_words.is_pair and two_words.tokens == ("[CLS]", "the", "cat", "[SEP]")
+    assert pair.is_pair and pair.tokens == ("[CLS]", "the", "[SEP]", "cat", "[SEP]")
+    # a bare list of str given to encode is a list of sentences, as before
+    assert [e.tokens for e in encode(lm, ["the", "cat"])] == [("[CLS]", "the", "[SEP]"), ("[CLS]", "cat", "[SEP]")]
+    with pytest.raises(TypeError, match="Words"):
+        encode(lm, [["the", "cat", "sat"]])
+    with pytest.raises(EmptyInput):
+        encode(lm, Words([]))
+
+
+def test_truncated_pre_split_words_keep_their_indices(tiny_bert_dir):
+    lm = load_model(str(tiny_bert_dir))
+    words = ["the", "cat", "sat", "on", "the", "mat"] * 4
+    enc = encode(lm, Words(words), max_length=10)
+    assert enc.truncated and enc.n_tokens == 10 and enc.words == tuple(words)
+    np.testing.assert_array_equal(enc.word_ids, [-1, *range(8), -1])
+    assert list(enc.pieces_per_word) == [1] * 8 + [0] * 16
+    with pytest.raises(ValueError, match="no token"):
+        enc.word_vectors()

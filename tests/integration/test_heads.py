@@ -17,8 +17,8 @@ from core.heads import (
     example_stats,
     syntax_heads,
     token_roles,
-    word_attention,
 )
+from core.encoding import pool_attention
 from core.models import load_model
 from core.treebank import parse_conllu
 
@@ -112,7 +112,7 @@ def test_syntax_heads_on_a_hand_made_treebank(tiny):
     with torch.inference_mode():
         att = torch.stack(tiny.model(input_ids=torch.tensor([ids]), output_attentions=True).attentions)[:, 0].numpy()
     word_of = [-1] + [w for w, ps in enumerate(pieces) for _ in ps] + [-1]
-    merged = word_attention(att, np.array(word_of), len(sentence.words))
+    merged, _ = pool_attention(att, np.array(word_of))
     np.testing.assert_allclose(merged[..., 1, 0], (att[..., 2, 1] + att[..., 3, 1]) / 2, atol=1e-6)
     correct = np.zeros((2, 4))
     for d, h in enumerate(sentence.heads):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from core import anisotropy as an
+from core.encoding import pool_vectors
 
 
 def cos(a, b):
@@ -127,18 +128,18 @@ def test_alignment_and_uniformity_match_their_definitions():
         an.alignment_uniformity(x, np.zeros((0, 2)))
 
 
-def test_merge_pieces_averages_word_pieces_and_keeps_specials_on_request():
+def test_pool_vectors_averages_word_pieces_and_keeps_specials_on_request():
     hidden = np.arange(2 * 5 * 2, dtype=np.float32).reshape(2, 5, 2)  # [L+1=2, T=5, D=2]
     word_ids = np.array([-1, 0, 1, 1, -1])  # [CLS] play ##ing ... [SEP]
-    words, first = an.merge_pieces(hidden, word_ids)
+    words, first = pool_vectors(hidden, word_ids)
     assert words.shape == (2, 2, 2)
     np.testing.assert_array_equal(first, [1, 2])
-    np.testing.assert_allclose(words[1], (hidden[:, 2] + hidden[:, 3]) / 2)
-    np.testing.assert_allclose(words[0], hidden[:, 1])
-    with_special, first = an.merge_pieces(hidden, word_ids, include_special=True)
-    assert with_special.shape[0] == 4
+    np.testing.assert_allclose(words[:, 1], (hidden[:, 2] + hidden[:, 3]) / 2)
+    np.testing.assert_allclose(words[:, 0], hidden[:, 1])
+    with_special, first = pool_vectors(hidden, word_ids, include_special=True)
+    assert with_special.shape[1] == 4
     np.testing.assert_array_equal(first, [0, 1, 2, 4])
-    np.testing.assert_allclose(with_special[3], hidden[:, 4])
+    np.testing.assert_allclose(with_special[:, 3], hidden[:, 4])
 
 
 def test_word_drilldown_nearest_contexts():

@@ -12,9 +12,9 @@ from core.attention import (
     average_heads,
     drop_keys_and_queries,
     head_entropy,
-    merge_word_pieces,
     pair_masks,
 )
+from core.encoding import pool_attention, word_units
 
 
 def random_attention(rng, *shape):
@@ -34,14 +34,15 @@ def test_average_heads_is_mean_of_chosen_heads():
         average_heads(att, 0, [])
 
 
-def test_merge_word_pieces_sums_to_and_averages_from():
+def test_pool_attention_with_specials_sums_to_and_averages_from():
     rng = np.random.default_rng(1)
     weights = random_attention(rng, 6, 6)
     # [CLS] un ##happy dog ##s [SEP]
     word_ids = np.array([-1, 0, 0, 1, 1, -1])
-    merged, unit_of_token = merge_word_pieces(weights, word_ids)
+    merged, first_token = pool_attention(weights, word_ids, include_special=True)
     assert merged.shape == (4, 4)
-    assert list(unit_of_token) == [0, 1, 1, 2, 2, 3]
+    assert list(first_token) == [0, 1, 3, 5]
+    assert list(word_units(word_ids, include_special=True)[0]) == [0, 1, 1, 2, 2, 3]
     groups = [[0], [1, 2], [3, 4], [5]]
     for qi, q in enumerate(groups):
         for ki, k in enumerate(groups):

@@ -17,8 +17,8 @@ from core.heads import (
     example_stats,
     is_punctuation,
     token_roles,
-    word_attention,
 )
+from core.encoding import pool_attention
 from core.treebank import parse_conllu
 
 # A pair: [CLS] the cat sat . [SEP] a dog ran far away [SEP]
@@ -149,7 +149,8 @@ def test_word_attention_sums_to_and_averages_from():
     rng = np.random.default_rng(2)
     a = _random_attention(rng, 1, 1, 5)
     word_ids = np.array([-1, 0, 0, 1, -1])
-    got = word_attention(a, word_ids, 2)[0, 0]
+    got, _ = pool_attention(a, word_ids)
+    got = got[0, 0]
     m = a[0, 0]
     expected = np.array([
         [(m[1, 1] + m[1, 2] + m[2, 1] + m[2, 2]) / 2, (m[1, 3] + m[2, 3]) / 2],

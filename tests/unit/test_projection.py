@@ -9,10 +9,9 @@ from sklearn.manifold import TSNE, trustworthiness
 from threadpoolctl import threadpool_limits
 
 from core.charts.pca import projection_frame
-from core.encoding import Encoding
+from core.encoding import Encoding, is_punctuation
 from core.projection import (
     collect_tokens,
-    is_punctuation,
     layerwise_projection,
     project_vectors,
 )

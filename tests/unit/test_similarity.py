@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import pearsonr
 from sklearn.metrics.pairwise import cosine_similarity
 
+from core.encoding import pool_vectors
 from core.similarity import (
     SimilarityError,
-    average_pieces,
     cka_signature,
     cross_layer,
     linear_cka,
@@ -111,11 +111,11 @@ def test_cross_layer_chunks_add_up():
     assert np.allclose(cross_layer(a, b, step=64), a.astype(np.float64) @ b.astype(np.float64).T)
 
 
-def test_average_pieces_matches_a_loop():
+def test_pool_vectors_averages_pieces_like_a_loop():
     rng = np.random.default_rng(6)
     hidden = rng.normal(size=(3, 7, 4)).astype(np.float32)
     word_ids = np.array([-1, 0, 1, 1, 1, 2, -1])
-    out = average_pieces(hidden, word_ids)
+    out, _ = pool_vectors(hidden, word_ids)
     assert out.shape == (3, 3, 4)
     for w in range(3):
         assert np.allclose(out[:, w], hidden[:, word_ids == w].mean(axis=1), atol=1e-6)
