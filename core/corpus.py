@@ -3,16 +3,7 @@ and UD English EWT (with its dependency trees).
 
 `resolve(spec)` is the one parser of corpus specs (every `--corpus` of the CLI, every page's source picker):
 
-    builtin                  the ~440 sentences written for BERT Lens (core/data/sentences.txt)
-    PATH.txt                 one sentence per line (long lines are split at . ! ?)
-    PATH.csv                 a header row, then a text column (sentence, text, ...) or two for pairs
-                             (sentence1/sentence2, premise/hypothesis, text_a/text_b, question1/question2)
-    PATH.jsonl               one JSON object per line with the same keys as the CSV columns, or one JSON string
-    PATH.conllu              a CoNLL-U treebank: its sentences with their dependency trees
-    snli[:SPLIT[:N]]         SNLI pairs; SPLIT train | dev | test (default dev)
-    mrpc[:SPLIT[:N]]         MRPC pairs; SPLIT train | validation (= dev) | test (default validation)
-    ud[:SPLIT[:N]]           UD English EWT sentences with their dependency trees; SPLIT dev | test (default dev)
-    N                        a seeded random sample of N items (default 500; 'all' for every item)
+    (the grammar is GRAMMAR below: it is also the help of every --corpus and the tail of every error)
 
 Every source ends as a `Corpus`: the original items in order (sentences or (a, b) pairs, as the analyses of
 attention take them), the unique sentences plus the positive pairs among them (anisotropy, similarity), and for
