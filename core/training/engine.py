@@ -338,7 +338,7 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     save_classifier(model, tokenizer, folder.path, data.labels, extra={"task": recipe.task, "max_length": max_length})
     return {
         **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
-        **scores.to_dict(),
+        **scores.to_json(),
         "train_examples": len(data.train),
         "eval_split": data.eval_split,
         "eval_seconds": eval_seconds,

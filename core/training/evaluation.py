@@ -25,7 +25,7 @@ class EvalMetrics:
     majority_accuracy: float
     n: int
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict:
         return {
             "labels": list(self.labels),
             "accuracy": self.accuracy,
