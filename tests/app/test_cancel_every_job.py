@@ -9,14 +9,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import jobs
-from tests.app.conftest import APP_FILE
+from tests.app.conftest import _make_app
 
 
 def _app(model: str, page: str, state: dict, text: str = "") -> AppTest:
-    at = AppTest.from_file(APP_FILE, default_timeout=240)
-    at.session_state["model"] = model
-    at.session_state["sentence_a"] = text
-    at.session_state["sentence_b"] = ""
+    at = _make_app(model, text, timeout=240)
     for key, value in state.items():
         at.session_state[key] = value
     at.switch_page(page)
@@ -68,10 +65,7 @@ def test_what_fine_tuning_changes(minilm_dir, tiny_bert_dir):
 
 
 def test_pca_background(minilm_dir):
-    at = AppTest.from_file(APP_FILE, default_timeout=240)
-    at.session_state["model"] = str(minilm_dir)
-    at.session_state["sentence_a"] = "She went to the bank."
-    at.session_state["sentence_b"] = ""
+    at = _make_app(str(minilm_dir), "She went to the bank.", timeout=240)
     at.switch_page("app_pages/pca.py").run()
     at.selectbox(key="pca.background").set_value("snli").run()  # the background encoding starts by itself
     _cancel_while_running(at, f"pca.background.{minilm_dir}", start=False)
