@@ -32,7 +32,7 @@ def test_scores_match_sklearn():
     np.testing.assert_allclose(m.per_class_f1, f1_score(true, predicted, labels=[0, 1, 2, 3, 4], average=None, zero_division=0))
     assert m.macro_f1 == pytest.approx(f1_score(true, predicted, labels=[0, 1, 2, 3, 4], average="macro", zero_division=0))
     assert m.majority_accuracy == pytest.approx(np.bincount(true).max() / 300)
-    assert m.to_dict()["per_class_f1"]["e"] == 0.0
+    assert m.to_json()["per_class_f1"]["e"] == 0.0
 
 
 def test_length_grouped_batches_cover_every_index_once_with_similar_lengths():
