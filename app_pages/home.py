@@ -27,6 +27,8 @@ st.markdown(
 - **Bias experiment** — remove every training pair that mentions women (or any words you choose), train again
   beside a control that drops as many random pairs, and see where accuracy suffers and how often swapping
   "woman" for "man" changes the answer.
+- **Reproduce a paper** — run a published analysis (Ethayarajh, Clark, Hewitt & Manning, the course slides…) the
+  paper's way and see its numbers beside yours, with a plain verdict: reproduced, differs, or other model.
 """
 )
 

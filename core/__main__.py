@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except Cancelled as err:
         print(f"cancelled: {err}", file=sys.stderr)
         return 130
+    except RuntimeError as err:  # a background job that failed: its error, not a traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

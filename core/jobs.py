@@ -347,6 +347,27 @@ def wait(job_id: str, timeout: float = 600.0, poll: float = 0.2) -> JobRecord:
     raise TimeoutError(f"job {job_id} did not end within {timeout:.0f} s")
 
 
+def wait_in_foreground(job: Job, timeout: float = 10 * 24 * 3600.0) -> Any:
+    """A command line's wait: the job's result once done; Ctrl-C or SIGTERM cancels the job (and waits for it to
+    stop) instead of abandoning it. Raises Cancelled, or RuntimeError with the job's error."""
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
+    try:
+        try:
+            record = wait(job.id, timeout=timeout)
+        except KeyboardInterrupt:
+            cancel(job.id)
+            record = wait(job.id, timeout=timeout)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    if record.state == "done":
+        return job.result
+    if record.state == "cancelled":
+        raise Cancelled(record.error or "cancelled")
+    raise RuntimeError(f"the {job.kind} job {record.state}: {record.error}")
+
+
 def run_child(job_id: str) -> int:
     """The body of `python -m core.jobs JOB_ID`: run a process job's work and keep its record."""
     folder = jobs_dir() / job_id

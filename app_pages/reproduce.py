@@ -1,0 +1,97 @@
+"""Reproduce: run a published BERT analysis the paper's way and see its numbers beside the measured ones.
+
+One study at a time: its card (paper, model, data, offline stand-in, protocol, cost), the model and corpus to
+measure, Run (a core.jobs job with progress and Cancel), then paper vs measured per layer with a verdict.
+The chosen study is in the URL (?study=NAME), so a link reopens it.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import export_buttons, intro, job_controls, model_ref
+from core import protocols, studies
+from core.charts import reproduce as reproduce_charts
+from core.corpus import GRAMMAR
+from core.models import available_models
+
+P = "reproduce."
+VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
+
+st.title("Reproduce a paper")
+intro(
+    "Published BERT analyses report numbers per layer: how alike words become, which heads follow syntax, what "
+    "fine-tuning changes.",
+    "Pick a study, choose the model and data to measure, press Run, and see the paper's numbers beside yours with "
+    "a plain verdict; the paper's own model and protocol are the default.",
+)
+
+names = list(studies.NAMES)
+if P + "study" not in st.session_state:
+    wanted = st.query_params.get("study")
+    st.session_state[P + "study"] = wanted if wanted in names else names[0]
+catalogue = {name: studies.get(name) for name in names}
+name = st.selectbox("Study", names, key=P + "study", format_func=lambda n: f"{n} — {catalogue[n].title}")
+st.query_params["study"] = name
+study = catalogue[name]
+
+with st.container(border=True):
+    st.markdown(f"**{study.title}**  \n{study.summary}")
+    c1, c2 = st.columns(2)
+    c1.markdown(f"**Paper's model:** `{study.model}`  \n**Paper's data:** {study.data}")
+    stand_in = study.stand_in or "none needed: the paper's data is on this computer"
+    c2.markdown(f"**Offline stand-in:** {stand_in}  \n**Expected time:** CPU {study.cost_cpu}; GPU {study.cost_gpu}")
+    st.caption(protocols.describe(study.protocol))
+    if study.stand_in:
+        st.caption("The paper's data is not available offline, so the numbers measured here are indicative.")
+
+sidebar_model = model_ref()
+model_options = list(dict.fromkeys([study.model, sidebar_model, *(e.name for e in available_models())]))
+c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
+model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
+                     help="The paper's model needs internet the first time; any model, folder or finished run works.")
+corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
+                       help="Leave as is for the study's default. " + GRAMMAR, disabled=study.default_corpus is None)
+limit = c3.number_input("Items (0 = default)", 0, 1_000_000, 0, key=P + f"{name}.limit")
+seed = c4.number_input("Seed", 0, 1_000_000, 0, key=P + f"{name}.seed")
+options = studies.StudyOptions(model=model or None, corpus=(corpus.strip() or None) if study.default_corpus else None,
+                               seed=int(seed), limit=int(limit) or None)
+
+
+def make_work():
+    def work(progress, should_stop):
+        return study.run(options, progress, should_stop)
+
+    return work
+
+
+result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
+                      unit="steps", hide_stale=True)
+if result is None:
+    st.info("Press **Run the study** to measure (nothing is computed until then).")
+    st.stop()
+
+VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
+                                           f"protocol `{result.protocol}`.")
+for note in result.notes:
+    st.caption(note)
+layer_chart = reproduce_charts.layer_comparison_chart(result)
+if layer_chart is not None:
+    st.altair_chart(layer_chart, key=P + "layer_chart")
+table_chart = reproduce_charts.table_comparison_chart(result)
+if table_chart is not None:
+    st.altair_chart(table_chart, key=P + "table_chart")
+for comparison in result.comparisons:
+    ref = comparison.reference
+    shape = "" if comparison.shape_correlation is None else f"; shape correlation r = {comparison.shape_correlation:.2f}"
+    st.caption(f"**{ref.label}** — {comparison.verdict}{shape}. Paper: {ref.model}, {ref.corpus}, {ref.unit}; "
+               f"source: {ref.source}. Tolerance ±{ref.tolerance:g}." + (f" {ref.layer_note}" if ref.layer_note else "")
+               + (f" {ref.note}" if ref.note else ""))
+table = reproduce_charts.comparison_frame(result)
+with st.expander("Paper vs measured, every number"):
+    st.dataframe(table, hide_index=True)
+measured = reproduce_charts.measured_frame(result)
+if not measured.empty:
+    with st.expander("Everything measured"):
+        st.dataframe(measured.pivot_table(index="key", columns="series", values="value", sort=False).reset_index(), hide_index=True)
+export_buttons(layer_chart or table_chart, table, f"reproduce_{name}", key=P + "export")

@@ -1,0 +1,81 @@
+"""The Reproduce page: study card, Run through the job runner, paper vs measured in the chart, verdict, URL."""
+
+from __future__ import annotations
+
+import time
+
+from core import jobs
+from tests import fake_study
+
+
+def _open(make_app, monkeypatch, model="fake-bert", **state):
+    fake_study.install(monkeypatch)
+    at = make_app(model)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.switch_page("app_pages/reproduce.py")
+    return at.run()
+
+
+def _run(at):
+    at.button(key="reproduce.fake.run").click().run()
+    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
+    assert jobs.wait(job_id, timeout=60).state == "done"
+    return at.run()
+
+
+def test_study_card_and_default_model(make_app, monkeypatch):
+    at = _open(make_app, monkeypatch)
+    assert not at.exception, at.exception
+    assert at.selectbox(key="reproduce.study").value == "fake"
+    assert at.selectbox(key="reproduce.fake.model").value == "fake-bert"  # the paper's model first
+    assert any("Fake et al. (2000)" in m.value for m in at.markdown)
+    assert any("Press **Run the study**" in i.value for i in at.info)
+    assert at.query_params["study"] in ("fake", ["fake"])
+
+
+def test_run_shows_paper_beside_measured_and_the_verdict(make_app, monkeypatch, chart_rows):
+    at = _run(_open(make_app, monkeypatch))
+    assert not at.exception, at.exception
+    assert any(s.value.startswith("**Reproduced**") for s in at.success)
+    rows = chart_rows(at, 0)
+    paper = {r["layer"]: r["value"] for r in rows if r["source"] == "paper"}
+    measured = {r["layer"]: r["value"] for r in rows if r["source"] == "measured (fake-bert)"}
+    assert paper == fake_study.PAPER_CURVE
+    assert measured == fake_study.PAPER_CURVE
+    bars = chart_rows(at, 1)
+    assert {r["key"] for r in bars} == set(fake_study.PAPER_TABLE)
+
+
+def test_another_model_is_shape_only(make_app, monkeypatch):
+    at = _open(make_app, monkeypatch, model="my-minilm", **{"reproduce.fake.model": "my-minilm"})
+    at = _run(at)
+    assert any("Different model: shape only" in i.value for i in at.info)
+    assert any("shape correlation r = 1.00" in c.value for c in at.caption)
+
+
+def test_url_reopens_the_study(make_app, monkeypatch):
+    fake_study.install(monkeypatch)
+    at = make_app("fake-bert")
+    at.query_params["study"] = "clark"
+    at.switch_page("app_pages/reproduce.py")
+    at.run()
+    assert at.selectbox(key="reproduce.study").value == "clark"
+
+
+def test_cancel_keeps_nothing(make_app, monkeypatch):
+    monkeypatch.setattr(fake_study, "STEP_SECONDS", 0.05)
+    at = _open(make_app, monkeypatch, **{"reproduce.fake.limit": 400})
+    at.button(key="reproduce.fake.run").click().run()
+    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
+    deadline = time.time() + 30
+    while jobs.status(job_id).done == 0:
+        assert time.time() < deadline, "the study never reported progress"
+        time.sleep(0.02)
+    at.run()
+    assert at.get("progress"), "no progress bar while the study runs"
+    at.button(key="reproduce.fake.cancel").click().run()
+    assert jobs.wait(job_id, timeout=30).state == "cancelled"
+    at.run()
+    assert any("Cancelled" in w.value for w in at.warning)
+    assert not at.get("vega_lite_chart")

@@ -1,0 +1,91 @@
+"""core.references: overlay kinds, comparisons and verdicts against plain arithmetic; every registered
+reference carries its provenance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import protocols, references
+from core.references import Reference, compare, overlay_kind
+
+
+def _reference(**changes) -> Reference:
+    fields = dict(key="test.curve", study="test", measure="random_cosine", label="Test curve", model="bert-base-cased",
+                  corpus="STS", unit="WordPiece token", protocol="ethayarajh", source="a table", tolerance=0.05,
+                  values={0: 0.1, 1: 0.3, 2: 0.2, 3: 0.6})
+    fields.update(changes)
+    return Reference(**fields)
+
+
+@pytest.mark.parametrize("model, protocol, kind", [
+    ("bert-base-cased", "ethayarajh", "same"),
+    ("google-bert/bert-base-cased", "ethayarajh", "same"),
+    ("/home/me/models_cache/hub/bert-base-cased/", "ethayarajh", "same"),
+    ("BERT-BASE-CASED", "ethayarajh", "same"),
+    ("bert-base-uncased", "ethayarajh", "shape"),
+    ("bert-base-cased", "bertlens", "shape"),
+])
+def test_overlay_kind_needs_model_and_protocol(model, protocol, kind):
+    assert overlay_kind(_reference(), model, protocol) == kind
+    label = references.overlay_label(_reference(), model, protocol)
+    assert (references.SAME_LABEL in label) == (kind == "same")
+    assert (references.SHAPE_LABEL in label) == (kind == "shape")
+
+
+def test_compare_reproduced_differs_and_shape():
+    ref = _reference()
+    close = {0: 0.12, 1: 0.27, 2: 0.24, 3: 0.58}
+    far = {**close, 3: 0.70}
+    assert compare(ref, close, "bert-base-cased", "ethayarajh").verdict == "reproduced"
+    assert compare(ref, far, "bert-base-cased", "ethayarajh").verdict == "differs"
+    assert compare(ref, close, "minilm", "ethayarajh").verdict == "different model: shape only"
+    assert compare(ref, {}, "bert-base-cased", "ethayarajh").verdict == "not measured"
+    # a layer the paper gives but that was not measured cannot count as reproduced
+    partial = {k: v for k, v in close.items() if k != 3}
+    result = compare(ref, partial, "bert-base-cased", "ethayarajh")
+    assert result.verdict == "differs"
+    assert [r.within for r in result.rows] == [True, True, True, None]
+
+
+def test_compare_rows_and_shape_correlation_match_numpy():
+    ref = _reference()
+    measured = {0: 0.5, 1: 0.9, 2: 0.7, 3: 1.4, 4: 2.0}  # layer 4 is not in the paper: ignored
+    result = compare(ref, measured, "x", "ethayarajh")
+    paper = np.array([0.1, 0.3, 0.2, 0.6])
+    mine = np.array([0.5, 0.9, 0.7, 1.4])
+    assert [r.key for r in result.rows] == [0, 1, 2, 3]
+    assert [r.within for r in result.rows] == list(np.abs(mine - paper) <= 0.05)
+    expected = np.sum((paper - paper.mean()) * (mine - mine.mean())) / np.sqrt(
+        np.sum((paper - paper.mean()) ** 2) * np.sum((mine - mine.mean()) ** 2))
+    assert result.shape_correlation == pytest.approx(expected)
+    assert result.to_json()["rows"][3] == {"measure": "random_cosine", "key": 3, "paper": 0.6, "measured": 1.4,
+                                          "tolerance": 0.05, "within": False}
+
+
+def test_register_refuses_a_duplicate_key():
+    ref = _reference(key="test.duplicate-check")
+    references.register(ref)
+    try:
+        with pytest.raises(ValueError, match="twice"):
+            references.register(ref)
+        assert references.get("test.duplicate-check") is ref
+    finally:
+        references._REGISTRY.pop("test.duplicate-check")
+    with pytest.raises(KeyError, match="No reference"):
+        references.get("test.duplicate-check")
+
+
+def test_every_registered_reference_says_where_it_comes_from():
+    import core.studies as studies
+
+    studies.all_studies()  # studies may register references when imported
+    for ref in references.all_references():
+        if ref.study == "test":
+            continue
+        assert ref.source and ref.model and ref.corpus and ref.unit and ref.label, ref.key
+        assert ref.protocol in protocols.PROTOCOLS, (ref.key, ref.protocol)
+        assert ref.values, ref.key
+        assert ref.tolerance >= 0, ref.key
+        assert all(isinstance(k, str) or (isinstance(k, int) and k >= 0) for k in ref.values), ref.key
+        assert all(np.isfinite(float(v)) for v in ref.values.values()), ref.key
