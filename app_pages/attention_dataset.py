@@ -18,6 +18,7 @@ from app_pages.corpus_picker import MRPC, SNLI, UD, corpus_picker
 from core import heads as hd
 from core.charts import attention as attention_charts
 from core.charts import classification
+from core.protocols import DEFAULT, describe
 
 P = "heads."
 PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
@@ -31,6 +32,16 @@ EXAMPLES = {
 
 
 # ---- inputs ------------------------------------------------------------------------------------------------
+
+
+def protocol_switch() -> str:
+    """The "paper protocol" switch of the statistics and syntax parts. Off by default: BERT Lens's own rules read
+    more plainly (any punctuation mark is punctuation; a head's guess is where the word itself looks); on, the
+    numbers are computed as Clark et al.'s code computes them, comparable with the paper's."""
+    on = st.toggle("Paper protocol (Clark et al. 2019)", key=P + "paper_protocol",
+                   help="Periods and commas only as punctuation; syntactic heads scored in both directions with "
+                        "roots as misses, the poss rule and offsets -3..+2; layers and heads numbered from 1.")
+    return "clark" if on else DEFAULT
 
 
 def sample_widgets(key: str) -> tuple[tuple, list] | None:
@@ -57,14 +68,15 @@ def loaded_model(ref: str):
 
 def survey_part(show: str) -> None:
     ref = model_ref()
+    protocol = protocol_switch()
     sample = sample_widgets("survey")
     if sample is None:
         return
     description, inputs = sample
-    params = (ref, description)
+    params = (ref, description, protocol)
 
     def work(progress, should_stop):
-        return hd.survey_heads(lm, inputs, progress=progress, should_stop=should_stop)
+        return hd.survey_heads(lm, inputs, protocol=protocol, progress=progress, should_stop=should_stop)
 
     lm = loaded_model(ref)
     if lm is None:
@@ -75,7 +87,8 @@ def survey_part(show: str) -> None:
         return
     survey: hd.HeadSurvey = kept
     st.caption(f"{survey.model}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
-               + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + ").")
+               + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + "). "
+               + describe(survey.protocol))
     if show == "Statistics":
         statistics_view(survey)
     else:
@@ -85,12 +98,19 @@ def survey_part(show: str) -> None:
 def statistics_view(survey: hd.HeadSurvey) -> None:
     name = st.selectbox("Statistic", hd.STAT_NAMES, key=P + "stat", format_func=hd.STAT_TITLES.get)
     values = survey.stat(name)
-    chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {hd.STAT_TITLES[name]} per head")
+    title = hd.STAT_TITLES[name] if not (name == "punct" and survey.protocol == "clark") else "attention to . and ,"
+    chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {title} per head")
     st.altair_chart(chart, key=P + "stat_chart")
-    by_layer = ", ".join(f"L{l} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
+    first = 1 if survey.protocol == "clark" else 0
+    by_layer = ", ".join(f"L{l + first} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
     st.caption(f"Layer means: {by_layer}. Per input: the mass a head puts on those keys, averaged over all query "
                "positions (special tokens included), then over inputs (Clark et al. 2019). Clark et al. found over "
                "half of BERT-base's attention in layers 6–10 going to [SEP].")
+    lines, _ = attention_charts.layer_means_chart(survey, name, f"Mean {title} per layer")
+    st.altair_chart(lines, key=P + "stat_layers")
+    if name in attention_charts.LAYER_REFERENCES:
+        st.caption("Clark et al.'s line was read off his Figure 2 (bert-base-uncased, Wikipedia spans); it is "
+                   "comparable only when the legend says 'same model and protocol', else compare the shape.")
     table = pd.DataFrame({"layer": frame["layer"], "head": frame["head"],
                           **{n: survey.stat(n).ravel() for n in hd.STAT_NAMES}})
     export_buttons(chart, table, f"head-statistics-{name}", P + "stat_export")
@@ -292,17 +312,23 @@ def syntax_part() -> None:
     with c1:
         corpus = corpus_picker(P + "tb.", trees=True, label="Treebank", n_key=P + "tb_limit", n_label="Sentences",
                                default_n=200)
-    subtypes = c2.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes")
+    with c2:
+        protocol = protocol_switch()
+    subtypes = c2.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes", disabled=protocol == "clark",
+                           help="Always kept under the paper protocol: UD's subtypes are Stanford Dependencies' "
+                                "own relations (poss, nsubjpass, prt, ...)")
     if corpus is None:
         return
     sentences = list(corpus.trees)
-    params = (ref, corpus.name, corpus.digest, subtypes)
+    subtypes = True if protocol == "clark" else subtypes
+    params = (ref, corpus.name, corpus.digest, subtypes, protocol)
     lm = loaded_model(ref)
     if lm is None:
         return
 
     def work(progress, should_stop):
-        return hd.syntax_heads(lm, sentences, subtypes=subtypes, progress=progress, should_stop=should_stop)
+        return hd.syntax_heads(lm, sentences, subtypes=subtypes, protocol=protocol, progress=progress,
+                               should_stop=should_stop)
 
     kept = job_controls(P + "syntax", f"Find syntactic heads in {len(sentences)} sentences", params, lambda: work, kind="heads", unit="sentences")
     if kept is None:
@@ -310,14 +336,23 @@ def syntax_part() -> None:
         return
     result: hd.SyntaxHeads = kept
     table = pd.DataFrame(result.to_json()["relations"])
-    table["best head"] = [f"L{l} H{h}" for l, h in zip(table["layer"], table["head"])]
-    chart = attention_charts.syntax_chart(table)
+    table["best head"] = table["label"]
+    chart = attention_charts.syntax_chart(table, result.protocol)
     st.altair_chart(chart, key=P + "syntax_chart")
+    if result.protocol == "clark":
+        how = ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
+               "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
+               "better direction is kept. A possessor followed by 's is scored through the 's. Baseline: the best "
+               "fixed offset in -3..+2. Best heads are named layer-head from 1, as in the paper (8-10 = layer 8, "
+               "head 10).")
+    else:
+        how = ("For each dependent word (roots left out), a head predicts its most-attended other word. Baseline: "
+               "always the best fixed relative position for that relation. Heads are named from 0 (L7 H9).")
     st.caption(f"{result.n_sentences} sentences" + (f" ({result.n_skipped} too long for the model, left out)" if result.n_skipped else "")
-               + ". For each dependent word, a head predicts its most-attended other word (word pieces merged as Clark "
-               "et al.: attention to a word summed over its pieces, from a word averaged). Baseline: always the best "
-               "fixed relative position for that relation. Relations with fewer than 20 dependents are in the table only.")
-    columns = ["relation", "count", "best head", "accuracy", "baseline_offset", "baseline_accuracy"]
+               + f". {how} Word pieces merged as Clark et al.: attention to a word summed over its pieces, from a "
+               "word averaged. Relations with fewer than 20 dependents are in the table only. "
+               + describe(result.protocol))
+    columns = ["relation", "count", "best head", "direction", "accuracy", "baseline_offset", "baseline_accuracy"]
     st.dataframe(table[columns], hide_index=True, key=P + "syntax_table")
     export_buttons(chart, table, "syntactic-heads", P + "syntax_export")
     relation = st.selectbox("Every head for one relation", list(result.relations), key=P + "relation")

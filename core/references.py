@@ -171,10 +171,125 @@ def all_references() -> list[Reference]:
 # Clark et al. (2019) — clarkkev/attention-analysis
 # =========================================================================================================
 
+# Figure 2 (top panel) of the paper is drawn by General_Analysis.ipynb from bert-base-uncased (uncased_L-12_H-768_A-12)
+# maps on Wikipedia: two consecutive text spans per input, "[CLS] A [SEP] B [SEP]", at most 128 word pieces
+# (preprocess_unlabeled.py). The notebook prints no numbers, so each layer's mean over its 12 heads was read off
+# the stored output image of its "Avg. Attention Plots (Figure 2)" cell: the lines' pixel positions, the y grid
+# (0.0 ... 0.8, 160 px per unit) and the x grid (layers 1-12) calibrate it; both segments meeting at a layer
+# agree within 0.015. Tolerance 0.05: the read-off is good to about ±0.015, the rest allows for another corpus.
+_CLARK_FIGURE2 = ("clarkkev/attention-analysis General_Analysis.ipynb, stored output image of the cell "
+                  "'Avg. Attention Plots (Figure 2)' (= paper Figure 2, top): read off the line of layer means")
+_CLARK_LAYERS = "Paper's layers 1-12 are BERT Lens layers 1-12 (the attention computed in transformer layer k)."
+_CLARK_CORPUS = "Wikipedia, [CLS] A [SEP] B [SEP] spans, <= 128 pieces"
+
+CLARK_CLS = Reference(
+    key="clark-cls", study="clark", measure="attention to [CLS]", label="Clark et al. 2019, Fig. 2",
+    model="bert-base-uncased", corpus=_CLARK_CORPUS, unit="mean attention mass per query, averaged over heads",
+    protocol="clark", source=_CLARK_FIGURE2,
+    values={1: 0.06, 2: 0.26, 3: 0.24, 4: 0.14, 5: 0.02, 6: 0.01, 7: 0.01, 8: 0.01, 9: 0.01, 10: 0.02, 11: 0.02, 12: 0.01},
+    tolerance=0.05, layer_note=_CLARK_LAYERS, note="Read off a figure: two decimals at best.",
+)
+CLARK_SEP = Reference(
+    key="clark-sep", study="clark", measure="attention to [SEP]", label="Clark et al. 2019, Fig. 2",
+    model="bert-base-uncased", corpus=_CLARK_CORPUS,
+    unit="mean attention mass per query on both [SEP]s, averaged over heads", protocol="clark", source=_CLARK_FIGURE2,
+    values={1: 0.03, 2: 0.05, 3: 0.08, 4: 0.21, 5: 0.49, 6: 0.55, 7: 0.54, 8: 0.57, 9: 0.57, 10: 0.48, 11: 0.06, 12: 0.07},
+    tolerance=0.05, layer_note=_CLARK_LAYERS,
+    note="Read off a figure. The paper's text: over half of the attention in layers 6-10 goes to [SEP].",
+)
+CLARK_PUNCT = Reference(
+    key="clark-punct", study="clark", measure="attention to periods and commas", label="Clark et al. 2019, Fig. 2",
+    model="bert-base-uncased", corpus=_CLARK_CORPUS,
+    unit="mean attention mass per query on '.' and ',' tokens, averaged over heads", protocol="clark",
+    source=_CLARK_FIGURE2,
+    values={1: 0.07, 2: 0.11, 3: 0.09, 4: 0.08, 5: 0.05, 6: 0.05, 7: 0.05, 8: 0.06, 9: 0.05, 10: 0.08, 11: 0.51, 12: 0.58},
+    tolerance=0.05, layer_note=_CLARK_LAYERS, note="Read off a figure: two decimals at best.",
+)
+
+# Table 1: Syntax_Analysis.ipynb's cell "Compare the best attention head to baselines ... This produces the scores
+# in Table 1", whose stored output lists every relation with >= 100 dependents in WSJ Penn Treebank dev (Stanford
+# Dependencies) with bert-base-uncased: best head (his 0-based layer-head, over both directions), its accuracy, the
+# best offset in -3..+2 and its accuracy. Only relations that UD English EWT (the offline stand-in) annotates the
+# same way are kept here (UD names in core.studies.clark.UD_TO_SD); left out: prep/pobj/possessive (UD attaches
+# case markers to the noun), cc/conj (UD v2 attaches cc to the following conjunct), neg, number, quantmod, pcomp,
+# partmod, dep, and the 'all' row (34.7 vs 26.7), which mixes in every convention difference.
+_CLARK_TABLE1 = ("clarkkev/attention-analysis Syntax_Analysis.ipynb, stored output of the cell that 'produces the "
+                 "scores in Table 1' (paper Table 1 shows a subset of these rows)")
+_CLARK_TABLE1_ROWS = {
+    # relation: (count, best accuracy %, his 0-based layer-head, direction, baseline offset, baseline accuracy %)
+    "det": (3337, 94.3, "7-10", "dep->head", 1, 51.7),
+    "nn": (3192, 70.4, "3-9", "dep->head", 1, 70.2),
+    "nsubj": (2804, 58.5, "7-1", "dep->head", 1, 45.5),
+    "amod": (2505, 75.6, "3-9", "dep->head", 1, 68.3),
+    "dobj": (1591, 86.8, "7-9", "dep->head", -2, 40.0),
+    "advmod": (1241, 48.8, "6-5", "dep->head", 1, 40.2),
+    "aux": (1237, 81.1, "3-9", "dep->head", 1, 71.5),
+    "num": (1091, 67.4, "7-10", "dep->head", 1, 56.4),
+    "poss": (708, 80.5, "6-5", "dep->head", 1, 47.7),
+    "ccomp": (557, 48.8, "7-0", "dep->head", -2, 12.4),
+    "xcomp": (433, 57.3, "4-6", "dep->head", -2, 47.1),
+    "mark": (420, 50.7, "7-1", "dep->head", 2, 14.5),
+    "cop": (353, 72.2, "6-5", "dep->head", 1, 40.5),
+    "auxpass": (286, 94.1, "3-9", "dep->head", 1, 82.5),
+    "rcmod": (286, 40.9, "8-10", "dep->head", -3, 26.6),
+    "advcl": (285, 29.5, "4-3", "dep->head", -3, 4.6),
+    "appos": (272, 30.5, "6-0", "dep->head", -3, 28.3),
+    "nsubjpass": (254, 57.5, "6-5", "dep->head", 2, 43.7),
+    "tmod": (243, 45.7, "7-5", "dep->head", -1, 29.2),
+    "npadvmod": (186, 44.6, "1-5", "head<-dep", -2, 34.9),
+    "prt": (116, 99.1, "5-6", "dep->head", -1, 91.4),
+}
+
+
+def _one_based(layer_head: str) -> str:
+    layer, head = (int(x) for x in layer_head.split("-"))
+    return f"{layer + 1}-{head + 1}"
+
+
+# The paper's names for the best heads (1-based), e.g. det 8-11, dobj 8-10, poss 7-6, auxpass 4-10.
+CLARK_BEST_HEADS = {rel: _one_based(row[2]) for rel, row in _CLARK_TABLE1_ROWS.items()}
+_CLARK_SYNTAX_NOTE = ("Per relation, the best of 144 heads x 2 directions; every word scored (a root is a miss); "
+                      "poss scored through a following 's. Best heads, paper numbering (from 1): "
+                      + ", ".join(f"{r} {h}" for r, h in CLARK_BEST_HEADS.items()) + ". Relation names are "
+                      "Stanford Dependencies'; UD stand-in relations are renamed to them before comparing.")
+CLARK_SYNTAX = Reference(
+    key="clark-syntax-best-head", study="clark", measure="best head accuracy per relation",
+    label="Clark et al. 2019, Table 1", model="bert-base-uncased",
+    corpus="WSJ Penn Treebank dev, Stanford Dependencies", unit="share of dependents whose predicted head is the gold head",
+    protocol="clark", source=_CLARK_TABLE1, values={r: row[1] / 100 for r, row in _CLARK_TABLE1_ROWS.items()},
+    tolerance=0.05, note=_CLARK_SYNTAX_NOTE + " Tolerance 0.05: a relation with a few hundred dependents has a "
+    "sampling spread of about ±0.03, and the stand-in treebank differs in genre and annotation.",
+)
+CLARK_BASELINE = Reference(
+    key="clark-syntax-baseline", study="clark", measure="fixed-offset baseline per relation",
+    label="Clark et al. 2019, Table 1", model="bert-base-uncased",
+    corpus="WSJ Penn Treebank dev, Stanford Dependencies", unit="share of dependents whose head is at the best offset in -3..+2",
+    protocol="clark", source=_CLARK_TABLE1, values={r: row[5] / 100 for r, row in _CLARK_TABLE1_ROWS.items()},
+    tolerance=0.05, note="Best offsets: " + ", ".join(f"{r} {row[4]:+d}" for r, row in _CLARK_TABLE1_ROWS.items())
+    + ". The baseline needs no model: it measures how alike the two treebanks are.",
+)
+register(CLARK_CLS, CLARK_SEP, CLARK_PUNCT, CLARK_SYNTAX, CLARK_BASELINE)
+
 
 # =========================================================================================================
 # Kovaleva et al. (2019) — Revealing the Dark Secrets of BERT
 # =========================================================================================================
+
+# The paper gives no per-layer numbers for the change (Figure 5 is a heatmap per task), only the claim, so it is
+# encoded as a claim: 1 when the two layers with the lowest mean cosine between the pretrained and the fine-tuned
+# model's maps are the last two (core.heads.last_layers_change_most), 0 otherwise.
+KOVALEVA_LAST_TWO = Reference(
+    key="kovaleva-last-two-layers", study="kovaleva", measure="the last two layers change most after fine-tuning",
+    label="Kovaleva et al. 2019, Fig. 5", model="bert-base-uncased",
+    corpus="GLUE dev sets (MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI)",
+    unit="claim (1 = holds: the two lowest per-layer mean cosines are the last two layers)", protocol="bertlens",
+    source="Kovaleva et al. 2019, section 4.3 and Figure 5 (cosine of flattened per-head maps, pretrained vs "
+           "fine-tuned, averaged over the dev set); /work/shared/references/003: 'fine-tuning has the largest "
+           "impact on the final 2 layers'",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="A qualitative claim, not a number; per-layer change (1 - mean cosine) is reported beside it.",
+)
+register(KOVALEVA_LAST_TWO)
 
 
 # =========================================================================================================
@@ -205,3 +320,29 @@ def all_references() -> list[Reference]:
 # =========================================================================================================
 # bertviz on MRPC (reference 004)
 # =========================================================================================================
+
+# Reference 004 looks at bert-base-uncased (its code: BertModel.from_pretrained('bert-base-uncased')) with
+# bertviz's model view on two MRPC pairs and the "Sentence A -> Sentence B" filter (jessevig/bertviz
+# model_view.py: attention[:, :, :sentence_b_start, sentence_b_start:], raw weights; layers and heads labelled
+# from 0). It states no numbers; its two checkable statements are encoded as claims (1 = holds).
+_BERTVIZ_SOURCE = "/work/shared/references/004 (Biweekly Report 3, 'Visualizing BERT attention', J. Watts)"
+BERTVIZ_TWIN = Reference(
+    key="bertviz-mrpc-twin", study="bertviz-mrpc",
+    measure="equivalent pairs: more A→B attention to the same word than non-equivalent pairs",
+    label="bertviz on MRPC (report 004)", model="bert-base-uncased", corpus="MRPC (two pairs viewed)",
+    unit="claim (1 = holds: mean over all heads of A→B same-piece attention is higher on equivalent pairs)",
+    protocol="bertlens", source=_BERTVIZ_SOURCE + ": 'Since these sentences are semantically equivalent, there "
+    "are more these connections [between words with equivalent meaning] in this visualization than the previous one'",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="Measured over many pairs instead of two; 'the same word' is the same word piece.",
+)
+BERTVIZ_DEEPER = Reference(
+    key="bertviz-mrpc-deeper", study="bertviz-mrpc", measure="A→B attention grows with the layer",
+    label="bertviz on MRPC (report 004)", model="bert-base-uncased", corpus="MRPC (two pairs viewed)",
+    unit="claim (1 = holds: Spearman correlation of layer and mean A→B attention mass is positive)",
+    protocol="bertlens", source=_BERTVIZ_SOURCE + ": 'the attention layers show stronger connections as the "
+    "layer number increases' (Sentence A -> Sentence B view)",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="A→B mass includes the final [SEP], which bertviz's A→B slice contains.",
+)
+register(BERTVIZ_TWIN, BERTVIZ_DEEPER)

@@ -136,11 +136,23 @@ def model_view_grid(attentions: np.ndarray, pixels: int = 44) -> alt.LayerChart:
 PATTERN_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#54a24b", "#bab0ac"]  # in core.heads.PATTERNS order
 
 
-def grid_frame(values: np.ndarray, name: str) -> pd.DataFrame:
-    """[layers, heads] values -> one row per head: layer, head, `name`."""
+def grid_frame(values: np.ndarray, name: str, first: int = 0) -> pd.DataFrame:
+    """[layers, heads] values -> one row per head: layer, head, `name`; layers and heads numbered from `first`
+    (1 under the Clark protocol, as in the paper)."""
     layers, heads = values.shape
-    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads), "head": np.tile(np.arange(heads), layers),
-                         name: values.ravel()})
+    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads) + first,
+                         "head": np.tile(np.arange(heads), layers) + first, name: values.ravel()})
+
+
+def _first(protocol: str) -> int:
+    return 1 if protocol == "clark" else 0
+
+
+def protocol_title(title: str, protocol: str) -> str:
+    """A chart title that says which protocol it shows."""
+    from core.protocols import PROTOCOLS
+
+    return f"{title} [{PROTOCOLS[protocol].paper.split(',')[0]} protocol]"
 
 
 def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis", diverging: bool = False,
@@ -182,17 +194,52 @@ def examples_chart(examples) -> alt.HConcatChart:
 
 
 def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
-    """The layer x head grid of one head statistic of a core.heads.HeadSurvey, and its frame."""
-    frame = grid_frame(survey.stat(name), name)
+    """The layer x head grid of one head statistic of a core.heads.HeadSurvey, and its frame (layers and heads
+    from 1 under the Clark protocol)."""
+    frame = grid_frame(survey.stat(name), name, _first(survey.protocol))
     scheme = "viridis" if name != "entropy" else "magma"
-    return grid_chart(frame, name, title, scheme=scheme), frame
+    return grid_chart(frame, name, protocol_title(title, survey.protocol), scheme=scheme), frame
+
+
+# Clark et al.'s Figure 2 lines, by statistic name.
+LAYER_REFERENCES = {"cls": "clark-cls", "sep": "clark-sep", "punct": "clark-punct"}
+
+
+def layer_means_frame(survey, name: str) -> pd.DataFrame:
+    """Mean over heads per layer (layer k = transformer layer k, from 1 as in Clark's Figure 2): rows layer, value,
+    series; with Clark's published line beside it for [CLS], [SEP] and punctuation, labelled by
+    core.references.overlay_label (same model and protocol, or shape only)."""
+    from core import references
+
+    means = survey.layer_means(name)
+    frame = pd.DataFrame({"layer": np.arange(1, len(means) + 1), "value": means,
+                          "series": f"measured: {survey.model.rstrip('/').split('/')[-1]}"})
+    key = LAYER_REFERENCES.get(name)
+    if key is None:
+        return frame
+    ref = references.get(key)
+    paper = pd.DataFrame({"layer": list(ref.values), "value": list(ref.values.values()),
+                          "series": references.overlay_label(ref, survey.model, survey.protocol)})
+    return pd.concat([frame, paper], ignore_index=True)
+
+
+def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = layer_means_frame(survey, name)
+    chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
+        x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("value:Q", title="mean over heads"),
+        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", labelLimit=600, title=None)),
+        strokeDash=alt.StrokeDash("series:N", legend=None),
+        tooltip=["series", "layer", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=420, height=220)
+    return chart, frame
 
 
 def pattern_frame(survey) -> pd.DataFrame:
     """Per head: layer, head, type_index, pattern (its dominant type) and the share of inputs on which it won."""
     from core.heads import PATTERNS
 
-    frame = grid_frame(survey.dominant_pattern, "type_index")
+    frame = grid_frame(survey.dominant_pattern, "type_index", _first(survey.protocol))
     frame["pattern"] = [PATTERNS[k] for k in frame["type_index"]]
     frame["share of inputs"] = survey.pattern_counts.max(axis=-1).ravel() / max(survey.n_examples, 1)
     return frame
@@ -255,9 +302,11 @@ def syntax_frame(table: pd.DataFrame, min_count: int = 20) -> tuple[pd.DataFrame
     return shown, long
 
 
-def syntax_chart(table: pd.DataFrame) -> alt.Chart:
+def syntax_chart(table: pd.DataFrame, protocol: str = "bertlens") -> alt.Chart:
     shown, long = syntax_frame(table)
-    return alt.Chart(long, title="Most-attended other word = gold head").mark_bar().encode(
+    title = "Predicted head = gold head" + (" (better of both directions)" if protocol == "clark" else
+                                            " (most-attended other word)")
+    return alt.Chart(long, title=protocol_title(title, protocol)).mark_bar().encode(
         y=alt.Y("relation:N", sort=list(shown["relation"]), title=None),
         yOffset="predictor:N",
         x=alt.X("share correct:Q", scale=alt.Scale(domain=[0, 1])),
@@ -269,6 +318,6 @@ def syntax_chart(table: pd.DataFrame) -> alt.Chart:
 def relation_chart(result, relation: str) -> tuple[alt.Chart, pd.DataFrame]:
     """Every head's accuracy for one relation of a core.heads.SyntaxHeads, and its frame."""
     r = result.relations.index(relation)
-    frame = grid_frame(result.accuracy[r], "accuracy")
-    chart = grid_chart(frame, "accuracy", f"{relation}: accuracy of each head (baseline {result.baseline_accuracy[r]:.2f})")
-    return chart, frame
+    frame = grid_frame(result.accuracy[r], "accuracy", _first(result.protocol))
+    title = f"{relation}: accuracy of each head (baseline {result.baseline_accuracy[r]:.2f})"
+    return grid_chart(frame, "accuracy", protocol_title(title, result.protocol)), frame

@@ -9,7 +9,12 @@ from dataclasses import replace
 import numpy as np
 
 from core import corpus as corpora
-from core.heads import PATTERNS, STAT_NAMES, STAT_TITLES
+from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
+from core.protocols import DEFAULT, describe
+
+PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
+                 "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "
+                 "roots as misses, poss rule, offsets -3..+2, layers and heads from 1). Default bertlens")
 
 
 def _progress(args):
@@ -34,6 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_heads)
@@ -68,17 +74,23 @@ def register(subparsers) -> None:
                    help=corpora.CLI_HELP + "; it must have dependency trees (ud or .conllu); default ud:dev:all")
     p.add_argument("--limit", type=int, default=None, help="the first N sentences of the corpus only")
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--subtypes", action="store_true", help="keep relation subtypes (nmod:poss) apart")
+    p.add_argument("--subtypes", action="store_true", default=None,
+                   help="keep relation subtypes (nmod:poss) apart (always under --protocol clark)")
+    p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_syntax_heads)
 
 
-def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}") -> None:
-    print(f"{name} [layer x head]")
+def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}", protocol: str = DEFAULT) -> None:
+    """Rows are layers; under the Clark protocol numbered from 1 with heads from 1, as in the paper."""
+    first = 1 if protocol == "clark" else 0
+    print(f"{name} [layer x head" + (", both from 1" if first else "") + "]")
+    if first:
+        print("\t" + "\t".join(str(h + 1) for h in range(values.shape[1])))
     for layer, row in enumerate(values):
-        print(f"L{layer}\t" + "\t".join(fmt.format(v) for v in row))
+        print(f"L{layer + first}\t" + "\t".join(fmt.format(v) for v in row))
 
 
 def run_heads(args) -> int:
@@ -87,18 +99,22 @@ def run_heads(args) -> int:
 
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     lm = load_model(args.model)
-    survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, progress=_progress(args)), corpus=args.corpus)
+    survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
+                                  progress=_progress(args)), corpus=args.corpus)
     if args.json:
         print(json.dumps(survey.to_json()))
         return 0
     print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
+    print(describe(args.protocol))
     for name in STAT_NAMES:
-        _grid(STAT_TITLES[name], survey.stat(name))
+        title = "attention to periods and commas" if name == "punct" and args.protocol == "clark" else STAT_TITLES[name]
+        _grid(title, survey.stat(name), protocol=args.protocol)
     print("pattern share: " + ", ".join(f"{p} {s:.1%}" for p, s in survey.pattern_share.items()))
     initials = {p: p[0].upper() if p != "vertical+diagonal" else "X" for p in PATTERNS}
     print("dominant pattern (V vertical, D diagonal, X vertical+diagonal, B block, H heterogeneous)")
+    first = 1 if args.protocol == "clark" else 0
     for layer, row in enumerate(survey.dominant_pattern):
-        print(f"L{layer}\t" + " ".join(initials[PATTERNS[k]] for k in row))
+        print(f"L{layer + first}\t" + " ".join(initials[PATTERNS[k]] for k in row))
     return 0
 
 
@@ -143,16 +159,19 @@ def run_syntax_heads(args) -> int:
     from core.models import load_model
     corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
     result = syntax_heads(load_model(args.model), corpora.require_trees(corpus), batch_size=args.batch_size,
-                          subtypes=args.subtypes, progress=_progress(args))
+                          subtypes=args.subtypes, protocol=args.protocol, progress=_progress(args))
     result = replace(result, treebank=args.corpus)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
     print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
-    print("relation\tcount\tbest head\taccuracy\tbaseline (offset)")
+    print(describe(args.protocol))
+    clark = args.protocol == "clark"
+    print("relation\tcount\tbest head" + (" (layer-head, from 1)\tdirection" if clark else "")
+          + "\taccuracy\tbaseline (offset)")
     for row in result.to_json()["relations"]:
-        print(f"{row['relation']}\t{row['count']}\t{row['layer']}-{row['head']}\t{row['accuracy']:.3f}\t"
-              f"{row['baseline_accuracy']:.3f} ({row['baseline_offset']:+d})")
+        print(f"{row['relation']}\t{row['count']}\t{row['label']}" + (f"\t{row['direction']}" if clark else "")
+              + f"\t{row['accuracy']:.3f}\t{row['baseline_accuracy']:.3f} ({row['baseline_offset']:+d})")
     return 0
 
 

@@ -192,3 +192,44 @@ def test_change_and_syntax(tiny_bert_dir, data_dir):
     table = at.dataframe[-1].value
     assert table["relation"].iloc[-1] == "all" and table["count"].iloc[-1] == result.counts[-1]
     assert table["accuracy"].iloc[-1] == pytest.approx(result.best_accuracy[-1])
+
+
+def test_paper_protocol_switch(minilm_dir, data_dir):
+    """The Clark switch: statistics computed with periods/commas, layers from 1, Clark's Figure 2 line beside the
+    measured one labelled shape-only (MiniLM is not his model); syntax scored his way, heads named from 1."""
+    from core.heads import SyntaxHeads
+    from core.references import SHAPE_LABEL
+
+    at = _app(str(minilm_dir))
+    at.session_state["heads.limit"] = 5
+    at.run()
+    assert not at.exception
+    at.toggle(key="heads.paper_protocol").set_value(True).run()
+    at.button(key="heads.survey.run").click().run()
+    survey = _finish(at, "survey")
+    assert survey.protocol == "clark"
+    at.selectbox(key="heads.stat").set_value("sep").run()
+    grid = _chart(at, "per head")
+    assert "Clark et al. (2019) protocol" in next(e.proto.spec for e in at.get("vega_lite_chart") if "per head" in e.proto.spec)
+    assert {r["layer"] for r in grid} == set(range(1, 7)) and {r["head"] for r in grid} == set(range(1, 13))
+    lines = _chart(at, "per layer")
+    measured = sorted((r["layer"], r["value"]) for r in lines if r["series"].startswith("measured"))
+    np.testing.assert_allclose([v for _, v in measured], survey.stat("sep").mean(axis=1), rtol=1e-6)
+    paper = [r for r in lines if not r["series"].startswith("measured")]
+    assert len(paper) == 12 and all(SHAPE_LABEL in r["series"] for r in paper)
+    assert any("Protocol: Clark et al. (2019)" in c.value for c in at.caption)
+
+    at.session_state["heads.part"] = "Syntactic heads"
+    at.session_state["heads.tb_limit"] = 10
+    at.run()
+    assert not at.exception and at.toggle(key="heads.paper_protocol").value
+    at.button(key="heads.syntax.run").click().run()
+    result: SyntaxHeads = _finish(at, "syntax")
+    assert result.protocol == "clark" and result.directional is not None
+    table = at.dataframe[-1].value
+    row = table[table["relation"] == "all"].iloc[0]
+    r = result.relations.index("all")
+    assert row["best head"] == f"{result.best_layer[r] + 1}-{result.best_head[r] + 1}"
+    from core.corpus import resolve
+
+    assert row["count"] == sum(len(s) for s in resolve("ud:dev:10").trees)  # every word scored, roots too

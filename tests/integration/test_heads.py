@@ -143,3 +143,143 @@ def test_cli_json(minilm_dir, tmp_path, capsys):
     assert rows[-1]["relation"] == "all" and rows[-1]["count"] == 4
     assert main(["heads", "--model", str(minilm_dir), "--corpus", str(tmp_path / "missing.txt"), "--quiet"]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+# ---- the Clark protocol and the three studies on real models ---------------------------------------------
+
+
+def test_clark_cli_is_one_based_and_says_its_protocol(minilm_dir, tmp_path, capsys):
+    from core.__main__ import main
+
+    treebank = tmp_path / "t.conllu"
+    treebank.write_text(CONLLU)
+    assert main(["syntax-heads", "--model", str(minilm_dir), "--treebank", str(treebank), "--protocol", "clark",
+                 "--quiet", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "clark"
+    rows = {r["relation"]: r for r in out["relations"]}
+    assert rows["all"]["count"] == 5 and rows["root"]["accuracy"] == 0.0  # every word scored, the root a miss
+    assert rows["det"]["label"] == f"{rows['det']['layer'] + 1}-{rows['det']['head'] + 1}"
+    assert main(["syntax-heads", "--model", str(minilm_dir), "--treebank", str(treebank), "--protocol", "clark",
+                 "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "Protocol: Clark et al. (2019)" in text and "from 1" in text
+    assert main(["heads", "--model", str(minilm_dir), "--corpus", str(treebank), "--protocol", "clark", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "attention to periods and commas" in text and "\nL1\t" in text and "\nL0\t" not in text
+
+
+def _sep_cls_punct_by_hand(lm, pairs, max_length=128):
+    """Clark's General_Analysis loop on transformers' own attentions, one pair at a time: [3, layer] means."""
+    total = None
+    for a, b in pairs:
+        feed = lm.tokenizer(a, b, truncation=True, max_length=max_length, return_tensors="pt")
+        with torch.inference_mode():
+            att = torch.stack(lm.model(**feed, output_attentions=True).attentions)[:, 0].double().numpy()
+        tokens = lm.tokenizer.convert_ids_to_tokens(feed["input_ids"][0])
+        n = len(tokens)
+        masks = [[t == "[CLS]" for t in tokens], [t == "[SEP]" for t in tokens], [t in (".", ",") for t in tokens]]
+        values = np.zeros((3, att.shape[0]))
+        for m, mask in enumerate(masks):
+            for layer in range(att.shape[0]):
+                per_head = [sum(att[layer, h, q, k] for q in range(n) for k in range(n) if mask[k]) / n
+                            for h in range(att.shape[1])]
+                values[m, layer] = sum(per_head) / len(per_head)
+        total = values if total is None else total + values
+    return total / len(pairs)
+
+
+def test_clark_study_on_minilm(minilm_dir):
+    from core import studies
+    from core.studies import clark
+
+    corpus = "ud:dev:8"
+    seen = []
+    result = clark.STUDY.run(studies.StudyOptions(model=str(minilm_dir), corpus=corpus),
+                             lambda d, t: seen.append((d, t)), None)
+    assert seen[-1] == (12, 12)  # 4 pairs, then 8 sentences
+    assert result.protocol == "clark" and result.verdict == "different model: shape only"
+    assert [c.reference.key for c in result.comparisons] == [
+        "clark-cls", "clark-sep", "clark-punct", "clark-syntax-best-head", "clark-syntax-baseline"]
+    from core import corpus as corpora
+
+    items = corpora.resolve(corpus, 0).items
+    by_hand = _sep_cls_punct_by_hand(load_model(str(minilm_dir), device="cpu"), clark.segment_pairs(items))
+    for m, name in enumerate(("attention to [CLS]", "attention to [SEP]", "attention to periods and commas")):
+        got = result.measured[name]
+        assert sorted(got) == list(range(1, 7))  # paper numbering: the first transformer layer is 1
+        np.testing.assert_allclose([got[k] for k in range(1, 7)], by_hand[m], atol=1e-5)
+    best = result.measured["best head accuracy per relation"]
+    assert "det" in best and "dobj" in best and "obj" not in best  # UD relations renamed to Stanford's
+    assert any("Stand-in data" in n for n in result.notes)
+    json.dumps(result.to_json())
+
+
+def _sharpen(folder, out, layers, scale=25.0):
+    """A copy of a model whose query weights in `layers` are scaled: their maps change, the others do not."""
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(folder)
+    with torch.no_grad():
+        for layer in layers:
+            model.encoder.layer[layer].attention.self.query.weight.mul_(scale)
+    model.save_pretrained(out, safe_serialization=True)
+    AutoTokenizer.from_pretrained(folder).save_pretrained(out)
+    return out
+
+
+def test_kovaleva_study_finds_the_changed_layers(tmp_path):
+    from core import studies
+    from core.studies import kovaleva
+    from tests.conftest import make_tiny_bert
+
+    base = make_tiny_bert(tmp_path / "base", layers=4)
+    corpus = tmp_path / "s.txt"
+    corpus.write_text("the cat sat on the mat .\na dog ran in the park .\nthe man ran to the house .\n")
+    top = _sharpen(base, tmp_path / "top", [2, 3])
+    middle = _sharpen(base, tmp_path / "middle", [1, 2])
+    options = studies.StudyOptions(model=str(base), corpus=str(corpus), extra={"finetuned": str(top)})
+    result = kovaleva.STUDY.run(options, None, None)
+    assert result.measured["last two layers change most"] == {"claim": 1.0}
+    cosine = result.measured["mean cosine per layer (pretrained vs fine-tuned)"]
+    assert cosine[1] == pytest.approx(1.0, abs=1e-6) and cosine[2] == pytest.approx(1.0, abs=1e-6)
+    assert cosine[3] < 0.999 and cosine[4] < 0.999
+    other = kovaleva.STUDY.run(studies.StudyOptions(model=str(base), corpus=str(corpus),
+                                                    extra={"finetuned": str(middle)}), None, None)
+    assert other.measured["last two layers change most"] == {"claim": 0.0}
+    with pytest.raises(ValueError, match="finetuned=RUN"):
+        kovaleva.STUDY.run(studies.StudyOptions(model=str(base), corpus=str(corpus)), None, None)
+
+
+def test_bertviz_study_on_minilm(minilm_dir):
+    from core import corpus as corpora
+    from core import studies
+    from core.studies import bertviz_mrpc
+
+    corpus = "mrpc:validation:12"
+    result = bertviz_mrpc.STUDY.run(studies.StudyOptions(model=str(minilm_dir), corpus=corpus), None, None)
+    assert {c.reference.key for c in result.comparisons} == {"bertviz-mrpc-twin", "bertviz-mrpc-deeper"}
+    lm = load_model(str(minilm_dir), device="cpu")
+    pairs, groups = bertviz_mrpc.labelled_pairs(corpora.resolve(corpus, 0))
+    # bertviz's slice by hand: A = tokens before the first token_type_id 1, B = the rest; queries = A's pieces.
+    to_b = np.zeros(6)
+    twin = {g: np.zeros(6) for g in bertviz_mrpc.GROUPS}
+    for (a, b), group in zip(pairs, groups):
+        feed = lm.tokenizer(a, b, return_tensors="pt")
+        with torch.inference_mode():
+            att = torch.stack(lm.model(**feed, output_attentions=True).attentions)[:, 0].double().numpy()
+        tokens = lm.tokenizer.convert_ids_to_tokens(feed["input_ids"][0])
+        start = feed["token_type_ids"][0].tolist().index(1)
+        queries = [q for q in range(start) if tokens[q] not in ("[CLS]", "[SEP]")]
+        for layer in range(6):
+            m = att[layer].mean(axis=0)  # the mean over heads of a linear measure is the measure of the mean
+            to_b[layer] += sum(m[q, start:].sum() for q in queries) / len(queries) / len(pairs)
+            twin[group][layer] += sum(m[q, k] for q in queries for k in range(start, len(tokens))
+                                      if tokens[k] == tokens[q] and tokens[k] != "[SEP]") / len(queries) / groups.count(group)
+    got = result.measured["A→B attention per layer"]
+    np.testing.assert_allclose([got[k] for k in range(1, 7)], to_b, atol=1e-5)
+    for group in bertviz_mrpc.GROUPS:
+        got = result.measured[f"A→same word in B per layer, {group}"]
+        np.testing.assert_allclose([got[k] for k in range(1, 7)], twin[group], atol=1e-5)
+    eq, neq = twin["equivalent"].mean(), twin["not equivalent"].mean()
+    assert result.comparisons[0].rows[0].measured == float(eq > neq)
