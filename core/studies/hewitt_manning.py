@@ -43,6 +43,9 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
     uuas = {int(layer): float(v) for layer, v in zip(result.layers, result.uuas)}
     dspr = {int(layer): float(v) for layer, v in zip(result.layers, result.dspr)}
     best = {"UUAS": float(max(uuas, key=uuas.get)), "DSpr": float(max(dspr, key=dspr.get))}
+    # Relative depth lets a model of another depth be set beside H&M's peak at layer 8 of 12.
+    depth = {name: layer / lm.num_layers for name, layer in best.items()}
+    depth["H&M, BERT-base layer 7 (BERT Lens 8 of 12)"] = (7 + HM_LAYER_OFFSET) / 12
     comparisons = tuple(
         references.compare(references.get(key), series, lm.ref, PROTOCOL)
         for key, series in (("hewitt-manning.uuas", uuas), ("hewitt-manning.dspr", dspr))
@@ -59,10 +62,11 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         "own tokenizer on the treebank's words. Word vectors are word pieces averaged in both.",
         "The paper's per-layer curves are a figure without published numbers, so only layer 7 (BERT Lens 8) is "
         "compared; 'best layer' gives the measured peak to set beside it.",
-    )
+    ) + ((f"{lm.ref} has {lm.num_layers} layers, so H&M's layer (BERT Lens 8 of 12) has no counterpart here: "
+          "compare the relative depth of the best layer instead.",) if lm.num_layers < 7 + HM_LAYER_OFFSET else ())
     return StudyResult(
         study=STUDY.name, model=lm.ref, corpus=corpus_name, protocol=PROTOCOL, comparisons=comparisons,
-        measured={"UUAS": uuas, "DSpr": dspr, "best layer": best}, notes=notes,
+        measured={"UUAS": uuas, "DSpr": dspr, "best layer": best, "best layer / number of layers": depth}, notes=notes,
     )
 
 
@@ -74,8 +78,9 @@ STUDY = Study(
     stand_in="UD English EWT: a seeded sample of dev to train on, of test to score on",
     default_corpus=DEFAULT_CORPUS,
     protocol=PROTOCOL,
-    cost_cpu="MEASURED_LATER",
-    cost_gpu="MEASURED_LATER",
+    cost_cpu="about 2 min on MiniLM-L6 (measured: 124 s CPU, 400 + 200 sentences, 10 epochs, 7 layers); "
+             "bert-base-cased about 15 min (estimated)",
+    cost_gpu="about 1-2 min on bert-base-cased (estimated)",
     summary="Trains a full-rank distance probe on every layer and compares UUAS and DSpr with H&M's BERT-base "
             "layer 7 (BERT Lens layer 8): 0.798 UUAS, 0.85 DSpr on the PTB.",
     run=run,

@@ -78,8 +78,9 @@ STUDY = Study(
     stand_in="SNLI dev sentences and a fine-tuned run given as the extra option 'finetuned'",
     default_corpus=DEFAULT_CORPUS,
     protocol=PROTOCOL,
-    cost_cpu="MEASURED_LATER",
-    cost_gpu="MEASURED_LATER",
+    cost_cpu="about 50 s on MiniLM-L6 (measured: 47 s CPU, SNLI dev 500 pairs, 1,500 words); bert-base about "
+             "4 min (estimated)",
+    cost_gpu="under 1 min on bert-base (estimated)",
     summary="RSA per layer between the pre-trained model and a fine-tuned copy on a seeded random sample of "
             "words; checks the paper's finding that the top layers change most.",
     run=run,
