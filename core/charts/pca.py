@@ -83,7 +83,7 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     else:
         x_scale = y_scale = alt.Scale(zero=False)
     chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 90))
-    base = alt.Chart(frame, title=chart_title).encode(
+    base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
         tooltip=["token", "word", "sentence_name", "segment", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
@@ -92,7 +92,7 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     layers = [points]
     if show_labels:
         layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
-    return alt.layer(*layers).properties(width="container", height=460), frame
+    return alt.layer(*layers).properties(width="container", height=460, title=chart_title), frame
 
 
 def variance_frame(projection: LayerProjection, layer: int) -> pd.DataFrame:

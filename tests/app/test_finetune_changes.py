@@ -94,9 +94,13 @@ def test_probe_pretrained_finetuned_and_control(models, data_dir):
     assert all(p.cached for p in direct.probes)
     shown = table[table["kind"] == "pretrained"].sort_values("layer")
     assert np.allclose(shown["UUAS"], direct.uuas) and np.allclose(shown["DSpr"], direct.dspr)
-    # the H&M marker is on the UUAS chart, labelled with its source
+    # the H&M marker is off by default for a model that is not theirs; switched on, it is a landmark at BERT Lens
+    # layer 8 (their 'layer 7') labelled "compare the shape", not a target
+    assert not [r for r in _chart_rows(at, 0) if r.get("label")]
+    at.toggle(key="changes.reference").set_value(True).run()
     marker = [r for r in _chart_rows(at, 0) if "label" in r and r["label"]]
-    assert marker and "Hewitt & Manning" in marker[0]["label"] and marker[0]["layer"] == 7
+    assert marker and "Hewitt & Manning" in marker[0]["label"] and marker[0]["layer"] == 8
+    assert marker[0]["kind"] == "shape" and "compare the shape" in marker[0]["label"]
     # one sentence drawn: gold and probe arcs over the same words
     arcs = _chart_rows(at, 2)
     trees = {r["tree"] for r in arcs if "tree" in r and r["tree"]}
