@@ -79,6 +79,7 @@ def test_compare_cli_json(tmp_path):
     assert result["layers"] == [0, 1, 2]
     assert np.allclose(result["rsa"], 1.0, atol=1e-5) and np.allclose(result["cka"], 1.0, atol=1e-5)
     assert result["n_words"] == 7 + 6 + 6
+    assert result["protocol"] == "bertlens" and result["seed"] == 0
 
 
 def test_seeded_merchant_rsa_equals_an_independent_numpy_rsa(tmp_path):
