@@ -18,9 +18,9 @@ DEFAULT_WORDS = 1500
 FINETUNED_KEY = "finetuned"
 MISSING_FINETUNED = (
     "The merchant study compares a pre-trained model with a fine-tuned copy of it, and none was given: pass the "
-    f"fine-tuned run or model as the extra option '{FINETUNED_KEY}' (for example {FINETUNED_KEY}=my-snli-run, a "
-    "finished run under models_cache/runs or a model folder), and the pre-trained model it started from as the "
-    "model."
+    f"fine-tuned run or model as the extra option '{FINETUNED_KEY}' and the pre-trained model it started from as "
+    f"the model, e.g. `python -m core reproduce merchant --model bert-base-uncased --set {FINETUNED_KEY}=my-snli-run` "
+    "(a finished run under models_cache/runs, or a model folder)."
 )
 
 
