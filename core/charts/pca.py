@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.projection import LayerProjection
+from core.projection import METHOD_LABELS, LayerProjection
 from core.protocols import describe
 
 OTHER = "other words"
@@ -110,7 +110,7 @@ def variance_frame(projection: LayerProjection, layer: int) -> pd.DataFrame:
 
 def fit_caption(projection: LayerProjection) -> str:
     """Which fit and protocol a chart shows, in one line."""
-    return f"Fit: {projection.method_label}. {describe(projection.protocol)}"
+    return f"Fit: {METHOD_LABELS[projection.method]}. {describe(projection.protocol)}"
 
 
 def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:

@@ -219,7 +219,7 @@ def test_pca_points_and_variance_frames():
         layers=np.arange(2), labels=("s0·0·[CLS]", "s0·1·bank", "s1·1·Bank"), tokens=("[CLS]", "bank", "bank"),
         word=("", "bank", "Bank"), sentence=np.array([0, 0, 1]), position=np.array([0, 1, 1]), segment=np.array([0, 0, 0]),
         is_special=np.array([True, False, False]), is_punct=np.zeros(3, bool), coords=coords, method="per-layer",
-        explained_variance_ratio=np.array([[0.5, 0.2], [0.6, 0.1]]),
+        explained_variance_ratio=np.array([[0.5, 0.2], [0.6, 0.1]]), protocol="visbert",
     )
     names = pca.sentence_names([("the bank", None), ("a" * 50, "b")])
     assert names[0] == "0: the bank" and names[1].endswith("…") and len(names[1]) == len("1: ") + 41
@@ -228,6 +228,7 @@ def test_pca_points_and_variance_frames():
     assert frame["highlight"].tolist() == [pca.OTHER, "bank", "bank"]  # any case
     assert frame["sentence_name"].tolist() == [names[0], names[0], names[1]]
     assert len(chart.layer) == 2
+    assert "VisBERT" in " ".join(chart.to_dict()["title"]["subtitle"])  # the chart says which fit and protocol
     variance = pca.variance_frame(projection, 1)
     assert variance["share"].tolist() == [0.5, 0.2, 0.6, 0.1] and variance["current"].tolist() == [False, False, True, True]
 
