@@ -31,6 +31,9 @@ from core.charts.finetune import (
 from core.datasets import DataUnavailable
 from core.models import LoadedModel, ModelUnavailable, available_models
 from core.probe import ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
+from core.protocols import DEFAULT as DEFAULT_PROTOCOL
+from core.protocols import describe
+from core.references import same_model, get as get_reference
 from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
 from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
 
@@ -106,10 +109,18 @@ def similarity_part(base: str, compared: list[str]) -> None:
     )
     st.session_state.setdefault(P + "limit", 200)
     corpus = corpus_picker(P, label="Sentences", default_n=200)
-    row = st.columns(2)
+    row = st.columns(4)
     limit = int(row[0].number_input("Sentences read", 10, 5000, step=50, key=P + "limit"))
     max_words = int(row[1].number_input("Words compared", 100, 6000, value=DEFAULT_MAX_WORDS, step=100, key=P + "max_words",
-                                        help="Memory grows with the square of this number."))
+                                        help="A seeded random sample of the words read. Memory grows with the square of this number."))
+    seed = int(row[2].number_input("Sample seed", 0, 10**6, value=0, key=P + "sample_seed"))
+    paper = row[3].toggle("Paper protocol (Merchant)", key=P + "similarity_protocol",
+                          help="Words drawn uniformly from all sentences read (Merchant et al. 2020); off: whole "
+                          "sentences in a seeded random order.")
+    protocol = "merchant" if paper else DEFAULT_PROTOCOL
+    st.caption(describe(protocol) if paper else
+               "Protocol: BERT Lens. Whole sentences in a seeded random order until the word budget is reached; "
+               "RSA and CKA as described above.")
     if corpus is None:
         return
     corpus = corpus.head(limit)
@@ -118,14 +129,15 @@ def similarity_part(base: str, compared: list[str]) -> None:
     if not compared:
         st.info("Pick at least one model B above to compare with A.")
         return
-    params = (base, tuple(compared), corpus.digest, max_words)
+    params = (base, tuple(compared), corpus.digest, max_words, seed, protocol)
 
     def make_work():
         models = [cached_model(ref) for ref in (base, *compared)]
 
         def work(progress, should_stop):
             stage = f"Encoding sentences with {len(models)} models:"
-            return compare_many(models[0], models[1:], sentences, max_words=max_words, should_stop=should_stop,
+            return compare_many(models[0], models[1:], sentences, max_words=max_words, seed=seed, protocol=protocol,
+                                should_stop=should_stop,
                                 progress=lambda done, total: progress(done, total, stage))
 
         return work
@@ -136,9 +148,10 @@ def similarity_part(base: str, compared: list[str]) -> None:
         return
     first = results[0]
     skipped = f"; {first.n_skipped} sentences skipped (the tokenizers split them differently)" if first.n_skipped else ""
-    st.caption(f"Measured on {first.n_words} words from {first.n_sentences} sentences{skipped}.")
+    st.caption(f"Measured on {first.n_words} words from {first.n_sentences} sentences{skipped}; protocol "
+               f"{first.protocol}, seed {first.seed}.")
     frame = similarity_frame(results)
-    chart = similarity_chart(frame, first.model_a)
+    chart = similarity_chart(frame, first.model_a, first.protocol)
     st.altair_chart(chart, width="stretch")
     export_buttons(chart, frame, "similarity-per-layer", key=P + "export.lines")
 
@@ -162,6 +175,11 @@ def probe_part(base: str, compared: list[str]) -> None:
         "edges recovered by the minimum spanning tree of the predicted distances (punctuation left out). DSpr: "
         "Spearman correlation of predicted and gold distances, averaged over sentences of 5 to 50 words."
     )
+    paper = st.toggle("Paper protocol (Hewitt & Manning)", key=P + "protocol",
+                      help="Full-rank probe (rank = the model's hidden size), early stop after 5 epochs without gain, "
+                      "and H&M's punctuation list (PTB tags) in UUAS. Off: BERT Lens's settings below.")
+    protocol = "hewitt-manning" if paper else DEFAULT_PROTOCOL
+    st.caption(describe(protocol))
     st.session_state.setdefault(P + "treebank", "ewt")
     st.session_state.setdefault(P + "max_train", 1000)
     st.session_state.setdefault(P + "max_eval", 400)
@@ -172,8 +190,10 @@ def probe_part(base: str, compared: list[str]) -> None:
     row = st.columns(5)
     max_train = int(row[0].number_input("Training sentences", 20, 20000, step=100, key=P + "max_train"))
     max_eval = int(row[1].number_input("Evaluation sentences", 10, 20000, step=100, key=P + "max_eval"))
-    rank = int(row[2].number_input("Probe rank k", 1, 1024, step=16, key=P + "rank"))
-    epochs = int(row[3].number_input("Epochs", 1, 100, key=P + "epochs"))
+    rank = int(row[2].number_input("Probe rank k", 1, 1024, step=16, key=P + "rank", disabled=paper,
+                                   help="With the paper protocol: the model's hidden size (full rank)."))
+    epochs = int(row[3].number_input("Epochs", 1, 100, key=P + "epochs",
+                                     help="With the paper protocol, at most this many (H&M: 40), stopping early."))
     control = row[4].toggle("Random-init control", key=P + "control", help="The same architecture with random weights: what a probe finds without learned syntax.")
     try:
         if treebank == "ewt":
@@ -201,11 +221,13 @@ def probe_part(base: str, compared: list[str]) -> None:
     if not layers:
         st.info("Pick at least one layer.")
         return
-    settings = ProbeSettings(rank=rank, epochs=epochs)
     entries = [(base, "pretrained", False)] + [(ref, "fine-tuned", False) for ref in compared]
     if control:
         entries.append((base, CONTROL, True))
-    params = (tuple(entries), data.digest, tuple(sorted(layers)), settings)
+    # Full rank differs between models of different widths, so each model gets its own settings.
+    settings_of = {ref: (ProbeSettings.for_protocol(protocol, m.hidden_size, epochs=epochs) if paper
+                         else ProbeSettings(rank=rank, epochs=epochs)) for ref, m in zip([base, *compared], models)}
+    params = (tuple(entries), data.digest, tuple(sorted(layers)), tuple(settings_of.items()))
 
     def make_work():
         loaded = [cached_control(ref) if is_control else cached_model(ref) for ref, _, is_control in entries]
@@ -215,7 +237,7 @@ def probe_part(base: str, compared: list[str]) -> None:
             for k, (lm, (_, kind, _)) in enumerate(zip(loaded, entries)):
                 stage = f"Model {k + 1} of {len(entries)} ({lm.ref}), sentences encoded + epochs trained:"
                 usable = [layer for layer in sorted(layers) if layer <= lm.num_layers]
-                result = probe_layers(lm, data, usable, settings, should_stop=should_stop,
+                result = probe_layers(lm, data, usable, settings_of[entries[k][0]], should_stop=should_stop,
                                       progress=lambda done, total: progress(done, total, stage))
                 out.append((lm.ref, kind, result))
             return data, out, tuple(entries)
@@ -228,9 +250,16 @@ def probe_part(base: str, compared: list[str]) -> None:
         return
     kept_data, results, kept_entries = kept
     frame = probe_frame(results)
-    show_reference = st.toggle("Show the Hewitt & Manning reference", value=True, key=P + "reference",
-                               help="BERT-base, layer 7, probe rank 64-128, on the Penn Treebank (not UD EWT): a landmark, not a target.")
-    charts = [probe_chart(frame, metric, show_reference) for metric in ("UUAS", "DSpr")]
+    shown_protocol = results[0][2].protocol if results else protocol
+    reference = get_reference("hewitt-manning.uuas")
+    # Drawn by default only where it is a like-for-like number; elsewhere it stays a landmark to switch on.
+    st.session_state.setdefault(P + "reference", same_model(base, reference))
+    show_reference = st.toggle(
+        "Show the Hewitt & Manning reference", key=P + "reference",
+        help="bert-base-cased, BERT Lens layer 8 (their 'layer 7': they count encoder layers from 0 without the "
+        "embeddings), full-rank probe, Penn Treebank with Stanford Dependencies. Drawn as a target only for "
+        "bert-base-cased under the paper protocol; otherwise a grey landmark: compare the shape.")
+    charts = [probe_chart(frame, metric, show_reference, model=base, protocol=shown_protocol) for metric in ("UUAS", "DSpr")]
     cols = st.columns(2)
     for col, chart in zip(cols, charts):
         col.altair_chart(chart, width="stretch")
@@ -252,7 +281,7 @@ def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], 
                              index=int(np.argmax(result.uuas)) if len(result.layers) else 0)
     is_control = entries[which][2]
     lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
-    parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index])
+    parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index], result.protocol)
     chart = arcs_chart(parse, f"{ref}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
     st.altair_chart(chart, width="content")
     edges = pd.DataFrame(

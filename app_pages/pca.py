@@ -1,4 +1,7 @@
-"""Layerwise PCA (VisBERT, van Aken et al. 2019): every token's vector at every layer, drawn in 2-D."""
+"""Layerwise PCA after VisBERT (van Aken et al. 2019): every token's vector at every layer, drawn in 2-D.
+
+BERT Lens's default is a joint PCA (one plane for all layers, so moving the slider shows real motion); the
+"paper protocol" switch gives VisBERT's own: a new PCA per layer, fitted on the input itself."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from core.projection import (
 from core.charts.pca import projection_frame, scatter, sentence_names, variance_chart
 
 PLAY_SECONDS = 1.2
-METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer", "tsne": "t-SNE per layer"}
+METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer (VisBERT)", "tsne": "t-SNE per layer"}
 BACKGROUND_NAMES = {"none": "None: fit on these sentences", "builtin": "Built-in sentences (first 100)", "snli": "SNLI (100 dev pairs)"}
 COLOUR_NAMES = {"sentence": "Sentence", "segment": "Segment (A/B)", "word": "A chosen word"}
 SNLI_PAIRS = 100
@@ -84,16 +87,27 @@ if not items:
 st.session_state.setdefault("pca.method", "joint")
 st.session_state.setdefault("pca.colour", "sentence")
 st.session_state.setdefault("pca.background", "none")
+paper = st.toggle(
+    "Paper protocol (VisBERT: a new PCA per layer on your input)", key="pca.protocol",
+    help="van Aken et al. (2019) fit a new PCA for every layer on the one input shown. BERT Lens's default is one "
+    "joint PCA over all layers, so the axes stay put and layers can be compared.",
+)
+protocol = "visbert" if paper else "bertlens"
 row = st.columns(2)
 row += st.columns(2)
 method = row[0].segmented_control(
-    "Projection", list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="pca.method",
-    help="Joint: one PCA over every layer's vectors, so the axes stay the same as the slider moves (VisBERT's "
-    "choice). Per layer: the best plane for each layer, axes not comparable across layers. t-SNE keeps neighbours, "
-    "not distances.",
+    "Projection", list(METHOD_NAMES), format_func=METHOD_NAMES.get, key="pca.method", disabled=paper,
+    help="Joint (BERT Lens's default): one PCA over every layer's vectors, so the axes stay the same as the slider "
+    "moves. Per layer (VisBERT's choice): the best plane for each layer, axes not comparable across layers. "
+    "t-SNE keeps neighbours, not distances.",
 ) or "joint"
+if paper:
+    method = "per-layer"
 colour = row[1].segmented_control("Colour by", list(COLOUR_NAMES), format_func=COLOUR_NAMES.get, key="pca.colour") or "sentence"
-if method == "tsne":
+if paper:
+    background = "none"
+    row[2].caption("VisBERT fits each layer's PCA on the input itself, so no background corpus.")
+elif method == "tsne":
     background = "none"
     row[2].caption(
         "t-SNE starts from the PCA picture with a fixed seed, so the same sentences always give the same map. "
@@ -151,11 +165,12 @@ def cached_projection(
     background_key: str,
     seed: int,
     _background: np.ndarray | None,
+    protocol: str = "bertlens",
 ) -> LayerProjection:
     """One projection per (model, inputs, settings); the background array is keyed by background_key."""
     encodings = [cached_encoding(ref, a, b) for a, b in inputs]
     tokens = collect_tokens(encodings, keep_special=keep_special, keep_punct=keep_punct)
-    return layerwise_projection(tokens, method, background=_background, seed=seed)
+    return layerwise_projection(tokens, method, protocol=protocol, background=_background, seed=seed)
 
 
 def projection_for(ref: str) -> LayerProjection:
@@ -166,7 +181,7 @@ def projection_for(ref: str) -> LayerProjection:
     if background != "none":
         vectors = encode_background(ref, background, not hide_special, not hide_punct)
     key = background if vectors is not None else "none"
-    return cached_projection(ref, tuple(items), method, not hide_special, not hide_punct, key, TSNE_SEED, vectors)
+    return cached_projection(ref, tuple(items), method, not hide_special, not hide_punct, key, TSNE_SEED, vectors, protocol)
 
 
 current_model()  # shows the loading error and stops the page if the sidebar's model is unavailable

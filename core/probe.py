@@ -5,11 +5,25 @@ projected vectors matches the number of edges between them in the gold dependenc
 each sentence, sum over word pairs of |d_gold - d_B| divided by the squared sentence length, averaged over
 sentences. Word vectors are the model's hidden states with the word pieces of each treebank word averaged.
 
-Reported on held-out sentences, as H&M report them (their reporter.py):
+Reported on held-out sentences, as H&M report them (john-hewitt/structural-probes, reporter.py):
 - UUAS: the minimum spanning tree of the predicted distances vs the gold tree, undirected edges, punctuation
-  (UPOS PUNCT) left out of both trees; correct edges / gold edges over all sentences.
-- DSpr: for every word, the Spearman correlation between its row of predicted and gold distances; averaged
-  over the sentences of each length, then over lengths 5 to 50.
+  left out of both trees; correct edges / gold edges over all sentences.
+- DSpr: for every word, the Spearman correlation between its row of predicted and gold distances (punctuation
+  included); averaged over the sentences of each length, then over lengths 5 to 50.
+
+Two protocols (`core.protocols`):
+- "bertlens": punctuation is UPOS PUNCT; rank 128 by default (H&M's rank sweep levels off well below full rank).
+- "hewitt-manning": punctuation is H&M's list of PTB tags (`HM_PUNCT_XPOS`, read from the XPOS column; a
+  treebank without XPOS falls back to UPOS PUNCT), the probe is full rank (the model's hidden size, as
+  example/config/naacl19/bert-base/*.yaml: maximum_rank 768), at most 40 epochs with H&M's early stop (no gain
+  of 1e-4 in the held-back loss for 5 epochs). Their loss and metrics are the ones above, in both protocols.
+What stays different: H&M stop on the PTB dev split, BERT Lens on a held-back tenth of the training sentences;
+their extraction (scripts/convert_raw_to_bert.py) runs WordPiece without basic tokenisation and with every
+token_type_id = 1, BERT Lens feeds the treebank's words through the model's own tokenizer.
+
+Layers: H&M's "BERT-base layer k" is index k of the 12 encoder outputs their extraction stores (no embedding
+layer: LAYER_COUNT = 12, and their README says BERT-base has layers 0 through 11), i.e. BERT Lens layer k + 1.
+`HM_LAYER_OFFSET` is that shift; the published numbers live in `core.references` already shifted.
 
 A random-initialised copy of the model (same shape, same tokenizer) is the control: what a probe finds in
 vectors that carry no learned syntax. Results are cached on disk per (model, layer, treebank, settings).
@@ -24,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -34,20 +48,20 @@ from core import settings
 from core.encoding import Words, encode_stream
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.protocols import DEFAULT as DEFAULT_PROTOCOL
+from core.protocols import check as check_protocol
 from core.treebank import Sentence, tree_distances
 
 PUNCT = "PUNCT"
+# reporter.py, prims_matrix_to_edges: words with these PTB tags never enter the spanning trees.
+HM_PUNCT_XPOS = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
+HM_LAYER_OFFSET = 1
+PROTOCOLS = (DEFAULT_PROTOCOL, "hewitt-manning")
+HM_MAX_EPOCHS = 40
+HM_PATIENCE = 5
+HM_MIN_GAIN = 1e-4
 VECTOR_BUDGET_BYTES = 1 << 30
 DSPR_LENGTHS = (5, 50)
-# Hewitt & Manning (2019): BERT-base, layer 7, probe rank 64-128 (their rank sweep levels off at UUAS .799),
-# on the Penn Treebank with Stanford Dependencies, not UD EWT, so the marker is a landmark rather than a target.
-HM_REFERENCE = {
-    "model": "bert-base-uncased",
-    "layer": 7,
-    "uuas": 0.799,
-    "dspr": 0.85,
-    "source": "Hewitt & Manning 2019, BERT-base layer 7 (PTB)",
-}
 
 
 class ProbeError(ValueError):
@@ -56,18 +70,38 @@ class ProbeError(ValueError):
 
 @dataclass(frozen=True)
 class ProbeSettings:
-    """How a probe is trained. H&M: rank up to 1024 (128 suffices), Adam at 1e-3, batch 20, learning rate
-    divided by 10 when the held-back loss stops falling, best epoch kept."""
+    """How a probe is trained and scored. As H&M (regimen.py): Adam at 1e-3, batch 20, learning rate divided by 10
+    when the held-back loss stops falling, best epoch kept. patience: stop after this many epochs without a gain
+    (None: run every epoch). protocol: "bertlens" or "hewitt-manning" (which words count as punctuation in UUAS);
+    `for_protocol` gives the whole paper setting."""
 
     rank: int = 128
     epochs: int = 10
     batch_size: int = 20
     learning_rate: float = 1e-3
     seed: int = 0
+    protocol: str = DEFAULT_PROTOCOL
+    patience: int | None = None
 
     def __post_init__(self):
         if self.rank < 1 or self.epochs < 1 or self.batch_size < 1:
             raise ProbeError("rank, epochs and batch size must all be at least 1.")
+        if self.patience is not None and self.patience < 1:
+            raise ProbeError("patience must be at least 1 epoch (or None for no early stop).")
+        try:
+            check_protocol(self.protocol, PROTOCOLS)
+        except ValueError as err:
+            raise ProbeError(str(err)) from None
+
+    @staticmethod
+    def for_protocol(protocol: str, hidden_size: int, **overrides) -> "ProbeSettings":
+        """The settings of a protocol for a model of this hidden size; keyword overrides win (e.g. a smaller
+        epoch budget). hewitt-manning: full rank, 40 epochs at most, early stop after 5 without a gain."""
+        if protocol == "hewitt-manning":
+            base = ProbeSettings(rank=hidden_size, epochs=HM_MAX_EPOCHS, protocol=protocol, patience=HM_PATIENCE)
+        else:
+            base = ProbeSettings(protocol=check_protocol(protocol, PROTOCOLS))
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,10 +165,15 @@ class ProbeResult:
     def probe(self, layer: int) -> LayerProbe:
         return next(p for p in self.probes if p.layer == layer)
 
+    @property
+    def protocol(self) -> str:
+        return self.settings.protocol
+
     def to_json(self) -> dict:
         return {
             "model": self.model,
             "treebank": self.treebank,
+            "protocol": self.protocol,
             "settings": asdict(self.settings),
             "layers": self.layers.tolist(),
             "uuas": self.uuas.tolist(),
@@ -150,7 +189,7 @@ class SentenceParse:
     """A probe's tree for one sentence next to the gold tree.
 
     predicted [n, n], gold [n, n] distances; predicted_edges, gold_edges: (i, j) word index pairs, i < j,
-    punctuation left out
+    punctuation (as the protocol defines it) left out; punct [n] bool: the words left out
     """
 
     words: tuple[str, ...]
@@ -159,6 +198,7 @@ class SentenceParse:
     gold: np.ndarray
     predicted_edges: frozenset[tuple[int, int]]
     gold_edges: frozenset[tuple[int, int]]
+    punct: tuple[bool, ...] = ()
 
     @property
     def uuas(self) -> float:
@@ -166,10 +206,28 @@ class SentenceParse:
 
 
 # --- metrics (numpy) ------------------------------------------------------------------------------------------
-def spanning_tree_edges(distances: np.ndarray, upos: Sequence[str] | None = None) -> frozenset[tuple[int, int]]:
-    """Minimum spanning tree (Kruskal, ties broken by position) over the non-punctuation words -> edges (i, j), i < j."""
+def punctuation(sentence: Sentence, protocol: str = DEFAULT_PROTOCOL) -> tuple[bool, ...]:
+    """Which words of a sentence UUAS leaves out. bertlens: UPOS PUNCT. hewitt-manning: XPOS in H&M's PTB list
+    (so UD's HYPH and NFP marks stay in the tree, as they would in theirs); UPOS PUNCT when the treebank has
+    no XPOS column filled in."""
+    check_protocol(protocol, PROTOCOLS)
+    has_xpos = len(sentence.xpos) == len(sentence) and any(tag not in ("", "_") for tag in sentence.xpos)
+    if protocol == "hewitt-manning" and has_xpos:
+        return tuple(tag in HM_PUNCT_XPOS for tag in sentence.xpos)
+    return tuple(tag == PUNCT for tag in sentence.upos)
+
+
+def spanning_tree_edges(distances: np.ndarray, upos: Sequence[str] | None = None, *,
+                        punct: Sequence[bool] | None = None) -> frozenset[tuple[int, int]]:
+    """Minimum spanning tree (Kruskal, ties broken by position) over the non-punctuation words -> edges (i, j), i < j.
+    Punctuation: `punct` when given (one bool per word), else UPOS PUNCT in `upos`, else none.
+    Sorting pairs by (distance, i, j) visits them in the order of H&M's prims_matrix_to_edges (a stable sort of
+    the row-major pairs), so ties, frequent in gold trees, resolve the same way."""
     n = len(distances)
-    keep = [i for i in range(n) if upos is None or upos[i] != PUNCT]
+    if punct is not None:
+        keep = [i for i in range(n) if not punct[i]]
+    else:
+        keep = [i for i in range(n) if upos is None or upos[i] != PUNCT]
     pairs = sorted((float(distances[i, j]), i, j) for a, i in enumerate(keep) for j in keep[a + 1 :])
     parent = list(range(n))
 
@@ -190,12 +248,18 @@ def spanning_tree_edges(distances: np.ndarray, upos: Sequence[str] | None = None
     return frozenset(edges)
 
 
-def uuas(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], upos: Sequence[Sequence[str]]) -> float:
-    """Undirected unlabelled attachment score over sentences: correct edges / gold edges (punctuation out)."""
+def uuas(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], upos: Sequence[Sequence[str]] | None = None, *,
+         punct: Sequence[Sequence[bool]] | None = None) -> float:
+    """Undirected unlabelled attachment score over sentences: correct edges / gold edges (punctuation out:
+    `punct` masks per sentence when given, else UPOS PUNCT)."""
+    if punct is None and upos is None:
+        raise ValueError("uuas needs the UPOS tags or the punctuation masks of the sentences.")
     correct = total = 0
-    for p, g, tags in zip(predicted, gold, upos):
-        gold_edges = spanning_tree_edges(g, tags)
-        correct += len(spanning_tree_edges(p, tags) & gold_edges)
+    masks = punct if punct is not None else [None] * len(gold)
+    tags_per_sentence = upos if upos is not None else [None] * len(gold)
+    for p, g, tags, mask in zip(predicted, gold, tags_per_sentence, masks):
+        gold_edges = spanning_tree_edges(g, tags, punct=mask)
+        correct += len(spanning_tree_edges(p, tags, punct=mask) & gold_edges)
         total += len(gold_edges)
     return correct / total if total else float("nan")
 
@@ -233,7 +297,8 @@ def _usable(sentence: Sentence) -> bool:
 def _digest(sentences: Sequence[Sentence]) -> str:
     h = hashlib.sha256()
     for s in sentences:
-        h.update(json.dumps([s.words, s.heads, s.upos]).encode("utf-8"))
+        # XPOS decides H&M's punctuation, so two treebanks differing only there must not share cached probes.
+        h.update(json.dumps([s.words, s.heads, s.upos, s.xpos]).encode("utf-8"))
     return h.hexdigest()[:16]
 
 
@@ -373,8 +438,9 @@ def train_probe(
     should_stop: StopCheck = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fit B [k, D] on sentences (vectors [n, D], distances [n, n]). A seeded tenth of them (when there are at
-    least 20) is held back to pick the best epoch and to cut the learning rate when it stops improving.
-    Returns (B, train_loss [epochs], stop_loss [epochs])."""
+    least 20) is held back to pick the best epoch and to cut the learning rate when it stops improving; with
+    `patience`, training ends after that many epochs without a gain (H&M: a gain is a drop of more than 1e-4,
+    regimen.py). Returns (B, train_loss [epochs run], stop_loss [epochs run])."""
     import torch
 
     generator = torch.Generator().manual_seed(probe_settings.seed)
@@ -387,7 +453,8 @@ def train_probe(
         projection.uniform_(-0.05, 0.05, generator=generator)
     projection = projection.to(device).requires_grad_(True)
     optimiser = torch.optim.Adam([projection], lr=probe_settings.learning_rate)
-    best, best_loss = projection.detach().clone(), float("inf")
+    best, best_loss, best_epoch = projection.detach().clone(), float("inf"), -1
+    min_gain = HM_MIN_GAIN if probe_settings.protocol == "hewitt-manning" else 0.0
     train_losses, stop_losses = [], []
     size = probe_settings.batch_size
     for epoch in range(probe_settings.epochs):
@@ -407,14 +474,19 @@ def train_probe(
                 held = sum(float(_loss(projection, _batches(vectors, distances, stop[s : s + size], device))) * len(stop[s : s + size])
                            for s in range(0, len(stop), size)) / len(stop)
             stop_losses.append(held)
-            if held < best_loss:
-                best, best_loss = projection.detach().clone(), held
+            if held < best_loss - min_gain:
+                best, best_loss, best_epoch = projection.detach().clone(), held, epoch
             else:
                 for group in optimiser.param_groups:
                     group["lr"] *= 0.1
         else:
             best = projection.detach().clone()
             stop_losses.append(float("nan"))
+        patience = probe_settings.patience
+        if patience is not None and stop and epoch - best_epoch >= patience:
+            if progress is not None:
+                progress(probe_settings.epochs, probe_settings.epochs)
+            break
         if progress is not None:
             progress(epoch + 1, probe_settings.epochs)
     return best.cpu().numpy().astype(np.float32), np.array(train_losses), np.array(stop_losses)
@@ -427,12 +499,15 @@ def predict_distances(projection: np.ndarray, vectors: np.ndarray) -> np.ndarray
     return (diff * diff).sum(-1)
 
 
-def evaluate_probe(projection: np.ndarray, vectors: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> tuple[float, float, float]:
-    """(uuas, dspr, loss) of a probe on sentences whose word vectors [n, D] are given."""
+def evaluate_probe(projection: np.ndarray, vectors: Sequence[np.ndarray], sentences: Sequence[Sentence],
+                   protocol: str = DEFAULT_PROTOCOL) -> tuple[float, float, float]:
+    """(uuas, dspr, loss) of a probe on sentences whose word vectors [n, D] are given; the protocol decides
+    which words UUAS leaves out as punctuation."""
     predicted = [predict_distances(projection, v) for v in vectors]
     gold = [tree_distances(s.heads) for s in sentences]
     loss = float(np.mean([np.abs(p - g).sum() / len(g) ** 2 for p, g in zip(predicted, gold)]))
-    return uuas(predicted, gold, [s.upos for s in sentences]), dspr(predicted, gold), loss
+    masks = [punctuation(s, protocol) for s in sentences]
+    return uuas(predicted, gold, punct=masks), dspr(predicted, gold), loss
 
 
 # --- cache and the whole job ------------------------------------------------------------------------------------
@@ -518,7 +593,7 @@ def probe_layers(
             )
             done += probe_settings.epochs
             eval_vectors = [vectors[len(data.train) + i][k] for i in eval_keep]
-            score_uuas, score_dspr, eval_loss = evaluate_probe(projection, eval_vectors, eval_sentences)
+            score_uuas, score_dspr, eval_loss = evaluate_probe(projection, eval_vectors, eval_sentences, probe_settings.protocol)
             probe = LayerProbe(layer, score_uuas, score_dspr, eval_loss, projection, train_loss, stop_loss, len(train_keep), len(eval_keep))
             _store(_cache_key(lm, layer, data, probe_settings), probe,
                    {"model": lm.ref, "treebank": data.name, "settings": asdict(probe_settings)})
@@ -526,14 +601,15 @@ def probe_layers(
     return ProbeResult(lm.ref, data.name, probe_settings, tuple(found[layer] for layer in layers))
 
 
-def parse_sentence(lm: LoadedModel, probe: LayerProbe, sentence: Sentence) -> SentenceParse:
-    """The probe's minimum spanning tree for one sentence next to its gold tree."""
+def parse_sentence(lm: LoadedModel, probe: LayerProbe, sentence: Sentence, protocol: str = DEFAULT_PROTOCOL) -> SentenceParse:
+    """The probe's minimum spanning tree for one sentence next to its gold tree (punctuation as the protocol says)."""
     vectors = sentence_vectors(lm, [sentence], [probe.layer])[0]
     if vectors is None:
         raise ProbeError(f"{lm.ref} cannot read this sentence whole ({len(sentence)} words); pick a shorter one.")
     predicted = predict_distances(probe.projection, vectors[0])
     gold = tree_distances(sentence.heads).astype(np.float64)
+    punct = punctuation(sentence, protocol)
     return SentenceParse(
         sentence.words, sentence.upos, predicted, gold,
-        spanning_tree_edges(predicted, sentence.upos), spanning_tree_edges(gold, sentence.upos),
+        spanning_tree_edges(predicted, punct=punct), spanning_tree_edges(gold, punct=punct), punct,
     )

@@ -1,11 +1,16 @@
-"""Layerwise projection of token vectors to 2-D (VisBERT, van Aken et al. 2019): PCA or t-SNE, per layer.
+"""Layerwise projection of token vectors to 2-D, after VisBERT (van Aken et al. 2019): PCA or t-SNE, per layer.
 
 Three ways to fit:
-- "joint" (VisBERT's default): one PCA fitted on the token vectors of every layer pooled together, so all layers
-  share one mean and one pair of axes and a token's path across the layer slider is a real movement in one plane.
-- "per-layer": a PCA per layer; each layer gets the best plane for itself, but axes are not comparable across
-  layers (a flip or rotation between layers means nothing).
+- "joint" (BERT Lens's default): one PCA fitted on the token vectors of every layer pooled together, so all
+  layers share one mean and one pair of axes and a token's path across the layer slider is a real movement in
+  one plane. Not what VisBERT does; chosen because it lets layers be compared on one picture.
+- "per-layer" (VisBERT's choice): a new PCA fitted per layer; each layer gets the best plane for itself, but axes
+  are not comparable across layers (a flip or rotation between layers means nothing).
 - "tsne": scikit-learn's t-SNE per layer, seeded; keeps neighbourhoods, not distances, and has no variance to report.
+
+Protocols (`core.protocols`): "bertlens" lets the caller pick any fit (joint by default, optionally on a
+background corpus); "visbert" is VisBERT's: a new PCA per layer fitted on the one input's own tokens (no
+background, no shared axes).
 
 PCA can be fitted on a background set of vectors (e.g. SNLI sentences) and the user's tokens projected into it,
 so a few sentences are seen against the space of ordinary text instead of defining it themselves.
@@ -25,6 +30,25 @@ from core.progress import ProgressCallback, StopCheck
 
 Method = Literal["joint", "per-layer", "tsne"]
 METHODS: tuple[str, ...] = ("joint", "per-layer", "tsne")
+PROTOCOLS: tuple[str, ...] = ("bertlens", "visbert")
+METHOD_LABELS = {
+    "joint": "joint PCA over all layers (BERT Lens's choice: shared axes, layers comparable)",
+    "per-layer": "a new PCA per layer (VisBERT's choice: axes not comparable across layers)",
+    "tsne": "t-SNE per layer",
+}
+
+
+def protocol_method(protocol: str, method: str | None = None) -> str:
+    """The fit a protocol uses: visbert -> "per-layer" (any other explicit choice is refused); bertlens -> the
+    given method, "joint" by default."""
+    from core.protocols import check
+
+    check(protocol, PROTOCOLS)
+    if protocol == "visbert":
+        if method not in (None, "per-layer"):
+            raise ValueError(f"The visbert protocol fits a new PCA per layer; it cannot use the {method!r} fit.")
+        return "per-layer"
+    return method or "joint"
 
 @dataclass(frozen=True, eq=False)
 class TokenVectors:
@@ -70,6 +94,7 @@ class LayerProjection:
     tokens, sentence, position, segment, is_special, is_punct, word: per shown token, as in TokenVectors
     model                     the model's reference, when known ("" otherwise)
     background_name           the corpus spec of the background, when there is one
+    protocol                  "bertlens" or "visbert" (a new PCA per layer on the input itself)
     """
 
     coords: np.ndarray
@@ -88,6 +113,12 @@ class LayerProjection:
     word: tuple[str, ...]
     model: str = ""
     background_name: str | None = None
+    protocol: str = "bertlens"
+
+    @property
+    def method_label(self) -> str:
+        """What the fit is, in words, for chart titles and captions."""
+        return METHOD_LABELS[self.method]
 
     @property
     def labels(self) -> list[str]:
@@ -99,6 +130,7 @@ class LayerProjection:
         out = {
             "model": self.model,
             "fit": self.method,
+            "protocol": self.protocol,
             "background": self.background_name,
             "n_fit": int(self.n_fit),
             "tokens": list(self.tokens),
@@ -314,15 +346,20 @@ def project_vectors(
 
 def layerwise_projection(
     tokens: TokenVectors,
-    method: Method = "joint",
+    method: Method | None = None,
     *,
+    protocol: str = "bertlens",
     background: np.ndarray | Iterable[np.ndarray] | None = None,
     seed: int = 0,
     perplexity: float | None = None,
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
 ) -> LayerProjection:
-    """Project every layer of `tokens` to 2-D (see project_vectors) and keep each token's labels alongside."""
+    """Project every layer of `tokens` to 2-D (see project_vectors) and keep each token's labels alongside.
+    method None: the protocol's (bertlens: joint; visbert: per-layer, fitted on `tokens` only)."""
+    method = protocol_method(protocol, method)
+    if protocol == "visbert" and background is not None:
+        raise ValueError("The visbert protocol fits each layer's PCA on the input itself: leave out the background.")
     coords, ratio, joint_ratio, n_fit = project_vectors(
         tokens.vectors,
         method,
@@ -347,6 +384,7 @@ def layerwise_projection(
         is_special=tokens.is_special,
         is_punct=tokens.is_punct,
         word=tokens.word,
+        protocol=protocol,
     )
 
 

@@ -33,8 +33,13 @@ PROTOCOLS: dict[str, Protocol] = {
                  "Syntactic heads scored in both directions (the better kept), roots count as misses, offset "
                  "baseline -3..+2; punctuation means periods and commas; layers and heads numbered from 1."),
         Protocol("hewitt-manning", "Hewitt & Manning (2019), john-hewitt/structural-probes",
-                 "Distance probe of full rank on word vectors (pieces averaged), UUAS without punctuation, "
-                 "DSpr over sentences of length 5-50."),
+                 "Distance probe of full rank (the hidden size) on word vectors (pieces averaged), at most 40 "
+                 "epochs, early stop after 5 without gain; UUAS leaves out the PTB punctuation tags '' , . : `` "
+                 "-LRB- -RRB- (XPOS); DSpr averaged per sentence length, then over lengths 5-50."),
+        Protocol("merchant", "Merchant et al. (2020)",
+                 "RSA per layer between a pre-trained and a fine-tuned model on a seeded random sample of words "
+                 "(each read in its sentence): cosine similarity of every two words within each model, then the "
+                 "Pearson correlation of the two models' similarity matrices, layer l against layer l."),
         Protocol("visbert", "van Aken et al. (2019), VisBERT",
                  "A new PCA fitted per layer on the one input's token vectors."),
         Protocol("slides", "CS4650 slides (Ge & Zhu)",

@@ -296,15 +296,73 @@ register(KOVALEVA_LAST_TWO)
 # Hewitt & Manning (2019) — john-hewitt/structural-probes
 # =========================================================================================================
 
+_HM_LAYERS = (
+    "The paper's 'BERTbase7' is index 7 of the 12 encoder outputs their extraction stores "
+    "(scripts/convert_raw_to_bert.py: LAYER_COUNT = 12 from pytorch_pretrained_bert's encoded_layers, which "
+    "leave out the embedding layer; README: 'BERT-base models have layers 0 through 11'), i.e. the output of "
+    "transformer layer 8: BERT Lens layer 8."
+)
+_HM_SOURCE = (
+    "Hewitt & Manning (2019), NAACL, Table 1, row BERTBASE7 (best BERT-base layer; probe of rank 768 as "
+    "john-hewitt/structural-probes example/config/naacl19/bert-base/ptb-prd-BERTbase7.yaml, maximum_rank 768)"
+)
+_HM_NOTE = (
+    "PTB WSJ with Stanford Dependencies is not available offline; the hewitt-manning study runs on UD English "
+    "EWT, so even on bert-base-cased with this protocol the comparison is indicative. The paper's per-layer "
+    "curves (its figure of UUAS/DSpr by layer) are not included: no per-layer numbers are given in the paper's "
+    "text or in the repository."
+)
+
+register(
+    Reference(
+        key="hewitt-manning.uuas", study="hewitt-manning", measure="UUAS",
+        label="Hewitt & Manning (2019), BERT-base layer 7", model="bert-base-cased",
+        corpus="Penn Treebank WSJ test, Stanford Dependencies",
+        unit="undirected unlabelled attachment score (0-1), PTB punctuation tags left out",
+        protocol="hewitt-manning", source=_HM_SOURCE, values={8: 0.798}, tolerance=0.02,
+        layer_note=_HM_LAYERS, note=_HM_NOTE,
+    ),
+    Reference(
+        key="hewitt-manning.dspr", study="hewitt-manning", measure="DSpr",
+        label="Hewitt & Manning (2019), BERT-base layer 7", model="bert-base-cased",
+        corpus="Penn Treebank WSJ test, Stanford Dependencies",
+        unit="distance Spearman, mean over sentence lengths 5-50",
+        protocol="hewitt-manning", source=_HM_SOURCE, values={8: 0.85}, tolerance=0.02,
+        layer_note=_HM_LAYERS, note=_HM_NOTE,
+    ),
+)
+
 
 # =========================================================================================================
 # Merchant et al. (2020) — What happens to BERT embeddings during fine-tuning?
 # =========================================================================================================
 
+# The paper gives its RSA per layer only as figures, so no per-layer number is registered; its finding is.
+register(
+    Reference(
+        key="merchant.top-layers-change-most", study="merchant", measure="top layers change most",
+        label="Merchant et al. (2020): fine-tuning primarily affects the top layers",
+        model="BERT-base and its copies fine-tuned on MNLI, SQuAD and dependency parsing",
+        corpus="each task's own data",
+        unit="1 = yes: the least similar layer (lowest RSA to the pre-trained model) is in the top third and the "
+             "top third's mean RSA is below the bottom third's; 0 = no",
+        protocol="merchant",
+        source="Merchant, Rahimtoroghi, Pavlick & Tenney (2020), BlackboxNLP, abstract: 'fine-tuning primarily "
+               "affects the top layers of BERT, but with noteworthy variation across tasks. In particular, "
+               "dependency parsing reconfigures most of the model'",
+        values={"top layers change most": 1.0}, tolerance=0.0,
+        note="A qualitative finding encoded as yes/no, not a number read off a figure; it does not hold for their "
+             "dependency-parsing model. Never 'same model': the fine-tuned copies differ from any run here.",
+    ),
+)
+
 
 # =========================================================================================================
 # van Aken et al. (2019) — VisBERT
 # =========================================================================================================
+
+# No reference: VisBERT shows per-layer PCA pictures and reports no per-layer numbers (explained variance or
+# otherwise), so the visbert study reports what it measures and says so.
 
 
 # =========================================================================================================

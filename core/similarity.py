@@ -12,6 +12,14 @@ Both reduce to one dot product between normalised "signatures" of a layer (a fla
 matrix), so every layer of A against every layer of B is one matrix product. The signatures cost
 O(words^2) memory per layer, hence the `max_words` cap.
 
+Which words, under `protocol` (both seeded by `seed`, so a run is repeatable and the sample is not the corpus's
+first lines):
+- "bertlens": whole sentences in a seeded random order until `max_words` words are gathered (every word of a
+  chosen sentence is kept, so the words read as sentences).
+- "merchant": `max_words` words drawn uniformly at random from all words of the corpus, each read in its own
+  sentence: RSA's stimuli are a random sample of words, as in Merchant et al. (2020).
+Only sentences that both tokenizers split into the same words (and that fit the models) are eligible.
+
     from core.similarity import compare_models
     result = compare_models(load_model("all-MiniLM-L6-v2"), load_model("my-snli-run"), sentences)
     result.rsa            # [layers] A's layer l vs B's layer l
@@ -28,8 +36,11 @@ import numpy as np
 from core.encoding import encode_stream, tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.protocols import DEFAULT as DEFAULT_PROTOCOL
+from core.protocols import check as check_protocol
 
 DEFAULT_MAX_WORDS = 1500
+PROTOCOLS = (DEFAULT_PROTOCOL, "merchant")
 
 
 class SimilarityError(ValueError):
@@ -66,6 +77,7 @@ class Similarity:
     layers      [min(La, Lb)+1] layer numbers of rsa and cka
     n_words, n_sentences: what the measures were computed on; n_skipped: sentences left out because the two
     tokenizers split them into different words (or they were longer than a model reads)
+    protocol, seed: how the words were sampled (see the module docstring)
     """
 
     model_a: str
@@ -75,6 +87,8 @@ class Similarity:
     n_words: int
     n_sentences: int
     n_skipped: int = 0
+    protocol: str = DEFAULT_PROTOCOL
+    seed: int = 0
 
     @property
     def layers(self) -> np.ndarray:
@@ -102,6 +116,8 @@ class Similarity:
             "n_words": self.n_words,
             "n_sentences": self.n_sentences,
             "n_skipped": self.n_skipped,
+            "protocol": self.protocol,
+            "seed": self.seed,
         }
 
 
@@ -183,13 +199,15 @@ def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     return tokenized.words, tokenized.n_tokens_full <= lm.max_length
 
 
-def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int = DEFAULT_MAX_WORDS) -> tuple[list[str], int]:
+def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None = DEFAULT_MAX_WORDS
+                     ) -> tuple[list[str], int]:
     """Sentences, in order, that every model splits into the same words and reads whole, until `max_words`
-    words are gathered. Returns (sentences, how many were skipped for a tokenizer mismatch or length)."""
+    words are gathered (None: all of them). Returns (sentences, how many were skipped for a tokenizer mismatch
+    or length)."""
     chosen: list[str] = []
     skipped = total = 0
     for text in sentences:
-        if total >= max_words:
+        if max_words is not None and total >= max_words:
             break
         if not text.strip():
             continue
@@ -202,21 +220,53 @@ def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], ma
     return chosen, skipped
 
 
+def sample_words(word_counts: Sequence[int], max_words: int, seed: int = 0, protocol: str = DEFAULT_PROTOCOL
+                 ) -> list[np.ndarray]:
+    """Which words to compare: per sentence, the sorted indices of its kept words (empty: sentence not read).
+
+    bertlens: sentences in a seeded random order, all their words, until `max_words` are gathered.
+    merchant: `max_words` of all the words, drawn uniformly without replacement (all of them when fewer)."""
+    check_protocol(protocol, PROTOCOLS)
+    rng = np.random.default_rng(seed)
+    counts = np.asarray(word_counts, dtype=np.int64)
+    keep = [np.empty(0, dtype=np.int64) for _ in counts]
+    if protocol == "merchant":
+        total = int(counts.sum())
+        picked = np.sort(rng.choice(total, size=min(max_words, total), replace=False))
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        sentence = np.searchsorted(starts, picked, side="right") - 1
+        for i in np.unique(sentence):
+            keep[i] = picked[sentence == i] - starts[i]
+        return keep
+    gathered = 0
+    for i in rng.permutation(len(counts)):
+        if gathered >= max_words:
+            break
+        keep[i] = np.arange(counts[i])
+        gathered += int(counts[i])
+    return keep
+
+
 def word_vectors(
     lm: LoadedModel,
     sentences: Sequence[str],
     *,
+    keep: Sequence[np.ndarray] | None = None,
     batch_size: int = 32,
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
 ) -> WordVectors:
     """Each word's vector at every layer (pieces averaged, special tokens out), sentence by sentence in order.
-    Streams the forward passes: only the word vectors are kept."""
+    keep: per sentence, the indices of the words to keep (all when None). Streams the forward passes: only the
+    kept word vectors are held."""
     per_sentence: list[np.ndarray | None] = [None] * len(sentences)
     words: list[tuple[str, ...] | None] = [None] * len(sentences)
     for i, enc in encode_stream(lm, list(sentences), batch_size=batch_size, attentions=False, progress=progress, should_stop=should_stop):
-        per_sentence[i] = enc.word_vectors()
-        words[i] = enc.words
+        vectors, kept_words = enc.word_vectors(), enc.words
+        if keep is not None:
+            vectors, kept_words = vectors[:, keep[i]], tuple(kept_words[k] for k in keep[i])
+        per_sentence[i] = vectors
+        words[i] = kept_words
     vectors = np.concatenate(per_sentence, axis=1)
     sentence = np.concatenate([np.full(v.shape[1], i) for i, v in enumerate(per_sentence)])
     return WordVectors(vectors, sentence, tuple(w for ws in words for w in ws), tuple(sentences))
@@ -228,12 +278,15 @@ def compare_models(
     sentences: Sequence[str],
     *,
     max_words: int = DEFAULT_MAX_WORDS,
+    seed: int = 0,
+    protocol: str = DEFAULT_PROTOCOL,
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
 ) -> Similarity:
-    """RSA and CKA of model A vs model B, every layer against every layer, on the words of `sentences`
-    (taken in order until `max_words` words). progress(done, total) counts sentences over both models."""
-    return compare_many(a, [b], sentences, max_words=max_words, progress=progress, should_stop=should_stop)[0]
+    """RSA and CKA of model A vs model B, every layer against every layer, on a seeded sample of `max_words`
+    words of `sentences` (see `sample_words`). progress(done, total) counts sentences over both models."""
+    return compare_many(a, [b], sentences, max_words=max_words, seed=seed, protocol=protocol, progress=progress,
+                        should_stop=should_stop)[0]
 
 
 def compare_many(
@@ -242,12 +295,19 @@ def compare_many(
     sentences: Sequence[str],
     *,
     max_words: int = DEFAULT_MAX_WORDS,
+    seed: int = 0,
+    protocol: str = DEFAULT_PROTOCOL,
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
 ) -> list[Similarity]:
     """One base model against several (e.g. fine-tuned runs): the base is encoded once, and every comparison
-    uses the same words (sentences all models split alike)."""
-    chosen, skipped = shared_sentences([base, *others], sentences, max_words)
+    uses the same seeded sample of words (from sentences all models split alike)."""
+    check_protocol(protocol, PROTOCOLS)
+    eligible, skipped = shared_sentences([base, *others], sentences, None)
+    counts = [len(sentence_words(base, text)[0]) for text in eligible]
+    keep_all = sample_words(counts, max_words, seed, protocol)
+    chosen = [text for text, k in zip(eligible, keep_all) if len(k)]
+    keep = [k for k in keep_all if len(k)]
     if len(chosen) < 2:
         raise SimilarityError(
             f"Only {len(chosen)} of {len(sentences)} sentences can be compared (the models split the others into "
@@ -260,16 +320,16 @@ def compare_many(
             return None
         return lambda done, _n: progress(k * len(chosen) + done, total)
 
-    base_vectors = word_vectors(base, chosen, progress=stage(0), should_stop=should_stop)
+    base_vectors = word_vectors(base, chosen, keep=keep, progress=stage(0), should_stop=should_stop)
     base_rsa, base_cka = layer_signatures(base_vectors.vectors, should_stop)
     results = []
     for k, other in enumerate(others, start=1):
-        vectors = word_vectors(other, chosen, progress=stage(k), should_stop=should_stop)
+        vectors = word_vectors(other, chosen, keep=keep, progress=stage(k), should_stop=should_stop)
         if vectors.words != base_vectors.words:
             raise SimilarityError(f"{other.ref} split the sentences into other words than {base.ref}.")
         rsa_o, cka_o = layer_signatures(vectors.vectors, should_stop)
         results.append(
             Similarity(base.ref, other.ref, cross_layer(base_rsa, rsa_o), cross_layer(base_cka, cka_o),
-                       base_vectors.n_words, len(chosen), skipped)
+                       base_vectors.n_words, len(chosen), skipped, protocol, seed)
         )
     return results

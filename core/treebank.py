@@ -31,6 +31,8 @@ class Sentence:
 
     words, upos, deprels: [n] strings; heads: [n] ints, 1-based index of each word's head, 0 for the root.
     sent_id and text come from the `# sent_id =` / `# text =` comments ("" when absent).
+    xpos: [n] language-specific tags (the 5th column; Penn Treebank tags in UD EWT), () when built without them;
+    Hewitt & Manning's punctuation rule is written in these tags.
     """
 
     words: tuple[str, ...]
@@ -39,6 +41,7 @@ class Sentence:
     upos: tuple[str, ...]
     sent_id: str = ""
     text: str = ""
+    xpos: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -54,6 +57,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
     heads: list[int] = []
     deprels: list[str] = []
     upos: list[str] = []
+    xpos: list[str] = []
     sent_id = text = ""
     count = 0
 
@@ -67,7 +71,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
                     f"{source}: sentence {sent_id or count + 1!s}: word {position} has head {head}, "
                     f"outside 0..{n}; check the HEAD column (7th) of that sentence"
                 )
-        return Sentence(tuple(words), tuple(heads), tuple(deprels), tuple(upos), sent_id, text)
+        return Sentence(tuple(words), tuple(heads), tuple(deprels), tuple(upos), sent_id, text, tuple(xpos))
 
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r\n")
@@ -78,7 +82,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
                 count += 1
                 if limit is not None and count >= limit:
                     return
-            words, heads, deprels, upos = [], [], [], []
+            words, heads, deprels, upos, xpos = [], [], [], [], []
             sent_id = text = ""
             continue
         if line.startswith("#"):
@@ -111,6 +115,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
             )
         words.append(columns[1])
         upos.append(columns[3])
+        xpos.append(columns[4])
         heads.append(head)
         deprels.append(columns[7])
     sentence = finish()

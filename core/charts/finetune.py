@@ -4,18 +4,23 @@ No streamlit here."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import references
 from core.charts import classification
-from core.probe import HM_REFERENCE, ProbeResult
+from core.probe import ProbeResult
+from core.protocols import DEFAULT as DEFAULT_PROTOCOL
+from core.protocols import describe
 from core.similarity import Similarity
 from core.training.runs import RunInfo
 
 CONTROL = "random-initialised control"
+PROBE_REFERENCES = {"UUAS": "hewitt-manning.uuas", "DSpr": "hewitt-manning.dspr"}
 MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
 # A stroke legend needs its symbol drawn as a line in a neutral colour, or the dash pattern cannot be read.
 STROKE_LEGEND = dict(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)
@@ -84,9 +89,10 @@ def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def similarity_chart(frame: pd.DataFrame, base: str) -> alt.Chart:
+def similarity_chart(frame: pd.DataFrame, base: str, protocol: str = DEFAULT_PROTOCOL) -> alt.Chart:
+    title = alt.TitleParams(f"Similarity to {base}, layer by layer (1 = unchanged)", subtitle=textwrap.wrap(describe(protocol), 90))
     return (
-        alt.Chart(frame, title=f"Similarity to {base}, layer by layer (1 = unchanged)")
+        alt.Chart(frame, title=title)
         .mark_line(point=True)
         .encode(
             x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
@@ -133,7 +139,21 @@ def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.LayerChart:
+def probe_reference_frame(metric: str, model: str, protocol: str) -> pd.DataFrame:
+    """The published H&M number for `metric` ("UUAS" or "DSpr") as rows layer, value, kind ("same" only when
+    `model` and `protocol` are the paper's, else "shape") and label (who, model, corpus, how to compare)."""
+    ref = references.get(PROBE_REFERENCES[metric])
+    kind = references.overlay_kind(ref, model, protocol)
+    label = references.overlay_label(ref, model, protocol)
+    return pd.DataFrame([{"layer": int(layer), "value": float(value), "kind": kind, "label": f"{label}: {value:.3g}"}
+                         for layer, value in ref.values.items()])
+
+
+def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool, *, model: str = "",
+                protocol: str = DEFAULT_PROTOCOL) -> alt.LayerChart:
+    """UUAS or DSpr per layer; with show_reference, H&M's published point, drawn as a target (filled, with a rule)
+    only when `model` (the pretrained model probed) and `protocol` match the paper's, else as a hollow grey
+    landmark labelled "compare the shape"."""
     lines = (
         alt.Chart(frame)
         .mark_line(point=True)
@@ -147,14 +167,17 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool) -> alt.L
     )
     layers = [lines]
     if show_reference:
-        value = HM_REFERENCE["uuas" if metric == "UUAS" else "dspr"]
-        ref = pd.DataFrame({"layer": [HM_REFERENCE["layer"]], "value": [value], "label": [f"{HM_REFERENCE['source']}: {value:.3g}"]})
-        layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color="grey").encode(y="value:Q"))
-        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=True, color="grey").encode(
+        ref = probe_reference_frame(metric, model, protocol)
+        same = bool((ref["kind"] == "same").all())
+        colour = "black" if same else "grey"
+        if same:
+            layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color=colour).encode(y="value:Q"))
+        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=same, color=colour).encode(
             x="layer:Q", y="value:Q", tooltip=["label"]))
-        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color="grey", fontSize=11).encode(
+        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color=colour, fontSize=11).encode(
             x="layer:Q", y="value:Q", text="label:N"))
-    return alt.layer(*layers).properties(width="container", height=300, title=f"{metric} per layer (evaluation sentences)")
+    title = alt.TitleParams(f"{metric} per layer (evaluation sentences)", subtitle=textwrap.wrap(describe(protocol), 90))
+    return alt.layer(*layers).properties(width="container", height=300, title=title)
 
 
 def probe_export_chart(charts: Sequence[alt.LayerChart]) -> alt.HConcatChart:

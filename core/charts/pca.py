@@ -3,13 +3,15 @@ share of each layer's variance on the two axes. No streamlit here."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.projection import LayerProjection
+from core.projection import METHOD_LABELS, LayerProjection
+from core.protocols import describe
 
 OTHER = "other words"
 
@@ -80,7 +82,8 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
         y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
     else:
         x_scale = y_scale = alt.Scale(zero=False)
-    base = alt.Chart(frame, title=title).encode(
+    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 90))
+    base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
         tooltip=["token", "word", "sentence_name", "segment", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
@@ -89,7 +92,7 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     layers = [points]
     if show_labels:
         layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
-    return alt.layer(*layers).properties(width="container", height=460), frame
+    return alt.layer(*layers).properties(width="container", height=460, title=chart_title), frame
 
 
 def variance_frame(projection: LayerProjection, layer: int) -> pd.DataFrame:
@@ -105,9 +108,16 @@ def variance_frame(projection: LayerProjection, layer: int) -> pd.DataFrame:
     )
 
 
+def fit_caption(projection: LayerProjection) -> str:
+    """Which fit and protocol a chart shows, in one line."""
+    return f"Fit: {METHOD_LABELS[projection.method]}. {describe(projection.protocol)}"
+
+
 def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
+    title = alt.TitleParams("Share of each layer's variance on the two axes",
+                            subtitle=textwrap.wrap(fit_caption(projection), 90))
     return (
-        alt.Chart(variance_frame(projection, layer), title="Share of each layer's variance on the two axes")
+        alt.Chart(variance_frame(projection, layer), title=title)
         .mark_bar()
         .encode(
             x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),

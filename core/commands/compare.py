@@ -8,8 +8,12 @@ import sys
 
 from core import corpus as corpora
 from core.models import load_model
+from core.probe import PROTOCOLS as PROBE_PROTOCOLS
 from core.probe import ProbeSettings, probe_data, probe_layers, random_control
+from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.similarity import DEFAULT_MAX_WORDS, compare_models
+from core.similarity import PROTOCOLS as SIMILARITY_PROTOCOLS
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -17,15 +21,19 @@ def register(subparsers) -> None:
         help="RSA and linear CKA between two models, layer by layer",
         description="Word vectors (word pieces averaged, special tokens left out) of both models on the same "
         "sentences; RSA = Pearson correlation of the two word-by-word cosine-similarity matrices, CKA = linear "
-        "CKA (Kornblith et al. 2019). Sentences the two tokenizers split differently are skipped.",
+        "CKA (Kornblith et al. 2019). Sentences the two tokenizers split differently are skipped. The words are a "
+        "seeded random sample (--seed): whole sentences in random order (bertlens) or words drawn uniformly from "
+        "the whole corpus (merchant).",
     )
     p.add_argument("--a", required=True, help="model A: hub id, local folder, run name or data-folder model")
     p.add_argument("--b", required=True, help="model B (e.g. a fine-tuned run)")
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and of the word sample (default 0)")
     p.add_argument("--limit", type=int, default=500, help="sentences read from the corpus (default 500)")
     p.add_argument("--max-words", type=int, default=DEFAULT_MAX_WORDS, help=f"words compared (default {DEFAULT_MAX_WORDS}); memory grows with its square")
     p.add_argument("--cross", action="store_true", help="also print every layer of A against every layer of B")
+    p.add_argument("--protocol", choices=SIMILARITY_PROTOCOLS, default=DEFAULT_PROTOCOL,
+                   help="bertlens: random whole sentences (default); merchant: words sampled uniformly (Merchant et al. 2020)")
     p.add_argument("--json", action="store_true", help="print JSON: layers, rsa, cka, rsa_cross, cka_cross, ...")
     p.set_defaults(func=run_compare)
 
@@ -42,8 +50,11 @@ def register(subparsers) -> None:
     q.add_argument("--eval-corpus", "--eval-treebank", dest="eval_corpus", default=None,
                    help="the same kind of spec to score on (default: held-out part of --corpus)")
     q.add_argument("--layers", default="all", help="comma-separated layers, 0 = embeddings, or 'all' (default)")
-    q.add_argument("--rank", type=int, default=128, help="rank K of the probe (default 128)")
-    q.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
+    q.add_argument("--protocol", choices=PROBE_PROTOCOLS, default=DEFAULT_PROTOCOL,
+                   help="bertlens (default) or hewitt-manning: full rank, up to 40 epochs with early stop, H&M's "
+                   "PTB punctuation tags left out of UUAS")
+    q.add_argument("--rank", type=int, default=None, help="rank K of the probe (default 128; hewitt-manning: the hidden size)")
+    q.add_argument("--epochs", type=int, default=None, help="training epochs (default 10; hewitt-manning: at most 40)")
     q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3, as H&M)")
     q.add_argument("--max-train", type=int, default=None, help="seeded subset of training sentences")
     q.add_argument("--max-eval", type=int, default=None, help="seeded subset of evaluation sentences")
@@ -67,11 +78,13 @@ def _progress(label: str, quiet: bool):
 def run_compare(args) -> int:
     sentences = list(corpora.resolve(args.corpus, args.seed).head(args.limit).sentences)
     a, b = load_model(args.a), load_model(args.b)
-    result = compare_models(a, b, sentences, max_words=args.max_words, progress=_progress("encoding", args.json))
+    result = compare_models(a, b, sentences, max_words=args.max_words, seed=args.seed, protocol=args.protocol,
+                            progress=_progress("encoding", args.json))
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
-    print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences"
+    print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences, "
+          f"protocol {result.protocol}, seed {result.seed}"
           + (f" ({result.n_skipped} skipped: split into different words)" if result.n_skipped else ""))
     print("layer\tRSA\tCKA")
     for layer, r, c in zip(result.layers, result.rsa, result.cka):
@@ -99,7 +112,8 @@ def parse_layers(text: str, num_layers: int) -> list[int] | None:
 def run_probe(args) -> int:
     lm = load_model(args.model)
     layers = parse_layers(args.layers, lm.num_layers)
-    settings = ProbeSettings(rank=args.rank, epochs=args.epochs, learning_rate=args.lr, seed=args.seed)
+    settings = ProbeSettings.for_protocol(args.protocol, lm.hidden_size, rank=args.rank, epochs=args.epochs,
+                                          learning_rate=args.lr, seed=args.seed)
     train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
     evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
     data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
@@ -109,7 +123,8 @@ def run_probe(args) -> int:
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
-    print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, rank {settings.rank}")
+    print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, "
+          f"rank {settings.rank}, protocol {settings.protocol}")
     print("layer\tUUAS\tDSpr")
     for layer, u, d in zip(result.layers, result.uuas, result.dspr):
         print(f"{layer}\t{u:.3f}\t{d:.3f}")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from core import corpus as corpora
 from core.encoding import encode
 from core.models import load_model
-from core.projection import METHODS, background_vectors, collect_tokens, layerwise_projection
+from core.projection import METHODS, PROTOCOLS, background_vectors, collect_tokens, layerwise_projection
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,12 @@ def register(subparsers) -> None:
     p.add_argument("--text", action="append", default=[], help="a sentence; repeat for several")
     p.add_argument("--corpus", default=None, help="inputs from a corpus (after any --text): " + corpora.CLI_HELP)
     p.add_argument("--limit", type=int, default=None, help="the first N inputs of --corpus only")
-    p.add_argument("--fit", choices=METHODS, default="joint", help="joint: one PCA over all layers (default)")
+    p.add_argument("--fit", choices=METHODS, default=None,
+                   help="joint: one PCA over all layers (default; BERT Lens's choice, layers share axes); per-layer: "
+                   "a new PCA per layer (VisBERT's choice); tsne")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="bertlens",
+                   help="bertlens (default) or visbert: a new PCA per layer fitted on the inputs themselves "
+                   "(van Aken et al. 2019); refuses --background and any other --fit")
     p.add_argument("--background", default=None, metavar="SPEC",
                    help="fit PCA on this corpus instead (same specs as --corpus, e.g. builtin or snli:dev:100)")
     p.add_argument("--background-size", type=int, default=100,
@@ -47,13 +52,14 @@ def run_pca(args) -> int:
     if args.background:
         sentences = corpora.resolve(args.background, args.seed).take(args.background_size).sentences
         background = background_vectors(lm, sentences, **keep)
-    projection = layerwise_projection(tokens, args.fit, background=background, seed=args.seed)
+    projection = layerwise_projection(tokens, args.fit, protocol=args.protocol, background=background, seed=args.seed)
     projection = replace(projection, model=lm.ref, background_name=args.background)
     if args.json:
         print(json.dumps(projection.to_json()))
         return 0
     ratio = projection.explained_variance_ratio
-    print(f"{len(projection.tokens)} tokens, {len(projection.layers)} layers (0 = embeddings), fit: {projection.method}")
+    print(f"{len(projection.tokens)} tokens, {len(projection.layers)} layers (0 = embeddings), fit: "
+          f"{projection.method_label}; protocol {projection.protocol}")
     if projection.method != "tsne":
         print("layer\tPC1\tPC2\t(share of the layer's variance on the 2 axes)")
         for layer, (a, b) in zip(projection.layers, ratio):

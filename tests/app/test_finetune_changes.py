@@ -94,10 +94,50 @@ def test_probe_pretrained_finetuned_and_control(models, data_dir):
     assert all(p.cached for p in direct.probes)
     shown = table[table["kind"] == "pretrained"].sort_values("layer")
     assert np.allclose(shown["UUAS"], direct.uuas) and np.allclose(shown["DSpr"], direct.dspr)
-    # the H&M marker is on the UUAS chart, labelled with its source
+    # the H&M marker is off by default for a model that is not theirs; switched on, it is a landmark at BERT Lens
+    # layer 8 (their 'layer 7') labelled "compare the shape", not a target
+    assert not [r for r in _chart_rows(at, 0) if r.get("label")]
+    at.toggle(key="changes.reference").set_value(True).run()
     marker = [r for r in _chart_rows(at, 0) if "label" in r and r["label"]]
-    assert marker and "Hewitt & Manning" in marker[0]["label"] and marker[0]["layer"] == 7
+    assert marker and "Hewitt & Manning" in marker[0]["label"] and marker[0]["layer"] == 8
+    assert marker[0]["kind"] == "shape" and "compare the shape" in marker[0]["label"]
     # one sentence drawn: gold and probe arcs over the same words
     arcs = _chart_rows(at, 2)
     trees = {r["tree"] for r in arcs if "tree" in r and r["tree"]}
     assert trees == {"gold", "probe"}
+
+
+def test_paper_protocols_switch_the_probe_and_the_word_sample(models, data_dir):
+    base, run = models
+    at = open_app(base)
+    at.toggle(key="changes.similarity_protocol").set_value(True)
+    at.number_input(key="changes.limit").set_value(12)
+    at.number_input(key="changes.sample_seed").set_value(5).run()
+    at.button(key="changes.similarity.run").click().run()
+    at = finish(at, "similarity")
+    expected = compare_models(load_model(base), load_model(run), list(builtin(12).sentences), seed=5, protocol="merchant")
+    rsa = {r["layer"]: r["value"] for r in _chart_rows(at, 0) if r["measure"] == "RSA"}
+    assert np.allclose([rsa[l] for l in range(3)], expected.rsa, atol=1e-6)
+
+    at.toggle(key="changes.protocol").set_value(True)
+    at.number_input(key="changes.max_train").set_value(40)
+    at.number_input(key="changes.max_eval").set_value(20)
+    at.number_input(key="changes.epochs").set_value(2)
+    at.toggle(key="changes.control").set_value(False)
+    at.multiselect(key="changes.layers").set_value([1]).run()
+    assert at.number_input(key="changes.rank").disabled
+    at.button(key="changes.probe.run").click().run()
+    at = finish(at, "probe")
+    assert not at.exception
+    data = probe_data(read_conllu(data_dir / "ud_english_ewt/en_ewt-ud-dev.conllu"),
+                      read_conllu(data_dir / "ud_english_ewt/en_ewt-ud-test.conllu"), name="UD English EWT",
+                      max_train=40, max_eval=20)
+    direct = probe_layers(load_model(base), data, [1], ProbeSettings.for_protocol("hewitt-manning", 32, epochs=2))
+    assert all(p.cached for p in direct.probes)  # the page trained exactly the paper's settings: full rank 32
+    table = at.dataframe[0].value
+    shown = table[table["kind"] == "pretrained"]
+    assert np.allclose(shown["UUAS"], direct.uuas) and np.allclose(shown["DSpr"], direct.dspr)
+    import json
+
+    probe_specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")[2:4]]
+    assert all("Hewitt & Manning" in " ".join(spec["title"]["subtitle"]) for spec in probe_specs)

@@ -176,3 +176,22 @@ def test_builtin_background_and_tsne(minilm_dir, make_app, chart_rows, chart_spe
             states[2].astype(np.float32).astype(np.float64)
         )
     np.testing.assert_allclose(plotted(chart_rows(at, 0, dataset=0))[1], expected, atol=1e-3)
+
+
+def test_paper_protocol_switch_gives_visbert_pca_per_layer_and_says_so(minilm_dir, make_app, chart_rows, chart_spec):
+    text = "We sat on the river bank and watched the boats."
+    at = make_app(str(minilm_dir), text).switch_page(PAGE).run()
+    assert "BERT Lens" in " ".join(chart_spec(at, 0)["title"]["subtitle"])  # the default says it is the joint fit
+    at.toggle(key="pca.protocol").set_value(True)
+    at.slider(key="pca.layer").set_value(5).run()
+    assert not at.exception
+    assert at.segmented_control(key="pca.method").disabled
+    tokens, states = hidden_states(minilm_dir, text)
+    shown_tokens, coords = plotted(chart_rows(at, 0, dataset=0))
+    assert shown_tokens == tokens
+    pca = PCA(n_components=2).fit(states[5])  # VisBERT: a PCA fitted on this layer of this input alone
+    assert_same_up_to_sign(coords, pca.transform(states[5]))
+    a, b = pca.explained_variance_ratio_
+    assert any(f"PC 1 and PC 2 explain {a:.0%} + {b:.0%}" in c.value for c in at.caption)
+    subtitle = " ".join(chart_spec(at, 0)["title"]["subtitle"])
+    assert "VisBERT" in subtitle and "van Aken" in subtitle

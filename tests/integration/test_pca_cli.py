@@ -110,3 +110,23 @@ def test_module_entry_point_prints_a_table(tiny_bert_dir):
     )
     assert done.returncode == 0, done.stderr
     assert "6 tokens, 3 layers" in done.stdout and "s0·1·the" in done.stdout
+
+
+def test_visbert_protocol_is_sklearn_pca_fitted_per_layer_on_the_input(tiny_bert_dir, capsys):
+    text = "The woman sat on the bank of the river."
+    out = run_json(capsys, "--model", str(tiny_bert_dir), "--text", text, "--protocol", "visbert")
+    assert out["protocol"] == "visbert" and out["fit"] == "per-layer" and out["background"] is None
+    states = hidden_states(tiny_bert_dir, text)
+    coords = np.array(out["coords"])
+    for layer in range(states.shape[0]):
+        pca = PCA(n_components=2).fit(states[layer])
+        same_up_to_sign(coords[layer], pca.transform(states[layer]), atol=1e-4)
+        np.testing.assert_allclose(out["explained_variance_ratio"][layer], pca.explained_variance_ratio_, rtol=1e-4)
+    assert run_json(capsys, "--model", str(tiny_bert_dir), "--text", text)["protocol"] == "bertlens"
+
+
+def test_visbert_protocol_refuses_a_joint_fit_or_background(tiny_bert_dir):
+    for extra in (["--fit", "joint"], ["--background", "builtin"]):
+        out = subprocess.run([sys.executable, "-m", "core", "pca", "--model", str(tiny_bert_dir), "--text", "a cat sat .",
+                              "--protocol", "visbert", *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0 and "visbert" in out.stderr, out.stderr

@@ -61,3 +61,19 @@ def test_cancel_keeps_only_finished_layers(tiny):
     assert len(list(probe_cache_dir().glob("*.npz"))) == 1
     again = probe_layers(tiny, data, [0, 1], ProbeSettings(rank=4, epochs=2))
     assert [p.cached for p in again.probes] == [True, False]
+
+
+def test_probe_cli_hewitt_manning_protocol_is_full_rank_and_says_so(tiny_bert_dir, data_dir, capsys):
+    import json
+
+    from core.__main__ import main
+
+    args = ["probe", "--model", str(tiny_bert_dir), "--corpus", "ud:dev:30", "--eval-corpus", "ud:test:10",
+            "--layers", "1", "--epochs", "2", "--json"]
+    assert main([*args, "--protocol", "hewitt-manning"]) == 0
+    paper = json.loads(capsys.readouterr().out)
+    assert paper["protocol"] == "hewitt-manning"
+    assert paper["settings"]["rank"] == 32 and paper["settings"]["patience"] == 5  # hidden size 32: full rank
+    assert main(args) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["protocol"] == "bertlens" and default["settings"]["rank"] == 128

@@ -79,3 +79,43 @@ def test_compare_cli_json(tmp_path):
     assert result["layers"] == [0, 1, 2]
     assert np.allclose(result["rsa"], 1.0, atol=1e-5) and np.allclose(result["cka"], 1.0, atol=1e-5)
     assert result["n_words"] == 7 + 6 + 6
+    assert result["protocol"] == "bertlens" and result["seed"] == 0
+
+
+def test_seeded_merchant_rsa_equals_an_independent_numpy_rsa(tmp_path):
+    """Merchant et al.'s RSA on the seeded word sample, recomputed here from transformers' own hidden states:
+    word vectors = word pieces averaged (word ids from the tokenizer), representational dissimilarity matrix =
+    1 - cosine between every two sampled words in each model, RSA = Pearson correlation of the two matrices'
+    upper triangles (Pearson is unchanged by 1 - x, so this is also the correlation of the similarity matrices)."""
+    import torch
+
+    from core.similarity import sample_words, sentence_words
+
+    a = load_model(str(make_tiny_bert(tmp_path / "a", seed=0)), device="cpu")
+    b = load_model(str(make_tiny_bert(tmp_path / "b", seed=1)), device="cpu")
+    sentences = ["the cat sat on the mat .", "he ran to the bank .", "she is in the house .", "a dog ran in the park .",
+                 "the man was at the river bank .", "it sat on a tree ."]
+    result = compare_models(a, b, sentences, max_words=15, seed=3, protocol="merchant")
+    assert result.protocol == "merchant" and result.seed == 3 and result.n_words == 15
+
+    keep = sample_words([len(sentence_words(a, s)[0]) for s in sentences], 15, seed=3, protocol="merchant")
+
+    def sampled(lm):
+        rows = []
+        for text, k in zip(sentences, keep):
+            batch = lm.tokenizer(text, return_tensors="pt")
+            with torch.inference_mode():
+                states = np.stack([h[0].double().numpy() for h in lm.model(**batch, output_hidden_states=True).hidden_states])
+            ids = np.array([-1 if w is None else w for w in batch.word_ids()])
+            words = np.stack([states[:, ids == w].mean(axis=1) for w in range(ids.max() + 1)], axis=1)
+            rows.append(words[:, k])
+        return np.concatenate(rows, axis=1)  # [layers, 15, dim]
+
+    va, vb = sampled(a), sampled(b)
+    upper = np.triu_indices(15, k=1)
+    for layer in range(3):
+        rdm = [1 - (unit := v[layer] / np.linalg.norm(v[layer], axis=1, keepdims=True)) @ unit.T for v in (va, vb)]
+        expected = np.corrcoef(rdm[0][upper], rdm[1][upper])[0, 1]
+        assert result.rsa[layer] == pytest.approx(expected, abs=1e-5)
+    # another seed draws other words, hence another number
+    assert not np.allclose(compare_models(a, b, sentences, max_words=15, seed=4, protocol="merchant").rsa, result.rsa)

@@ -178,7 +178,6 @@ def test_f1_and_probability_charts_of_runs():
 
 def test_similarity_cross_and_probe_frames():
     from core.charts import finetune as finetune_charts
-    from core.probe import HM_REFERENCE
     from core.similarity import Similarity
 
     rsa = np.array([[1.0, 0.2, 0.1], [0.3, 0.9, 0.4]])
@@ -193,7 +192,8 @@ def test_similarity_cross_and_probe_frames():
     probe = finetune_charts.probe_frame([])
     chart = finetune_charts.probe_chart(probe.assign(model=[], kind=[], layer=[], UUAS=[]), "UUAS", show_reference=True)
     marker = [r for r in _rows(chart) if "label" in r]
-    assert marker and marker[0]["value"] == HM_REFERENCE["uuas"] and marker[0]["layer"] == HM_REFERENCE["layer"]
+    # H&M's BERT-base 'layer 7' is BERT Lens layer 8; for no model given it is a landmark, not a target
+    assert marker and marker[0]["value"] == 0.798 and marker[0]["layer"] == 8 and marker[0]["kind"] == "shape"
 
 
 def test_arcs_put_gold_above_and_probe_below():
@@ -219,7 +219,7 @@ def test_pca_points_and_variance_frames():
         layers=np.arange(2), labels=("s0·0·[CLS]", "s0·1·bank", "s1·1·Bank"), tokens=("[CLS]", "bank", "bank"),
         word=("", "bank", "Bank"), sentence=np.array([0, 0, 1]), position=np.array([0, 1, 1]), segment=np.array([0, 0, 0]),
         is_special=np.array([True, False, False]), is_punct=np.zeros(3, bool), coords=coords, method="per-layer",
-        explained_variance_ratio=np.array([[0.5, 0.2], [0.6, 0.1]]),
+        explained_variance_ratio=np.array([[0.5, 0.2], [0.6, 0.1]]), protocol="visbert",
     )
     names = pca.sentence_names([("the bank", None), ("a" * 50, "b")])
     assert names[0] == "0: the bank" and names[1].endswith("…") and len(names[1]) == len("1: ") + 41
@@ -228,6 +228,7 @@ def test_pca_points_and_variance_frames():
     assert frame["highlight"].tolist() == [pca.OTHER, "bank", "bank"]  # any case
     assert frame["sentence_name"].tolist() == [names[0], names[0], names[1]]
     assert len(chart.layer) == 2
+    assert "VisBERT" in " ".join(chart.to_dict()["title"]["subtitle"])  # the chart says which fit and protocol
     variance = pca.variance_frame(projection, 1)
     assert variance["share"].tolist() == [0.5, 0.2, 0.6, 0.1] and variance["current"].tolist() == [False, False, True, True]
 

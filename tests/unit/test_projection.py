@@ -197,3 +197,43 @@ def test_layerwise_projection_and_frame_carry_labels():
     assert len(frame) == 6 and set(frame["layer"]) == {2}
     np.testing.assert_array_equal(frame[["x", "y"]].to_numpy(), projection.coords[2])
     assert frame["is_punct"].tolist() == [False, False, False, True, False, False]
+
+
+def test_visbert_protocol_is_a_new_pca_per_layer_fitted_in_each_layer():
+    """VisBERT (van Aken et al. 2019): for each layer, scikit-learn's PCA fitted on that layer's token vectors
+    only; the points and explained variance must be those, not the joint fit's."""
+    vectors = layered_vectors(n_layers=5, n_tokens=25, dim=10, seed=3)
+    tokens = fake_tokens(vectors)
+    projection = layerwise_projection(tokens, protocol="visbert")
+    assert projection.method == "per-layer" and projection.protocol == "visbert"
+    assert projection.joint_explained_variance_ratio is None and not projection.background
+    for layer in range(5):
+        pca = PCA(n_components=2, svd_solver="full").fit(vectors[layer].astype(np.float64))
+        assert_equal_up_to_sign(projection.coords[layer], pca.transform(vectors[layer].astype(np.float64)))
+        np.testing.assert_allclose(projection.explained_variance_ratio[layer], pca.explained_variance_ratio_, rtol=1e-6)
+    joint = layerwise_projection(tokens)
+    assert joint.method == "joint" and joint.protocol == "bertlens"  # BERT Lens's default stays the joint fit
+    assert not np.allclose(np.abs(joint.coords[4]), np.abs(projection.coords[4]), atol=1e-3)
+    payload = projection.to_json()
+    assert payload["protocol"] == "visbert" and payload["fit"] == "per-layer"
+    assert "VisBERT" in projection.method_label and "BERT Lens" in joint.method_label
+
+
+def test_visbert_protocol_refuses_what_visbert_does_not_do():
+    vectors = layered_vectors(n_layers=3, n_tokens=12, dim=6)
+    tokens = fake_tokens(vectors)
+    with pytest.raises(ValueError, match="per layer"):
+        layerwise_projection(tokens, "joint", protocol="visbert")
+    with pytest.raises(ValueError, match="background"):
+        layerwise_projection(tokens, protocol="visbert", background=vectors)
+    with pytest.raises(ValueError, match="protocol"):
+        layerwise_projection(tokens, protocol="clark")
+
+
+def fake_tokens(vectors):
+    from core.projection import TokenVectors
+
+    n = vectors.shape[1]
+    return TokenVectors(vectors, tuple(f"t{i}" for i in range(n)), np.zeros(n, dtype=np.int64), np.arange(n),
+                        np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool),
+                        tuple(f"t{i}" for i in range(n)))

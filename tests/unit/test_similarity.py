@@ -119,3 +119,31 @@ def test_pool_vectors_averages_pieces_like_a_loop():
     assert out.shape == (3, 3, 4)
     for w in range(3):
         assert np.allclose(out[:, w], hidden[:, word_ids == w].mean(axis=1), atol=1e-6)
+
+
+def test_word_sample_is_seeded_uniform_and_not_the_corpus_start():
+    from core.similarity import sample_words
+
+    counts = [5, 9, 3, 12, 7, 4, 10, 6] * 10  # 560 words in 80 sentences
+    total = sum(counts)
+    merchant = sample_words(counts, 100, seed=1, protocol="merchant")
+    flat = np.concatenate([np.array(k) + sum(counts[:i]) for i, k in enumerate(merchant)])
+    assert len(flat) == 100 and len(set(flat.tolist())) == 100  # distinct words, exactly the budget
+    assert all(np.all(k < c) and np.all(np.diff(k) > 0) for k, c in zip(merchant, counts))
+    assert all(np.array_equal(a, b) for a, b in zip(merchant, sample_words(counts, 100, seed=1, protocol="merchant")))
+    assert any(not np.array_equal(a, b) for a, b in zip(merchant, sample_words(counts, 100, seed=2, protocol="merchant")))
+    assert flat.max() > total // 2  # not the first 100 words in corpus order
+    # uniform over words: over many seeds every word is drawn about 100/560 of the time
+    hits = np.zeros(total)
+    for seed in range(400):
+        for i, k in enumerate(sample_words(counts, 100, seed=seed, protocol="merchant")):
+            hits[np.array(k, dtype=int) + sum(counts[:i])] += 1
+    assert abs(hits.mean() / 400 - 100 / total) < 1e-9 and np.abs(hits / 400 - 100 / total).max() < 0.1
+    # bertlens: whole sentences in a seeded random order until the budget is reached
+    whole = sample_words(counts, 100, seed=1)
+    chosen = [i for i, k in enumerate(whole) if len(k)]
+    assert all(np.array_equal(whole[i], np.arange(counts[i])) for i in chosen)
+    kept = sum(counts[i] for i in chosen)
+    assert 100 <= kept < 100 + max(counts) and chosen != list(range(len(chosen)))
+    # a budget above the corpus keeps every word
+    assert sum(len(k) for k in sample_words(counts, 10_000, protocol="merchant")) == total
