@@ -47,7 +47,15 @@ with st.container(border=True):
 
 sidebar_model = model_ref()
 model_options = list(dict.fromkeys([study.model, sidebar_model, *(e.name for e in available_models())]))
+
+
+def use_sidebar_model() -> None:
+    st.session_state[P + f"{name}.model"] = sidebar_model
+
+
 c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
+c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
+          disabled=not sidebar_model, help=f"`{sidebar_model}`")
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      help="The paper's model needs internet the first time; any model, folder or finished run works.")
 corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
@@ -71,8 +79,12 @@ if result is None:
     st.info("Press **Run the study** to measure (nothing is computed until then).")
     st.stop()
 
-VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
-                                           f"protocol `{result.protocol}`.")
+if result.comparisons:
+    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
+                                               f"protocol `{result.protocol}`.")
+else:
+    st.info(f"**No published numbers to compare with** — `{result.model}` on {result.corpus}, protocol "
+            f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for note in result.notes:
     st.caption(note)
 layer_chart = reproduce_charts.layer_comparison_chart(result)
@@ -91,7 +103,11 @@ table = reproduce_charts.comparison_frame(result)
 with st.expander("Paper vs measured, every number"):
     st.dataframe(table, hide_index=True)
 measured = reproduce_charts.measured_frame(result)
+measured_chart = reproduce_charts.measured_chart(result)
 if not measured.empty:
-    with st.expander("Everything measured"):
+    with st.expander("Everything measured", expanded=not result.comparisons):
+        if measured_chart is not None:
+            st.altair_chart(measured_chart, key=P + "measured_chart")
         st.dataframe(measured.pivot_table(index="key", columns="series", values="value", sort=False).reset_index(), hide_index=True)
-export_buttons(layer_chart or table_chart, table, f"reproduce_{name}", key=P + "export")
+export_buttons(layer_chart or table_chart or measured_chart, table if result.comparisons else measured, f"reproduce_{name}",
+               key=P + "export")

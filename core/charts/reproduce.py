@@ -76,3 +76,21 @@ def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
         tooltip=["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=320)
     return base.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=360)), columns=2, data=data, title=title or "").resolve_scale(x="independent", y="independent")
+
+
+def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
+    """Every measured per-layer series (with or without a published number), one panel each; None if there are
+    none. Dataset columns: series, layer, value."""
+    rows = [{"series": name, "layer": k, "value": float(v)} for name, series in result.measured.items()
+            for k, v in series.items() if isinstance(k, int)]
+    if not rows:
+        return None
+    data = pd.DataFrame(rows, columns=["series", "layer", "value"])
+    base = alt.Chart().encode(
+        x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title=None),
+        tooltip=["series:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
+    )
+    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=260, height=180)
+    return layered.facet(facet=alt.Facet("series:N", title=None, header=alt.Header(labelLimit=360)), columns=3,
+                         data=data, title=title or f"measured ({result.model})").resolve_scale(y="independent")
