@@ -887,3 +887,23 @@ def collect_word(
         found_keys, unit_vectors = sentence_units(encoding)
         vectors[index] = unit_vectors[found_keys.index(target)]
     return word_drilldown(target, np.stack([vectors[i] for i in range(len(hits))]), [corpus.sentences[i] for i in hits])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Published curves (core.references) for the measures
+# ---------------------------------------------------------------------------------------------------------
+
+
+def reference_for(measure: str):
+    """Ethayarajh's published curve for `measure` (a core.references.Reference), or None when the paper has none."""
+    from core import references
+
+    return next((r for r in references.for_study("ethayarajh") if r.measure == measure), None)
+
+
+def reference_model_for(reference, models: Sequence[str], protocol: str) -> str:
+    """The model an overlay is judged against: one whose model and protocol match the paper's if shown, else the
+    first, so the label says "same model and protocol" only when that is true of a line on the chart."""
+    from core import references
+
+    return next((m for m in models if references.overlay_kind(reference, m, protocol) == "same"), models[0])
