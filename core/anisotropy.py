@@ -282,17 +282,13 @@ def max_explainable_variance(vectors: np.ndarray) -> np.ndarray:
     covariance over its trace. PCA centres the vectors first (the paper's Definition 3 writes singular values of
     the raw occurrence matrix; his code, followed here, centres). Not rounded to 3 decimals as his CSV is.
     0 where the occurrences do not vary."""
-    x = np.asarray(vectors, dtype=np.float64)
-    n, n_layers, dim = x.shape
-    out = np.zeros(n_layers)
-    for layer in range(n_layers):
-        c = x[:, layer] - x[:, layer].mean(axis=0)
-        # The smaller of the Gram and covariance matrices has the same non-zero eigenvalues.
-        square = c @ c.T if n <= dim else c.T @ c
-        trace = float(np.trace(square))
-        if trace > 0:
-            out[layer] = min(1.0, float(np.linalg.eigvalsh(square)[-1]) / trace)
-    return out
+    x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, n, D]
+    c = x - x.mean(axis=1, keepdims=True)
+    # The smaller of the Gram and covariance matrices has the same non-zero eigenvalues; all layers in one call.
+    square = c @ c.transpose(0, 2, 1) if c.shape[1] <= c.shape[2] else c.transpose(0, 2, 1) @ c
+    trace = np.einsum("lii->l", square)
+    top = np.linalg.eigvalsh(square)[:, -1]
+    return np.minimum(1.0, np.divide(top, trace, out=np.zeros_like(trace), where=trace > 0))
 
 
 def random_words_mev(vectors: np.ndarray) -> np.ndarray:
@@ -300,14 +296,12 @@ def random_words_mev(vectors: np.ndarray) -> np.ndarray:
     words", sklearn TruncatedSVD(...).explained_variance_ratio_[0]: the variance of the vectors' projections on
     their first right singular vector of the *uncentred* matrix (TruncatedSVD does not centre), over the total
     (centred) variance, the sum of per-dimension variances."""
-    x = np.asarray(vectors, dtype=np.float64)
-    out = np.zeros(x.shape[1])
-    for layer in range(x.shape[1]):
-        m = x[:, layer]
-        top = np.linalg.svd(m, full_matrices=False)[2][0]
-        total = float(m.var(axis=0).sum())
-        out[layer] = min(1.0, float((m @ top).var()) / total) if total > 0 else 0.0
-    return out
+    x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, m, D]
+    # First right singular vector of x = top eigenvector of x'x: one batched [L, D, D] eigh, not L SVDs.
+    top = np.linalg.eigh(x.transpose(0, 2, 1) @ x)[1][:, :, -1]  # [L, D]
+    explained = np.einsum("lmd,ld->lm", x, top).var(axis=1)
+    total = x.var(axis=1).sum(axis=1)
+    return np.minimum(1.0, np.divide(explained, total, out=np.zeros_like(total), where=total > 0))
 
 
 def paper_intra_sentence(sentence_vectors: np.ndarray) -> np.ndarray:
