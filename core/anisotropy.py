@@ -281,14 +281,16 @@ def max_explainable_variance(vectors: np.ndarray) -> np.ndarray:
     sklearn's PCA(n_components=1).explained_variance_ratio_[0]: the largest eigenvalue of the occurrences'
     covariance over its trace. PCA centres the vectors first (the paper's Definition 3 writes singular values of
     the raw occurrence matrix; his code, followed here, centres). Not rounded to 3 decimals as his CSV is.
-    0 where the occurrences do not vary."""
+    NaN where the occurrences do not vary (sklearn's 0/0; pandas' mean in his visualize.py skips such rows)."""
     x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, n, D]
     c = x - x.mean(axis=1, keepdims=True)
     # The smaller of the Gram and covariance matrices has the same non-zero eigenvalues; all layers in one call.
     square = c @ c.transpose(0, 2, 1) if c.shape[1] <= c.shape[2] else c.transpose(0, 2, 1) @ c
     trace = np.einsum("lii->l", square)
     top = np.linalg.eigvalsh(square)[:, -1]
-    return np.minimum(1.0, np.divide(top, trace, out=np.zeros_like(trace), where=trace > 0))
+    # Variance at rounding level (identical occurrences) counts as none, relative to the vectors' own scale.
+    varies = trace > 1e-20 * np.einsum("lnd,lnd->l", x, x)
+    return np.minimum(1.0, np.divide(top, trace, out=np.full_like(trace, np.nan), where=varies))
 
 
 def random_words_mev(vectors: np.ndarray) -> np.ndarray:
@@ -776,7 +778,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
         word_mev[row] = max_explainable_variance(occurrence_vectors)
     missing = np.full(n_layers, np.nan)
     self_sim = word_self.mean(axis=0) if len(words) else missing
-    mev = word_mev.mean(axis=0) if len(words) else missing
+    mev = np.nanmean(word_mev, axis=0) if len(words) and not np.all(np.isnan(word_mev)) else missing
     random_cosine = baseline_cosine(picked, sample.pairs)
     mev_random = random_words_mev(picked)
     exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
