@@ -281,7 +281,8 @@ def max_explainable_variance(vectors: np.ndarray) -> np.ndarray:
     sklearn's PCA(n_components=1).explained_variance_ratio_[0]: the largest eigenvalue of the occurrences'
     covariance over its trace. PCA centres the vectors first (the paper's Definition 3 writes singular values of
     the raw occurrence matrix; his code, followed here, centres). Not rounded to 3 decimals as his CSV is.
-    NaN where the occurrences do not vary (sklearn's 0/0; pandas' mean in his visualize.py skips such rows)."""
+    1 where the occurrences do not vary (a word always at the same position, at layer 0): sklearn gives 0/0 = NaN
+    there and his min(1.0, round(NaN, 3)) writes 1.0, which is also the sensible answer: one vector explains all."""
     x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, n, D]
     c = x - x.mean(axis=1, keepdims=True)
     # The smaller of the Gram and covariance matrices has the same non-zero eigenvalues; all layers in one call.
@@ -290,7 +291,7 @@ def max_explainable_variance(vectors: np.ndarray) -> np.ndarray:
     top = np.linalg.eigvalsh(square)[:, -1]
     # Variance at rounding level (identical occurrences) counts as none, relative to the vectors' own scale.
     varies = trace > 1e-20 * np.einsum("lnd,lnd->l", x, x)
-    return np.minimum(1.0, np.divide(top, trace, out=np.full_like(trace, np.nan), where=varies))
+    return np.minimum(1.0, np.divide(top, trace, out=np.ones_like(trace), where=varies))
 
 
 def random_words_mev(vectors: np.ndarray) -> np.ndarray:
@@ -778,7 +779,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
         word_mev[row] = max_explainable_variance(occurrence_vectors)
     missing = np.full(n_layers, np.nan)
     self_sim = word_self.mean(axis=0) if len(words) else missing
-    mev = np.nanmean(word_mev, axis=0) if len(words) and not np.all(np.isnan(word_mev)) else missing
+    mev = word_mev.mean(axis=0) if len(words) else missing
     random_cosine = baseline_cosine(picked, sample.pairs)
     mev_random = random_words_mev(picked)
     exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)

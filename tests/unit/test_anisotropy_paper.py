@@ -66,7 +66,7 @@ def test_mev_is_sklearn_pca_and_the_centred_first_singular_value_share(n):
         assert an.max_explainable_variance(x)[l] == pytest.approx(s[0] ** 2 / np.sum(s**2), abs=1e-10)
         assert an.max_explainable_variance(x)[l] >= 1 / (n - 1) - 1e-12  # the floor his CSV breaks
     same = np.repeat(x[:1], 6, axis=0)
-    assert np.all(np.isnan(an.max_explainable_variance(same)))  # sklearn: 0/0
+    np.testing.assert_array_equal(an.max_explainable_variance(same), 1.0)  # his min(1.0, 0/0)
 
 
 def test_random_words_mev_is_sklearn_truncated_svd_uncentred():
