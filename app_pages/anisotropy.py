@@ -14,6 +14,8 @@ from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
 from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
+from core import protocols
+from core import references as refs
 from core.models import ModelUnavailable, available_models
 
 P = "anisotropy."
@@ -28,7 +30,13 @@ MEASURE_HELP = {
     "than to random words. Lower = more context-specific.",
     "intra_sentence": "How close each word is to its sentence's mean vector: do words in one sentence move together?",
     "adjusted_intra_sentence": "Intra-sentence similarity minus the baseline.",
-    "top_pc_variance": "Share of all variance that lies along the single most common direction.",
+    "top_pc_variance": "BERT Lens's own measure, not the paper's MEV: share of the variance of all words together "
+    "that lies along their single most common direction.",
+    "mev": "Ethayarajh's maximum explainable variance: for each word, the share of the variance of its vectors "
+    "(one per occurrence) on their first principal component, averaged over words. 1 = one static vector would do. "
+    "Paper protocol only.",
+    "mev_random": "The same share for the sampled random words (one per sampled sentence): the MEV baseline.",
+    "adjusted_mev": "MEV minus the random-word MEV, as the paper charts it.",
     "alignment": "Wang & Isola: mean squared distance between the two sides of a positive pair "
     "(entailment / paraphrase), sentence vectors = mean of word vectors. Lower = pairs closer.",
     "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over every two sentences among those in the "
@@ -60,7 +68,9 @@ intro(
     "Word vectors inside BERT are not spread evenly in every direction: layer by layer they crowd into a narrow "
     "cone, so even unrelated words look alike (Ethayarajh, 2019).",
     "Pick models and a corpus, press Run, and compare how alike random words, the same word in different "
-    "sentences, and words of one sentence are at each layer; a word is its word pieces averaged.",
+    "sentences, and words of one sentence are at each layer. By default a word is its word pieces averaged; "
+    "the paper protocol switch computes everything as Ethayarajh's own code does (WordPiece tokens, his "
+    "sampling) and adds MEV.",
 )
 examples = st.columns(3)
 examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), use_container_width=True)
@@ -86,6 +96,12 @@ if corpus is None:
 
 # A smaller corpus than last time: keep the sentence limit inside it rather than fail.
 st.session_state[P + "limit"] = min(int(st.session_state.get(P + "limit") or 0), len(corpus))
+paper_protocol = st.toggle(
+    "Paper protocol (Ethayarajh 2019)", key=P + "paper_protocol",
+    help=protocols.describe(an.PAPER_PROTOCOL) + " Adds MEV. Off: BERT Lens's readable protocol, whole words "
+    "(word pieces averaged), first occurrence per sentence.",
+)
+protocol = an.PAPER_PROTOCOL if paper_protocol else protocols.DEFAULT
 with st.expander("Settings"):
     cols = st.columns(3)
     limit = cols[0].number_input("Use only the first N sentences (0 = all)", 0, len(corpus), key=P + "limit")
@@ -93,14 +109,16 @@ with st.expander("Settings"):
                                    help="Each pair keeps two word vectors of every layer until the pass ends.")
     seed = cols[2].number_input("Seed", 0, 1_000_000, 0, key=P + "seed")
     cols = st.columns(3)
-    min_contexts = cols[0].number_input("Sentences a word needs (k) for self-similarity", 2, 50, 5, key=P + "min_contexts")
-    include_special = cols[1].toggle("Count [CLS] / [SEP] as words", key=P + "include_special")
+    min_contexts = cols[0].number_input("Occurrences a token needs (k)" if paper_protocol else
+                                        "Sentences a word needs (k) for self-similarity", 2, 50, 5, key=P + "min_contexts")
+    include_special = cols[1].toggle("Count [CLS] / [SEP] as words", key=P + "include_special", disabled=paper_protocol,
+                                     help="The paper protocol always leaves them out.")
     baseline = cols[2].radio("Baseline subtracted by the adjusted measures", ["random", "exact"], key=P + "baseline",
                              format_func={"random": "random pairs (as in the paper)", "exact": "all pairs (exact)"}.get)
 corpus = corpus.head(int(limit) or None)
 settings = an.AnisotropySettings(
-    n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts), include_special=bool(include_special),
-    baseline=baseline,
+    n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts),
+    baseline=baseline, protocol=protocol, include_special=bool(include_special) and not paper_protocol,
 )
 st.caption(f"Corpus: **{corpus.name}**, {len(corpus)} sentences"
            + (f", {len(corpus.pairs)} positive pairs" if corpus.pairs else "") + ".")
@@ -127,8 +145,11 @@ def make_work():
     def work(progress, should_stop):
         for i, (key, lm) in enumerate(loaded):
             stage = f"{key[0]} (model {i + 1} of {len(loaded)}):"
-            profile = an.measure_corpus(lm, corpus, settings, should_stop=should_stop,
-                                        progress=lambda done, total: progress(done, total, stage))
+            try:
+                profile = an.measure_corpus(lm, corpus, settings, should_stop=should_stop,
+                                            progress=lambda done, total: progress(done, total, stage))
+            except ValueError as err:  # too large a corpus for the paper protocol, too few sentences: say which model
+                raise ValueError(f"{key[0]}: {err}") from err
             store[key] = profile  # kept per model as soon as it is measured: a cancel loses only the model in progress
             while len(store) > MAX_STORED:  # oldest first: dicts keep insertion order
                 store.pop(next(iter(store)))
@@ -156,25 +177,36 @@ st.session_state.setdefault(P + "measure", "random_cosine")
 if st.session_state[P + "measure"] not in available:
     st.session_state[P + "measure"] = "random_cosine"
 measure = st.selectbox("Measure", available, key=P + "measure", format_func=an.MEASURES.get)
-has_reference_model = any(an.is_reference_model(p.model) for p in profiles)
-show_reference = measure == "random_cosine" and (
-    has_reference_model or st.toggle("Show the published bert-base-uncased curve", key=P + "reference")
-)
+reference = an.reference_for(measure)
+reference_rows = None
+if reference is not None:
+    judged = an.reference_model_for(reference, [p.model for p in profiles], protocol)
+    same = refs.overlay_kind(reference, judged, protocol) == "same"
+    # Drawn unasked only beside its own model and protocol; otherwise the reader asks for the shape.
+    if same or st.toggle(f"Show Ethayarajh's published curve ({reference.model}, {reference.corpus})", key=P + "reference"):
+        reference_rows = anisotropy_charts.reference_frame(reference, judged, protocol)
 st.caption(MEASURE_HELP[measure])
-chart = anisotropy_charts.layer_chart(frame, measure, show_reference=show_reference)
+chart = anisotropy_charts.layer_chart(frame, measure, reference=reference_rows, protocol=protocol)
 st.altair_chart(chart, key=P + "chart")
-if show_reference:
-    st.caption(f"Dashed: {an.REFERENCE_SOURCE}; measured on his own corpus, so only the shape is comparable.")
+st.caption(protocols.describe(protocol))
+if reference_rows is not None:
+    st.caption(f"Dashed: {refs.overlay_label(reference, judged, protocol)}. Source: {reference.source}. "
+               + (f"{reference.note} " if reference.note else "")
+               + ("" if same else "Measured on another model, corpus or protocol: compare the shape only."))
+paper = protocol == an.PAPER_PROTOCOL
 for p in profiles:
-    notes = [f"{p.n_sentences} sentences", f"{p.n_tokens} words", f"{p.n_pairs} random pairs",
-             f"{len(p.words)} word types in ≥ {p.settings.min_contexts} sentences"]
+    notes = [f"{p.n_sentences} sentences", f"{p.n_tokens} {'WordPiece tokens' if paper else 'words'}",
+             f"{p.n_pairs} random pairs" + (f" from {p.n_baseline_sentences} sampled sentences" if paper else ""),
+             f"{len(p.words)} {'token' if paper else 'word'} types in ≥ {p.settings.min_contexts} "
+             + ("occurrences" if paper else "sentences")]
     if p.n_alignment_pairs:
         notes.append(f"{p.n_alignment_pairs} pairs for alignment")
     if p.n_truncated:
         notes.append(f"{p.n_truncated} sentences cut to the model's length")
     st.caption(f"`{p.model}`: " + ", ".join(notes) + ".")
 if any(len(p.words) == 0 for p in profiles):
-    st.warning(f"No word occurs in {settings.min_contexts} or more sentences, so self-similarity is empty: "
+    st.warning(f"No word occurs in {settings.min_contexts} or more {'times' if paper else 'sentences'}, so "
+               "self-similarity is empty: "
                "lower k in Settings or use a larger corpus.")
 
 table = frame.pivot_table(index=["model", "layer"], columns="measure", values="value", sort=False).reset_index()
@@ -192,14 +224,19 @@ last = int(profile.layers[-1])
 if len(profile.words):
     words = pd.DataFrame({
         "word": profile.words,
-        "sentences": profile.word_contexts,
+        "occurrences" if paper else "sentences": profile.word_contexts,
         "self-similarity, layer 0": profile.word_self_similarity[:, 0],
         f"self-similarity, layer {last}": profile.word_self_similarity[:, last],
-    }).sort_values(f"self-similarity, layer {last}")
-    st.caption(f"Word types in ≥ {profile.settings.min_contexts} sentences, most context-specific at the last layer first.")
+    })
+    if profile.word_mev is not None:
+        words[f"MEV, layer {last}"] = profile.word_mev[:, last]
+    words = words.sort_values(f"self-similarity, layer {last}")
+    st.caption(f"{'WordPiece token' if paper else 'Word'} types in ≥ {profile.settings.min_contexts} "
+               f"{'occurrences' if paper else 'sentences'}, most context-specific at the last layer first.")
     st.dataframe(words, hide_index=True, height=220)
 
-word = st.text_input("Look at one word across its sentences", key=P + "word", placeholder="e.g. bank")
+word = st.text_input("Look at one word across its sentences (whole words, first occurrence per sentence)",
+                     key=P + "word", placeholder="e.g. bank")
 if word.strip():
     try:
         drill = cached_drilldown(pick, corpus, word)

@@ -1,41 +1,58 @@
 """Anisotropy by layer: how alike a model's word vectors are, layer by layer (Ethayarajh 2019, "How
-contextual are contextualized word representations?", EMNLP), plus two measures beyond the paper.
+contextual are contextualized word representations?", EMNLP), plus measures beyond the paper.
 
-Unit of analysis: a whole word, its word pieces averaged ("bank" and "##ing" never stand alone); special
-tokens ([CLS], [SEP]) are left out unless asked for, each then a unit of its own. Word types are compared
-lowercased. A layer index l runs 0..L with 0 = the input embeddings.
+Two protocols (`AnisotropySettings.protocol`, see core.protocols):
 
-Measures, each [L+1]:
+"bertlens" (the default, readable): a unit is a whole word, its word pieces averaged ("bank" and "##ing" never
+stand alone); special tokens ([CLS], [SEP]) are left out unless asked for. Word types are compared lowercased.
     random_cosine       mean cosine of two words drawn at random from *different* sentences (seeded pairs)
-    exact_cosine        the same mean over *all* such pairs, exact (from running sums, so it is cheap)
     self_similarity     per word type seen in >= k sentences: mean cosine between its vectors in different
-                        sentences (first occurrence per sentence), averaged over those word types
+                        sentences (first occurrence per sentence), averaged over at most max_word_types types
     intra_sentence      per sentence: mean cosine between each word and the sentence's mean vector, averaged
+                        over every sentence
+
+"ethayarajh" (the paper's, as kawine/contextual's preprocess.py and analyze.py compute it): a unit is a WordPiece
+token ([CLS]/[SEP] dropped), compared case-sensitively as the tokenizer writes it ("##ing" is a word of its own).
+    self_similarity     per token type with >= min_contexts occurrences (punctuation excluded, every occurrence,
+                        repeats inside one sentence too): mean cosine over its ordered occurrence pairs (i, j),
+                        i != j, at most max_pairs_per_word of them sampled; averaged over the types
+    mev                 per such type: its maximum explainable variance, the first principal component's share of
+                        the variance of its occurrence vectors (centred, as sklearn's PCA in his code); averaged
+    random_cosine       n_baseline_sentences sentences sampled, one token drawn in each (anew per layer, as his
+                        loop does; punctuation included: his vectors file keeps every token), then n_pairs pairs
+                        of those tokens drawn independently
+    mev_random          the same sampled tokens' first-singular-vector share of variance (his TruncatedSVD)
+    intra_sentence      over the same sampled sentences: mean over tokens of cos(token, sentence mean), averaged
+
+Both protocols (layer index l runs 0..L, 0 = input embeddings; each measure [L+1]):
+    exact_cosine        mean cosine over *all* pairs of units from different sentences (exact, from running sums)
     adjusted_*          the measure minus the chosen baseline (random or exact), as in the paper
-    top_pc_variance     share of the variance of all word vectors on the first principal component
+    top_pc_variance     BERT Lens's own measure, not the paper's MEV: share of the variance of *all* units on
+                        their first principal component
     alignment, uniformity   Wang & Isola (2020), on mean-pooled sentence vectors of (at most max_alignment_pairs,
                         seeded) positive pairs of the corpus; uniformity over every two of those sentences
 
-Pure functions take arrays; `measure_corpus` streams a corpus through `encode_stream` and keeps only the
-sampled vectors and running sums, so memory does not grow with the corpus. No streamlit here.
+Pure functions take arrays; `measure_corpus` streams a corpus through `encode_stream`. Under "bertlens" it keeps
+only sampled vectors and running sums (memory flat in the corpus); under "ethayarajh" it must also keep every
+occurrence of every counted type (MEV needs them all), so memory grows with the corpus (checked up front).
+No streamlit here.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
+from core import protocols
 from core.corpus import Corpus
-from core.progress import ProgressCallback, StopCheck
+from core.progress import ProgressCallback, StopCheck, check_stop
 
-# Ethayarajh's mean cosine between random words, bert-base-uncased, layers 0..12.
-ETHAYARAJH_BERT_BASE = (0.105, 0.168, 0.219, 0.245, 0.327, 0.377, 0.420, 0.398, 0.399, 0.484, 0.561, 0.675, 0.477)
-REFERENCE_MODEL = "bert-base-uncased"
-REFERENCE_LABEL = "Ethayarajh 2019, bert-base-uncased (published)"
-REFERENCE_SOURCE = "Ethayarajh (2019), github.com/kawine/contextual, bert/embedding_space_stats.json"
+PAPER_PROTOCOL = "ethayarajh"
+PROTOCOLS = (protocols.DEFAULT, PAPER_PROTOCOL)
 
 MEASURES: dict[str, str] = {
     "random_cosine": "Random-word cosine (baseline)",
@@ -43,7 +60,10 @@ MEASURES: dict[str, str] = {
     "adjusted_self_similarity": "Self-similarity − baseline",
     "intra_sentence": "Intra-sentence similarity",
     "adjusted_intra_sentence": "Intra-sentence similarity − baseline",
-    "top_pc_variance": "Variance on the top principal component",
+    "mev": "Maximum explainable variance (MEV), per word",
+    "mev_random": "MEV of random words (baseline)",
+    "adjusted_mev": "MEV − random-word MEV",
+    "top_pc_variance": "Variance on the top PC, all words (BERT Lens's measure)",
     "exact_cosine": "All-pairs cosine (exact baseline)",
     "alignment": "Alignment (lower = pairs closer)",
     "uniformity": "Uniformity (lower = more spread out)",
@@ -217,6 +237,124 @@ def alignment_uniformity(embeddings: np.ndarray, pairs: np.ndarray, t: float = 2
     return AlignmentUniformity(alignment, uniformity)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Ethayarajh's protocol (kawine/contextual, preprocess.py and analyze.py), as pure functions
+# ---------------------------------------------------------------------------------------------------------
+
+
+def paper_is_punct(piece: str) -> bool:
+    """spaCy's `Lexeme.is_punct` (every character in a Unicode P* category), which preprocess.index_tokens applies
+    to each raw WordPiece, '##' marks included: "##." is punctuation, "##s" is not. It differs from
+    core.encoding.is_punctuation only on the bare piece "##", which spaCy counts as punctuation."""
+    return all(unicodedata.category(ch).startswith("P") for ch in piece)
+
+
+def sample_ordered_pairs(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """[P, 2] ordered pairs (i, j), i != j, of n occurrences (analyze.calculate_word_similarity_across_sentences):
+    all n(n-1) of them, in itertools.product order, when there are at most `cap`; else `cap` of them drawn
+    uniformly without replacement (his random.sample(index_pairs, num_samples))."""
+    if n < 2:
+        raise ValueError(f"Pairs of occurrences need at least 2 occurrences, got {n}.")
+    total = n * (n - 1)
+    k = np.arange(total) if total <= cap else np.sort(rng.choice(total, size=cap, replace=False))
+    # k-th pair of the product order with the diagonal skipped: row k // (n-1), column shifted past i.
+    i, r = np.divmod(k, n - 1)
+    return np.stack([i, r + (r >= i)], axis=1).astype(np.int64)
+
+
+def word_pair_sample(n: int, cap: int, seed: int, row: int) -> np.ndarray:
+    """The pairs `measure_corpus` uses for the row-th counted type (types ordered by occurrences, most first):
+    each type draws from its own generator seeded by (seed, row), so one type's sample never depends on others."""
+    return sample_ordered_pairs(n, cap, np.random.default_rng([seed, row]))
+
+
+def pair_cosine(vectors: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """vectors [n, L, D], pairs [P, 2] -> [L]: mean cosine over the pairs (only the vectors they use are read)."""
+    used, slots = np.unique(pairs, return_inverse=True)
+    u = unit_length(vectors[used])
+    slots = slots.reshape(pairs.shape)
+    return np.einsum("pld,pld->l", u[slots[:, 0]], u[slots[:, 1]]) / len(pairs)
+
+
+def max_explainable_variance(vectors: np.ndarray) -> np.ndarray:
+    """One word's occurrence vectors [n, L, D] -> [L]: its MEV as analyze.variance_explained_by_pc computes it,
+    sklearn's PCA(n_components=1).explained_variance_ratio_[0]: the largest eigenvalue of the occurrences'
+    covariance over its trace. PCA centres the vectors first (the paper's Definition 3 writes singular values of
+    the raw occurrence matrix; his code, followed here, centres). Not rounded to 3 decimals as his CSV is.
+    1 where the occurrences do not vary (a word always at the same position, at layer 0): sklearn gives 0/0 = NaN
+    there and his min(1.0, round(NaN, 3)) writes 1.0, which is also the sensible answer: one vector explains all."""
+    x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, n, D]
+    c = x - x.mean(axis=1, keepdims=True)
+    # The smaller of the Gram and covariance matrices has the same non-zero eigenvalues; all layers in one call.
+    square = c @ c.transpose(0, 2, 1) if c.shape[1] <= c.shape[2] else c.transpose(0, 2, 1) @ c
+    trace = np.einsum("lii->l", square)
+    top = np.linalg.eigvalsh(square)[:, -1]
+    # Variance at rounding level (identical occurrences) counts as none, relative to the vectors' own scale.
+    varies = trace > 1e-20 * np.einsum("lnd,lnd->l", x, x)
+    return np.minimum(1.0, np.divide(top, trace, out=np.ones_like(trace), where=varies))
+
+
+def random_words_mev(vectors: np.ndarray) -> np.ndarray:
+    """Sampled word vectors [m, L, D] -> [L]: analyze.explore_embedding_space's "variance explained for random
+    words", sklearn TruncatedSVD(...).explained_variance_ratio_[0]: the variance of the vectors' projections on
+    their first right singular vector of the *uncentred* matrix (TruncatedSVD does not centre), over the total
+    (centred) variance, the sum of per-dimension variances."""
+    x = np.asarray(vectors, dtype=np.float64).transpose(1, 0, 2)  # [L, m, D]
+    # First right singular vector of x = top eigenvector of x'x: one batched [L, D, D] eigh, not L SVDs.
+    top = np.linalg.eigh(x.transpose(0, 2, 1) @ x)[1][:, :, -1]  # [L, D]
+    explained = np.einsum("lmd,ld->lm", x, top).var(axis=1)
+    total = x.var(axis=1).sum(axis=1)
+    return np.minimum(1.0, np.divide(explained, total, out=np.zeros_like(total), where=total > 0))
+
+
+def paper_intra_sentence(sentence_vectors: np.ndarray) -> np.ndarray:
+    """One sentence's token vectors [n, L, D] (n >= 1) -> [L]: mean over its tokens of cos(token, mean of its
+    tokens), as explore_embedding_space computes it (a one-token sentence gives 1)."""
+    x = np.asarray(sentence_vectors, dtype=np.float64)
+    centre = unit_length(x.mean(axis=0))
+    return np.einsum("nld,ld->l", unit_length(x), centre) / x.shape[0]
+
+
+@dataclass(frozen=True)
+class BaselineSample:
+    """analyze.explore_embedding_space's sample, seeded.
+
+    sentences [m]        distinct sentence indices drawn uniformly (m = min(n_sentences, sentences with a token))
+    tokens    [m, L+1]   per layer, one token position drawn uniformly in each sampled sentence: his loop draws
+                         anew for every layer, so a sentence may give a different token at each layer
+    pairs     [L+1, P, 2] per layer, P pairs of rows of the m sampled tokens, each index drawn independently
+                         (his random.choice(word_vectors) twice: a token meets itself with chance 1/m)
+    """
+
+    sentences: np.ndarray
+    tokens: np.ndarray
+    pairs: np.ndarray
+
+
+def baseline_sample(n_tokens: Sequence[int], n_layers: int, n_sentences: int = 1000, n_pairs: int = 1000,
+                    seed: int = 0) -> BaselineSample:
+    """n_tokens [S]: tokens per sentence ([CLS]/[SEP] left out) -> the seeded BaselineSample."""
+    counts = np.asarray(n_tokens, dtype=np.int64)
+    eligible = np.flatnonzero(counts > 0)
+    if len(eligible) < 2:
+        raise ValueError("The random baseline needs at least 2 sentences with a token: add sentences to the corpus.")
+    if n_sentences < 2 or n_pairs < 1:
+        raise ValueError("The random baseline needs at least 2 sentences and 1 pair.")
+    rng = np.random.default_rng(seed)
+    sentences = rng.choice(eligible, size=min(n_sentences, len(eligible)), replace=False)
+    tokens = rng.integers(0, counts[sentences][:, None], size=(len(sentences), n_layers))
+    pairs = rng.integers(0, len(sentences), size=(n_layers, n_pairs, 2))
+    return BaselineSample(sentences, tokens, pairs)
+
+
+def baseline_cosine(sampled: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """sampled [m, L, D] (row i at layer l: the token drawn for sentence i at layer l), pairs [L, P, 2] -> [L]:
+    per layer, the mean cosine of its pairs ("mean cosine similarity across words")."""
+    u = unit_length(sampled)
+    layers = np.arange(u.shape[1])[:, None]
+    return np.einsum("lpd,lpd->l", u[pairs[..., 0], layers], u[pairs[..., 1], layers]) / pairs.shape[1]
+
+
 def unit_keys(item, include_special: bool = False) -> tuple[str, ...]:
     """A Tokenized or Encoding -> keys [U]: lowercased words in order, and each special token's own text when
     include_special. Taken from the tokenization, so keys exist before the forward pass."""
@@ -238,7 +376,13 @@ def sentence_units(encoding, include_special: bool = False) -> tuple[tuple[str, 
 
 @dataclass(frozen=True)
 class AnisotropySettings:
-    """What `measure_corpus` does. baseline: which cosine the adjusted measures subtract."""
+    """What `measure_corpus` does.
+
+    protocol: "bertlens" or "ethayarajh" (see the module docstring). baseline: which cosine the adjusted measures
+    subtract. n_pairs: random pairs for the baseline. min_contexts: sentences a word needs ("bertlens") or
+    occurrences a token type needs ("ethayarajh", the paper's min_count=5). max_word_types: "bertlens" only.
+    n_baseline_sentences, max_pairs_per_word, max_store_bytes: "ethayarajh" only (the paper's 1,000 sampled
+    sentences and 1,000 pairs per word; the memory the kept occurrence vectors may take)."""
 
     n_pairs: int = 1000
     seed: int = 0
@@ -248,12 +392,22 @@ class AnisotropySettings:
     max_word_types: int = 1000
     max_alignment_pairs: int = 500
     batch_size: int = 32
+    protocol: str = protocols.DEFAULT
+    n_baseline_sentences: int = 1000
+    max_pairs_per_word: int = 1000
+    max_store_bytes: int = 3 * 2**30
 
     def __post_init__(self):
+        protocols.check(self.protocol, PROTOCOLS)
         if self.baseline not in ("random", "exact"):
             raise ValueError(f"baseline must be 'random' or 'exact', not {self.baseline!r}.")
         if self.min_contexts < 2:
             raise ValueError("min_contexts must be at least 2: a word in one sentence has nothing to compare with.")
+        if self.protocol == PAPER_PROTOCOL and self.include_special:
+            raise ValueError("The paper protocol leaves [CLS] and [SEP] out (preprocess.py drops them); "
+                             "turn off 'count [CLS]/[SEP] as words' or use the bertlens protocol.")
+        if self.max_pairs_per_word < 1 or self.n_baseline_sentences < 2:
+            raise ValueError("max_pairs_per_word must be at least 1 and n_baseline_sentences at least 2.")
 
 
 @dataclass(frozen=True)
@@ -266,10 +420,16 @@ class LayerProfile:
     self_similarity           [L+1] mean over `words`; NaN when no word has min_contexts contexts
     adjusted_self_similarity  [L+1] self_similarity − baseline
     intra_sentence            [L+1]; adjusted_intra_sentence [L+1] likewise
-    top_pc_variance           [L+1] in 0..1
+    top_pc_variance           [L+1] in 0..1 (BERT Lens's own measure: all units, not per word)
     alignment, uniformity     [L+1] or None when the corpus has no pairs
-    words                     [W] word types used for self-similarity; word_contexts [W] int
+    words                     [W] word types used for self-similarity; word_contexts [W] int: sentences
+                              ("bertlens") or occurrences ("ethayarajh") of each
     word_self_similarity      [W, L+1]
+    mev, mev_random, adjusted_mev   [L+1], "ethayarajh" only (None under "bertlens"): the mean over `words` of
+                              each word's MEV, the random-word MEV, and their difference
+    word_mev                  [W, L+1] or None, likewise
+    n_baseline_sentences      sentences sampled for the baseline ("ethayarajh"; 0 under "bertlens")
+    Units are words under "bertlens" and WordPiece tokens under "ethayarajh" (n_tokens counts them).
     """
 
     model: str
@@ -293,6 +453,15 @@ class LayerProfile:
     n_pairs: int
     n_alignment_pairs: int
     n_truncated: int = 0
+    mev: np.ndarray | None = None
+    mev_random: np.ndarray | None = None
+    adjusted_mev: np.ndarray | None = None
+    word_mev: np.ndarray | None = None
+    n_baseline_sentences: int = 0
+
+    @property
+    def protocol(self) -> str:
+        return self.settings.protocol
 
     @property
     def baseline(self) -> np.ndarray:
@@ -309,10 +478,13 @@ class LayerProfile:
         out = {"model": self.model, "corpus": self.corpus, "layers": [int(x) for x in self.layers]}
         for name in (
             "random_cosine", "exact_cosine", "self_similarity", "adjusted_self_similarity", "intra_sentence",
-            "adjusted_intra_sentence", "top_pc_variance", "alignment", "uniformity",
+            "adjusted_intra_sentence", "top_pc_variance", "alignment", "uniformity", "mev", "mev_random",
+            "adjusted_mev",
         ):
             out[name] = clean(getattr(self, name))
         out.update(
+            protocol=self.protocol, unit="WordPiece token" if self.protocol == PAPER_PROTOCOL else "word",
+            n_baseline_sentences=self.n_baseline_sentences, max_pairs_per_word=self.settings.max_pairs_per_word,
             baseline=self.settings.baseline, n_tokens=self.n_tokens, n_pairs=self.n_pairs,
             n_sentences=self.n_sentences, n_word_types=len(self.words), min_contexts=self.settings.min_contexts,
             include_special=self.settings.include_special, seed=self.settings.seed,
@@ -434,6 +606,21 @@ def _choose_words(keys: list[tuple[str, ...]], min_contexts: int, limit: int) ->
     return {k: row for row, k in enumerate(eligible[:limit])}
 
 
+def _alignment_sample(corpus: Corpus, settings: AnisotropySettings) -> tuple[np.ndarray, dict[int, int]]:
+    """At most max_alignment_pairs seeded positive pairs [P, 2] of the corpus, and sentence -> row of its vector."""
+    rng = np.random.default_rng(settings.seed)
+    corpus_pairs = np.array(corpus.pairs, dtype=np.int64).reshape(-1, 2)
+    if len(corpus_pairs) > settings.max_alignment_pairs:
+        corpus_pairs = corpus_pairs[np.sort(rng.choice(len(corpus_pairs), settings.max_alignment_pairs, replace=False))]
+    return corpus_pairs, {int(s): row for row, s in enumerate(np.unique(corpus_pairs))}
+
+
+def _aligned(sums: "_RunningSums", corpus_pairs: np.ndarray, alignment_sentences: dict[int, int]):
+    if not len(corpus_pairs):
+        return None
+    return alignment_uniformity(sums.embeddings, np.vectorize(alignment_sentences.__getitem__)(corpus_pairs))
+
+
 def measure_corpus(
     lm,
     corpus: Corpus,
@@ -446,12 +633,15 @@ def measure_corpus(
 
     Kept in memory: the vectors of the 2 * n_pairs sampled words, a running sum per tracked word type
     (at most max_word_types), per-layer sums and a [L+1, D, D] second moment, and the sentence vectors of at
-    most max_alignment_pairs pairs. Raises core.progress.Cancelled when should_stop() turns True."""
+    most max_alignment_pairs pairs. Under the "ethayarajh" protocol it also keeps every occurrence vector of
+    every counted token type (see _measure_paper). Raises core.progress.Cancelled when should_stop() turns True."""
     from core.encoding import encode_stream, tokenize
 
     sentences = list(corpus.sentences)
     if len(sentences) < 2:
         raise ValueError("The corpus needs at least 2 sentences to compare words across sentences.")
+    if settings.protocol == PAPER_PROTOCOL:
+        return _measure_paper(lm, corpus, settings, progress=progress, should_stop=should_stop)
     # One tokenization serves both the choice of pairs and tracked words here and the forward pass below.
     tokenized = tokenize(lm, sentences)
     keys = [unit_keys(t, settings.include_special) for t in tokenized]
@@ -464,11 +654,7 @@ def measure_corpus(
     wanted: dict[int, list[tuple[int, int]]] = {}
     for slot, unit in enumerate(needed):
         wanted.setdefault(int(unit_sentence[unit]), []).append((int(unit_position[unit]), slot))
-    rng = np.random.default_rng(settings.seed)
-    corpus_pairs = np.array(corpus.pairs, dtype=np.int64).reshape(-1, 2)
-    if len(corpus_pairs) > settings.max_alignment_pairs:
-        corpus_pairs = corpus_pairs[np.sort(rng.choice(len(corpus_pairs), settings.max_alignment_pairs, replace=False))]
-    alignment_sentences = {int(s): row for row, s in enumerate(np.unique(corpus_pairs))}
+    corpus_pairs, alignment_sentences = _alignment_sample(corpus, settings)
 
     sums = _RunningSums(
         n_layers=lm.num_layers + 1,
@@ -498,10 +684,7 @@ def measure_corpus(
     self_sim = word_self.mean(axis=0) if len(n) else np.full(sums.n_layers, np.nan)
     intra = sums.intra_sum / sums.intra_count if sums.intra_count else np.full(sums.n_layers, np.nan)
     baseline = exact if settings.baseline == "exact" else random_cosine
-    aligned = None
-    if len(corpus_pairs):
-        rows = np.vectorize(alignment_sentences.__getitem__)(corpus_pairs)
-        aligned = alignment_uniformity(sums.embeddings, rows)
+    aligned = _aligned(sums, corpus_pairs, alignment_sentences)
     return LayerProfile(
         model=lm.ref,
         corpus=corpus.name,
@@ -524,6 +707,112 @@ def measure_corpus(
         n_pairs=len(pairs),
         n_alignment_pairs=len(corpus_pairs),
         n_truncated=n_truncated,
+    )
+
+
+def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress: ProgressCallback,
+                   should_stop: StopCheck) -> LayerProfile:
+    """measure_corpus under the "ethayarajh" protocol. Units are the tokenizer's WordPiece tokens without
+    [CLS]/[SEP], as preprocess.BertBaseCased.vectorize keeps them. Token types with >= min_contexts occurrences
+    (punctuation excluded, every occurrence counted) get a row per occurrence in one [R, L+1, D] float32 store:
+    self-similarity samples pairs among them and MEV needs them all. The baseline sample and intra-sentence
+    similarity come from BaselineSample over every token of a sentence, punctuation included, as his vectors
+    file holds them. exact_cosine, top_pc_variance and alignment/uniformity are BERT Lens's, over the same tokens."""
+    from core.encoding import encode_stream, tokenize
+
+    sentences = list(corpus.sentences)
+    tokenized = tokenize(lm, sentences)
+    pieces = [tuple(t for t, special in zip(item.tokens, item.special_mask) if not special) for item in tokenized]
+    occurrences: dict[str, list[tuple[int, int]]] = {}
+    for s, tokens in enumerate(pieces):
+        for k, token in enumerate(tokens):
+            if not paper_is_punct(token):
+                occurrences.setdefault(token, []).append((s, k))
+    words = sorted((w for w, o in occurrences.items() if len(o) >= settings.min_contexts),
+                   key=lambda w: (-len(occurrences[w]), w))
+    counts = np.array([len(occurrences[w]) for w in words], dtype=np.int64)
+    starts = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
+    rows_of_sentence: dict[int, list[tuple[int, int]]] = {}
+    for w, start in zip(words, starts):
+        for offset, (s, k) in enumerate(occurrences[w]):
+            rows_of_sentence.setdefault(s, []).append((k, int(start + offset)))
+
+    n_layers, dim = lm.num_layers + 1, lm.hidden_size
+    needed = int(counts.sum()) * n_layers * dim * 4
+    if needed > settings.max_store_bytes:
+        raise ValueError(
+            f"The paper protocol keeps every occurrence of every token seen {settings.min_contexts}+ times "
+            f"({int(counts.sum()):,} vectors, {needed / 2**30:.1f} GiB here, over the {settings.max_store_bytes / 2**30:.1f} "
+            "GiB allowed): use fewer sentences."
+        )
+    store = np.zeros((int(counts.sum()), n_layers, dim), dtype=np.float32)
+    sample = baseline_sample([len(p) for p in pieces], n_layers, settings.n_baseline_sentences, settings.n_pairs, settings.seed)
+    slot_of = {int(s): slot for slot, s in enumerate(sample.sentences)}
+    picked = np.zeros((len(sample.sentences), n_layers, dim), dtype=np.float32)
+    intra = np.zeros((len(sample.sentences), n_layers))
+    corpus_pairs, alignment_sentences = _alignment_sample(corpus, settings)
+    sums = _RunningSums(n_layers=n_layers, dim=dim, tracked={}, wanted={}, n_slots=0, alignment_sentences=alignment_sentences)
+    every_layer = np.arange(n_layers)
+    n_truncated = 0
+    for index, encoding in encode_stream(
+        lm, tokenized, batch_size=settings.batch_size, attentions=False, hidden_states=True,
+        progress=progress, should_stop=should_stop,
+    ):
+        n_truncated += int(encoding.truncated)
+        vectors = np.ascontiguousarray(encoding.hidden_states[:, ~encoding.special_mask].transpose(1, 0, 2))  # [T, L+1, D]
+        for k, row in rows_of_sentence.get(index, ()):
+            store[row] = vectors[k]
+        slot = slot_of.get(index)
+        if slot is not None:
+            picked[slot] = vectors[sample.tokens[slot], every_layer]
+            intra[slot] = paper_intra_sentence(vectors)
+        sums.add(index, pieces[index], vectors)
+    sums.flush()
+
+    word_self = np.zeros((len(words), n_layers))
+    word_mev = np.zeros((len(words), n_layers))
+    for row, (start, n) in enumerate(zip(starts, counts)):
+        if row % 64 == 0:
+            check_stop(should_stop)
+        occurrence_vectors = store[start : start + n]
+        word_self[row] = pair_cosine(occurrence_vectors, word_pair_sample(int(n), settings.max_pairs_per_word, settings.seed, row))
+        word_mev[row] = max_explainable_variance(occurrence_vectors)
+    missing = np.full(n_layers, np.nan)
+    self_sim = word_self.mean(axis=0) if len(words) else missing
+    mev = word_mev.mean(axis=0) if len(words) else missing
+    random_cosine = baseline_cosine(picked, sample.pairs)
+    mev_random = random_words_mev(picked)
+    exact = (np.einsum("ld,ld->l", sums.total, sums.total) - sums.within) / (sums.count_units**2 - sums.count_within)
+    baseline = exact if settings.baseline == "exact" else random_cosine
+    intra_sentence = intra.mean(axis=0)
+    aligned = _aligned(sums, corpus_pairs, alignment_sentences)
+    return LayerProfile(
+        model=lm.ref,
+        corpus=corpus.name,
+        settings=settings,
+        layers=every_layer,
+        random_cosine=random_cosine,
+        exact_cosine=exact,
+        self_similarity=self_sim,
+        adjusted_self_similarity=self_sim - baseline,
+        intra_sentence=intra_sentence,
+        adjusted_intra_sentence=intra_sentence - baseline,
+        top_pc_variance=top_pc_share_from_covariance(sums.covariance()),
+        alignment=aligned.alignment if aligned else None,
+        uniformity=aligned.uniformity if aligned else None,
+        words=tuple(words),
+        word_contexts=counts,
+        word_self_similarity=word_self,
+        n_sentences=len(sentences),
+        n_tokens=int(sums.count_units),
+        n_pairs=settings.n_pairs,
+        n_alignment_pairs=len(corpus_pairs),
+        n_truncated=n_truncated,
+        mev=mev,
+        mev_random=mev_random,
+        adjusted_mev=mev - mev_random,
+        word_mev=word_mev,
+        n_baseline_sentences=len(sample.sentences),
     )
 
 
@@ -598,10 +887,20 @@ def collect_word(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Labels (the tables and charts are in core/charts/anisotropy.py)
+# Published curves (core.references) for the measures
 # ---------------------------------------------------------------------------------------------------------
 
 
-def is_reference_model(ref: str) -> bool:
-    """True for bert-base-uncased by hub id or by a folder / run of that name."""
-    return ref.rstrip("/").split("/")[-1] == REFERENCE_MODEL
+def reference_for(measure: str):
+    """Ethayarajh's published curve for `measure` (a core.references.Reference), or None when the paper has none."""
+    from core import references
+
+    return next((r for r in references.for_study("ethayarajh") if r.measure == measure), None)
+
+
+def reference_model_for(reference, models: Sequence[str], protocol: str) -> str:
+    """The model an overlay is judged against: one whose model and protocol match the paper's if shown, else the
+    first, so the label says "same model and protocol" only when that is true of a line on the chart."""
+    from core import references
+
+    return next((m for m in models if references.overlay_kind(reference, m, protocol) == "same"), models[0])

@@ -27,8 +27,10 @@ PROTOCOLS: dict[str, Protocol] = {
     for p in (
         Protocol(DEFAULT, "BERT Lens", "Readable units: whole words (word pieces averaged), as labelled on each chart."),
         Protocol("ethayarajh", "Ethayarajh (2019), kawine/contextual",
-                 "WordPiece tokens, punctuation excluded, every occurrence; words with at least 5 occurrences; "
-                 "at most 1,000 sampled ordered pairs per word; baseline from 1,000 sentences, one token each."),
+                 "WordPiece tokens without [CLS]/[SEP]; self-similarity and MEV over token types with at least 5 "
+                 "occurrences (punctuation excluded, every occurrence), at most 1,000 sampled ordered pairs per "
+                 "word; baseline and intra-sentence from 1,000 sampled sentences, one token each for the baseline "
+                 "(punctuation kept there, as in his vectors)."),
         Protocol("clark", "Clark et al. (2019), clarkkev/attention-analysis",
                  "Syntactic heads scored in both directions (the better kept), roots count as misses, offset "
                  "baseline -3..+2; punctuation means periods and commas; layers and heads numbered from 1."),

@@ -1,5 +1,5 @@
 """Anisotropy charts: every measure of core.anisotropy.LayerProfile over layers, with Ethayarajh's published
-bert-base-uncased curve as a reference. No streamlit here."""
+curve (core.references) drawn dashed and labelled with how it may be compared. No streamlit here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Sequence
 import altair as alt
 import pandas as pd
 
-from core.anisotropy import ETHAYARAJH_BERT_BASE, MEASURES, REFERENCE_LABEL, LayerProfile
+from core import protocols
+from core import references as refs
+from core.anisotropy import MEASURES, LayerProfile
 
 
 def profile_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
@@ -23,10 +25,12 @@ def profile_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "measure", "layer", "value"])
 
 
-def reference_frame() -> pd.DataFrame:
-    return pd.DataFrame(
-        {"model": REFERENCE_LABEL, "measure": "random_cosine", "layer": range(len(ETHAYARAJH_BERT_BASE)), "value": ETHAYARAJH_BERT_BASE}
-    )
+def reference_frame(reference: refs.Reference, model: str, protocol: str) -> pd.DataFrame:
+    """A published curve as profile_frame rows; `model` is the label series: who, which model and corpus, and
+    whether it is comparable with `model` measured under `protocol` (core.references.overlay_label)."""
+    keys = sorted(k for k in reference.values if isinstance(k, int))
+    return pd.DataFrame({"model": refs.overlay_label(reference, model, protocol), "measure": reference.measure,
+                         "layer": keys, "value": [float(reference.values[k]) for k in keys]})
 
 
 def word_frame(drill, profile: LayerProfile, frame: pd.DataFrame) -> pd.DataFrame:
@@ -39,27 +43,31 @@ def word_frame(drill, profile: LayerProfile, frame: pd.DataFrame) -> pd.DataFram
     ])
 
 
-def layer_chart(frame: pd.DataFrame, measure: str, show_reference: bool = False, title: str | None = None) -> alt.LayerChart:
-    """Line per model over layers for one measure; the published bert-base-uncased baseline dashed.
+def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | None = None, title: str | None = None,
+                protocol: str | None = None) -> alt.LayerChart:
+    """Line per model over layers for one measure; a published curve (reference_frame rows) dashed.
 
-    frame: profile_frame(...) rows. The chart's single dataset has columns series, kind (measured /
-    published), layer, value."""
+    frame: profile_frame(...) rows. protocol: the core.protocols name the profiles were measured with, written
+    under the title so an exported image still says it. The chart's single dataset has columns series, kind
+    (measured / published), layer, value."""
     data = frame[frame["measure"] == measure].assign(kind="measured")
-    if show_reference and measure == "random_cosine":
-        data = pd.concat([data, reference_frame().assign(kind="published")], ignore_index=True)
+    if reference is not None and len(reference):
+        data = pd.concat([data, reference[reference["measure"] == measure].assign(kind="published")], ignore_index=True)
     data = data.rename(columns={"model": "series"})[["series", "kind", "layer", "value"]]
     hover = alt.selection_point(name="hover", on="pointerover", nearest=True, fields=["layer"], empty=False)
     encoding = dict(
         x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=MEASURES[measure]),
-        color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)),
+        color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=520)),
     )
     if (data["kind"] == "published").any():
         encoding["strokeDash"] = alt.StrokeDash(
             "kind:N", title="", scale=alt.Scale(domain=["measured", "published"], range=[[1, 0], [6, 4]]),
             legend=alt.Legend(orient="bottom"),
         )
-    base = alt.Chart(data, title=title or MEASURES[measure]).encode(**encoding)
+    text = title or MEASURES[measure]
+    heading = alt.Title(text, subtitle=f"Protocol: {protocols.PROTOCOLS[protocol].paper}") if protocol else text
+    base = alt.Chart(data, title=heading).encode(**encoding)
     lines = base.mark_line()
     points = base.mark_point(filled=True, size=50).encode(
         opacity=alt.condition(hover, alt.value(1), alt.value(0.35)),

@@ -6,7 +6,8 @@ import json
 import sys
 
 from core import corpus as corpora
-from core.anisotropy import MEASURES, AnisotropySettings, measure_corpus
+from core import protocols
+from core.anisotropy import MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, measure_corpus
 from core.models import load_model
 
 
@@ -15,13 +16,23 @@ def register(subparsers) -> None:
         "anisotropy",
         help="how alike word vectors are, layer by layer (Ethayarajh 2019)",
         description="Random-word cosine, self-similarity, intra-sentence similarity (raw and adjusted) and "
-        "top-PC variance per layer; alignment/uniformity too when the corpus has sentence pairs.",
+        "top-PC variance per layer; alignment/uniformity too when the corpus has sentence pairs. With "
+        "--protocol ethayarajh: WordPiece tokens and the paper's sampling, plus MEV (maximum explainable variance).",
     )
+    p.add_argument("--protocol", choices=PROTOCOLS, default=protocols.DEFAULT,
+                   help="bertlens: whole words, first occurrence per sentence (default). ethayarajh: the paper's "
+                   "protocol (kawine/contextual): WordPiece tokens, punctuation excluded from self-similarity and "
+                   "MEV, every occurrence, at most 1,000 sampled pairs per word, baseline from 1,000 sentences")
     p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     p.add_argument("--pairs", type=int, default=1000, help="random word pairs for the baseline (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed for the random pairs and the corpus sample (default 0)")
-    p.add_argument("--min-contexts", type=int, default=5, help="sentences a word needs for self-similarity (default 5)")
+    p.add_argument("--min-contexts", type=int, default=5, help="sentences a word needs for self-similarity (default 5; "
+                   "under --protocol ethayarajh: occurrences a token needs)")
+    p.add_argument("--pairs-per-word", type=int, default=1000,
+                   help="ethayarajh: at most this many sampled occurrence pairs per word (default 1000)")
+    p.add_argument("--baseline-sentences", type=int, default=1000,
+                   help="ethayarajh: sentences sampled for the random baseline, one token each (default 1000)")
     p.add_argument("--include-special", action="store_true", help="count [CLS]/[SEP] as words")
     p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
@@ -34,7 +45,8 @@ def run_anisotropy(args) -> int:
     corpus = corpora.resolve(args.corpus, args.seed).head(args.limit)
     settings = AnisotropySettings(
         n_pairs=args.pairs, seed=args.seed, min_contexts=args.min_contexts, include_special=args.include_special,
-        baseline="exact" if args.exact else "random", batch_size=args.batch_size,
+        baseline="exact" if args.exact else "random", batch_size=args.batch_size, protocol=args.protocol,
+        max_pairs_per_word=args.pairs_per_word, n_baseline_sentences=args.baseline_sentences,
     )
     lm = load_model(args.model)
 
@@ -47,8 +59,13 @@ def run_anisotropy(args) -> int:
     if args.json:
         print(json.dumps(profile.to_json()))
         return 0
-    print(f"{profile.model} on {profile.corpus}: {profile.n_sentences} sentences, {profile.n_tokens} words, "
-          f"{profile.n_pairs} random pairs, {len(profile.words)} word types with >= {settings.min_contexts} contexts")
+    paper = profile.protocol == PAPER_PROTOCOL
+    print(protocols.describe(profile.protocol))
+    print(f"{profile.model} on {profile.corpus}: {profile.n_sentences} sentences, {profile.n_tokens} "
+          f"{'WordPiece tokens' if paper else 'words'}, {profile.n_pairs} random pairs"
+          + (f" of tokens from {profile.n_baseline_sentences} sampled sentences" if paper else "")
+          + f", {len(profile.words)} {'token' if paper else 'word'} types with >= {settings.min_contexts} "
+          f"{'occurrences' if paper else 'contexts'}")
     shown = [m for m in MEASURES if getattr(profile, m) is not None]
     print("layer\t" + "\t".join(shown))
     for layer in profile.layers:

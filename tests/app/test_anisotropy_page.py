@@ -8,6 +8,7 @@ import numpy as np
 
 from core import anisotropy as an
 from core import corpus as corpora
+from core import protocols, references
 from core.models import load_model
 
 PAGE = "app_pages/anisotropy.py"
@@ -55,10 +56,43 @@ def test_page_waits_for_run_then_charts_the_measured_profile(minilm_dir, make_ap
     assert any("40 sentences" in c.value for c in at.caption)
 
     at.selectbox(key="anisotropy.measure").set_value("random_cosine").run()
+    assert any(c.value == protocols.describe("bertlens") for c in at.caption)
     at.toggle(key="anisotropy.reference").set_value(True).run()
     published = [r for r in chart_rows(at) if r["kind"] == "published"]
-    assert [r["value"] for r in published] == list(an.ETHAYARAJH_BERT_BASE)
-    assert {r["series"] for r in published} == {an.REFERENCE_LABEL}
+    reference = an.reference_for("random_cosine")
+    assert [r["value"] for r in sorted(published, key=lambda r: r["layer"])] == [reference.values[k] for k in range(13)]
+    # MiniLM, whole words: the paper's bert-base-cased curve may only be compared in shape.
+    assert {r["series"] for r in published} == {references.overlay_label(reference, str(minilm_dir), "bertlens")}
+    assert references.SHAPE_LABEL in published[0]["series"]
+
+
+def test_paper_protocol_switch_measures_the_papers_way_and_says_so(minilm_dir, make_app, chart_rows):
+    at = open_page(make_app, str(minilm_dir), 60)
+    at.toggle(key="anisotropy.paper_protocol").set_value(True).run()
+    assert not at.exception
+    at.button(key="anisotropy.run").click()
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
+
+    settings = an.AnisotropySettings(n_pairs=500, protocol="ethayarajh")
+    expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=60), settings)
+    shown = [r["value"] for r in sorted(chart_rows(at), key=lambda r: r["layer"]) if r["kind"] == "measured"]
+    np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
+    assert any(c.value == protocols.describe("ethayarajh") for c in at.caption)
+    assert any("WordPiece tokens" in c.value and "sampled sentences" in c.value for c in at.caption)
+
+    at.selectbox(key="anisotropy.measure").set_value("mev").run()
+    assert not at.exception
+    shown = [r["value"] for r in sorted(chart_rows(at), key=lambda r: r["layer"]) if r["kind"] == "measured"]
+    np.testing.assert_allclose(shown, expected.mev, atol=1e-6)
+    at.toggle(key="anisotropy.reference").set_value(True).run()
+    published = [r for r in chart_rows(at) if r["kind"] == "published"]
+    assert sorted(r["layer"] for r in published) == list(range(1, 13))
+    assert references.SHAPE_LABEL in published[0]["series"]  # same protocol, other model
+    assert any("variance_explained.csv" in c.value for c in at.caption)
+
+    at.toggle(key="anisotropy.paper_protocol").set_value(False).run()
+    assert not at.exception
+    assert not any(c.value == protocols.describe("ethayarajh") for c in at.caption)  # the paper profile is not shown
 
 
 def test_two_models_share_one_chart_and_word_drilldown_works(minilm_dir, tiny_bert_dir, make_app, chart_rows):

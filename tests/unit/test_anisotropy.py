@@ -213,28 +213,36 @@ def _profile(model="m"):
 def test_profile_json_has_the_cli_keys():
     data = an.LayerProfile.to_json(_profile())
     for key in ("model", "layers", "random_cosine", "self_similarity", "adjusted_self_similarity", "intra_sentence",
-                "adjusted_intra_sentence", "top_pc_variance", "n_tokens", "n_pairs"):
+                "adjusted_intra_sentence", "top_pc_variance", "n_tokens", "n_pairs", "mev", "protocol"):
         assert key in data
     assert data["layers"] == [0, 1, 2]
     assert data["alignment"] is None
+    assert data["protocol"] == "bertlens" and data["mev"] is None and data["unit"] == "word"
 
 
-def test_chart_draws_each_model_and_the_published_reference_dashed():
+def test_chart_draws_each_model_and_the_published_reference_dashed_with_an_honest_label():
+    from core import references
     from core.charts import anisotropy as anisotropy_charts
 
     frame = anisotropy_charts.profile_frame([_profile("bert-base-uncased"), _profile("other")])
-    assert set(frame["measure"]) == {m for m in an.MEASURES if m not in ("alignment", "uniformity")}
-    chart = anisotropy_charts.layer_chart(frame, "random_cosine", show_reference=True).to_dict()
+    assert set(frame["measure"]) == {m for m in an.MEASURES if m not in ("alignment", "uniformity", "mev", "mev_random", "adjusted_mev")}
+    reference = an.reference_for("random_cosine")
+    rows_ref = anisotropy_charts.reference_frame(reference, "bert-base-uncased", "bertlens")
+    chart = anisotropy_charts.layer_chart(frame, "random_cosine", reference=rows_ref, protocol="bertlens").to_dict()
     rows = next(iter(chart["datasets"].values()))
     published = [r for r in rows if r["kind"] == "published"]
-    assert [r["value"] for r in published] == list(an.ETHAYARAJH_BERT_BASE)
-    assert {r["series"] for r in rows} == {"bert-base-uncased", "other", an.REFERENCE_LABEL}
-    plain = next(iter(anisotropy_charts.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["datasets"].values()))
-    assert all(r["kind"] == "measured" for r in plain)  # the reference is a random-word cosine only
-    assert "strokeDash" not in anisotropy_charts.layer_chart(frame, "self_similarity", show_reference=True).to_dict()["layer"][0]["encoding"]
+    assert [r["value"] for r in published] == [reference.values[k] for k in range(13)]
+    label = references.overlay_label(reference, "bert-base-uncased", "bertlens")
+    assert "bert-base-cased" in label and references.SHAPE_LABEL in label  # uncased is not the paper's model
+    assert {r["series"] for r in rows} == {"bert-base-uncased", "other", label}
     assert "strokeDash" in chart["layer"][0]["encoding"]
-    assert an.is_reference_model("bert-base-uncased") and an.is_reference_model("/cache/runs/bert-base-uncased/")
-    assert not an.is_reference_model("bert-base-cased")
+    assert chart["layer"][0]["title"]["subtitle"] == "Protocol: BERT Lens"
+    same = anisotropy_charts.reference_frame(reference, "bert-base-cased", "ethayarajh")
+    assert set(same["model"]) == {references.overlay_label(reference, "bert-base-cased", "ethayarajh")}
+    assert references.SAME_LABEL in same["model"].iloc[0]
+    plain = anisotropy_charts.layer_chart(frame, "self_similarity", reference=rows_ref).to_dict()
+    assert all(r["kind"] == "measured" for r in next(iter(plain["datasets"].values())))  # another measure's curve
+    assert "strokeDash" not in plain["layer"][0]["encoding"]
 
 
 def test_chart_exports_offline_to_svg_and_png():
@@ -242,7 +250,8 @@ def test_chart_exports_offline_to_svg_and_png():
     from core.charts import anisotropy as anisotropy_charts
 
     frame = anisotropy_charts.profile_frame([_profile("bert-base-uncased")])
-    chart = anisotropy_charts.layer_chart(frame, "random_cosine", show_reference=True)
+    reference = anisotropy_charts.reference_frame(an.reference_for("random_cosine"), "bert-base-uncased", "bertlens")
+    chart = anisotropy_charts.layer_chart(frame, "random_cosine", reference=reference, protocol="ethayarajh")
     svg = charts.chart_svg(chart)
     assert svg.startswith("<svg") and "Ethayarajh" in svg
     assert charts.chart_png(chart)[:8] == b"\x89PNG\r\n\x1a\n"
