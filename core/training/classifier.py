@@ -34,16 +34,21 @@ class Classifier(nn.Module):
     pooling "pooler" uses the encoder's pooler output (BERT's tanh layer over [CLS], as in
     BertForSequenceClassification); "cls" uses the last hidden state of the first token (models without a pooler).
     head "linear": hidden -> classes; "mlp": hidden -> mlp_hidden -> classes with a ReLU (the CS4650 slides' head).
+    dropout before the head: None for the encoder's hidden dropout (as BertForSequenceClassification), else that
+    probability (the slides' MLP model has none). It only acts in training, so a saved run needs no record of it.
     """
 
-    def __init__(self, encoder: nn.Module, num_labels: int, head: str = "linear", mlp_hidden: int = 50, pooling: str | None = None):
+    def __init__(self, encoder: nn.Module, num_labels: int, head: str = "linear", mlp_hidden: int = 50,
+                 pooling: str | None = None, dropout: float | None = None):
         super().__init__()
         self.encoder = encoder
         config = encoder.config
         hidden = int(getattr(config, "hidden_size", getattr(config, "dim", 0)))
         self.pooling = pooling or ("pooler" if getattr(encoder, "pooler", None) is not None else "cls")
         self.head_kind, self.mlp_hidden = head, mlp_hidden
-        self.dropout = nn.Dropout(float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0))
+        if dropout is None:  # BertForSequenceClassification's: the encoder's hidden dropout
+            dropout = float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0)
+        self.dropout = nn.Dropout(dropout)
         if head == "linear":
             self.head = nn.Sequential(nn.Linear(hidden, num_labels))
         elif head == "mlp":
