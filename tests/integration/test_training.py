@@ -266,3 +266,70 @@ def test_slides_run_scores_the_snli_test_split(tiny_bert_dir, data_dir):
     assert all((e.text, e.text_b) in test_pairs for e in evaluated)
     clf = load_classifier("tiny-slides")
     assert clf.model.dropout.p == 0.0  # the slides' MLP model has no dropout before its head
+
+
+# ---- studies --------------------------------------------------------------------------------------------
+
+
+def test_slides_layer12_study_runs_on_a_tiny_bert(tiny_bert_dir, data_dir):
+    from core.studies import StudyOptions, get
+
+    study = get("slides-layer12")
+    result = study.run(StudyOptions(model=str(tiny_bert_dir), limit=24, extra={"eval_limit": 20}), None, None)
+    assert result.protocol == "slides" and result.corpus == "snli"
+    (comparison,) = result.comparisons
+    assert comparison.reference.key == "slides-layer12-snli"
+    assert comparison.verdict == "different model: shape only"  # a tiny BERT is not the slides' bert-base
+    assert result.measured["layers"] == {"12 layers, linear head": 2, "11 layers (layer 12 removed), MLP head": 1}
+    runs = {r.name: r for r in list_runs()}
+    full = next(r for n, r in runs.items() if n.endswith("-all-layers"))
+    assert full.metrics["eval_split"] == "test" and full.metrics["eval_examples"] == 20
+    assert result.measured["test accuracy"]["12 layers, linear head"] == full.metrics["accuracy"]
+    assert any("indicative only" in n for n in result.notes)
+    # Reusing the finished runs by prefix gives the same numbers without training.
+    prefix = full.name.removesuffix("-all-layers")
+    again = study.run(StudyOptions(extra={"run": prefix}), None, None)
+    assert again.measured["test accuracy"] == result.measured["test accuracy"]
+    assert json.loads(json.dumps(again.to_json()))["verdict"] == "different model: shape only"
+
+
+def test_slides_contrastive_study_runs_on_a_tiny_bert(tiny_bert_dir, data_dir):
+    from core.studies import StudyOptions, get
+    from core.studies.slides_contrastive import random_word_cosine
+
+    result = get("slides-contrastive").run(
+        StudyOptions(model=str(tiny_bert_dir), limit=64, corpus="snli:dev:12", extra={"eval_limit": 10}), None, None)
+    assert result.protocol == "gao" and result.comparisons == () and result.verdict == "not measured"
+    original = result.measured["random-word cosine, original"]
+    assert sorted(original) == [0, 1, 2]
+    run = next(r for r in list_runs() if r.name.startswith("slides-contrastive-"))
+    assert run.metrics["protocol"] == "gao" and run.metrics["steps"] == 1
+    assert any("grows slower" in n for n in result.notes)
+
+    # The measure against a plain computation: random tokens of different sentences, special tokens left out.
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    from core.corpus import resolve
+
+    sentences = resolve("snli:dev:12").sentences
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    model = BertModel.from_pretrained(str(tiny_bert_dir)).eval()
+    vectors, owners = [], []
+    for s, sentence in enumerate(sentences):
+        batch = tokenizer(sentence, return_tensors="pt")
+        with torch.no_grad():
+            states = model(**batch, output_hidden_states=True).hidden_states
+        for t in range(1, batch["input_ids"].shape[1] - 1):  # [CLS] ... [SEP]
+            vectors.append([h[0, t].numpy() for h in states])
+            owners.append(s)
+    # Exact mean over every cross-sentence pair, by loops; the study samples 20,000 of them (sampling error ~0.002).
+    by_hand = []
+    for layer in range(3):
+        cosines = [vectors[i][layer] @ vectors[j][layer] / np.linalg.norm(vectors[i][layer]) / np.linalg.norm(vectors[j][layer])
+                   for i in range(len(owners)) for j in range(len(owners)) if owners[i] != owners[j]]
+        by_hand.append(float(np.mean(cosines)))
+    measured = random_word_cosine(load_model(str(tiny_bert_dir)), sentences, n_pairs=20000)
+    for layer in range(3):
+        assert measured[layer] == pytest.approx(by_hand[layer], abs=0.01)
+    assert max(abs(by_hand[layer] - original[layer]) for layer in range(3)) < 0.05  # the study's 1,000 pairs
