@@ -111,6 +111,9 @@ def render_runs() -> None:
     with st.expander("Start a run", expanded=not list_runs(), icon=":material/play_arrow:"):
         st.button("Quick example: SNLI, 2,000 pairs, 1 epoch", key=K + "quick", on_click=use_quick_example)
         with st.form(K + "form"):
+            if paper:
+                st.caption("Paper protocol on: the values it fixes (table above: the slides' for classification, Gao "
+                           "et al.'s for unsupervised SimCSE) replace the form's.")
             c1, c2, c3 = st.columns(3)
             model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True)
             task = c2.selectbox("Task", [*BUILTIN_TASKS, FILE_TASK], key=K + "task",
