@@ -469,8 +469,10 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
     positives = tokenize(tokenizer, [(t.positive or t.anchor, None) for t in data.train], max_length)
     negatives = tokenize(tokenizer, [(t.negative or t.anchor, None) for t in data.train], max_length)
     has_negative = [t.negative is not None for t in data.train]
-    seed_everything(recipe.seed)  # the projection's initialisation does not depend on how the model was loaded
-    projection = SimCSEProjection(encoder.config.hidden_size, getattr(encoder.config, "initializer_range", 0.02)).to(device) if recipe.mlp_in_training else None
+    projection = None
+    if recipe.mlp_in_training:
+        seed_everything(recipe.seed)  # the projection's initialisation does not depend on how the model was loaded
+        projection = SimCSEProjection(encoder.config.hidden_size, getattr(encoder.config, "initializer_range", 0.02)).to(device)
     # The optimizer and train()/eval() see the projection too; it is never saved.
     trained = encoder if projection is None else nn.ModuleDict({"encoder": encoder, "projection": projection})
 
