@@ -6,10 +6,12 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.common import export_buttons, intro, model_ref
-from core import bias
+from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, pick_device
+from core.protocols import describe
+from core.training.recipe import PAPER_SETTINGS
 
 P = "bias."
 ARM_TITLES = {"full": "full (all data)", "biased": "biased (words removed)", "control": "control (as many removed at random)"}
@@ -18,6 +20,7 @@ ON_GPU = pick_device() != "cpu"
 # On a processor, all 20k local SNLI training pairs x 3 runs take hours; a 2,000-pair subset takes minutes.
 DEFAULT_TRAIN_LIMIT = 0 if ON_GPU else 2000
 DEFAULT_TEST_LIMIT = 0 if ON_GPU else 1000
+SLIDES_RECIPE = {k: PAPER_SETTINGS["slides"][k] for k in ("epochs", "lr", "batch_size")}
 
 
 @st.cache_data(show_spinner="Reading the data…", max_entries=8)
@@ -26,11 +29,12 @@ def cached_split(task: str, split: str, limit: int | None, seed: int):
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_matches(task: str, words: tuple[str, ...], train_limit: int | None, test_limit: int | None, seed: int):
+def cached_matches(task: str, words: tuple[str, ...], train_limit: int | None, test_limit: int | None, seed: int,
+                   protocol: str = "bertlens"):
     train, test = cached_split(task, "train", train_limit, seed), cached_split(task, "test", test_limit, seed)
-    matches = bias.word_matches(train, words)
+    matches = bias.word_matches(train, words, protocol)
     shown = [train[i] for i in matches.mask.nonzero()[0][:5]]
-    return matches, int(bias.match_mask(test, words).sum()), len(test), shown
+    return matches, int(bias.match_mask(test, words, protocol).sum()), len(test), shown
 
 
 @st.cache_data(show_spinner="Preparing the test set…", max_entries=4)
@@ -61,6 +65,18 @@ intro(
     "(woman ↔ man, she ↔ he …) changes a prediction.",
 )
 
+st.toggle(
+    "Paper protocol", key=P + "paper_protocol",
+    help="On: the slides' filter (the words as whole space-separated tokens of the premise, exact case: 23.1 % of "
+         "SNLI train, as their batch counts imply) and their recipe (AdamW lr 5e-5, eps 1e-8, no weight decay, no "
+         "schedule, 2 epochs, batch 32). Off (BERT Lens's default): whole words in any case in premise or "
+         "hypothesis (28.6 %: every pair that mentions the words) and BERT Lens's recipe. The control run is "
+         "BERT Lens's addition either way.",
+)
+protocol = "slides" if st.session_state[P + "paper_protocol"] else "bertlens"
+st.caption(describe(protocol) + (f" Filter: {bias.FILTER_TITLES[protocol]}." if protocol == "slides" else
+                                 f" Filter: {bias.FILTER_TITLES[protocol]}; recipe: weight decay 0.01, clipping 1.0."))
+
 st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
 st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
 for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
@@ -76,7 +92,9 @@ c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quic
 
 st.subheader("1. The words")
 left, right = st.columns([3, 1])
-left.text_input("Words to remove from the training data (comma-separated; whole words, any capitalisation)", key=P + "words")
+left.text_input("Words to remove from the training data (comma-separated; "
+                + ("whole tokens of the premise, exact case)" if protocol == "slides" else "whole words, any capitalisation)"),
+                key=P + "words")
 right.selectbox("Task", bias.TASKS, key=P + "task", format_func=lambda t: {"snli": "SNLI (3 classes)", "mrpc": "MRPC (paraphrase)"}[t])
 a, b, c = st.columns(3)
 a.number_input("Training pairs (0 = all)", min_value=0, step=500, key=P + "train_limit",
@@ -86,7 +104,7 @@ c.number_input("Seed", min_value=0, step=1, key=P + "seed", help="Subsets, the c
 
 words_ok = True
 try:
-    words = bias.parse_words(st.session_state[P + "words"])
+    words = bias.parse_words(st.session_state[P + "words"], keep_case=protocol == "slides")
 except ValueError as err:
     st.error(str(err))
     words_ok, words = False, ()
@@ -96,7 +114,7 @@ train_limit, test_limit, seed = limit(st.session_state[P + "train_limit"]), limi
 matches = None
 if words_ok:
     try:
-        matches, test_matches, test_n, shown = cached_matches(task, words, train_limit, test_limit, seed)
+        matches, test_matches, test_n, shown = cached_matches(task, words, train_limit, test_limit, seed, protocol)
     except DataUnavailable as err:
         st.error(f"The {task} data is missing: {err}")
 if matches is not None:
@@ -105,13 +123,15 @@ if matches is not None:
     m2.metric("Biased and control runs train on", f"{matches.n - matches.count:,} pairs")
     m3.metric("Test pairs with a word", f"{test_matches:,} of {test_n:,}")
     per_word = bias.word_count_frame(matches)
-    word_chart = charts.word_count_chart(per_word)
+    word_chart = charts.word_count_chart(per_word, protocol)
     st.altair_chart(word_chart, width="stretch")
     export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
     if shown:
         st.markdown("**Some training pairs that would be removed**")
         for e in shown:
-            st.markdown(f"- {bias.highlight(e.text, words)} → {bias.highlight(e.text_b or '', words)} *({e.label})*")
+            # The slides' filter reads premises only, so their hypotheses get no bold.
+            hypothesis = (e.text_b or "") if protocol == "slides" else bias.highlight(e.text_b or "", words)
+            st.markdown(f"- {bias.highlight(e.text, words, protocol)} → {hypothesis} *({e.label})*")
     elif matches.count == 0:
         st.warning("No training pair contains these words, so the biased run would equal the full one.")
 
@@ -125,10 +145,13 @@ with st.expander("Counterfactual swap list (used when scoring)"):
 with st.form(P + "recipe"):
     st.caption(f"Model: **{model_ref()}** (the sidebar's). All three runs use this recipe and run one after another "
                f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
+    fixed = protocol == "slides"
+    if fixed:
+        st.caption("Paper protocol: epochs, learning rate and batch size are the slides' (2, 5e-5, 32).")
     r1, r2, r3, r4, r5 = st.columns(5)
-    r1.number_input("Epochs", min_value=1, max_value=20, key=P + "epochs")
-    r2.number_input("Learning rate", min_value=1e-7, max_value=1e-2, step=1e-5, format="%.0e", key=P + "lr")
-    r3.number_input("Batch size", min_value=1, max_value=512, key=P + "batch_size")
+    r1.number_input("Epochs", min_value=1, max_value=20, key=P + "epochs", disabled=fixed)
+    r2.number_input("Learning rate", min_value=1e-7, max_value=1e-2, step=1e-5, format="%.0e", key=P + "lr", disabled=fixed)
+    r3.number_input("Batch size", min_value=1, max_value=512, key=P + "batch_size", disabled=fixed)
     r4.number_input("Max tokens", min_value=16, max_value=512, step=16, key=P + "max_length")
     r5.selectbox("Head", ["linear", "mlp"], key=P + "head", format_func=lambda h: {"linear": "linear", "mlp": "MLP (→50→classes)"}[h])
     launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
@@ -138,9 +161,10 @@ if launched:
         spec = bias.ExperimentSpec(
             name=bias.new_experiment_name(), model=model_ref(), task=task, words=words,
             swaps=bias.parse_swaps(st.session_state[P + "swaps"]), train_limit=train_limit, test_limit=test_limit,
-            epochs=int(st.session_state[P + "epochs"]), seed=seed, lr=float(st.session_state[P + "lr"]),
-            batch_size=int(st.session_state[P + "batch_size"]), max_length=int(st.session_state[P + "max_length"]),
-            head=st.session_state[P + "head"],
+            seed=seed, max_length=int(st.session_state[P + "max_length"]), head=st.session_state[P + "head"],
+            protocol=protocol, **(SLIDES_RECIPE if protocol == "slides" else {
+                "epochs": int(st.session_state[P + "epochs"]), "lr": float(st.session_state[P + "lr"]),
+                "batch_size": int(st.session_state[P + "batch_size"])}),
         )
         with st.spinner("Writing the three training sets…"):
             bias.launch(spec)
@@ -162,7 +186,7 @@ def cancel_clicked(experiment: str) -> None:
 def draw_progress(status: bias.ExperimentStatus) -> None:
     spec = status.spec
     st.caption(f"{spec.model} on {spec.task}: words {', '.join(spec.words)}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
-               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}.")
+               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}. {describe(spec.protocol)}")
     for arm in bias.ARMS:
         run = status.runs[arm]
         if run is None:
@@ -197,14 +221,18 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     k2.metric("Full run", f"{full.overall.accuracy:.2%}")
     k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
     k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+    reference = references.get("slides-bias-accuracy")
     st.caption(
-        f"The slides' reference (BERT-base, all 550k SNLI training pairs, 2 epochs, no control): "
-        f"{bias.SLIDES_REFERENCE['full']:.2%} → {bias.SLIDES_REFERENCE['biased']:.2%} on the test set. "
-        f"Here: {spec.model}, {full.train_size:,} training pairs, {result.test_size:,} test pairs "
-        f"({result.test_with_words:,} with the words)."
+        f"The slides' reference — {references.overlay_label(reference, spec.model, result.protocol)}: "
+        f"{bias.SLIDES_REFERENCE['full']:.2%} → {bias.SLIDES_REFERENCE['biased']:.2%} on the test set, all 550k SNLI "
+        f"training pairs, 2 epochs, no control, {bias.SLIDES_REFERENCE['train_batches_full']:,} → "
+        f"{bias.SLIDES_REFERENCE['train_batches_biased']:,} batches (23.1 % removed). "
+        f"Here: {spec.model}, {full.train_size:,} training pairs ({result.removed / max(full.train_size, 1):.1%} "
+        f"removed), {result.test_size:,} test pairs ({result.test_with_words:,} with the words), protocol "
+        f"{result.protocol}."
     )
 
-    accuracy_chart = charts.accuracy_chart(table)
+    accuracy_chart = charts.accuracy_chart(table, result.protocol)
     st.altair_chart(accuracy_chart, width="stretch")
     export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
 

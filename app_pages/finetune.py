@@ -13,6 +13,7 @@ from core import settings
 from core.charts import finetune as finetune_charts
 from core.examples import EXAMPLES
 from core.models import ModelUnavailable, available_models
+from core.protocols import describe
 from core.training import (
     BUILTIN_TASKS,
     TASK_TITLES,
@@ -25,6 +26,7 @@ from core.training import (
     report,
     submit,
 )
+from core.training.recipe import BERTLENS_DIFFERENCES, PAPER_SETTINGS, PROTOCOLS, paper_recipe, protocol_table
 
 FILE_TASK = "my file"
 K = "finetune."  # session-state prefix of this page
@@ -61,6 +63,14 @@ def launch(recipes: list[Recipe]) -> None:
     st.success(f"Queued {', '.join(r.run_name for r in recipes)}. Progress shows below; runs go one at a time.")
 
 
+def paper_protocol_for(objective: str) -> str:
+    """The paper protocol of an objective: the slides' for classification, Gao et al.'s for unsupervised SimCSE."""
+    papers = [p for p in PROTOCOLS[objective] if p != "bertlens"]
+    if not papers:
+        raise ValueError("No paper protocol covers supervised SimCSE here; turn the paper protocol off.")
+    return papers[0]
+
+
 def use_quick_example() -> None:
     st.session_state.update({K + "task": "snli", K + "train_limit": 2000, K + "eval_limit": 1000,
                              K + "epochs": 1, K + "max_length": 64, K + "objective": "classify"})
@@ -83,9 +93,27 @@ def render_runs() -> None:
 
     # ---- launch -------------------------------------------------------------------------------------------
 
+    paper = st.toggle(
+        "Paper protocol", key=K + "paper_protocol",
+        help="On: classification runs follow the CS4650 slides (AdamW lr 5e-5, eps 1e-8, no weight decay, no schedule, "
+             "2 epochs, batch 32, scored on the test split) and unsupervised SimCSE follows Gao et al.; the settings "
+             "they fix are then ignored below. Off: BERT Lens's own recipe, " + "; ".join(BERTLENS_DIFFERENCES) + ".",
+    )
+    if paper:
+        with st.expander("What the paper protocols fix, and where each value comes from", icon=":material/menu_book:"):
+            for name in ("slides", "gao"):
+                st.caption(describe(name))
+                st.dataframe(pd.DataFrame(protocol_table(name)), hide_index=True, width="stretch")
+    else:
+        st.caption("Protocol: BERT Lens (default). Training uses the slides' AdamW (lr 5e-5, eps 1e-8, 2 epochs), but "
+                   + "; ".join(BERTLENS_DIFFERENCES) + ". Turn on the paper protocol to reproduce the papers' runs.")
+
     with st.expander("Start a run", expanded=not list_runs(), icon=":material/play_arrow:"):
         st.button("Quick example: SNLI, 2,000 pairs, 1 epoch", key=K + "quick", on_click=use_quick_example)
         with st.form(K + "form"):
+            if paper:
+                st.caption("Paper protocol on: the values it fixes (table above: the slides' for classification, Gao "
+                           "et al.'s for unsupervised SimCSE) replace the form's.")
             c1, c2, c3 = st.columns(3)
             model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True)
             task = c2.selectbox("Task", [*BUILTIN_TASKS, FILE_TASK], key=K + "task",
@@ -119,7 +147,8 @@ def render_runs() -> None:
                 try:
                     if task == FILE_TASK and upload is None:
                         raise ValueError("Task 'my file' needs a file: upload a CSV or JSONL above.")
-                    recipe = Recipe(
+                    protocol = paper_protocol_for(objective) if paper else "bertlens"
+                    values = dict(
                         model=model or "", task=save_upload(upload) if task == FILE_TASK else task,
                         run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
                         objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
@@ -127,6 +156,8 @@ def render_runs() -> None:
                         seed=int(seed), head=head, drop_last_layers=int(drop), freeze_layers=int(freeze_layers),
                         freeze_embeddings=bool(freeze_embeddings),
                     )
+                    # The protocol's own values replace the form's (the toggle's help says so).
+                    recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})
                 except ValueError as err:
                     st.error(str(err))
                 else:
@@ -140,19 +171,31 @@ def render_runs() -> None:
             "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces."
         )
         st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
+        st.caption("The slides' accuracies are on the **test** split (source: core.references). With the paper "
+                   "protocol on, the runs follow the slides' recipe and are scored on the test split too; off, they "
+                   "are scored on SNLI **dev** (BERT Lens's default, so the test split stays unseen): the side-by-side "
+                   "table below names each run's split.")
         c1, c2, c3, c4 = st.columns(4)
         preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
         preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
         preset_limit = c3.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "preset_limit")
-        preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs")
+        preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs", disabled=paper,
+                                        help="The slides' 2 under the paper protocol.")
+        preset_eval = st.number_input(f"{'Test' if paper else 'Dev'} examples scored (0 = all)", 0, 10_000_000,
+                                      0 if paper else 2000, step=500, key=K + ("preset_eval_test" if paper else "preset_eval"))
         as_slides = st.checkbox("As in the slides: linear head with all layers, MLP head without the last layer "
                                 "(depth and head change together)", key=K + "preset_as_slides")
         if st.button("Launch both runs", key=K + "preset_go", icon=":material/compare_arrows:"):
             stem = f"{(preset_model or 'model').split('/')[-1]}-{preset_task}-{time.strftime('%H%M%S')}"
-            base = Recipe(model=preset_model or "", task=preset_task, run_name=f"{stem}-all-layers",
-                          train_limit=int(preset_limit) or None, eval_limit=2000, epochs=int(preset_epochs), head="linear")
-            launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
-                                       head="mlp" if as_slides else "linear")])
+            values = dict(model=preset_model or "", task=preset_task, run_name=f"{stem}-all-layers",
+                          train_limit=int(preset_limit) or None, eval_limit=int(preset_eval) or None, head="linear")
+            try:
+                base = paper_recipe("slides", **values) if paper else Recipe(**values, epochs=int(preset_epochs))
+            except ValueError as err:
+                st.error(str(err))
+            else:
+                launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
+                                           head="mlp" if as_slides else "linear")])
 
     # ---- live progress ------------------------------------------------------------------------------------
 
@@ -231,6 +274,8 @@ def render_runs() -> None:
         return
 
     st.subheader("Side by side")
+    shown = sorted({r.recipe.get("protocol", "bertlens") for r in selected})
+    st.caption(" ".join(describe(p) for p in shown))
     comparison = report.compare_table(selected)
     st.dataframe(comparison, width="stretch")
     export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")

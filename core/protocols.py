@@ -45,11 +45,11 @@ PROTOCOLS: dict[str, Protocol] = {
         Protocol("visbert", "van Aken et al. (2019), VisBERT",
                  "A new PCA fitted per layer on the one input's token vectors."),
         Protocol("slides", "CS4650 slides (Ge & Zhu)",
-                 "As the course slides: AdamW lr 5e-5, eps 1e-8, no weight decay, test split; bias filter is a "
-                 "case-sensitive whole-token match on the premise."),
+                 "As the course slides: AdamW lr 5e-5, eps 1e-8, no weight decay, 2 epochs, batch 32, no schedule or "
+                 "clipping (not stated), test split; bias filter is a case-sensitive whole-token match on the premise."),
         Protocol("gao", "Gao et al. (2021), SimCSE",
                  "Unsupervised SimCSE: MLP over [CLS] in training only, lr 3e-5, batch 64, length 32, 1 epoch, "
-                 "temperature 0.05."),
+                 "temperature 0.05, linear learning-rate decay."),
     )
 }
 

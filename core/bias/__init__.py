@@ -82,12 +82,16 @@ from core.bias.tables import (
 )
 from core.bias.words import (
     DEFAULT_WORDS,
+    FILTER_TITLES,
+    FILTERS,
     TrainingSets,
     WordMatches,
     control_keep,
+    check_filter,
     example_texts,
     highlight,
     match_mask,
+    matcher,
     parse_words,
     training_sets,
     word_matches,

@@ -45,11 +45,12 @@ import numpy as np
 from core import datasets, jobs, settings, training
 from core.bias.statistics import ARMS, ExperimentResult, score_experiment
 from core.bias.swaps import DEFAULT_SWAPS, Counterfactuals, counterfactuals, parse_swaps
-from core.bias.words import DEFAULT_WORDS, TrainingSets, match_mask, parse_words, training_sets
+from core.bias.words import DEFAULT_WORDS, TrainingSets, check_filter, match_mask, parse_words, training_sets
 from core.datasets import Example
 from core.files import read_json, write_json_atomic
 from core.models import download
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
+from core.training.recipe import PAPER_SETTINGS, paper_recipe
 
 # The one reach past core.training's public API (asked for as a public name): the scorer waits its turn in the
 # training queue, so scoring never competes with a training run for the processor.
@@ -71,6 +72,9 @@ class ExperimentSpec:
 
     train_limit / test_limit: seeded subsets of the task's train / test split taken before filtering
     (None = all). seed: the subsets, the control's removals, training and the bootstrap.
+    protocol: "bertlens" (whole words, any case, premise or hypothesis; BERT Lens's recipe) or "slides" (the
+    slides' filter, core.bias.words, and their recipe, core.training.recipe.PAPER_SETTINGS: epochs, lr and
+    batch size must then be the slides' 2, 5e-5 and 32).
     """
 
     name: str
@@ -88,6 +92,7 @@ class ExperimentSpec:
     head: str = "linear"
     device: str | None = None
     bootstrap: int = 1000
+    protocol: str = "bertlens"
     created_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -96,7 +101,8 @@ class ExperimentSpec:
                              "digits, '_', '-' and '.' (at most 64 characters)")
         if self.task not in TASKS:
             raise ValueError(f"task {self.task!r} is not one of {', '.join(TASKS)}: the experiment needs a test split with labels")
-        object.__setattr__(self, "words", parse_words(self.words))
+        check_filter(self.protocol)
+        object.__setattr__(self, "words", parse_words(self.words, keep_case=self.protocol == "slides"))
         object.__setattr__(self, "swaps", parse_swaps(self.swaps))
         for name in ("train_limit", "test_limit"):
             value = getattr(self, name)
@@ -108,9 +114,15 @@ class ExperimentSpec:
         return f"{self.name}-{arm}"
 
     def recipe(self, arm: str) -> training.Recipe:
-        return training.Recipe(model=self.model, task=str(data_file(self.name, arm)), run_name=self.run_name(arm),
+        values = dict(model=self.model, task=str(data_file(self.name, arm)), run_name=self.run_name(arm),
                       epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, max_length=self.max_length,
                       seed=self.seed, head=self.head, device=self.device, data_source="local")
+        if self.protocol == "slides":
+            fixed = PAPER_SETTINGS["slides"]
+            wrong = [f"{k}={fixed[k]!r} (got {values[k]!r})" for k in ("epochs", "lr", "batch_size") if values[k] != fixed[k]]
+            if wrong:
+                raise ValueError(f"The slides' protocol fixes {', '.join(wrong)}; use protocol 'bertlens' to change them.")
+        return paper_recipe(self.protocol, **values)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -165,7 +177,8 @@ class ExperimentData:
 def experiment_data(spec: ExperimentSpec) -> ExperimentData:
     train = load_split(spec.task, "train", spec.train_limit, spec.seed)
     test = tuple(load_split(spec.task, "test", spec.test_limit, spec.seed))
-    return ExperimentData(training_sets(train, spec.words, spec.seed), test, match_mask(test, spec.words),
+    return ExperimentData(training_sets(train, spec.words, spec.seed, spec.protocol), test,
+                          match_mask(test, spec.words, spec.protocol),
                           counterfactuals(test, spec.swaps), training.TASK_LABELS[spec.task])
 
 
@@ -281,7 +294,8 @@ def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress:
             "test": predictions[arm].tolist(), "swapped": swapped[arm].tolist()})
     true = np.array([data.labels.index(e.label) for e in data.test])
     result = score_experiment(spec.name, data.labels, true, data.with_words, predictions, swapped, cf.indices,
-                              {a: len(data.sets.arm(a)) for a in ARMS}, data.sets.removed, spec.bootstrap, spec.seed, engine)
+                              {a: len(data.sets.arm(a)) for a in ARMS}, data.sets.removed, spec.bootstrap, spec.seed, engine,
+                              spec.protocol)
     write_json_atomic(folder / RESULTS, result.to_json())
     return result
 

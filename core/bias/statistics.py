@@ -8,14 +8,22 @@ from typing import Sequence
 
 import numpy as np
 
+from core import references
 from core.training import evaluate_predictions
 
 ARMS = ("full", "biased", "control")
 SLICES = ("with_words", "without_words")
-# The CS4650 slides (BERT-base, full SNLI train, 2 epochs): test accuracy with and without the female words.
-SLIDES_REFERENCE = {"full": 0.9045195439739413, "biased": 0.5946661237785016, "train_batches_full": 17168,
-                    "train_batches_biased": 13197}
 
+
+def _slides_reference() -> dict[str, float]:
+    """The CS4650 slides' numbers (BERT-base, full SNLI train, 2 epochs), as core.references holds them: test
+    accuracy with and without the female words, and the train loaders' lengths in batches of 32."""
+    accuracy, batches = references.get("slides-bias-accuracy"), references.get("slides-bias-batches")
+    return {"full": accuracy.values["full"], "biased": accuracy.values["biased"],
+            "train_batches_full": batches.values["full"], "train_batches_biased": batches.values["biased"]}
+
+
+SLIDES_REFERENCE = _slides_reference()
 
 
 # ---- scores -----------------------------------------------------------------------------------------
@@ -138,6 +146,7 @@ class ExperimentResult:
 
     removed: training examples the filter (and so the control) left out. test_with_words: test examples in
     the with_words slice. differences[(a, b)][slice] = (accuracy_a - accuracy_b, low, high) paired bootstrap.
+    protocol: the word filter and recipe ("bertlens" or "slides", core.protocols) the experiment ran with.
     """
 
     name: str
@@ -147,10 +156,11 @@ class ExperimentResult:
     test_with_words: int
     runs: dict[str, RunResult]
     differences: dict[str, dict[str, tuple[float, float, float]]]
+    protocol: str = "bertlens"
 
     def to_json(self) -> dict:
         return {
-            "experiment": self.name, "labels": list(self.labels), "removed": self.removed,
+            "experiment": self.name, "protocol": self.protocol, "labels": list(self.labels), "removed": self.removed,
             "test_size": self.test_size,
             "test_slices": {"with_words": self.test_with_words, "without_words": self.test_size - self.test_with_words},
             "runs": {arm: r.to_json(self.labels) for arm, r in self.runs.items()},
@@ -163,7 +173,8 @@ class ExperimentResult:
         labels = tuple(d["labels"])
         return cls(d["experiment"], labels, int(d["removed"]), int(d["test_size"]), int(d["test_slices"]["with_words"]),
                    {arm: RunResult.from_json(arm, r, labels) for arm, r in d["runs"].items()},
-                   {k: {s: tuple(_float(x) for x in v) for s, v in dd.items()} for k, dd in d.get("differences", {}).items()})
+                   {k: {s: tuple(_float(x) for x in v) for s, v in dd.items()} for k, dd in d.get("differences", {}).items()},
+                   d.get("protocol", "bertlens"))
 
 
 DIFFERENCES = (("biased", "full"), ("control", "full"), ("biased", "control"))
@@ -172,7 +183,8 @@ DIFFERENCES = (("biased", "full"), ("control", "full"), ("biased", "control"))
 def score_experiment(name: str, labels: Sequence[str], true: np.ndarray, with_words: np.ndarray,
                      predictions: dict[str, np.ndarray], swapped_predictions: dict[str, np.ndarray],
                      swapped_indices: np.ndarray, train_sizes: dict[str, int], removed: int,
-                     n_boot: int = 1000, seed: int = 0, engine: dict[str, dict] | None = None) -> ExperimentResult:
+                     n_boot: int = 1000, seed: int = 0, engine: dict[str, dict] | None = None,
+                     protocol: str = "bertlens") -> ExperimentResult:
     """Scores from class indices.
 
     true [n], with_words [n] bool, predictions[arm] [n]: predicted class on the test set;
@@ -204,6 +216,7 @@ def score_experiment(name: str, labels: Sequence[str], true: np.ndarray, with_wo
                 "overall": paired_difference_ci(ca, cb, n_boot, seed),
                 **{s: paired_difference_ci(ca[m], cb[m], n_boot, seed) for s, m in masks.items()},
             }
-    return ExperimentResult(name, tuple(labels), int(removed), int(true.size), int(with_words.sum()), runs, differences)
+    return ExperimentResult(name, tuple(labels), int(removed), int(true.size), int(with_words.sum()), runs, differences,
+                            protocol)
 
 

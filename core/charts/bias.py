@@ -7,23 +7,30 @@ import altair as alt
 import pandas as pd
 
 from core.bias import ARMS, SLICE_ORDER, SLICE_TITLES
+from core.protocols import PROTOCOLS
 
 ARM_COLOURS = alt.Scale(domain=list(ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
 _SLICE_SORT = [SLICE_TITLES[s] for s in SLICE_ORDER]
 
 
-def word_count_chart(per_word: pd.DataFrame) -> alt.Chart:
-    """per_word: core.bias.word_count_frame (word, training pairs), bars in the list's order."""
+def _title(text: str, protocol: str) -> alt.TitleParams:
+    """The chart's title with the protocol it was computed under as subtitle (core.protocols)."""
+    return alt.TitleParams(text, subtitle=f"protocol: {PROTOCOLS[protocol].paper}")
+
+
+def word_count_chart(per_word: pd.DataFrame, protocol: str = "bertlens") -> alt.Chart:
+    """per_word: core.bias.word_count_frame (word, training pairs), bars in the list's order; protocol: the filter."""
     return (
-        alt.Chart(per_word, title="Training pairs containing each word")
+        alt.Chart(per_word, title=_title("Training pairs containing each word", protocol))
         .mark_bar(color="#e45756")
         .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(per_word["word"])), tooltip=["word", "training pairs"])
         .properties(height=alt.Step(22))
     )
 
 
-def accuracy_chart(table: pd.DataFrame) -> alt.LayerChart:
-    """table: core.bias.accuracy_frame; bars of accuracy in percent per slice and run, rules for the 95 % intervals."""
+def accuracy_chart(table: pd.DataFrame, protocol: str = "bertlens") -> alt.LayerChart:
+    """table: core.bias.accuracy_frame; bars of accuracy in percent per slice and run, rules for the 95 % intervals;
+    protocol: the experiment's (ExperimentResult.protocol)."""
     frame = table.assign(slice_title=table["slice"].map(SLICE_TITLES), percent=table["accuracy"] * 100,
                          low=table["ci_low"] * 100, high=table["ci_high"] * 100)
     base = alt.Chart(frame).encode(
@@ -38,7 +45,7 @@ def accuracy_chart(table: pd.DataFrame) -> alt.LayerChart:
                      alt.Tooltip("high:Q", format=".2f")],
         ),
         base.mark_rule(color="black", strokeWidth=1.5).encode(y=alt.Y("low:Q", title="test accuracy (%)"), y2="high:Q"),
-    ).properties(title="Accuracy by run and test slice (bars: 95 % bootstrap intervals)", height=320)
+    ).properties(title=_title("Accuracy by run and test slice (bars: 95 % bootstrap intervals)", protocol), height=320)
 
 
 def f1_chart(f1: pd.DataFrame, labels) -> alt.Chart:

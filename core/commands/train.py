@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
+from core.training.recipe import PAPER_SETTINGS, paper_recipe
 
 
 def _common(p) -> None:
@@ -16,10 +17,12 @@ def _common(p) -> None:
     p.add_argument("--run", help="run name: the folder under models_cache/runs and the model name afterwards")
     p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training examples")
     p.add_argument("--eval-limit", type=int, default=None, help="seeded subset of the evaluation examples")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=128, help="tokens per example (pair) after truncation")
+    # No argparse defaults here: a paper protocol fixes these, so only values the user typed are checked against it.
+    p.add_argument("--epochs", type=int, default=None, help="default 2 (1 for contrastive); fixed by a paper protocol")
+    p.add_argument("--lr", type=float, default=None, help="default 5e-5 (3e-5 for contrastive); fixed by a paper protocol")
+    p.add_argument("--batch-size", type=int, default=None, help="default 32; fixed by a paper protocol")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
     p.add_argument("--drop-last-layers", type=int, default=0, metavar="K", help="remove the top K encoder layers")
     p.add_argument("--freeze-layers", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
     p.add_argument("--freeze-embeddings", action="store_true")
@@ -37,15 +40,23 @@ def register(subparsers) -> None:
     _common(p)
     p.add_argument("--task", help="snli, mrpc, drugs, absa, or a CSV/JSONL file with text[, text_b], label columns")
     p.add_argument("--head", default="linear", choices=["linear", "mlp"], help="mlp = hidden -> 50 -> classes")
+    p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
+                   help="slides: the CS4650 slides' AdamW (lr 5e-5, eps 1e-8, no weight decay, no schedule, no "
+                   "clipping), 2 epochs, batch 32, scored on the test split; bertlens (default): weight decay 0.01, "
+                   "clipping 1.0, scored on SNLI dev so the test split stays unseen")
     p.set_defaults(func=run_finetune, objective="classify")
 
     p = subparsers.add_parser("contrastive", help="SimCSE contrastive training; saves an encoder")
     _common(p)
     p.add_argument("--mode", default="unsup", choices=["unsup", "sup"])
     p.add_argument("--task", default="snli", help="snli, mrpc, drugs, absa or a file (text[, text_b, text_neg])")
-    p.add_argument("--temperature", type=float, default=0.05)
-    p.add_argument("--pooling", default="cls", choices=["cls", "mean"])
-    p.set_defaults(func=run_finetune, objective=None, lr=3e-5, epochs=1)
+    p.add_argument("--temperature", type=float, default=None, help="default 0.05")
+    p.add_argument("--pooling", default=None, choices=["cls", "mean"], help="default cls")
+    p.add_argument("--protocol", default="bertlens", choices=["bertlens", "gao"],
+                   help="gao: unsupervised SimCSE as Gao et al. (dense+tanh MLP over [CLS] in training only, lr 3e-5, "
+                   "batch 64, 32 tokens, 1 epoch, temperature 0.05, linear decay); bertlens (default): no MLP, "
+                   "128 tokens, constant lr")
+    p.set_defaults(func=run_finetune, objective=None)
 
     p = subparsers.add_parser("runs", help="list training runs with their status")
     p.add_argument("--json", action="store_true")
@@ -56,22 +67,34 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_cancel)
 
 
+# BERT Lens's values for what the user left out (keys are argparse destinations).
+DEFAULTS = {"classify": {"epochs": 2, "lr": 5e-5, "batch_size": 32, "max_length": 128},
+            "contrastive": {"epochs": 1, "lr": 3e-5, "batch_size": 32, "max_length": 128, "temperature": 0.05, "pooling": "cls"}}
+
+
 def recipe_from_args(args) -> Recipe:
     if args.recipe:
         return Recipe.from_dict(json.loads(Path(args.recipe).read_text()))
     if not args.model or not args.run or not args.task:
         raise ValueError("--model, --task and --run are required (or --recipe FILE)")
-    extra = {}
-    if args.objective is None:  # contrastive
-        extra = {"objective": f"simcse-{args.mode}", "temperature": args.temperature, "pooling": args.pooling}
+    contrastive = args.objective is None
+    protocol = getattr(args, "protocol", "bertlens")
+    fixed = PAPER_SETTINGS.get(protocol, {})
+    typed = {k: getattr(args, k, None) for k in DEFAULTS["contrastive" if contrastive else "classify"]}
+    clashes = [f"--{k.replace('_', '-')} {v}" for k, v in typed.items() if v is not None and k in fixed and v != fixed[k]]
+    if clashes:
+        raise ValueError(f"{', '.join(clashes)} clash with --protocol {protocol}, which fixes "
+                         + ", ".join(f"{k}={fixed[k]}" for k in typed if k in fixed) + "; drop them or use --protocol bertlens.")
+    values = {k: (v if v is not None else DEFAULTS["contrastive" if contrastive else "classify"][k]) for k, v in typed.items()}
+    if contrastive:
+        values["objective"] = f"simcse-{args.mode}"
     else:
-        extra = {"head": args.head}
-    return Recipe(
-        model=args.model, task=args.task, run_name=args.run, epochs=args.epochs, lr=args.lr,
-        batch_size=args.batch_size, max_length=args.max_length, train_limit=args.train_limit,
+        values["head"] = args.head
+    return paper_recipe(
+        protocol, model=args.model, task=args.task, run_name=args.run, train_limit=args.train_limit,
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
         freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings, data_source=args.source,
-        device=args.device, cpu_threads=args.threads, **extra,
+        device=args.device, cpu_threads=args.threads, **values,
     )
 
 
@@ -96,13 +119,14 @@ def run_finetune(args) -> int:
     elif metrics.get("accuracy") is not None:
         print(
             f"{recipe.run_name}: accuracy {metrics['accuracy']:.4f} (majority {metrics['majority_accuracy']:.4f}) on "
-            f"{metrics['eval_examples']} {metrics['eval_split']} examples; {metrics['train_seconds']:.1f} s, "
+            f"{metrics['eval_examples']} {metrics['eval_split']} examples, protocol {recipe.protocol}; "
+            f"{metrics['train_seconds']:.1f} s, "
             f"{metrics['examples_per_second']:.1f} examples/s"
         )
     else:
         before, after = metrics["similarity_before"], metrics["similarity_after"]
         similarity = {k: f"{before[k]:.3f} -> {after[k]:.3f}" for k in after} or "too few held-out rows to measure"
-        print(f"{recipe.run_name}: cosine similarity {similarity}; {metrics['train_seconds']:.1f} s")
+        print(f"{recipe.run_name}: cosine similarity {similarity} (protocol {recipe.protocol}); {metrics['train_seconds']:.1f} s")
     return 0
 
 

@@ -4,7 +4,7 @@ Run folder layout (a finished classification run):
     config.json, model.safetensors        the encoder in the standard HF layout (AutoModel / load_model load it)
     tokenizer.json, tokenizer_config.json the tokenizer
     head.safetensors                      the head's weights ("0.weight", ... of `Classifier.head`)
-    head.json                             {"head": "linear"|"mlp", "labels": [...], "pooling": "pooler"|"cls", ...}
+    head.json                             {"head": "linear"|"mlp", "labels": [...], "pooling": "pooler"|"cls", "dropout", ...}
     metrics.json, recipe.json, status.json, train.log
 
 The forward path is the encoder's own forward call, so anything that works on an HF encoder works here:
@@ -34,16 +34,21 @@ class Classifier(nn.Module):
     pooling "pooler" uses the encoder's pooler output (BERT's tanh layer over [CLS], as in
     BertForSequenceClassification); "cls" uses the last hidden state of the first token (models without a pooler).
     head "linear": hidden -> classes; "mlp": hidden -> mlp_hidden -> classes with a ReLU (the CS4650 slides' head).
+    dropout before the head: None for the encoder's hidden dropout (as BertForSequenceClassification), else that
+    probability (the slides' MLP model has none); head.json records it.
     """
 
-    def __init__(self, encoder: nn.Module, num_labels: int, head: str = "linear", mlp_hidden: int = 50, pooling: str | None = None):
+    def __init__(self, encoder: nn.Module, num_labels: int, head: str = "linear", mlp_hidden: int = 50,
+                 pooling: str | None = None, dropout: float | None = None):
         super().__init__()
         self.encoder = encoder
         config = encoder.config
         hidden = int(getattr(config, "hidden_size", getattr(config, "dim", 0)))
         self.pooling = pooling or ("pooler" if getattr(encoder, "pooler", None) is not None else "cls")
         self.head_kind, self.mlp_hidden = head, mlp_hidden
-        self.dropout = nn.Dropout(float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0))
+        if dropout is None:  # BertForSequenceClassification's: the encoder's hidden dropout
+            dropout = float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0)
+        self.dropout = nn.Dropout(dropout)
         if head == "linear":
             self.head = nn.Sequential(nn.Linear(hidden, num_labels))
         elif head == "mlp":
@@ -74,7 +79,7 @@ def save_classifier(classifier: Classifier, tokenizer, folder: Path, labels: tup
     state = {k: v.detach().float().contiguous().cpu() for k, v in classifier.head.state_dict().items()}
     save_file(state, str(folder / HEAD_WEIGHTS))
     meta = {"format": 1, "head": classifier.head_kind, "mlp_hidden": classifier.mlp_hidden,
-            "pooling": classifier.pooling, "labels": list(labels), **(extra or {})}
+            "pooling": classifier.pooling, "dropout": classifier.dropout.p, "labels": list(labels), **(extra or {})}
     (folder / HEAD_CONFIG).write_text(json.dumps(meta, indent=2))
 
 
@@ -140,7 +145,8 @@ def load_classifier(ref: str, *, device: str | None = None, attention: str = "ea
         )
     meta = json.loads((folder / HEAD_CONFIG).read_text())
     labels = tuple(meta["labels"])
-    classifier = Classifier(encoder.model, len(labels), meta["head"], int(meta.get("mlp_hidden", 50)), meta["pooling"])
+    classifier = Classifier(encoder.model, len(labels), meta["head"], int(meta.get("mlp_hidden", 50)), meta["pooling"],
+                            meta.get("dropout"))
     classifier.head.load_state_dict(load_file(str(folder / HEAD_WEIGHTS)))
     classifier.to(encoder.device).eval()
     return LoadedClassifier(encoder=encoder, model=classifier, labels=labels, head=meta)

@@ -206,16 +206,26 @@ class _Clock:
         }
 
 
+def make_optimizer(recipe: Recipe, parameters: list, total_steps: int):
+    """(AdamW, scheduler or None) as the recipe says: lr, eps, weight decay on every parameter; schedule "linear"
+    multiplies the lr by (1 - step / total_steps) after each step (Hugging Face's linear schedule, no warm-up)."""
+    # fused: one kernel for all parameters instead of a Python loop over ~100 tensors (CPU and CUDA).
+    optimizer = torch.optim.AdamW(parameters, lr=recipe.lr, eps=recipe.eps, weight_decay=recipe.weight_decay, fused=True)
+    if recipe.schedule == "none":
+        return optimizer, None
+    total = max(int(total_steps), 1)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, (total - step) / total))
+
+
 def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_fn, device) -> tuple[list[float], float, int]:
     """The epoch/step loop shared by both objectives; step_fn(indices) -> loss tensor. Returns losses, seconds, steps."""
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise ValueError("every parameter is frozen; freeze fewer layers")
-    # fused: one kernel for all parameters instead of a Python loop over ~100 tensors (CPU and CUDA).
-    optimizer = torch.optim.AdamW(trainable, lr=recipe.lr, eps=recipe.eps, weight_decay=recipe.weight_decay, fused=True)
     rng = random.Random(recipe.seed)
     epochs = [length_grouped_batches(lengths, recipe.batch_size, rng) for _ in range(recipe.epochs)]
     clock = _Clock(total_steps=sum(len(e) for e in epochs), total_examples=n_examples * recipe.epochs)
+    optimizer, scheduler = make_optimizer(recipe, trainable, clock.total_steps)
     folder.write_status(phase="training", step=0, total_steps=clock.total_steps, epochs=recipe.epochs, epoch=1)
     folder.log(f"training: {n_examples} examples, {clock.total_steps} steps on {device}")
     losses: list[float] = []
@@ -233,6 +243,8 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
             if recipe.max_grad_norm:
                 torch.nn.utils.clip_grad_norm_(trainable, recipe.max_grad_norm)
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
             step += 1
@@ -264,6 +276,7 @@ def _base_metrics(recipe: Recipe, lm, device: str, losses: list[float], seconds:
         "steps": len(losses),
         "final_loss": float(np.mean(losses[-20:])) if losses else None,
         "loss_curve": loss_curve(losses),
+        "protocol": recipe.protocol,
         "recipe": recipe.to_dict(),
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -300,7 +313,8 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     device = recipe.device or pick_device()
     folder.write_status(phase="loading data")
     data = tasks.load_task(
-        recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source
+        recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed,
+        source=recipe.data_source, eval_split=recipe.eval_split,
     )
     if not data.eval:
         raise tasks.TaskError(f"Task '{recipe.task}' has no evaluation examples.")
@@ -308,7 +322,9 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     folder.write_status(phase="loading model")
     lm, encoder, layers = _prepare_encoder(recipe, device)
     seed_everything(recipe.seed)  # the head's initialisation does not depend on how the model was loaded
-    model = Classifier(encoder, len(data.labels), recipe.head, recipe.mlp_hidden).to(device)
+    # The slides' 11-layer model prints no dropout module before its MLP head (the 12-layer one has BERT's).
+    dropout = 0.0 if recipe.protocol == "slides" and recipe.head == "mlp" else None
+    model = Classifier(encoder, len(data.labels), recipe.head, recipe.mlp_hidden, dropout=dropout).to(device)
     tokenizer = lm.tokenizer
     pad_id = tokenizer.pad_token_id or 0
     folder.write_status(phase="tokenizing")
@@ -357,6 +373,28 @@ def sentence_embeddings(encoder: nn.Module, batch: dict[str, torch.Tensor], pool
         return hidden[:, 0]
     mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+
+
+class SimCSEProjection(nn.Module):
+    """Gao et al.'s MLPLayer: dense (hidden -> hidden) + tanh over the [CLS] state, newly initialised as BERT
+    initialises a linear layer (normal, std initializer_range; bias 0). Used in training only (--mlp_only_train):
+    evaluation and the saved encoder use the [CLS] state without it ("cls_before_pooler")."""
+
+    def __init__(self, hidden: int, initializer_range: float = 0.02):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        nn.init.normal_(self.dense.weight, mean=0.0, std=initializer_range)
+        nn.init.zeros_(self.dense.bias)
+        self.activation = nn.Tanh()
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.dense(features))
+
+
+def training_embeddings(encoder: nn.Module, projection: nn.Module | None, batch: dict[str, torch.Tensor], pooling: str) -> torch.Tensor:
+    """[batch, hidden]: the sentence embedding the SimCSE loss sees (through the projection when there is one)."""
+    z = sentence_embeddings(encoder, batch, pooling)
+    return z if projection is None else projection(z)
 
 
 def simcse_loss(anchors: torch.Tensor, candidates: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -431,17 +469,23 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
     positives = tokenize(tokenizer, [(t.positive or t.anchor, None) for t in data.train], max_length)
     negatives = tokenize(tokenizer, [(t.negative or t.anchor, None) for t in data.train], max_length)
     has_negative = [t.negative is not None for t in data.train]
+    projection = None
+    if recipe.mlp_in_training:
+        seed_everything(recipe.seed)  # the projection's initialisation does not depend on how the model was loaded
+        projection = SimCSEProjection(encoder.config.hidden_size, getattr(encoder.config, "initializer_range", 0.02)).to(device)
+    # The optimizer and train()/eval() see the projection too; it is never saved.
+    trained = encoder if projection is None else nn.ModuleDict({"encoder": encoder, "projection": projection})
 
     def step(indices: list[int]) -> torch.Tensor:
         b = len(indices)
         # Unsupervised: the positive is the anchor itself; dropout makes the two passes differ.
         hard = [i for i in indices if has_negative[i]]
         features = [anchors[i] for i in indices] + [positives[i] for i in indices] + [negatives[i] for i in hard]
-        z = sentence_embeddings(encoder, collate(features, pad_id, device), recipe.pooling)
+        z = training_embeddings(encoder, projection, collate(features, pad_id, device), recipe.pooling)
         return simcse_loss(z[:b], z[b:], recipe.temperature)
 
     lengths = [len(a["input_ids"]) + len(p["input_ids"]) for a, p in zip(anchors, positives)]
-    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, encoder, len(anchors), lengths, step, device)
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, trained, len(anchors), lengths, step, device)
 
     folder.write_status(phase="evaluating")
     check_stop(stop)
@@ -458,5 +502,7 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
         "data_source": data.source,
         "similarity_before": before,
         "similarity_after": after,
+        # What the similarity report embeds with: [CLS] or mean, never the training-only projection.
+        "eval_pooling": "cls_before_pooler" if recipe.pooling == "cls" else recipe.pooling,
         "accuracy": None,
     }

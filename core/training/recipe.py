@@ -9,13 +9,64 @@ from dataclasses import dataclass
 OBJECTIVES = ("classify", "simcse-unsup", "simcse-sup")
 HEADS = ("linear", "mlp")
 POOLINGS = ("cls", "mean")
+SCHEDULES = ("none", "linear")  # constant learning rate, or linear decay to 0 over all steps (no warm-up)
 RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+
+# Which protocols (core.protocols) a recipe of each objective may follow.
+PROTOCOLS = {"classify": ("bertlens", "slides"), "simcse-unsup": ("bertlens", "gao"), "simcse-sup": ("bertlens",)}
+
+# What a paper protocol fixes. A recipe labelled with the protocol must use exactly these values (its size,
+# model, task and seed stay free), so a run that says "slides" was trained the slides' way.
+PAPER_SETTINGS: dict[str, dict[str, object]] = {
+    "slides": {"epochs": 2, "lr": 5e-5, "eps": 1e-8, "weight_decay": 0.0, "batch_size": 32, "schedule": "none",
+               "max_grad_norm": 0.0, "eval_split": "test"},
+    "gao": {"epochs": 1, "lr": 3e-5, "eps": 1e-8, "weight_decay": 0.0, "batch_size": 64, "max_length": 32,
+            "temperature": 0.05, "pooling": "cls", "mlp_in_training": True, "schedule": "linear", "max_grad_norm": 1.0},
+}
+
+# Where each fixed value comes from, or why it was chosen where the source is silent (shown on the page/CLI).
+PAPER_SETTING_SOURCES: dict[str, dict[str, str]] = {
+    "slides": {
+        "epochs": "slides: 'epochs = 2'",
+        "lr": "slides: 'AdamW(model.parameters(), lr=5e-5, eps=1e-8)'",
+        "eps": "slides: same AdamW call",
+        "weight_decay": "not stated in slides; 0 = transformers.AdamW's default, the optimizer that call "
+                        "(copied from the Hugging Face BERT tutorial) builds (torch.optim.AdamW would use 0.01)",
+        "batch_size": "549,367 SNLI train pairs / 17,168 train batches (slides) = 32",
+        "schedule": "not stated in slides; none used",
+        "max_grad_norm": "not stated in slides; none used (no clipping)",
+        "eval_split": "slides: 'Accuracy on test dataset' = 8,886 / 9,824, the full SNLI test split",
+        "max_length": "not stated in slides; the recipe's own value (default 128) is used",
+        "head": "slides: linear classifier on the 12-layer model, 768->50->3 MLP without dropout on the 11-layer one",
+    },
+    "gao": {
+        "epochs": "princeton-nlp/SimCSE run_unsup_example.sh: --num_train_epochs 1",
+        "lr": "run_unsup_example.sh: --learning_rate 3e-5",
+        "eps": "Hugging Face Trainer default (adam_epsilon 1e-8)",
+        "weight_decay": "Hugging Face Trainer default (weight_decay 0.0)",
+        "batch_size": "run_unsup_example.sh: --per_device_train_batch_size 64",
+        "max_length": "run_unsup_example.sh: --max_seq_length 32",
+        "temperature": "run_unsup_example.sh: --temp 0.05",
+        "pooling": "run_unsup_example.sh: --pooler_type cls ([CLS] last hidden state)",
+        "mlp_in_training": "run_unsup_example.sh: --mlp_only_train; simcse/models.py MLPLayer (dense + tanh, "
+                           "newly initialised) over [CLS] in cl_forward only; evaluation uses cls_before_pooler",
+        "schedule": "Hugging Face Trainer default: linear decay to 0, no warm-up",
+        "max_grad_norm": "Hugging Face Trainer default (max_grad_norm 1.0)",
+    },
+}
+
+# BERT Lens's own recipe where it differs from the slides, and why it is kept as the default.
+BERTLENS_DIFFERENCES = (
+    "evaluates on SNLI dev, not test, so the test split stays unseen while you tune",
+    "weight decay 0.01 (torch.optim.AdamW's default) and gradient clipping at 1.0, a little steadier on small data",
+)
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """A fine-tuning or contrastive run. Defaults follow the CS4650 slides (AdamW lr 5e-5, eps 1e-8, 2 epochs,
-    cross-entropy).
+    """A fine-tuning or contrastive run. BERT Lens's defaults ("bertlens") are the slides' AdamW lr 5e-5, eps 1e-8,
+    2 epochs, cross-entropy, plus weight decay 0.01, clipping at 1.0 and evaluation on SNLI dev (BERTLENS_DIFFERENCES);
+    `paper_recipe("slides" | "gao", ...)` builds the papers' own (PAPER_SETTINGS, sources in PAPER_SETTING_SOURCES).
 
     objective: "classify" (cross-entropy over a head on the pooled output), "simcse-unsup" (each sentence
         twice through dropout is its own positive) or "simcse-sup" (entailment hypothesis positive,
@@ -47,7 +98,11 @@ class Recipe:
     freeze_embeddings: bool = False
     temperature: float = 0.05
     pooling: str = "cls"  # sentence embedding for SimCSE: [CLS] state or mean over tokens
-    max_grad_norm: float = 1.0
+    mlp_in_training: bool = False  # SimCSE: dense + tanh over the sentence embedding in training only (Gao et al.)
+    max_grad_norm: float = 1.0  # 0: no clipping
+    schedule: str = "none"  # learning rate: "none" (constant) or "linear" (decay to 0, no warm-up)
+    eval_split: str | None = None  # None: the task's own (SNLI dev); "test": the test split (built-in tasks)
+    protocol: str = "bertlens"  # core.protocols name; a paper protocol fixes the values in PAPER_SETTINGS
     data_source: str = "auto"  # auto | hub | local
     device: str | None = None  # None: CUDA when there is one
     cpu_threads: int | None = None  # torch CPU threads for this run (None: torch's default, all cores)
@@ -79,6 +134,15 @@ class Recipe:
                 problems.append(f"{name} must be at least 1 (or empty for all examples)")
         if not self.lr > 0 or not self.temperature > 0:
             problems.append("lr and temperature must be positive")
+        if self.schedule not in SCHEDULES:
+            problems.append(f"schedule {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+        if self.eval_split not in (None, "test"):
+            problems.append(f"eval_split {self.eval_split!r} must be empty (the task's own) or 'test'")
+        if self.weight_decay < 0 or self.max_grad_norm < 0:
+            problems.append("weight_decay and max_grad_norm cannot be negative")
+        if self.mlp_in_training and self.objective == "classify":
+            problems.append("mlp_in_training is a SimCSE setting; a classifier has its own head")
+        problems += _protocol_problems(self)
         if self.objective == "simcse-sup" and self.task not in ("snli", "mrpc") and not _looks_like_file(self.task):
             problems.append("supervised SimCSE needs pairs: task snli, mrpc or a file with text and text_b columns")
         if problems:
@@ -98,6 +162,37 @@ class Recipe:
 
     def replace(self, **changes) -> "Recipe":
         return dataclasses.replace(self, **changes)
+
+
+def _protocol_problems(recipe: Recipe) -> list[str]:
+    allowed = PROTOCOLS.get(recipe.objective, ("bertlens",))
+    if recipe.protocol not in allowed:
+        return [f"protocol {recipe.protocol!r} does not apply to objective {recipe.objective!r} (choose "
+                f"{' or '.join(allowed)})"]
+    fixed = PAPER_SETTINGS.get(recipe.protocol, {})
+    wrong = [f"{name}={value!r} (got {getattr(recipe, name)!r})" for name, value in fixed.items() if getattr(recipe, name) != value]
+    if wrong:
+        return [f"protocol {recipe.protocol!r} fixes {', '.join(wrong)}; use protocol 'bertlens' to change them"]
+    return []
+
+
+def paper_recipe(protocol: str, **values) -> Recipe:
+    """A Recipe following `protocol`: the paper's fixed values (PAPER_SETTINGS) over `values`; protocol "bertlens"
+    returns Recipe(**values) as given. For "gao" the objective defaults to unsupervised SimCSE."""
+    if protocol == "bertlens":
+        return Recipe(**values, protocol="bertlens")
+    if protocol not in PAPER_SETTINGS:
+        raise ValueError(f"Unknown training protocol '{protocol}'; choose one of: bertlens, {', '.join(PAPER_SETTINGS)}.")
+    if protocol == "gao":
+        values.setdefault("objective", "simcse-unsup")
+    return Recipe(**{**values, **PAPER_SETTINGS[protocol], "protocol": protocol})
+
+
+def protocol_table(protocol: str) -> list[dict[str, str]]:
+    """Rows (setting, value, source) of what a paper protocol fixes, for the page and the CLI."""
+    sources = PAPER_SETTING_SOURCES.get(protocol, {})
+    fixed = PAPER_SETTINGS.get(protocol, {})
+    return [{"setting": name, "value": str(fixed.get(name, "free")), "source": sources[name]} for name in sources]
 
 
 def _looks_like_file(task: str) -> bool:

@@ -79,19 +79,24 @@ def load_task(
     eval_limit: int | None = None,
     seed: int = 0,
     source: str = "auto",
+    eval_split: str | None = None,
 ) -> TaskData:
     """Train and eval examples of a built-in task or a user file.
 
     train_limit / eval_limit: a seeded subset (same seed, same examples). source: "auto" (hub when
     reachable, else local), "hub" or "local"; ignored for user files and the local-only tasks.
+    eval_split: None for the task's own (EVAL_SPLIT), or "test" for its test split (the slides' protocol);
+    a user file's eval rows are always its split column's (or the hold-out).
     """
+    if eval_split not in (None, "test"):
+        raise TaskError(f"eval_split {eval_split!r} must be empty or 'test'.")
     if is_user_file(task):
         train, evaluation, split_name, labels = read_user_task(Path(task), seed=seed)
         used = "file"
     else:
         used = _pick_source(task, source)
-        train, evaluation = _builtin(task, used)
-        labels, split_name = TASK_LABELS[task], EVAL_SPLIT[task]
+        train, evaluation = _builtin(task, used, eval_split)
+        labels, split_name = TASK_LABELS[task], eval_split or EVAL_SPLIT[task]
     train = local_data.seeded_subset(train, train_limit, seed)
     evaluation = local_data.seeded_subset(evaluation, eval_limit, seed)
     if not train:
@@ -117,14 +122,16 @@ def _pick_source(task: str, source: str) -> str:
     return "local"
 
 
-def _builtin(task: str, source: str) -> tuple[list[Example], list[Example]]:
+def _builtin(task: str, source: str, eval_split: str | None = None) -> tuple[list[Example], list[Example]]:
+    """(train, eval) examples; eval is the task's EVAL_SPLIT, or its test split when eval_split is "test"."""
+    test = eval_split == "test"
     try:
         if source == "hub":
-            return _hub_split(task, "train"), _hub_split(task, "validation")
+            return _hub_split(task, "train"), _hub_split(task, "test" if test else "validation")
         if task == "snli":
-            return local_data.snli("train"), local_data.snli("dev")
+            return local_data.snli("train"), local_data.snli("test" if test else "dev")
         if task == "mrpc":
-            return local_data.mrpc("train"), local_data.mrpc("validation")
+            return local_data.mrpc("train"), local_data.mrpc("test" if test else "validation")
         if task == "drugs":
             return drug_reviews("train"), drug_reviews("test")
         return absa_restaurants("train"), absa_restaurants("test")

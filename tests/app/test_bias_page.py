@@ -169,3 +169,25 @@ def test_killed_scorer_shows_as_killed_and_reading_writes_nothing(make_app, mini
         bias.cancel_experiment(spec.name)
         for arm in bias.ARMS:
             training.wait(spec.run_name(arm), timeout=120)
+
+
+def test_paper_protocol_switch_uses_the_slides_filter_and_recipe(make_app, minilm_dir, data_dir, chart_rows, monkeypatch):
+    at = open_page(make_app, minilm_dir, train_limit=1500, test_limit=400, seed=2, paper_protocol=True)
+    train, test = snli("train", 1500, 2), snli("test", 400, 2)
+    # Independent count: the slides' words as whole space-separated tokens of the premise, exact case.
+    removed = sum(any(w in e.text.split() for w in bias.DEFAULT_WORDS) for e in train)
+    assert removed != regex_count(train, bias.DEFAULT_WORDS)
+    assert metric(at, "Training pairs with a word").value == f"{removed:,} of 1,500"
+    assert metric(at, "Test pairs with a word").value == f"{sum(any(w in e.text.split() for w in bias.DEFAULT_WORDS) for e in test):,} of 400"
+    assert any(c.value.startswith("Protocol: CS4650 slides") for c in at.caption)
+    assert at.number_input(key="bias.lr").disabled and at.number_input(key="bias.epochs").disabled
+    assert "CS4650" in str(at.get("vega_lite_chart")[0].proto.spec)  # the word chart names its protocol
+
+    launched = []
+    monkeypatch.setattr(bias, "launch", lambda spec: launched.append(spec))
+    at.session_state["bias.lr"] = 1e-3  # ignored under the paper protocol
+    next(b for b in at.button if b.label == "Launch full, biased and control").click().run()
+    assert not at.exception and not at.error
+    (spec,) = launched
+    assert (spec.protocol, spec.lr, spec.epochs, spec.batch_size) == ("slides", 5e-5, 2, 32)
+    assert spec.recipe("full").weight_decay == 0.0

@@ -106,3 +106,43 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
     assert recipe["task"] == "snli" and recipe["train_limit"] == 2000 and recipe["model"] == str(tiny_bert_dir)
     at.run()
     assert any("fresh-run" in m.value and "waiting" in m.value for m in at.markdown)
+
+
+def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page, monkeypatch):
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
+    at = page()
+    assert at.toggle(key="finetune.paper_protocol").value is False
+    assert at.dataframe[0].value["eval split"].tolist() == ["test"] * 4  # the slides' numbers say their split
+    at.toggle(key="finetune.paper_protocol").set_value(True).run()
+    assert not at.exception
+    assert any(c.value.startswith("Protocol: CS4650 slides") for c in at.caption)
+    tables = [d.value for d in at.dataframe if "setting" in d.value.columns]
+    slides = {row["setting"]: row["source"] for row in tables[0].to_dict("records")}  # slides first, then Gao
+    assert slides["schedule"] == "not stated in slides; none used"
+    assert {row["setting"]: row["value"] for row in tables[1].to_dict("records")}["mlp_in_training"] == "True"
+    at.button(key="finetune.preset_go").click().run()
+    assert not at.exception
+    from core.training import list_runs
+
+    recipes = sorted((r.recipe for r in list_runs()), key=lambda r: r["run_name"])
+    assert [r["protocol"] for r in recipes] == ["slides", "slides"]
+    assert all(r["eval_split"] == "test" and r["eval_limit"] is None and r["weight_decay"] == 0.0 for r in recipes)
+    assert [r["head"] for r in recipes] == ["linear", "linear"]
+
+
+def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkeypatch):
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
+    at = page()
+    at.toggle(key="finetune.paper_protocol").set_value(True).run()
+    at.selectbox(key="finetune.objective").set_value("simcse-unsup")
+    at.text_input(key="finetune.run_name").set_value("gao-run")
+    at.number_input(key="finetune.lr").set_value(1e-4)  # ignored: the protocol fixes it
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception and not at.error
+    from core.training import get_run
+
+    recipe = get_run("gao-run").recipe
+    assert (recipe["protocol"], recipe["lr"], recipe["batch_size"], recipe["max_length"]) == ("gao", 3e-5, 64, 32)
+    assert recipe["mlp_in_training"] is True

@@ -149,3 +149,28 @@ def test_bias_corpus_flip_rate_equals_direct_predictions(gender_run, data_dir, c
 def test_bias_corpus_needs_a_classification_run(capsys):
     assert main(["bias", "--corpus", "builtin"]) == 2
     assert "--model RUN" in capsys.readouterr().err
+
+
+def test_slides_protocol_cli_and_study_on_a_tiny_bert(tiny_bert_dir, data_dir, capsys):
+    """`bias --protocol slides` filters premises by exact whole tokens; the slides-bias study runs it and puts the
+    removed share of the whole local subset beside the slides' 23.1 %."""
+    args = ["--train-limit", "60", "--test-limit", "30", "--max-length", "32", "--bootstrap", "50", "--seed", "2"]
+    assert main(["bias", "--model", str(tiny_bert_dir), "--name", "tiny-slides", "--protocol", "slides", *args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["protocol"] == "slides"
+    train = load_split("snli", "train", 60, 2)
+    assert out["removed"] == sum(any(w in e.text.split() for w in DEFAULT_WORDS) for e in train)
+    recipe = get_run("tiny-slides-full").recipe
+    assert (recipe["protocol"], recipe["weight_decay"], recipe["epochs"], recipe["batch_size"]) == ("slides", 0.0, 2, 32)
+
+    from core.studies import StudyOptions, get
+
+    result = get("slides-bias").run(StudyOptions(model=str(tiny_bert_dir), limit=40, extra={"test_limit": 20}), None, None)
+    share, accuracy = result.comparisons
+    assert share.reference.key == "slides-bias-removed-share" and share.verdict == "reproduced"
+    assert abs(share.rows[0].measured - 0.2313) < 0.001
+    assert accuracy.verdict == "different model: shape only"
+    assert result.measured["train pairs"]["full"] == 40 and result.protocol == "slides"
+    # Reusing the CLI's experiment by name gives its numbers without training.
+    again = get("slides-bias").run(StudyOptions(extra={"run": "tiny-slides"}), None, None)
+    assert again.measured["test accuracy"]["full"] == out["runs"]["full"]["accuracy"]

@@ -179,3 +179,157 @@ def test_minilm_on_2000_snli_pairs_beats_the_majority_class(minilm_dir, data_dir
     assert metrics["train_examples"] == 2000 and metrics["eval_split"] == "dev" and metrics["data_source"] == "local"
     assert metrics["labels"] == ["entailment", "neutral", "contradiction"]
     assert metrics["accuracy"] > metrics["majority_accuracy"] + 0.08
+
+
+# ---- paper protocols ----------------------------------------------------------------------------------
+
+
+def _tiny_encoder(tiny_bert_dir):
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    torch.manual_seed(0)
+    return BertModel.from_pretrained(str(tiny_bert_dir), attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+
+
+def test_gao_projection_and_loss_match_an_independent_implementation(tiny_bert_dir):
+    """Gao et al.'s cl_forward with pooler_type cls: z = tanh(W h_cls + b), cos(z1_i, z2_j) / 0.05, cross-entropy
+    with target i; written here in numpy from the transformers model's own [CLS] state."""
+    import torch
+
+    from core.training.engine import SimCSEProjection, collate, embed_texts, simcse_loss, tokenize, training_embeddings
+
+    encoder, tokenizer = _tiny_encoder(tiny_bert_dir)
+    anchors = ["the cat sat on the mat", "a dog ran in the park", "he was at the bank", "she is in the house"]
+    positives = ["the cat sat", "the dog ran", "the river bank", "a tree and a house"]
+    projection = SimCSEProjection(encoder.config.hidden_size, encoder.config.initializer_range)
+    features = tokenize(tokenizer, [(t, None) for t in anchors + positives], 32)
+    with torch.no_grad():
+        z = training_embeddings(encoder, projection, collate(features, tokenizer.pad_token_id, "cpu"), "cls")
+        loss = float(simcse_loss(z[:4], z[4:], 0.05))
+
+    cls = []
+    for text in anchors + positives:  # one sentence at a time: no padding involved
+        with torch.no_grad():
+            out = encoder(**tokenizer(text, return_tensors="pt"))
+        cls.append(out.last_hidden_state[0, 0].numpy().astype(np.float64))
+    W = projection.dense.weight.detach().numpy().astype(np.float64)
+    b = projection.dense.bias.detach().numpy().astype(np.float64)
+    projected = [np.tanh(W @ h + b) for h in cls]
+    total = 0.0
+    for i in range(4):
+        row = []
+        for j in range(4):
+            u, v = projected[i], projected[4 + j]
+            row.append(float(u @ v / np.linalg.norm(u) / np.linalg.norm(v)) / 0.05)
+        total += -(row[i] - np.log(np.sum(np.exp(row))))
+    assert loss == pytest.approx(total / 4, rel=1e-4)
+    assert float(projection.dense.bias.detach().abs().max()) == 0.0 and float(projection.dense.weight.detach().std()) < 0.05  # BERT init
+
+    # Evaluation is "cls_before_pooler": the [CLS] state itself, without the projection.
+    embedded = embed_texts(encoder, tokenizer, anchors, 32, "cls", "cpu")
+    for k in range(4):
+        np.testing.assert_allclose(embedded[k], cls[k] / np.linalg.norm(cls[k]), atol=1e-5)
+
+
+def test_gao_run_trains_with_the_projection_and_saves_the_encoder_only(tiny_bert_dir, tmp_path):
+    from safetensors import safe_open
+
+    from core.training.recipe import paper_recipe
+
+    path = tmp_path / "sentences.csv"
+    rng = random.Random(0)
+    path.write_text("text\n" + "\n".join(" ".join(rng.sample(FILLER + ANIMALS, 6)) for _ in range(80)) + "\n")
+    metrics = finetune(paper_recipe("gao", model=str(tiny_bert_dir), task=str(path), run_name="tiny-gao", cpu_threads=1))
+    assert metrics["protocol"] == "gao" and metrics["recipe"]["mlp_in_training"] is True
+    assert metrics["eval_pooling"] == "cls_before_pooler"
+    assert metrics["steps"] == 1  # 64 training sentences, batch 64, 1 epoch
+    with safe_open(str(final_dir("tiny-gao") / "model.safetensors"), "pt") as weights:
+        keys = list(weights.keys())
+    assert not [k for k in keys if "projection" in k]
+    assert sorted(keys) == sorted(k for k in load_model(str(tiny_bert_dir)).model.state_dict())
+
+
+def test_slides_run_scores_the_snli_test_split(tiny_bert_dir, data_dir):
+    from core.datasets import snli
+    from core.training.recipe import paper_recipe
+
+    recipe = paper_recipe("slides", model=str(tiny_bert_dir), task="snli", run_name="tiny-slides", train_limit=40,
+                          eval_limit=30, max_length=32, head="mlp", data_source="local", cpu_threads=1)
+    metrics = finetune(recipe)
+    assert (metrics["protocol"], metrics["eval_split"], metrics["eval_examples"]) == ("slides", "test", 30)
+    assert metrics["recipe"]["weight_decay"] == 0.0 and metrics["recipe"]["schedule"] == "none"
+    test_pairs = {(e.text, e.text_b) for e in snli("test")}
+    from core.training import load_task
+
+    evaluated = load_task("snli", eval_limit=30, source="local", eval_split="test").eval
+    assert all((e.text, e.text_b) in test_pairs for e in evaluated)
+    clf = load_classifier("tiny-slides")
+    assert clf.model.dropout.p == 0.0  # the slides' MLP model has no dropout before its head
+
+
+# ---- studies --------------------------------------------------------------------------------------------
+
+
+def test_slides_layer12_study_runs_on_a_tiny_bert(tiny_bert_dir, data_dir):
+    from core.studies import StudyOptions, get
+
+    study = get("slides-layer12")
+    result = study.run(StudyOptions(model=str(tiny_bert_dir), limit=24, extra={"eval_limit": 20}), None, None)
+    assert result.protocol == "slides" and result.corpus == "snli"
+    (comparison,) = result.comparisons
+    assert comparison.reference.key == "slides-layer12-snli"
+    assert comparison.verdict == "different model: shape only"  # a tiny BERT is not the slides' bert-base
+    assert result.measured["layers"] == {"12 layers, linear head": 2, "11 layers (layer 12 removed), MLP head": 1}
+    runs = {r.name: r for r in list_runs()}
+    full = next(r for n, r in runs.items() if n.endswith("-all-layers"))
+    assert full.metrics["eval_split"] == "test" and full.metrics["eval_examples"] == 20
+    assert result.measured["test accuracy"]["12 layers, linear head"] == full.metrics["accuracy"]
+    assert any("indicative only" in n for n in result.notes)
+    # Reusing the finished runs by prefix gives the same numbers without training.
+    prefix = full.name.removesuffix("-all-layers")
+    again = study.run(StudyOptions(extra={"run": prefix}), None, None)
+    assert again.measured["test accuracy"] == result.measured["test accuracy"]
+    assert json.loads(json.dumps(again.to_json()))["verdict"] == "different model: shape only"
+
+
+def test_slides_contrastive_study_runs_on_a_tiny_bert(tiny_bert_dir, data_dir):
+    from core.studies import StudyOptions, get
+    from core.studies.slides_contrastive import random_word_cosine
+
+    result = get("slides-contrastive").run(
+        StudyOptions(model=str(tiny_bert_dir), limit=64, corpus="snli:dev:12", extra={"eval_limit": 10}), None, None)
+    assert result.protocol == "gao" and result.comparisons == () and result.verdict == "not measured"
+    original = result.measured["random-word cosine, original"]
+    assert sorted(original) == [0, 1, 2]
+    run = next(r for r in list_runs() if r.name.startswith("slides-contrastive-"))
+    assert run.metrics["protocol"] == "gao" and run.metrics["steps"] == 1
+    assert any("grows slower" in n for n in result.notes)
+
+    # The measure against a plain computation: random tokens of different sentences, special tokens left out.
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    from core.corpus import resolve
+
+    sentences = resolve("snli:dev:12").sentences
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_bert_dir))
+    model = BertModel.from_pretrained(str(tiny_bert_dir)).eval()
+    vectors, owners = [], []
+    for s, sentence in enumerate(sentences):
+        batch = tokenizer(sentence, return_tensors="pt")
+        with torch.no_grad():
+            states = model(**batch, output_hidden_states=True).hidden_states
+        for t in range(1, batch["input_ids"].shape[1] - 1):  # [CLS] ... [SEP]
+            vectors.append([h[0, t].numpy() for h in states])
+            owners.append(s)
+    # Exact mean over every cross-sentence pair, by loops; the study samples 20,000 of them (sampling error ~0.002).
+    by_hand = []
+    for layer in range(3):
+        cosines = [vectors[i][layer] @ vectors[j][layer] / np.linalg.norm(vectors[i][layer]) / np.linalg.norm(vectors[j][layer])
+                   for i in range(len(owners)) for j in range(len(owners)) if owners[i] != owners[j]]
+        by_hand.append(float(np.mean(cosines)))
+    measured = random_word_cosine(load_model(str(tiny_bert_dir)), sentences, n_pairs=20000)
+    for layer in range(3):
+        assert measured[layer] == pytest.approx(by_hand[layer], abs=0.01)
+    assert max(abs(by_hand[layer] - original[layer]) for layer in range(3)) < 0.05  # the study's 1,000 pairs

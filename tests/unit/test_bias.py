@@ -321,3 +321,73 @@ def test_derive_state_from_runs_and_job():
     broken = {**queued, "biased": run("x-biased", "failed", "out of memory")}
     assert derive_state(broken, job("running"), False) == ("failed", "run x-biased failed: out of memory")
     assert derive_state(broken, None, False)[0] == "failed"
+
+
+# ---- the slides' filter ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "premise, hypothesis, expected",
+    [
+        ("A woman is walking .", None, True),
+        ("A woman is walking.", None, True),
+        ("Woman walks.", None, False),  # case-sensitive
+        ("A tall woman.", None, False),  # "woman." is not the token "woman"
+        ("The woman's hat.", None, False),
+        ("A man sits.", "A woman sits.", False),  # premise only
+        ("Two girls and a mother play", "x", True),
+    ],
+)
+def test_slides_filter_is_case_sensitive_whole_tokens_of_the_premise(premise, hypothesis, expected):
+    assert bool(match_mask([ex(premise, hypothesis)], DEFAULT_WORDS, "slides")[0]) is expected
+
+
+def test_slides_filter_removes_the_slides_share_of_the_local_snli_subset(data_dir):
+    """The slides' loaders: 17,168 batches of full SNLI train, 13,197 after the filter -> 23.1 % removed. The
+    filter on the local subset the bias experiment trains on must remove the same share (± 0.1 point)."""
+    import gzip
+    import json
+
+    # Independently: the subset file read by hand, the slides' forbidden_words, plain `in str.split()`.
+    forbidden_words = ["women", "woman", "girl", "girls", "mother", "wife", "female"]
+    with gzip.open(data_dir / "snli" / "snli_1.0_train_subset.jsonl.gz", "rt", encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    premises = [r["premise"] for r in rows if r["label"] != "-"]
+    removed_by_hand = [any(word in premise.split() for word in forbidden_words) for premise in premises]
+    share_by_hand = sum(removed_by_hand) / len(premises)
+    slides_share = 1 - 13197 / 17168
+    assert abs(slides_share - 0.231) < 0.001
+    assert abs(share_by_hand - slides_share) <= 0.001
+
+    # Through the core: the experiment's own training sets under protocol "slides".
+    from core.bias import experiment_data
+
+    data = experiment_data(ExperimentSpec(name="t", model="m", protocol="slides"))
+    assert len(data.sets.full) == len(premises)
+    share = data.sets.removed / len(data.sets.full)
+    assert abs(share - slides_share) <= 0.001
+    assert data.sets.matched.tolist() == removed_by_hand
+    assert len(data.sets.biased) == len(premises) - sum(removed_by_hand)
+    # BERT Lens's own filter removes more (any case, either sentence): why the slides' needs its own protocol.
+    assert match_mask(data.sets.full, DEFAULT_WORDS).mean() > share + 0.04
+
+
+def test_slides_spec_keeps_case_and_fixes_the_recipe():
+    spec = ExperimentSpec(name="t", model="m", words="Woman, girl", protocol="slides")
+    assert spec.words == ("Woman", "girl")
+    recipe = spec.recipe("full")
+    assert (recipe.protocol, recipe.weight_decay, recipe.lr, recipe.schedule) == ("slides", 0.0, 5e-5, "none")
+    with pytest.raises(ValueError, match="fixes lr"):
+        ExperimentSpec(name="t", model="m", lr=1e-4, protocol="slides")
+    with pytest.raises(ValueError, match="Unknown filter protocol"):
+        ExperimentSpec(name="t", model="m", protocol="gao")
+    assert highlight("A woman. woman Woman", ["woman"], "slides") == "A woman. **woman** Woman"
+
+
+def test_result_carries_its_protocol():
+    result = score_experiment("x", ("a", "b"), np.array([0, 1]), np.array([True, False]), {"full": np.array([0, 1])},
+                              {"full": np.array([], dtype=int)}, np.array([], dtype=int), {"full": 2}, 0, n_boot=10,
+                              protocol="slides")
+    assert result.to_json()["protocol"] == "slides"
+    assert ExperimentResult.from_json(result.to_json()).protocol == "slides"
+    assert result.to_json()["slides_reference"] == {"full": 0.9045195439739413, "biased": 0.5946661237785016}

@@ -198,3 +198,85 @@ def test_supervised_snli_triples_pair_entailment_with_contradiction(data_dir, mo
     assert all(label_of[(t.anchor, t.positive)] == "entailment" for t in data.train[:500])
     assert all(label_of[(t.anchor, t.negative)] == "contradiction" for t in with_negative)
     assert len(data.eval_pairs) == 50
+
+
+# ---- paper protocols ----------------------------------------------------------------------------------
+
+
+def test_slides_protocol_fixes_the_slides_optimizer_and_the_test_split():
+    from core.training.recipe import paper_recipe, protocol_table
+
+    r = paper_recipe("slides", model="m", task="snli", run_name="s", train_limit=100)
+    # The slides: AdamW(lr=5e-5, eps=1e-8), epochs = 2, 549,367 / 17,168 batches = 32 per batch, test accuracy.
+    assert (r.protocol, r.lr, r.eps, r.weight_decay, r.epochs, r.batch_size) == ("slides", 5e-5, 1e-8, 0.0, 2, 32)
+    assert (r.schedule, r.max_grad_norm, r.eval_split, r.train_limit) == ("none", 0.0, "test", 100)
+    assert round(549_367 / 17_168) == r.batch_size
+    rows = {row["setting"]: row for row in protocol_table("slides")}
+    assert rows["schedule"]["source"] == "not stated in slides; none used"
+    assert r.to_dict()["protocol"] == "slides" and Recipe.from_dict(r.to_dict()) == r
+    # A run labelled "slides" cannot quietly use other values.
+    with pytest.raises(ValueError, match="protocol 'slides' fixes lr=5e-05"):
+        r.replace(lr=1e-4)
+    with pytest.raises(ValueError, match="does not apply to objective"):
+        r.replace(objective="simcse-unsup")
+    assert Recipe(model="m", task="snli", run_name="b").protocol == "bertlens"
+
+
+def test_gao_protocol_is_unsupervised_simcse_with_the_papers_values():
+    from core.training.recipe import paper_recipe
+
+    g = paper_recipe("gao", model="m", task="snli", run_name="g")
+    # princeton-nlp/SimCSE run_unsup_example.sh and the Hugging Face Trainer's defaults.
+    assert (g.objective, g.lr, g.batch_size, g.max_length, g.epochs, g.temperature) == ("simcse-unsup", 3e-5, 64, 32, 1, 0.05)
+    assert (g.pooling, g.mlp_in_training, g.schedule, g.weight_decay, g.max_grad_norm) == ("cls", True, "linear", 0.0, 1.0)
+    with pytest.raises(ValueError, match="does not apply"):
+        paper_recipe("gao", model="m", task="snli", run_name="g", objective="classify")
+    with pytest.raises(ValueError, match="SimCSE setting"):
+        Recipe(model="m", task="snli", run_name="c", mlp_in_training=True)
+
+
+def test_optimizer_settings_and_linear_schedule_follow_the_recipe():
+    from core.training.engine import make_optimizer
+    from core.training.recipe import paper_recipe
+
+    recipe = paper_recipe("gao", model="m", task="snli", run_name="g")
+    w = torch.nn.Parameter(torch.ones(3))
+    optimizer, scheduler = make_optimizer(recipe, [w], total_steps=10)
+    group = optimizer.param_groups[0]
+    assert (group["lr"], group["eps"], group["weight_decay"]) == (3e-5, 1e-8, 0.0)
+    for k in range(1, 11):
+        w.grad = torch.ones(3)
+        optimizer.step()
+        scheduler.step()
+        # Hugging Face's get_linear_schedule_with_warmup(0 warm-up): lr * (T - k) / T after k steps.
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(3e-5 * (10 - k) / 10)
+    slides = paper_recipe("slides", model="m", task="snli", run_name="s")
+    optimizer, scheduler = make_optimizer(slides, [torch.nn.Parameter(torch.ones(2))], total_steps=10)
+    assert scheduler is None and optimizer.param_groups[0]["weight_decay"] == 0.0
+    optimizer, _ = make_optimizer(Recipe(model="m", task="snli", run_name="b"), [torch.nn.Parameter(torch.ones(2))], 10)
+    assert optimizer.param_groups[0]["weight_decay"] == 0.01  # BERT Lens's default, labelled as such
+
+
+def test_compare_table_names_the_protocol_and_the_split():
+    from core.training import report
+    from core.training.runs import RunInfo
+
+    run = RunInfo("r", "done", "/x", {"task": "snli", "protocol": "slides"}, {},
+                  {"eval_split": "test", "eval_examples": 9824, "accuracy": 0.9}, "")
+    table = report.compare_table([run])
+    assert table.loc["eval split", "r"] == "test (9824 examples)"
+    assert table.loc["protocol", "r"] == "slides"
+    assert report.runs_table([run])["protocol"].tolist() == ["slides"]
+
+
+def test_slides_reference_table_comes_from_core_references():
+    from core import references
+    from core.training import report
+
+    table = report.SLIDES_REFERENCE
+    snli = references.get("slides-layer12-snli")
+    assert set(table["eval split"]) == {"test"}
+    assert table["test accuracy %"].tolist()[:2] == [round(100 * v, 2) for v in snli.values.values()]
+    # The slides' SNLI accuracies are whole numbers of the 9,824 test pairs: the full test split.
+    for value in snli.values.values():
+        assert abs(value * 9824 - round(value * 9824)) < 1e-6
