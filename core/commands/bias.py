@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 import time
 
 from core import jobs
@@ -22,7 +20,6 @@ from core.bias import (
     new_experiment_name,
     start_job,
 )
-from core.progress import Cancelled
 
 # The experiment can take hours; a job is waited for as long as it runs.
 NO_TIMEOUT = 10 * 365 * 24 * 3600.0
@@ -67,26 +64,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_bias)
 
 
-def wait_for(job: jobs.Job):
-    """The job's result; Ctrl-C or SIGTERM cancels it (and waits for it to stop) instead of abandoning it."""
-    main = threading.current_thread() is threading.main_thread()  # only the main thread may set handlers
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
-    try:
-        try:
-            record = jobs.wait(job.id, timeout=NO_TIMEOUT)
-        except KeyboardInterrupt:
-            jobs.cancel(job.id)
-            record = jobs.wait(job.id, timeout=NO_TIMEOUT)
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
-    if record.state == "done":
-        return job.result
-    if record.state == "cancelled":
-        raise Cancelled(record.error or "cancelled")
-    raise RuntimeError(f"the experiment {record.state}: {record.error}")
-
-
 def run_corpus(args) -> int:
     from core.corpus import resolve
 
@@ -114,7 +91,7 @@ def run_bias(args) -> int:
         if result is None:
             raise ValueError(f"experiment '{args.show}' has no results yet")
     elif args.attach:
-        result = wait_for(attach_job(args.attach))
+        result = jobs.wait_in_foreground(attach_job(args.attach), timeout=NO_TIMEOUT)
     else:
         if not args.model:
             raise ValueError("--model is required (e.g. --model all-MiniLM-L6-v2)")
@@ -132,7 +109,7 @@ def run_bias(args) -> int:
                 shown[stage] = tenth
                 print(f"{time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
-        result = wait_for(start_job(spec, progress))
+        result = jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
