@@ -10,7 +10,7 @@ Sections below are one per paper; keep each reference's `source` precise enough 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Mapping
 
 import numpy as np
