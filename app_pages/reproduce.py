@@ -96,7 +96,7 @@ if table_chart is not None:
 for comparison in result.comparisons:
     ref = comparison.reference
     shape = "" if comparison.shape_correlation is None else f"; shape correlation r = {comparison.shape_correlation:.2f}"
-    st.caption(f"**{ref.label}** — {comparison.verdict}{shape}. Paper: {ref.model}, {ref.corpus}, {ref.unit}; "
+    st.caption(f"**{ref.title}** — {comparison.verdict}{shape}. Paper: {ref.model}, {ref.corpus}, {ref.unit}; "
                f"source: {ref.source}. Tolerance ±{ref.tolerance:g}." + (f" {ref.layer_note}" if ref.layer_note else "")
                + (f" {ref.note}" if ref.note else ""))
 table = reproduce_charts.comparison_frame(result)

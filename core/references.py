@@ -47,6 +47,12 @@ class Reference:
     layer_note: str = ""
     note: str = ""
 
+    @property
+    def title(self) -> str:
+        """The label, plus the measure when the label does not name it (several references share one figure)."""
+        measure = self.measure.replace("_", " ")
+        return self.label if measure.lower() in self.label.lower() else f"{self.label} — {measure}"
+
     def to_json(self) -> dict:
         return {
             "key": self.key, "study": self.study, "measure": self.measure, "label": self.label, "model": self.model,

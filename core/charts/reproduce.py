@@ -18,7 +18,7 @@ def comparison_frame(result) -> pd.DataFrame:
     for comparison in result.comparisons:
         for row in comparison.rows:
             rows.append({
-                "reference": comparison.reference.key, "label": comparison.reference.label, "measure": row.measure, "key": str(row.key),
+                "reference": comparison.reference.key, "label": comparison.reference.title, "measure": row.measure, "key": str(row.key),
                 "layer": row.key if isinstance(row.key, int) else None, "paper": row.paper,
                 "measured": float("nan") if row.measured is None else row.measured, "tolerance": row.tolerance,
                 "within": row.within, "kind": comparison.kind, "verdict": comparison.verdict,

@@ -70,7 +70,7 @@ def run_reproduce(args) -> int:
     for comparison in result.comparisons:
         ref = comparison.reference
         shape = "" if comparison.shape_correlation is None else f", shape r = {comparison.shape_correlation:.2f}"
-        print(f"\n{ref.label} [{comparison.verdict}{shape}]\n  source: {ref.source}\n  paper: {ref.model}, {ref.corpus}, {ref.unit}")
+        print(f"\n{ref.title} [{comparison.verdict}{shape}]\n  source: {ref.source}\n  paper: {ref.model}, {ref.corpus}, {ref.unit}")
         print("  key\tpaper\tmeasured\twithin ±tol")
         for row in comparison.rows:
             measured = "—" if row.measured is None else f"{row.measured:.3f}"

@@ -89,3 +89,13 @@ def test_every_registered_reference_says_where_it_comes_from():
         assert ref.tolerance >= 0, ref.key
         assert all(isinstance(k, str) or (isinstance(k, int) and k >= 0) for k in ref.values), ref.key
         assert all(np.isfinite(float(v)) for v in ref.values.values()), ref.key
+
+
+def test_references_sharing_a_figure_get_distinct_titles():
+    import core.studies as studies
+
+    studies.all_studies()
+    titles = [r.title for r in references.all_references() if r.study != "test"]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert _reference(label="Fig. 2", measure="attention to [SEP]").title == "Fig. 2 — attention to [SEP]"
+    assert _reference(label="Table 1: UUAS", measure="UUAS").title == "Table 1: UUAS"

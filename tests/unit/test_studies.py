@@ -62,7 +62,7 @@ def test_other_model_gives_shape_only_and_a_readable_table(monkeypatch, capsys):
     assert main(["reproduce", "fake", "--model", "minilm"]) == 0
     out = capsys.readouterr().out
     assert "DIFFERENT MODEL: SHAPE ONLY" in out
-    assert "Fake paper, Figure 1 [different model: shape only, shape r = 1.00]" in out
+    assert "Fake paper, Figure 1 — random cosine [different model: shape only, shape r = 1.00]" in out
 
 
 def test_a_failing_study_reports_its_error(monkeypatch, capsys):
