@@ -178,4 +178,6 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
 
 
 def job_running(key: str) -> bool:
+    """True while job `key` runs; a job that has ended is collected first, so this is False from then on."""
+    _collect(key)
     return bool(_job_slot(key).get("id"))

@@ -42,6 +42,8 @@ def test_page_waits_for_run_then_charts_the_measured_profile(minilm_dir, make_ap
     assert not at.get("vega_lite_chart")
     at.button(key="anisotropy.run").click()
     run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
+    # Everything asked for is measured: no Run button is left over once the finished job is collected.
+    assert not [b for b in at.button if b.key == "anisotropy.run"]
 
     expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=40), an.AnisotropySettings(n_pairs=500))
     rows = chart_rows(at)
