@@ -22,6 +22,14 @@ from core.models import LoadedModel, ModelUnavailable, available_models, has_mlm
 MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 DEFAULT_TOP_K = 5
 
+# label -> (sentence A, sentence B or None), written for the page (not from a dataset).
+EXAMPLES: dict[str, tuple[str, str | None]] = {
+    "The [MASK] raised its interest rates.": ("The [MASK] raised its interest rates.", None),
+    "Paris is the capital of [MASK].": ("Paris is the capital of [MASK].", None),
+    "Two masks": ("She poured [MASK] into her cup and drank the [MASK].", None),
+    "A pair": ("I went to the shop to buy some bread.", "The [MASK] was closed, so I went home."),
+}
+
 
 class NoMask(ValueError):
     """The input has no mask token and no word was picked."""
