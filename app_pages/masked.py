@@ -81,7 +81,7 @@ def render() -> None:
         return
 
     st.subheader("The model's guesses")
-    st.caption(f"Read as: {' '.join(t for t in encoding.tokens)}")
+    st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
     frame = charts.top_frame(pred)
     chart = charts.top_chart(pred, frame)
     st.altair_chart(chart, key="masked.top")
