@@ -15,6 +15,7 @@ st.set_page_config(page_title="BERT Lens", page_icon=":material/visibility:", la
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/attention.py", title="Attention heads", icon=":material/hub:", url_path="attention"),
+    st.Page("app_pages/masked.py", title="Masked words", icon=":material/quiz:", url_path="masked"),
     st.Page("app_pages/pca.py", title="Layerwise PCA", icon=":material/scatter_plot:", url_path="pca"),
     st.Page("app_pages/anisotropy.py", title="Anisotropy by layer", icon=":material/stacked_line_chart:", url_path="anisotropy"),
     st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),

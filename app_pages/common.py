@@ -21,7 +21,9 @@ MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
 def cached_model(ref: str) -> LoadedModel:
-    return load_model(ref)
+    # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
+    # every page uses (see core.models.load_model).
+    return load_model(ref, masked_lm=True)
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=32)

@@ -17,6 +17,8 @@ st.markdown(
 - **Attention heads** — BERT reads a sentence with many small "heads", each deciding which other words to look at.
   See those links as lines or as a grid, for one head or for all of them at once, and for a pair of sentences
   see how much each sentence looks at the other.
+- **Masked words** — hide a word (write [MASK] or click it) and see BERT's best guesses, how the guess forms layer
+  by layer, and which words the hidden position looked at.
 - **Layerwise PCA** — every word as a point in 2-D, layer by layer: press play and watch the same word in different
   senses (a river bank, a money bank) start together and drift apart, in one model or two side by side.
 - **Anisotropy by layer** — how alike BERT's word vectors are at each layer: random words, the same word in

@@ -48,6 +48,9 @@ class LoadedModel:
     model: object  # transformers.PreTrainedModel
     tokenizer: object  # transformers.PreTrainedTokenizerFast
     device: str
+    # The checkpoint's masked-word model when it has an MLM head and was loaded with masked_lm=True; `model`
+    # is then its own encoder (the same object), so the pages and the Masked words page share one load.
+    masked_lm: object | None = None
 
     @property
     def config(self):
@@ -215,14 +218,63 @@ def _check_architecture(folder: Path, ref: str) -> None:
         raise ModelUnavailable(f"'{ref}' has no .safetensors weights in {folder}; only safetensors are loaded.")
 
 
-def load_model(ref: str | None = None, *, device: str | None = None, attention: str = "eager") -> LoadedModel:
+# Where each family keeps its masked-word head in a checkpoint (safetensors key prefixes; a checkpoint saved from
+# the bare model or a classifier has none of them). ELECTRA's *discriminator* is "ElectraForPreTraining" with no
+# MLM head, which is why the keys decide, not the config's architectures.
+MLM_HEAD_PREFIXES = {
+    "bert": ("cls.predictions.",),
+    "roberta": ("lm_head.",), "xlm-roberta": ("lm_head.",), "camembert": ("lm_head.",), "mpnet": ("lm_head.",),
+    "distilbert": ("vocab_transform.", "vocab_projector."),
+    "albert": ("predictions.",),
+    "electra": ("generator_predictions.", "generator_lm_head."),
+}
+# The nearest public model with an MLM head, per family, for the "this model has none" message.
+MLM_SUGGESTIONS = {
+    "bert": "bert-base-uncased", "roberta": "roberta-base", "xlm-roberta": "xlm-roberta-base",
+    "camembert": "camembert-base", "mpnet": "microsoft/mpnet-base", "distilbert": "distilbert-base-uncased",
+    "albert": "albert-base-v2", "electra": "google/electra-small-generator",
+}
+
+
+def checkpoint_keys(folder: Path) -> list[str]:
+    """Tensor names of every .safetensors file in a folder (headers only, no weights read)."""
+    from safetensors import safe_open
+
+    keys: list[str] = []
+    for file in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as f:
+            keys.extend(f.keys())
+    return keys
+
+
+def has_mlm_head(folder: Path) -> bool:
+    """Whether a saved model holds the weights of its family's masked-word head."""
+    import json
+
+    model_type = json.loads((Path(folder) / "config.json").read_text()).get("model_type")
+    prefixes = MLM_HEAD_PREFIXES.get(model_type)
+    if not prefixes:
+        return False
+    return any(key.startswith(prefixes) for key in checkpoint_keys(folder))
+
+
+def mlm_suggestion(model_type: str | None) -> str:
+    return MLM_SUGGESTIONS.get(model_type or "", "bert-base-uncased")
+
+
+def load_model(ref: str | None = None, *, device: str | None = None, attention: str = "eager",
+               masked_lm: bool = False) -> LoadedModel:
     """Load an encoder for analysis.
 
     ref: a hub id (default: settings.default_model()), a local folder, or a run name under models_cache/runs.
     attention: "eager" returns attention probabilities; "sdpa" is faster but returns none.
+    masked_lm: when the checkpoint has an MLM head, load the masked-word model (AutoModelForMaskedLM) and use its
+    own encoder as `model`: one load serves both. That encoder has no pooler (transformers builds the MLM
+    classes with add_pooling_layer=False); nothing in BERT Lens reads the pooler. Without a head, as before and
+    `masked_lm` stays None.
     """
     import torch
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
     ref = (ref or settings.default_model()).strip()
     source, folder = resolve(ref)
@@ -232,7 +284,8 @@ def load_model(ref: str | None = None, *, device: str | None = None, attention: 
     device = device or pick_device()
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
-        model = AutoModel.from_pretrained(
+        with_head = masked_lm and has_mlm_head(folder)
+        loaded = (AutoModelForMaskedLM if with_head else AutoModel).from_pretrained(
             str(folder),
             dtype=torch.float32,
             attn_implementation=attention,
@@ -243,5 +296,7 @@ def load_model(ref: str | None = None, *, device: str | None = None, attention: 
         raise ModelUnavailable(f"Could not load '{ref}' from {folder}: {err}") from err
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailable(f"'{ref}' has no fast tokenizer (tokenizer.json); word alignment needs one.")
-    model.to(device).eval()
-    return LoadedModel(ref=ref, path=str(folder), source=source, model=model, tokenizer=tokenizer, device=device)
+    loaded.to(device).eval()
+    model = loaded.base_model if with_head else loaded
+    return LoadedModel(ref=ref, path=str(folder), source=source, model=model, tokenizer=tokenizer, device=device,
+                       masked_lm=loaded if with_head else None)

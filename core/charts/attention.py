@@ -49,15 +49,17 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
     )
 
 
-def head_view_lines(view: AttentionView, title: str = "") -> alt.LayerChart:
+def head_view_lines(view: AttentionView, title: str = "", highlight: str | None = None) -> alt.LayerChart:
     """bertviz-style head view: queries on the left, keys on the right, a line per pair whose
-    opacity is the weight. Pointing at a left token highlights its own lines."""
+    opacity is the weight. Pointing at a left token highlights its own lines. `highlight` (a query label) starts
+    with that row's lines alone and its label larger, in red (the Masked words page's [MASK])."""
     frame = view_frame(view)
     frame["left"], frame["right"] = 0.0, 1.0
     height = max(200, 18 * max(view.weights.shape))
     n = max(view.weights.shape)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
-    hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True, clear="pointerout")
+    hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True,
+                                clear="pointerout", **({"value": [{"query": highlight}]} if highlight else {}))
     queries = pd.DataFrame({"query": view.query_labels, "order": np.arange(len(view.query_labels)), "x": 0.0})
     keys = pd.DataFrame({"key": view.key_labels, "order": np.arange(len(view.key_labels)), "x": 1.0})
     x_scale = alt.Scale(domain=[-0.6, 1.6])
@@ -77,7 +79,10 @@ def head_view_lines(view: AttentionView, title: str = "") -> alt.LayerChart:
     left = (
         alt.Chart(queries)
         .mark_text(align="right", dx=-6, fontSize=12)
-        .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="query:N")
+        .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="query:N",
+                **({"color": alt.condition(alt.datum.query == highlight, alt.value("#c53030"), alt.value("black")),
+                    "size": alt.condition(alt.datum.query == highlight, alt.value(14), alt.value(12))}
+                   if highlight else {}))
         .add_params(hover)
     )
     right = (

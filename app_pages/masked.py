@@ -1,0 +1,130 @@
+"""Masked words: what the model guesses for a [MASK], layer by layer, and the attention that fed the guess."""
+
+import streamlit as st
+
+from app_pages.common import (
+    MODEL_KEY,
+    cached_encoding,
+    example_buttons,
+    export_buttons,
+    intro,
+    model_or_error,
+    model_ref,
+    sentences,
+)
+from core.attention import attention_view
+from core.charts import attention as attention_charts
+from core.charts import masked as charts
+from core.masked import (
+    EXAMPLES,
+    NoMask,
+    masked_predictions,
+    mlm_suggestion,
+    no_head_message,
+    normalise_masks,
+    prepare_text,
+    word_spans,
+)
+
+st.title("Masked words")
+intro(
+    "BERT was trained by hiding words and guessing them back, so it can fill in a blank: write [MASK] in the "
+    "sentence, or click words below it to hide them, and see its best guesses with their probabilities.",
+    "Then watch the guess form layer by layer, and see which words the masked position attended to.",
+)
+example_buttons(EXAMPLES, key="masked.examples")
+
+
+def use_model(name: str) -> None:
+    st.session_state[MODEL_KEY] = name
+
+
+def pick_words(lm, text: str, which: str) -> list[int]:
+    """A row of word buttons under a sentence; the picked words are masked. Keyed by the text, so a new
+    sentence starts with nothing picked."""
+    shown = normalise_masks(text, lm.tokenizer.mask_token)
+    words = [shown[a:b] for a, b in word_spans(lm.tokenizer, shown)]
+    picked = st.pills(f"Click words of sentence {which} to mask them", list(range(len(words))),
+                      selection_mode="multi", format_func=lambda i: words[i], key=f"masked.pick.{which}.{text}")
+    return list(picked or [])
+
+
+def render() -> None:
+    text_a, text_b = sentences()
+    if not text_a:
+        st.info("Type a sentence in the sidebar with [MASK] where a word should be guessed, or pick an example above.")
+        return
+    lm = model_or_error()
+    if lm is None:
+        return
+    if lm.masked_lm is None:
+        st.warning(no_head_message(lm))
+        suggestion = mlm_suggestion(getattr(lm.config, "model_type", None))
+        st.button(f"Use {suggestion}", key="masked.use_suggestion", on_click=use_model, args=(suggestion,))
+        return
+
+    picked_a = pick_words(lm, text_a, "A")
+    picked_b = pick_words(lm, text_b, "B") if text_b else []
+    a = prepare_text(lm, text_a, picked_a)
+    b = prepare_text(lm, text_b, picked_b) if text_b else None
+    encoding = cached_encoding(model_ref(), a, b)
+    if encoding.truncated:
+        st.warning(f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
+                   f"{encoding.n_truncated} tokens were cut off.")
+    top_k = st.slider("Guesses per mask", 1, 20, 5, key="masked.top_k")
+    try:
+        pred = masked_predictions(lm, encoding, top_k=top_k)
+    except NoMask:
+        mask = lm.tokenizer.mask_token
+        st.info(f"Nothing to guess yet: write {mask} in the sentence where a word should be, or click a word above "
+                "to mask it.")
+        return
+
+    st.subheader("The model's guesses")
+    st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
+    frame = charts.top_frame(pred)
+    chart = charts.top_chart(pred, frame)
+    st.altair_chart(chart, key="masked.top")
+    export_buttons(chart, frame, "masked_guesses", key="masked.export_top")
+
+    st.subheader("Layer by layer")
+    st.caption(
+        "The model's masked-word head applied to each layer's vector at the mask (layer 0 = the embeddings). Only the "
+        "last layer was trained to feed this head: the earlier rows are a probe of what the vector already holds, "
+        "not the model's output. The model's final guess is in bold."
+    )
+    m = 0
+    if len(pred.positions) > 1:
+        m = st.selectbox("Mask", list(range(len(pred.positions))), format_func=lambda i: charts.mask_label(pred, i),
+                         key="masked.which")
+    lens = charts.lens_frame(pred, m)
+    lens_chart = charts.lens_chart(pred, m, lens)
+    st.altair_chart(lens_chart, key="masked.lens")
+    final = charts.final_frame(pred, m)
+    final_chart = charts.final_chart(pred, m, final)
+    st.altair_chart(final_chart, key="masked.final")
+    export_buttons(lens_chart, lens, f"masked_layers_{m + 1}", key="masked.export_lens")
+
+    st.subheader("Attention from the mask")
+    n_layers, n_heads = encoding.attentions.shape[:2]
+    controls = st.columns([1, 2])
+    layer = controls[0].selectbox("Layer", list(range(n_layers)), index=n_layers - 1, key="masked.layer")
+    heads = controls[1].multiselect("Heads (several are averaged)", list(range(n_heads)), default=list(range(n_heads)),
+                                    key="masked.heads", placeholder="Pick heads")
+    if not heads:
+        st.info("Pick at least one head.")
+        return
+    view = attention_view(encoding, layer, heads)
+    position = pred.positions[m]
+    highlight = encoding.token_labels[position]
+    st.caption(f"The lines of {highlight} (in red) are shown first: how the masked position spread its attention "
+               "in this layer. Point at another token to see its lines.")
+    title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)
+    st.altair_chart(head_chart, key="masked.attention")
+    table = attention_charts.view_frame(view)
+    export_buttons(head_chart, table[table["query"] == highlight][["query", "key", "weight"]],
+                   f"masked_attention_L{layer}", key="masked.export_attention")
+
+
+render()

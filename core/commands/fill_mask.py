@@ -1,0 +1,43 @@
+"""`fill-mask`: the model's guesses for each [MASK], layer by layer (the Masked words page's twin)."""
+
+from __future__ import annotations
+
+import json
+
+from core.masked import DEFAULT_TOP_K, fill_mask
+from core.models import load_model
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fill-mask",
+        help="top-k guesses for each [MASK] of a sentence, from the model's MLM head on every layer",
+        description="Write [MASK] (or <mask>, any case: it becomes the model's own mask token) where a word should "
+        "be guessed. The last layer listed is the model's own output; earlier layers are the same head applied to "
+        "that layer's hidden state (a probe: those layers were not trained to feed the head).",
+    )
+    p.add_argument("--model", default=None, help="hub id, local folder or run name with an MLM head (default: BERTLENS_MODEL)")
+    p.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The [MASK] raised rates."')
+    p.add_argument("--text-b", default=None, help="an optional second sentence (a pair)")
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"guesses per mask and layer (default {DEFAULT_TOP_K})")
+    p.add_argument("--layers", default="all",
+                   help='"all" (default: 0 = embeddings .. L), "last", or a list such as 0,6,12 (L is always added)')
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_fill_mask)
+
+
+def run_fill_mask(args) -> int:
+    lm = load_model(args.model, masked_lm=True)
+    result = fill_mask(lm, args.text, args.text_b, top_k=args.top_k, layers=args.layers)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    print(" ".join(result.tokens))
+    last = result.layers[-1]
+    for m, position in enumerate(result.positions):
+        print(f"\nmask at token {position}: layer {last} is the model's output; earlier layers are a probe")
+        print("layer\t" + "\t".join(f"#{r + 1}" for r in range(result.top_ids.shape[-1])))
+        for n, layer in enumerate(result.layers):
+            cells = [f"{t} {p:.3f}" for t, p in zip(result.top_tokens[m][n], result.top_probabilities[m, n])]
+            print(f"{layer}\t" + "\t".join(cells))
+    return 0

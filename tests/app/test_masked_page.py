@@ -1,0 +1,91 @@
+"""AppTest of the Masked words page on a tiny random BertForMaskedLM: the charts hold transformers' own numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.tiny_mlm import make_tiny_mlm
+
+PAGE = "app_pages/masked.py"
+
+
+@pytest.fixture(scope="module")
+def mlm_dir(tmp_path_factory):
+    return make_tiny_mlm(tmp_path_factory.mktemp("tiny-mlm-app"))
+
+
+def model_probabilities(folder, text):
+    from transformers import BertForMaskedLM, BertTokenizerFast
+
+    tokenizer = BertTokenizerFast.from_pretrained(str(folder))
+    model = BertForMaskedLM.from_pretrained(str(folder)).eval()
+    feed = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        probs = torch.softmax(model(**feed).logits[0], -1).numpy()
+    ids = feed["input_ids"][0].numpy()
+    return probs, np.flatnonzero(ids == tokenizer.mask_token_id), tokenizer
+
+
+def bars(rows, label):
+    part = sorted((r for r in rows if r["mask"] == label), key=lambda r: r["rank"])
+    return [r["token"] for r in part], [r["probability"] for r in part]
+
+
+def test_typed_mask_draws_the_models_guesses_layers_and_attention(mlm_dir, make_app, chart_rows, chart_spec):
+    text = "the [MASK] sat on the mat ."
+    at = make_app(str(mlm_dir), text)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    probs, positions, tokenizer = model_probabilities(mlm_dir, text)
+    top = np.argsort(-probs[positions[0]], kind="stable")[:5]
+    tokens, values = bars(chart_rows(at, 0), f"mask 1 (token {positions[0]})")
+    assert tokens == tokenizer.convert_ids_to_tokens(top.tolist())
+    np.testing.assert_allclose(values, probs[positions[0], top], atol=1e-5)
+
+    lens = chart_rows(at, 1)
+    assert sorted({r["layer"] for r in lens}) == [0, 1, 2]
+    last = sorted((r for r in lens if r["layer"] == 2), key=lambda r: r["rank"])
+    assert [r["token"] for r in last] == tokens
+    assert "not the model's output" in " ".join(c.value for c in at.caption)
+    final = chart_rows(at, 2)
+    assert [r["layer"] for r in final] == [0, 1, 2] and final[-1]["rank"] == 1
+
+    spec = chart_spec(at, 3)  # the head view, starting on the mask's row
+    assert spec["params"][0]["value"] == [{"query": f"{positions[0]}·[MASK]"}]
+
+
+def test_clicking_words_masks_them_each_with_its_own_list(mlm_dir, make_app, chart_rows):
+    at = make_app(str(mlm_dir), "the cat sat on the mat .")
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "Nothing to guess yet" in at.info[0].value
+    words = at.get("button_group")[0]
+    assert words.options == ["the", "cat", "sat", "on", "the", "mat", "."]
+    words.set_value([1, 5]).run()
+    assert not at.exception
+    probs, positions, tokenizer = model_probabilities(mlm_dir, "the [MASK] sat on the [MASK] .")
+    rows = chart_rows(at, 0)
+    for m, position in enumerate(positions):
+        top = np.argsort(-probs[position], kind="stable")[:5]
+        tokens, values = bars(rows, f"mask {m + 1} (token {position})")
+        assert tokens == tokenizer.convert_ids_to_tokens(top.tolist())
+        np.testing.assert_allclose(values, probs[position, top], atol=1e-5)
+
+
+def test_empty_sentence_prompts(mlm_dir, make_app):
+    at = make_app(str(mlm_dir))
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "[MASK]" in at.info[0].value
+
+
+def test_a_model_without_an_mlm_head_says_so_and_offers_one(minilm_dir, make_app):
+    at = make_app(str(minilm_dir), "the [MASK] sat on the mat .")
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "no masked-word (MLM) head" in at.warning[0].value
+    assert not at.get("vega_lite_chart")
+    offer = at.button(key="masked.use_suggestion")
+    assert offer.label == "Use bert-base-uncased"
