@@ -283,9 +283,12 @@ def _forward(explainer: Explainer):
     return forward
 
 
-def ig_batch_size(steps: int, n_tokens: int) -> int:
-    """Steps per batch: all of them when steps x tokens fits IG_TOKENS_PER_BATCH (memory stays bounded)."""
-    return max(1, min(steps, IG_TOKENS_PER_BATCH // max(n_tokens, 1)))
+def ig_batch_size(steps: int, n_tokens: int) -> int | None:
+    """Steps per batch: None (every step in one batch, captum's own fastest path) when steps x tokens fits
+    IG_TOKENS_PER_BATCH, else chunks that fit, so memory stays bounded on long inputs. Measured on CPU, captum's
+    chunked path (internal_batch_size=steps) is ~5x slower than its one-batch path for the same steps."""
+    per_batch = max(1, IG_TOKENS_PER_BATCH // max(n_tokens, 1))
+    return None if steps <= per_batch else per_batch
 
 
 def gradient_scores(explainer: Explainer, tokenized, method: str, target: int, *, steps: int = DEFAULT_STEPS,
