@@ -5,10 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences
+from app_pages.explain_view import cached_explainer, cached_explanation, show
 from core import corpus as corpora
 from core.charts import explain as charts
-from core.explain import (DEFAULT_STEPS, GRADIENT_METHODS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead,
-                          available_methods, explain, load_explainer)
+from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods
 from core.models import ModelUnavailable
 
 K = "explain."
@@ -17,28 +17,6 @@ EXAMPLES = {
     "Entailment": ("Two dogs run through a snowy field.", "Animals are outside."),
     "Neutral": ("A woman is reading in a park.", "The woman is waiting for a friend."),
 }
-
-
-@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
-def cached_explainer(ref: str):
-    return load_explainer(ref)
-
-
-@st.cache_data(show_spinner="Explaining…", max_entries=64)
-def cached_explanation(ref: str, text_a: str, text_b: str | None, method: str, target, steps: int):
-    return explain(cached_explainer(ref), text_a, text_b, method, target=target, steps=steps)
-
-
-def show(result, key: str) -> None:
-    st.markdown(charts.coloured_text(result), unsafe_allow_html=True)
-    chart = charts.word_bars(result)
-    st.altair_chart(chart, use_container_width=False)
-    if result.completeness_gap is not None:
-        gap = result.relative_gap
-        (st.success if gap < 0.05 else st.warning)(
-            f"Completeness gap {result.completeness_gap:.3g} = {gap:.1%} of |f(x) − f(baseline)| with {result.steps} "
-            "steps" + ("" if gap < 0.05 else ": raise the steps."))
-    export_buttons(chart, charts.word_frame(result), f"explain-{result.method}", key)
 
 
 intro("Which words made the model predict what it predicts? Six explanation methods answer side by side, and a "
@@ -102,8 +80,6 @@ else:
     params = (ref, spec, int(fsteps))
 
     def make_work():
-        from functools import partial
-
         from core.faithfulness import faithfulness
 
         items = corpora.resolve(spec).items[: int(size)]
