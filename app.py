@@ -19,6 +19,7 @@ PAGES = [
     st.Page("app_pages/pca.py", title="Layerwise PCA", icon=":material/scatter_plot:", url_path="pca"),
     st.Page("app_pages/anisotropy.py", title="Anisotropy by layer", icon=":material/stacked_line_chart:", url_path="anisotropy"),
     st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),
+    st.Page("app_pages/explain.py", title="Why this prediction?", icon=":material/psychology_alt:", url_path="explain"),
     st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
     st.Page("app_pages/reproduce.py", title="Reproduce a paper", icon=":material/fact_check:", url_path="reproduce"),
 ]

@@ -285,8 +285,28 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
         examples = []
     if examples:
         st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
+        explain_both(spec.run_name(flip_arm), examples)
     else:
         st.caption("No prediction of this run changed under the swaps.")
+
+
+def explain_both(run: str, examples: list[dict]) -> None:
+    """Integrated gradients of one flipped example before and after its swap, side by side."""
+    from app_pages.explain_view import cached_explanation, show
+
+    index = st.selectbox("Explain both sides of flipped example", range(len(examples)), key=P + "explain_both",
+                         format_func=lambda i: examples[i]["premise"][:80])
+    row = examples[index]
+    if not st.toggle("Explain both (integrated gradients)", key=P + "explain_both.on"):
+        return
+    for column, (a, b, title) in zip(st.columns(2), ((row["premise"], row["hypothesis"], "Before the swap"),
+                                                    (row["swapped premise"], row["swapped hypothesis"], "After the swap"))):
+        with column:
+            st.markdown(f"**{title}**")
+            try:
+                show(cached_explanation(run, a, b or None, "ig", None, 50), f"{P}explain_both.{title}")
+            except (ValueError, ModelUnavailable) as err:
+                st.error(str(err))
 
 
 def show_experiment(name: str) -> None:

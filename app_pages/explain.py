@@ -1,0 +1,95 @@
+"""Why this prediction? Word attributions of a fine-tuned classifier, whole-model token flow, and faithfulness."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences
+from app_pages.explain_view import cached_explainer, cached_explanation, show
+from core import corpus as corpora
+from core.charts import explain as charts
+from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods
+from core.models import ModelUnavailable
+
+K = "explain."
+EXAMPLES = {
+    "Contradiction": ("A man is playing a guitar on stage.", "Nobody is playing an instrument."),
+    "Entailment": ("Two dogs run through a snowy field.", "Animals are outside."),
+    "Neutral": ("A woman is reading in a park.", "The woman is waiting for a friend."),
+}
+
+
+intro("Which words made the model predict what it predicts? Six explanation methods answer side by side, and a "
+      "faithfulness test over a dataset shows which answer the model's own behaviour supports.",
+      "Pick a fine-tuned classification run in the sidebar; gradient methods need its classifier head, attention "
+      "rollout and value zeroing work on any model.")
+example_buttons(EXAMPLES, key=K + "ex")
+ref = model_ref()
+try:
+    explainer = cached_explainer(ref)
+except ModelUnavailable as err:
+    st.error(str(err))
+    st.stop()
+if not explainer.has_head:
+    st.warning(explainer.head_message)
+text_a, text_b = sentences()
+methods = available_methods(explainer)
+columns = st.columns(3)
+chosen = columns[0].multiselect("Methods", methods, default=[m for m in ("ig", "rollout") if m in methods],
+                                format_func=METHOD_TITLES.get, key=K + "methods")
+target = columns[1].selectbox("Class to explain", ["predicted", *(explainer.labels or ())], key=K + "target",
+                              disabled=not explainer.has_head)
+steps = columns[2].slider("Integrated-gradients steps", 10, 300, DEFAULT_STEPS, 10, key=K + "steps")
+st.caption(f"Words: {WORD_RULE}.")
+if not text_a:
+    st.info("Type sentence A in the sidebar, or press an example.")
+else:
+    try:
+        results = [cached_explanation(ref, text_a, text_b, m, None if target == "predicted" else target, steps) for m in chosen]
+    except (ValueError, NoClassifierHead) as err:
+        st.error(str(err))
+        results = []
+    if results and results[0].predicted:
+        probs = ", ".join(f"{l} {p:.2f}" for l, p in zip(results[0].labels, results[0].probabilities))
+        st.markdown(f"**Predicted: {results[0].predicted}** ({probs})")
+    for row in range(0, len(results), 2):
+        for column, result in zip(st.columns(2), results[row:row + 2]):
+            with column:
+                st.subheader(METHOD_TITLES[result.method])
+                show(result, f"{K}{result.method}")
+    flows = [r for r in results if r.matrix is not None]
+    if flows:
+        with st.expander("Whole-model token flow (the full token × token matrix)"):
+            layer = st.slider("Layer", 0, len(flows[0].matrix) - 1, len(flows[0].matrix) - 1, key=K + "layer")
+            for result in flows:
+                st.altair_chart(charts.flow_matrix(result, layer), use_container_width=False)
+
+st.header("How faithful is each explanation?")
+st.markdown("Comprehensiveness: how much the predicted class's probability drops when a method's top 10 %, 20 %, … "
+            "of words are deleted (higher is better). Sufficiency: how much it drops when only those words are kept "
+            "(lower is better). A random ranking is the control (DeYoung et al. 2020). Human rationales (e-SNLI) are "
+            "not available offline, so plausibility is not scored.")
+if not explainer.has_head:
+    st.info("Faithfulness needs a prediction: pick a classification run.")
+else:
+    columns = st.columns(3)
+    source = columns[0].selectbox("Dataset", ["snli:dev", "mrpc:dev", "builtin"], key=K + "corpus")
+    size = columns[1].number_input("Examples", 5, 1000, 50, key=K + "size")
+    fsteps = columns[2].number_input("IG steps", 5, 200, 20, key=K + "fsteps")
+    spec = source if source == "builtin" else f"{source}:{int(size)}"
+    params = (ref, spec, int(fsteps))
+
+    def make_work():
+        from core.faithfulness import faithfulness
+
+        items = corpora.resolve(spec).items[: int(size)]
+        return lambda progress, should_stop: faithfulness(cached_explainer(ref), items, methods=METHODS, steps=int(fsteps),
+                                                          corpus=spec, progress=progress, should_stop=should_stop)
+
+    result = job_controls(K + "faith", "Score every method", params, make_work, unit="inputs")
+    if result is not None:
+        table = result.table()
+        st.dataframe(table, hide_index=True)
+        chart = charts.faithfulness_chart(result)
+        st.altair_chart(chart, use_container_width=False)
+        export_buttons(chart, charts.faithfulness_frame(result), "faithfulness", K + "faith.export")

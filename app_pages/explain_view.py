@@ -1,0 +1,32 @@
+"""What the explain page and the bias page's "explain both" share: the cached explainer and one method's view.
+Not a page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import export_buttons
+from core.charts import explain as charts
+from core.explain import explain, load_explainer
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=2)
+def cached_explainer(ref: str):
+    return load_explainer(ref)
+
+
+@st.cache_data(show_spinner="Explaining…", max_entries=64)
+def cached_explanation(ref: str, text_a: str, text_b: str | None, method: str, target, steps: int):
+    return explain(cached_explainer(ref), text_a, text_b, method, target=target, steps=steps)
+
+
+def show(result, key: str) -> None:
+    st.markdown(charts.coloured_text(result), unsafe_allow_html=True)
+    chart = charts.word_bars(result)
+    st.altair_chart(chart, use_container_width=False)
+    if result.completeness_gap is not None:
+        gap = result.relative_gap
+        (st.success if gap < 0.05 else st.warning)(
+            f"Completeness gap {result.completeness_gap:.3g} = {gap:.1%} of |f(x) − f(baseline)| with {result.steps} "
+            "steps" + ("" if gap < 0.05 else ": raise the steps."))
+    export_buttons(chart, charts.word_frame(result), f"explain-{result.method}", key)

@@ -1,0 +1,77 @@
+"""`explain` and `explain-faithfulness`: the "Why this prediction?" page's twins."""
+
+from __future__ import annotations
+
+import json
+
+from core import corpus as corpora
+from core.commands.heads import _progress
+from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("explain", help="word attributions of a fine-tuned classifier's prediction, or token flow")
+    p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder); "
+                   "a plain encoder works for rollout, value-zeroing and attention only")
+    p.add_argument("--text", required=True, help="sentence A")
+    p.add_argument("--text-b", default=None, help="sentence B (a pair)")
+    p.add_argument("--method", choices=METHODS, default="ig")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"integrated-gradients steps (default {DEFAULT_STEPS})")
+    p.add_argument("--target", default=None, help="the class to explain (default: the predicted one)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_explain)
+
+    p = subparsers.add_parser("explain-faithfulness",
+                              help="comprehensiveness / sufficiency (AOPC) of each explanation method over a corpus")
+    p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder)")
+    p.add_argument("--corpus", default="snli:dev:200", help=corpora.CLI_HELP + "; default snli:dev:200")
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods (default: all)")
+    p.add_argument("--steps", type=int, default=20, help="integrated-gradients steps per input (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and of the random control")
+    p.add_argument("--device", default=None)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_faithfulness)
+
+
+def run_explain(args) -> int:
+    from core.explain import explain, load_explainer
+
+    explainer = load_explainer(args.model, device=args.device)
+    result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    if result.predicted is not None:
+        probs = ", ".join(f"{label} {p:.3f}" for label, p in zip(result.labels, result.probabilities))
+        print(f"{explainer.lm.ref}: predicted {result.predicted} ({probs})")
+    else:
+        print(explainer.head_message)
+    print(f"{args.method}" + (f" for class {result.target}" if result.target else "") + f"; {WORD_RULE}")
+    for word, score in zip(result.words, result.word_scores):
+        print(f"{score:+.4f}\t{word}")
+    if result.completeness_gap is not None:
+        print(f"completeness gap {result.completeness_gap:.3g} ({result.relative_gap:.2%} of |f(x) - f(baseline)|, "
+              f"{result.steps} steps)")
+    return 0
+
+
+def run_faithfulness(args) -> int:
+    from core.explain import load_explainer
+    from core.faithfulness import faithfulness
+
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    items = corpora.resolve(args.corpus, args.seed).items
+    explainer = load_explainer(args.model, device=args.device)
+    result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
+                          progress=_progress(args))
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    print(f"{explainer.lm.ref}: {result.examples} inputs from {args.corpus} (AOPC over top "
+          f"{', '.join(f'{f:.0%}' for f in result.fractions)} of words)")
+    print("method\tcomprehensiveness\tsufficiency   (higher / lower is more faithful)")
+    for m, c, s in zip(result.methods, result.aopc_comprehensiveness, result.aopc_sufficiency):
+        print(f"{m}\t{c:+.4f}\t{s:+.4f}")
+    return 0

@@ -1,0 +1,35 @@
+"""The "Why this prediction?" page in AppTest: bars equal core.explain's word scores, the no-head message."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core import explain as ex
+from tests.integration.test_explain import make_seq_classifier
+
+PAGE = "app_pages/explain.py"
+
+
+def test_bars_equal_core_scores_and_ig_gap_shown(make_app, chart_rows, tmp_path):
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    at = make_app(str(folder), "the cat sat on the mat", "a dog ran")
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    expected = ex.explain(ex.load_explainer(str(folder), device="cpu"), "the cat sat on the mat", "a dog ran", "ig")
+    rows = chart_rows(at, 0)
+    np.testing.assert_allclose([r["score"] for r in rows], expected.word_scores, rtol=1e-4, atol=1e-7)
+    assert [r["text"] for r in rows] == list(expected.words)
+    assert any("Completeness gap" in m.value for m in [*at.success, *at.warning])
+    assert any(f"Predicted: {expected.predicted}" in m.value for m in at.markdown)
+
+
+def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_bert_dir):
+    at = make_app(str(tiny_bert_dir), "the cat sat")
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("no classifier head" in w.value for w in at.warning)
+    assert at.multiselect(key="explain.methods").value == ["rollout"]
+    expected = ex.explain(ex.load_explainer(str(tiny_bert_dir), device="cpu"), "the cat sat", method="rollout")
+    np.testing.assert_allclose([r["score"] for r in chart_rows(at, 0)], expected.word_scores, atol=1e-6)

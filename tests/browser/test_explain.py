@@ -1,0 +1,21 @@
+"""The "Why this prediction?" page in a real browser with a tiny classifier: words coloured, bars drawn."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.integration.test_explain import make_seq_classifier
+
+CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+
+
+def test_explain_page_draws(page, app_server, app_url, tmp_path):
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    page.goto(f"{app_url}/explain?model={quote(str(folder))}&a={quote('the cat sat on the mat')}&b={quote('a dog ran')}")
+    wait_for_app(page)
+    page.wait_for_selector(CHART)
+    assert_no_streamlit_exception(page)
+    main = page.locator('[data-testid="stMain"]')
+    assert main.get_by_text("Completeness gap").count() >= 1
+    screenshot(page, "explain")
