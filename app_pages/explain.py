@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences
 from app_pages.explain_view import cached_explainer, cached_explanation, show
-from core import corpus as corpora
+from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
 from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods
 from core.models import ModelUnavailable
@@ -72,21 +72,21 @@ st.markdown("Comprehensiveness: how much the predicted class's probability drops
 if not explainer.has_head:
     st.info("Faithfulness needs a prediction: pick a classification run.")
 else:
-    columns = st.columns(3)
-    source = columns[0].selectbox("Dataset", ["snli:dev", "mrpc:dev", "builtin"], key=K + "corpus")
-    size = columns[1].number_input("Examples", 5, 1000, 50, key=K + "size")
-    fsteps = columns[2].number_input("IG steps", 5, 200, 20, key=K + "fsteps")
-    spec = source if source == "builtin" else f"{source}:{int(size)}"
-    params = (ref, spec, int(fsteps))
+    corpus = corpus_picker(K + "faith.", label="Dataset (SNLI / MRPC pairs, the built-in sentences, or your own CSV / JSONL / text)",
+                           default_n=50)
+    columns = st.columns(2)
+    size = columns[0].number_input("Examples to score (at most)", 5, 1000, 50, key=K + "size")
+    fsteps = columns[1].number_input("IG steps", 5, 200, 20, key=K + "fsteps")
+    params = (ref, corpus.digest if corpus is not None else None, int(size), int(fsteps))
 
     def make_work():
         from core.faithfulness import faithfulness
 
-        items = corpora.resolve(spec).items[: int(size)]
+        items = corpus.items[: int(size)]
         return lambda progress, should_stop: faithfulness(cached_explainer(ref), items, methods=METHODS, steps=int(fsteps),
-                                                          corpus=spec, progress=progress, should_stop=should_stop)
+                                                          corpus=corpus.name, progress=progress, should_stop=should_stop)
 
-    result = job_controls(K + "faith", "Score every method", params, make_work, unit="inputs")
+    result = job_controls(K + "faith", "Score every method", params, make_work, unit="inputs", disabled=corpus is None)
     if result is not None:
         table = result.table()
         st.dataframe(table, hide_index=True)

@@ -33,3 +33,33 @@ def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_
     assert at.multiselect(key="explain.methods").value == ["rollout"]
     expected = ex.explain(ex.load_explainer(str(tiny_bert_dir), device="cpu"), "the cat sat", method="rollout")
     np.testing.assert_allclose([r["score"] for r in chart_rows(at, 0)], expected.word_scores, atol=1e-6)
+
+
+def test_faithfulness_job_on_pasted_sentences_matches_core(make_app, tmp_path):
+    """The dataset comes from the shared corpus picker (pasted text here, as a user's own file would be)."""
+    from core import corpus as corpora
+    from core import jobs
+    from core.faithfulness import faithfulness
+
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    at = make_app(str(folder), "the cat sat on the mat")
+    at.session_state["explain.faith.source"] = "Paste text"
+    at.session_state["explain.faith.text"] = "the cat sat on the mat\na dog ran in the park\nthe bird sang"
+    at.session_state["explain.size"] = 5
+    at.session_state["explain.fsteps"] = 5
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    at.button(key="explain.faith.run").click().run()
+    job_id = at.session_state["explain.faith.jobstate"]["last_id"]
+    assert jobs.wait(job_id, timeout=120).state == "done"
+    at.run()
+    assert not at.exception, at.exception
+    shown = at.session_state["explain.faith.jobstate"]["result"]
+    items = corpora.from_text("the cat sat on the mat\na dog ran in the park\nthe bird sang").items
+    methods = shown.methods[:-1]  # the random control is added by faithfulness itself
+    expected = faithfulness(ex.load_explainer(str(folder), device="cpu"), items, methods=methods, steps=5)
+    assert shown.examples == expected.examples == 3
+    np.testing.assert_allclose(shown.comprehensiveness, expected.comprehensiveness, atol=1e-5)
+    np.testing.assert_allclose(shown.sufficiency, expected.sufficiency, atol=1e-5)
+    assert at.dataframe, "the faithfulness table is not shown"
