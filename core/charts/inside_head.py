@@ -47,7 +47,7 @@ def neuron_chart(view) -> alt.VConcatChart:
     frame = neuron_frame(view)
     labels = _labels(view.tokens)
     d = view.keys.shape[1]
-    cell = max(6, min(14, 480 // max(d, 1)))
+    cell = max(3, min(10, 256 // max(d, 1)))  # both d x T panels and the bars fit a wide column
     hover = alt.selection_point(name=HOVER, fields=["dim"], on="pointerover", clear="pointerout", empty=True)
     fade = alt.condition(hover, alt.value(1.0), alt.value(0.25))
     x = alt.X("dim:O", title="dimension of this head", axis=alt.Axis(labels=d <= 32, ticks=False))
@@ -73,11 +73,11 @@ def neuron_chart(view) -> alt.VConcatChart:
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
         color=alt.condition("datum.score > 0", alt.value("#c92a2a"), alt.value("#1c7ed6")),
         tooltip=["key", alt.Tooltip("score:Q", format="+.3f"), alt.Tooltip("bias:Q", format="+.3f", title="position bias")],
-    ).properties(width=110, height=height)
+    ).properties(width=90, height=height)
     a_chart = alt.Chart(scores, title="softmax").mark_bar(color="#2b6cb0").encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
-    ).properties(width=110, height=height)
+    ).properties(width=90, height=height)
     return alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
                        title=f"Layer {view.layer}, head {view.head}, query {labels[view.query_index]}")
 
