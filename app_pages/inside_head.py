@@ -21,11 +21,11 @@ WEIGHTS_KEY = "attention.weights"
 RAW, NORM = "raw attention", "norm-weighted (Kobayashi et al. 2020)"
 WEIGHT_OPTIONS = (RAW, NORM)
 FINDING = (
-    "Kobayashi et al. (2020) found in BERT-base that the heavy raw attention to [SEP] and [CLS] in the middle and "
-    "late layers (Clark et al. 2019) mostly disappears when weighted by ‖f(x)‖: those tokens' transformed vectors "
-    "are small, so attending to them adds little (a \"no-op\"), while the norm-weighted share of ordinary tokens "
-    "grows. BERT Lens states this qualitatively: the paper's per-layer numbers could not be read here, so no "
-    "published line is drawn."
+    "Kobayashi et al. (2020) found that in BERT-base, contrary to the weight-based analyses (Clark et al. 2019: "
+    "much attention on [SEP] and [CLS]), the norm-based analysis shows little attention to special tokens: their "
+    "transformed vectors f(x) are small, so the heavy weight carries little. The paper's per-layer numbers could "
+    "not be read here, so no published line is drawn; and the paper sums ‖α f(x)‖ per category without rescaling "
+    "each row, where this chart shows shares."
 )
 
 
