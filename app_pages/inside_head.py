@@ -10,7 +10,16 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from app_pages.common import cached_model, example_buttons, export_buttons, intro, model_or_error, model_ref, sentences, job_controls
+from app_pages.common import (
+    cached_model,
+    example_buttons,
+    export_buttons,
+    intro,
+    job_controls,
+    model_or_error,
+    model_ref,
+    sentences,
+)
 from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
 from core.charts import inside_head as charts

@@ -79,7 +79,7 @@ def neuron_chart(view) -> alt.VConcatChart:
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
     return alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                       title=f"Layer {view.layer}, head {view.head}, query {labels[view.query_index]}")
+                       title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}")  # lowercase: the head view's "Layer L, head H" title stays unique on the page
 
 
 def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:

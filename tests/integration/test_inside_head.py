@@ -97,7 +97,7 @@ def test_softmax_row_equals_transformers_attention_and_q_k_are_the_projections(f
 
     family, lm = family_model
     out = _reference(lm, TEXT, TEXT_B)
-    heads, d = lm.num_heads, lm.hidden_size // lm.num_heads
+    d = lm.hidden_size // lm.num_heads
     for layer, head, query in [(0, 1, 2), (lm.num_layers - 1, 3, 0), (1, 0, 9)]:
         view = neuron_view(lm, TEXT, TEXT_B, layer, head, query)
         expected = out.attentions[layer][0, head, query].numpy()
