@@ -78,8 +78,9 @@ def neuron_chart(view) -> alt.VConcatChart:
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
+    # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
     return alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                       title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}")  # lowercase: the head view's "Layer L, head H" title stays unique on the page
+                       title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}")
 
 
 def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
