@@ -14,6 +14,7 @@ from app_pages.common import (
 from core.charts import attention as charts
 from core.attention import PAIR_FILTERS, attention_view
 from app_pages.attention_dataset import render as render_heads_over_dataset
+from app_pages import inside_head
 from core.examples import EXAMPLES
 
 st.title("Attention heads")
@@ -60,14 +61,19 @@ def render_one_sentence() -> None:
 
 
     st.session_state.setdefault("attention.mode", "Head view")
-    mode = st.segmented_control("View", ["Head view", "Model view"], key="attention.mode") or "Head view"
+    top = st.columns([1, 1])
+    with top[0]:
+        mode = st.segmented_control("View", ["Head view", "Model view"], key="attention.mode") or "Head view"
+    matrix, weights_note = inside_head.matrix_to_draw(inside_head.weights_control(top[1]), encoding, text_a, text_b)
+    if weights_note:
+        st.caption(weights_note)
 
     if mode == "Model view":
         st.caption(
             f"All {n_layers} layers × {n_heads} heads. Each square is one head's attention (rows: from, columns: to; "
             "darker = more). Click a square to open it in the head view."
         )
-        grid = charts.model_view_grid(encoding.attentions)
+        grid = charts.model_view_grid(matrix)
         st.altair_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
         export_buttons(grid, None, "model_view", key="attention.export_grid")
         return
@@ -91,7 +97,8 @@ def render_one_sentence() -> None:
         st.info("Pick at least one head.")
         return
 
-    view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special, word_level=word_level)
+    view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special, word_level=word_level,
+                          attentions=matrix)
     notes = []
     if len(heads) > 1:
         notes.append(f"average of heads {', '.join(map(str, heads))}")
@@ -110,8 +117,10 @@ def render_one_sentence() -> None:
     export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
 
 
-sentence_tab, dataset_tab = st.tabs(["One sentence", "Heads over a dataset"])
+sentence_tab, dataset_tab, inside_tab = st.tabs(["One sentence", "Heads over a dataset", "Inside a head"])
 with sentence_tab:
     render_one_sentence()
 with dataset_tab:
     render_heads_over_dataset()
+with inside_tab:
+    inside_head.render()

@@ -76,11 +76,15 @@ def attention_view(
     pair_filter: str = "all",
     hide_special: bool = False,
     word_level: bool = False,
+    attentions: np.ndarray | None = None,
 ) -> AttentionView:
     """The matrix to draw for one Encoding, in this order: average heads, merge pieces into words,
     hide special tokens (renormalising rows), then keep the rows and columns of the pair filter
-    (not renormalised: A→B shows how much of A's attention goes to B)."""
-    weights = average_heads(encoding.attentions, layer, heads)
+    (not renormalised: A→B shows how much of A's attention goes to B).
+
+    attentions: [layer, head, query, key] to draw instead of the encoding's raw attention (norm-weighted,
+    rollout...), with rows summing to 1 like raw attention."""
+    weights = average_heads(encoding.attentions if attentions is None else attentions, layer, heads)
     labels = [t for t in encoding.tokens]
     positions = np.arange(len(labels))
     segments = np.asarray(encoding.segment_ids)

@@ -57,6 +57,12 @@ def test_heads_over_a_dataset(minilm_dir, part, job_key):
     _cancel_while_running(at, job_key)
 
 
+def test_inside_a_head_norm_shares(minilm_dir):
+    at = _app(str(minilm_dir), "app_pages/attention.py", {"inside.source": "SNLI", "inside.limit": 3000})
+    _cancel_while_running(at, "inside.shares")
+    assert at.button(key="inside.shares.run")
+
+
 def test_what_fine_tuning_changes(minilm_dir, tiny_bert_dir):
     at = _app(str(minilm_dir), "app_pages/finetune.py",
               {"changes.base": str(minilm_dir), "changes.others": ["all-MiniLM-L6-v2"], "changes.source": "SNLI",

@@ -1,0 +1,137 @@
+"""Inside a head: the neuron view (q, k, q⊙k, scores, softmax) and raw vs norm-weighted attention (Kobayashi et
+al. 2020) for one row and over a dataset. No streamlit here.
+
+Token axes are keyed by position ("3·the") with an explicit order, as in core.charts.attention.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+HOVER = "dim_hover"
+RAW, NORM = "raw attention α", "norm-weighted ‖α f(x)‖"
+
+
+def _labels(tokens) -> list[str]:
+    return [f"{i}·{t}" for i, t in enumerate(tokens)]
+
+
+def neuron_frame(view) -> pd.DataFrame:
+    """One row per (key token, dimension): key, key_order, dim, k (the key's value), q (the query's), product."""
+    t, d = view.keys.shape
+    return pd.DataFrame({
+        "key": np.repeat(_labels(view.tokens), d), "key_order": np.repeat(np.arange(t), d),
+        "dim": np.tile(np.arange(d), t), "k": view.keys.ravel().astype(float),
+        "q": np.tile(view.query, t).astype(float), "product": view.products.ravel().astype(float),
+    })
+
+
+def score_frame(view) -> pd.DataFrame:
+    """One row per key token: key, score, attention, bias."""
+    return pd.DataFrame({"key": _labels(view.tokens), "key_order": np.arange(len(view.tokens)),
+                         "score": view.scores.astype(float), "attention": view.attention.astype(float),
+                         "bias": view.bias.astype(float)})
+
+
+def _diverging(values: np.ndarray) -> alt.Scale:
+    bound = max(float(np.abs(values).max()), 1e-6)
+    return alt.Scale(scheme="redblue", domain=[bound, -bound])  # red = positive, blue = negative
+
+
+def neuron_chart(view) -> alt.VConcatChart:
+    """bertviz's neuron view as four aligned panels: the query vector (one row), every key vector, q⊙k
+    (red = pushes the score up, blue = down) and, on the right, the score and softmax per key. Pointing at a
+    dimension of q⊙k highlights that dimension in every panel."""
+    frame = neuron_frame(view)
+    labels = _labels(view.tokens)
+    d = view.keys.shape[1]
+    cell = max(3, min(10, 256 // max(d, 1)))  # both d x T panels and the bars fit a wide column
+    hover = alt.selection_point(name=HOVER, fields=["dim"], on="pointerover", clear="pointerout", empty=True)
+    fade = alt.condition(hover, alt.value(1.0), alt.value(0.25))
+    x = alt.X("dim:O", title="dimension of this head", axis=alt.Axis(labels=d <= 32, ticks=False))
+    y = alt.Y("key:N", sort=labels, title="key")
+    height = alt.Step(16)
+    query = frame[frame["key_order"] == 0][["dim", "q"]]
+    q_chart = alt.Chart(query, title=f"query q of {labels[view.query_index]}").mark_rect().encode(
+        x=alt.X("dim:O", axis=None), color=alt.Color("q:Q", scale=_diverging(view.query), legend=None),
+        opacity=fade, tooltip=["dim", alt.Tooltip("q:Q", format="+.3f")],
+    ).properties(width=cell * d, height=16)
+    k_chart = alt.Chart(frame, title="keys k").mark_rect().encode(
+        x=x, y=y, color=alt.Color("k:Q", scale=_diverging(view.keys), legend=None), opacity=fade,
+        tooltip=["key", "dim", alt.Tooltip("k:Q", format="+.3f")],
+    ).properties(width=cell * d, height=height)
+    p_chart = alt.Chart(frame, title="q ⊙ k (red: raises the score, blue: lowers it)").mark_rect().encode(
+        x=x, y=alt.Y("key:N", sort=labels, axis=None),
+        color=alt.Color("product:Q", scale=_diverging(view.products), title="q⊙k"), opacity=fade,
+        tooltip=["key", "dim", alt.Tooltip("q:Q", format="+.3f"), alt.Tooltip("k:Q", format="+.3f"),
+                 alt.Tooltip("product:Q", format="+.3f")],
+    ).add_params(hover).properties(width=cell * d, height=height)
+    scores = score_frame(view)
+    s_chart = alt.Chart(scores, title="score q·k/√d").mark_bar().encode(
+        y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
+        color=alt.condition("datum.score > 0", alt.value("#c92a2a"), alt.value("#1c7ed6")),
+        tooltip=["key", alt.Tooltip("score:Q", format="+.3f"), alt.Tooltip("bias:Q", format="+.3f", title="position bias")],
+    ).properties(width=90, height=height)
+    a_chart = alt.Chart(scores, title="softmax").mark_bar(color="#2b6cb0").encode(
+        y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
+        tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
+    ).properties(width=90, height=height)
+    # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
+    return alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
+                       title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}")
+
+
+def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
+    """One query's row, raw vs norm-weighted (rescaled to sum to 1): key, key_order, measure, share, and the
+    key's ‖f(x)‖."""
+    from core.inside_head import row_shares
+
+    labels = _labels(norms.tokens)
+    raw = norms.attentions[layer, head, query].astype(float)
+    weighted = row_shares(norms.norms[layer, head, query].astype(np.float64))
+    fx = norms.value_norms[layer, head].astype(float)
+    n = len(labels)
+    return pd.DataFrame({"key": labels * 2, "key_order": list(range(n)) * 2,
+                         "measure": [RAW] * n + [NORM] * n, "share": np.concatenate([raw, weighted]),
+                         "‖f(x)‖": np.concatenate([fx, fx])})
+
+
+def row_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
+    labels = list(frame[frame["measure"] == RAW]["key"])
+    return alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("key:N", sort=labels, title="key"), yOffset="measure:N",
+        x=alt.X("share:Q", title="share of the row", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("measure:N", scale=alt.Scale(domain=[RAW, NORM], range=["#2b6cb0", "#e8590c"]),
+                        legend=alt.Legend(orient="bottom", title=None)),
+        tooltip=["key", "measure", alt.Tooltip("share:Q", format=".3f"), alt.Tooltip("‖f(x)‖:Q", format=".3f")],
+    ).properties(width=320, height=alt.Step(9))
+
+
+def shares_frame(shares) -> pd.DataFrame:
+    """A core.inside_head.NormShares as rows layer, category, measure, share."""
+    rows = []
+    for name, values in ((RAW, shares.raw), (NORM, shares.norm)):
+        for layer, row in enumerate(values):
+            rows += [{"layer": layer, "category": c, "measure": name, "share": float(v)}
+                     for c, v in zip(shares.categories, row)]
+    return pd.DataFrame(rows)
+
+
+def shares_chart(shares) -> tuple[alt.FacetChart, pd.DataFrame]:
+    """Per layer, the share of raw vs norm-weighted attention going to [CLS], [SEP], punctuation and other tokens
+    (one panel per category)."""
+    frame = shares_frame(shares)
+    chart = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("layer:O", title="layer (0 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("share:Q", title="share of attention", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("measure:N", scale=alt.Scale(domain=[RAW, NORM], range=["#2b6cb0", "#e8590c"]),
+                        legend=alt.Legend(orient="bottom", title=None, labelLimit=400)),
+        strokeDash=alt.StrokeDash("measure:N", legend=None),
+        tooltip=["category", "layer", "measure", alt.Tooltip("share:Q", format=".3f")],
+    ).properties(width=200, height=170).facet(
+        facet=alt.Facet("category:N", sort=list(shares.categories), title=None), columns=4,
+        title=f"{shares.model.rstrip('/').split('/')[-1]}: where attention goes, raw vs norm-weighted "
+              f"({shares.n_inputs} inputs)")
+    return chart, frame

@@ -1,0 +1,89 @@
+"""`neuron`, `attention-norms`, `attention-norm-shares`: the "Inside a head" section's twins."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from core import corpus as corpora
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("neuron", help="one head's query, keys, q⊙k, scores and softmax for one query token")
+    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    p.add_argument("--text", required=True)
+    p.add_argument("--text-b", default=None, help="a second sentence (pair input)")
+    p.add_argument("--layer", type=int, required=True, help="0 = first transformer layer")
+    p.add_argument("--head", type=int, required=True)
+    p.add_argument("--query", type=int, required=True, help="token position of the query ([CLS] = 0)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_neuron)
+
+    p = subparsers.add_parser("attention-norms", help="norm-weighted attention ‖α f(x)‖ (Kobayashi et al. 2020)")
+    p.add_argument("--model", default=None)
+    p.add_argument("--text", required=True)
+    p.add_argument("--text-b", default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_norms)
+
+    p = subparsers.add_parser("attention-norm-shares",
+                              help="share of raw vs norm-weighted attention to [CLS]/[SEP]/punctuation/other per layer")
+    p.add_argument("--model", default=None)
+    p.add_argument("--corpus", default="builtin", help=corpora.CLI_HELP + "; default builtin")
+    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run_shares)
+
+
+def run_neuron(args) -> int:
+    from core.inside_head import neuron_view
+    from core.models import load_model
+
+    view = neuron_view(load_model(args.model), args.text, args.text_b, args.layer, args.head, args.query)
+    if args.json:
+        print(json.dumps(view.to_json()))
+        return 0
+    print(f"layer {view.layer}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
+    for j, token in enumerate(view.tokens):
+        print(f"{j:3d} {token:15s} score {view.scores[j]:+8.3f}  attention {view.attention[j]:.3f}")
+    return 0
+
+
+def run_norms(args) -> int:
+    from core.inside_head import attention_norms
+    from core.models import load_model
+
+    result = attention_norms(load_model(args.model), args.text, args.text_b)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    print("per layer: mean ‖f(x)‖ of each token over heads")
+    for layer, row in enumerate(result.value_norms.mean(axis=1)):
+        print(f"L{layer}\t" + " ".join(f"{t}:{v:.2f}" for t, v in zip(result.tokens, row)))
+    return 0
+
+
+def run_shares(args) -> int:
+    from dataclasses import replace
+
+    from core.inside_head import norm_shares
+    from core.models import load_model
+
+    inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
+    lm = load_model(args.model)
+
+    def report(done: int, total: int) -> None:
+        print(f"\r{done}/{total}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+    shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=report),
+                     corpus=args.corpus)
+    if args.json:
+        print(json.dumps(shares.to_json()))
+        return 0
+    print(f"{lm.ref}: {shares.n_inputs} inputs from {args.corpus}; raw α / norm-weighted ‖α f(x)‖")
+    print("layer\t" + "\t".join(f"{c:>15s}" for c in shares.categories))
+    for layer in range(len(shares.raw)):
+        print(f"L{layer}\t" + "\t".join(f"{r:6.3f} / {n:6.3f}" for r, n in zip(shares.raw[layer], shares.norm[layer])))
+    return 0

@@ -1,0 +1,131 @@
+"""AppTest of the "Inside a head" section and the head view's weights control, on MiniLM-L6 (a BERT): chart data
+against transformers' attention and against ‖α f(x)‖ computed here from the weights and hidden states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import jobs
+from core.models import load_model
+
+APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
+TEXT = "The bank raised rates, and the river flooded."
+
+
+def _app(model: str, text: str = TEXT) -> AppTest:
+    at = AppTest.from_file(APP_FILE, default_timeout=240)
+    at.session_state["model"] = model
+    at.session_state["sentence_a"] = text
+    at.session_state["sentence_b"] = ""
+    at.switch_page("app_pages/attention.py")
+    return at
+
+
+def _chart(at: AppTest, title: str) -> list[dict]:
+    for element in at.get("vega_lite_chart"):
+        if title in element.proto.spec:
+            rows = []
+            for named in element.proto.datasets:
+                rows.extend(pa.ipc.open_stream(named.data.data).read_all().to_pylist())
+            return rows
+    raise AssertionError(f"no chart titled {title!r} on the page")
+
+
+def _reference(minilm_dir):
+    lm = load_model(str(minilm_dir), device="cpu")
+    tok = lm.tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        out = lm.model(**tok, output_attentions=True, output_hidden_states=True)
+    return lm, out
+
+
+def _norm_weighted(lm, out, layer: int, head: int) -> np.ndarray:
+    """‖α_ij f(x_j)‖ / Σ_j, from the layer's input, its value and output weights."""
+    att = lm.model.encoder.layer[layer].attention
+    d = lm.hidden_size // lm.num_heads
+    part = slice(head * d, (head + 1) * d)
+    x = out.hidden_states[layer][0].double()
+    with torch.no_grad():
+        v = x @ att.self.value.weight.double().T + att.self.value.bias.double()
+        f = v[:, part] @ att.output.dense.weight.double()[:, part].T
+    alpha = out.attentions[layer][0, head].double()
+    w = torch.linalg.vector_norm(alpha[:, :, None] * f[None], dim=-1).numpy()
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def test_neuron_view_softmax_is_transformers_attention(minilm_dir):
+    lm, out = _reference(minilm_dir)
+    at = _app(str(minilm_dir))
+    at.run()
+    at.selectbox(key="inside.layer").set_value(3)
+    at.selectbox(key="inside.head").set_value(5)
+    at.selectbox(key="inside.query").set_value(2).run()
+    assert not at.exception
+    rows = [r for r in _chart(at, "softmax") if "attention" in r and r.get("attention") is not None]
+    shown = {int(r["key"].split("·")[0]): r["attention"] for r in rows if "score" in r}
+    expected = out.attentions[3][0, 5, 2].numpy()
+    np.testing.assert_allclose([shown[j] for j in range(len(expected))], expected, atol=1e-5)
+    products = [r for r in _chart(at, "raises the score") if "product" in r]
+    assert len({r["dim"] for r in products}) == lm.hidden_size // lm.num_heads
+    # the raw vs norm-weighted row for the same query
+    row = _chart(at, "raw vs norm-weighted (layer 3, head 5)")
+    norm = {int(r["key"].split("·")[0]): r["share"] for r in row if r["measure"].startswith("norm")}
+    np.testing.assert_allclose([norm[j] for j in range(len(expected))], _norm_weighted(lm, out, 3, 5)[2], atol=1e-5)
+
+
+def test_weights_control_draws_norm_weighted_heatmap(minilm_dir):
+    lm, out = _reference(minilm_dir)
+    at = _app(str(minilm_dir))
+    at.run()
+    assert at.selectbox(key="attention.weights").options == ["raw attention", "norm-weighted (Kobayashi et al. 2020)"]
+    at.selectbox(key="attention.layer").set_value(4)
+    at.multiselect(key="attention.heads").set_value([7])
+    at.radio(key="attention.style").set_value("Heatmap")
+    at.selectbox(key="attention.weights").set_value("norm-weighted (Kobayashi et al. 2020)").run()
+    assert not at.exception
+    assert any("Norm-weighted" in c.value for c in at.caption)
+    element = at.get("vega_lite_chart")[0]
+    rows = [r for named in element.proto.datasets for r in pa.ipc.open_stream(named.data.data).read_all().to_pylist()]
+    expected = _norm_weighted(lm, out, 4, 7)
+    shown = np.zeros_like(expected)
+    for r in rows:
+        shown[int(r["query"].split("·")[0]), int(r["key"].split("·")[0])] = r["weight"]
+    np.testing.assert_allclose(shown, expected, atol=1e-5)
+    assert not np.allclose(expected, out.attentions[4][0, 7].numpy(), atol=1e-3)  # it is not the raw map
+    at.session_state["attention.mode"] = "Model view"
+    at.run()
+    assert not at.exception
+
+
+def test_dataset_shares_run_as_a_job(minilm_dir):
+    at = _app(str(minilm_dir))
+    at.session_state["inside.source"] = "Paste text"
+    at.session_state["inside.text"] = "The cat sat on the mat.\nA dog ran, fast, in the park.\nIt rained."
+    at.run()
+    assert not at.exception
+    at.button(key="inside.shares.run").click().run()
+    job_id = at.session_state["inside.shares.jobstate"]["last_id"]
+    record = jobs.wait(job_id, timeout=240)
+    assert record.state == "done", record.error
+    at.run()
+    assert not at.exception
+    result = jobs.get(job_id).result
+    rows = _chart(at, "where attention goes")
+    assert len(rows) == 2 * 6 * 4
+    for r in rows:
+        values = result.raw if r["measure"].startswith("raw") else result.norm
+        assert abs(values[r["layer"], result.categories.index(r["category"])] - r["share"]) < 1e-9
+    assert any("Kobayashi" in c.value for c in at.caption)
+
+
+def test_empty_sentence_prompts_and_dataset_part_still_shows(minilm_dir):
+    at = _app(str(minilm_dir), text="")
+    at.run()
+    assert not at.exception
+    assert any("Type a sentence" in i.value for i in at.info)
+    assert at.button(key="inside.shares.run") is not None
