@@ -27,8 +27,8 @@ from core.examples import EXAMPLES
 
 P = "inside."
 WEIGHTS_KEY = "attention.weights"
-RAW, NORM = "raw attention", "norm-weighted (Kobayashi et al. 2020)"
-WEIGHT_OPTIONS = (RAW, NORM)
+RAW, NORM, ROLLOUT = "raw attention", "norm-weighted (Kobayashi et al. 2020)", "attention rollout (Abnar & Zuidema 2020)"
+WEIGHT_OPTIONS = (RAW, NORM, ROLLOUT)
 FINDING = (
     "Kobayashi et al. (2020) found that in BERT-base, contrary to the weight-based analyses (Clark et al. 2019: "
     "much attention on [SEP] and [CLS]), the norm-based analysis shows little attention to special tokens: their "
@@ -59,6 +59,14 @@ def weights_control(container=st) -> str:
 
 def matrix_to_draw(choice: str, encoding, text_a: str, text_b: str | None) -> tuple[np.ndarray, str | None]:
     """The [layer, head, query, key] matrix for the head view / model view, and a caption (None for raw)."""
+    if choice == ROLLOUT:
+        from core.explain import rollout
+
+        flow = rollout(encoding.attentions)  # [L, T, T]; heads are averaged first, so every head shows the same
+        note = ("Attention rollout (Abnar & Zuidema 2020): each layer's head-averaged attention mixed with the identity "
+                "(0.5·A + 0.5·I, rows renormalised) and multiplied through the layers up to this one, so a row shows "
+                "how much of each input token has reached that token. It is one matrix per layer: every head shows it.")
+        return np.repeat(flow[:, None], encoding.attentions.shape[1], axis=1), note
     if choice != NORM:
         return encoding.attentions, None
     norms = cached_norms(model_ref(), text_a, text_b)

@@ -82,7 +82,8 @@ def test_weights_control_draws_norm_weighted_heatmap(minilm_dir):
     lm, out = _reference(minilm_dir)
     at = _app(str(minilm_dir))
     at.run()
-    assert at.selectbox(key="attention.weights").options == ["raw attention", "norm-weighted (Kobayashi et al. 2020)"]
+    assert at.selectbox(key="attention.weights").options == [
+        "raw attention", "norm-weighted (Kobayashi et al. 2020)", "attention rollout (Abnar & Zuidema 2020)"]
     at.selectbox(key="attention.layer").set_value(4)
     at.multiselect(key="attention.heads").set_value([7])
     at.radio(key="attention.style").set_value("Heatmap")
@@ -129,3 +130,33 @@ def test_empty_sentence_prompts_and_dataset_part_still_shows(minilm_dir):
     assert not at.exception
     assert any("Type a sentence" in i.value for i in at.info)
     assert at.button(key="inside.shares.run") is not None
+
+
+def test_weights_control_draws_attention_rollout(minilm_dir):
+    """Rollout from the paper's definition, in numpy: Â_l = 0.5·mean_h(A_l) + 0.5·I, rows renormalised,
+    R_l = Â_l · Â_{l-1} · … · Â_0."""
+    lm, out = _reference(minilm_dir)
+    layer = 3
+    product = None
+    for l in range(layer + 1):
+        a = out.attentions[l][0].double().mean(dim=0).numpy()
+        a = 0.5 * a + 0.5 * np.eye(a.shape[0])
+        a = a / a.sum(axis=1, keepdims=True)
+        product = a if product is None else a @ product
+    at = _app(str(minilm_dir))
+    at.run()
+    at.selectbox(key="attention.layer").set_value(layer)
+    at.multiselect(key="attention.heads").set_value([2])
+    at.radio(key="attention.style").set_value("Heatmap")
+    at.selectbox(key="attention.weights").set_value("attention rollout (Abnar & Zuidema 2020)").run()
+    assert not at.exception
+    assert any("Attention rollout" in c.value for c in at.caption)
+    element = at.get("vega_lite_chart")[0]
+    rows = [r for named in element.proto.datasets for r in pa.ipc.open_stream(named.data.data).read_all().to_pylist()]
+    shown = np.zeros_like(product)
+    for r in rows:
+        shown[int(r["query"].split("·")[0]), int(r["key"].split("·")[0])] = r["weight"]
+    np.testing.assert_allclose(shown, product, atol=1e-5)
+    at.session_state["attention.mode"] = "Model view"
+    at.run()
+    assert not at.exception
