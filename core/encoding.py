@@ -375,6 +375,27 @@ def tokenize(lm: LoadedModel, inputs: Sequence[TextInput], max_length: int | Non
 # ---- the forward pass -----------------------------------------------------------------------------------------
 
 
+def padded_batch(lm: LoadedModel, items: Sequence[Tokenized]) -> dict:
+    """The model's inputs for `items` padded to the longest: input_ids, attention_mask and, when the tokenizer uses
+    them, token_type_ids, each a [batch, longest] int64 tensor on the model's device."""
+    import torch
+
+    tokenizer = lm.tokenizer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    width = max(len(t.input_ids) for t in items)
+    ids = np.full((len(items), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(items), width), dtype=np.int64)
+    types = np.zeros((len(items), width), dtype=np.int64)
+    for row, t in enumerate(items):
+        ids[row, : len(t.input_ids)] = t.input_ids
+        mask[row, : len(t.input_ids)] = 1
+        types[row, : len(t.input_ids)] = t.type_ids
+    feed = {"input_ids": torch.from_numpy(ids).to(lm.device), "attention_mask": torch.from_numpy(mask).to(lm.device)}
+    if "token_type_ids" in tokenizer.model_input_names:
+        feed["token_type_ids"] = torch.from_numpy(types).to(lm.device)
+    return feed
+
+
 def encode_stream(
     lm: LoadedModel,
     inputs: Sequence[TextInput | Tokenized],
@@ -394,28 +415,15 @@ def encode_stream(
     """
     import torch
 
-    tokenizer = lm.tokenizer
     tokenized = tokenize(lm, inputs, max_length)
     order = sorted(range(len(tokenized)), key=lambda i: len(tokenized[i].input_ids))
-    uses_type_ids = "token_type_ids" in tokenizer.model_input_names
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     done = 0
     for start in range(0, len(order), batch_size):
         check_stop(should_stop)
         batch_idx = order[start : start + batch_size]
         items = [tokenized[i] for i in batch_idx]
         lengths = [len(t.input_ids) for t in items]
-        width = max(lengths)
-        ids = np.full((len(items), width), pad_id, dtype=np.int64)
-        mask = np.zeros((len(items), width), dtype=np.int64)
-        types = np.zeros((len(items), width), dtype=np.int64)
-        for row, t in enumerate(items):
-            ids[row, : len(t.input_ids)] = t.input_ids
-            mask[row, : len(t.input_ids)] = 1
-            types[row, : len(t.input_ids)] = t.type_ids
-        feed = {"input_ids": torch.from_numpy(ids).to(lm.device), "attention_mask": torch.from_numpy(mask).to(lm.device)}
-        if uses_type_ids:
-            feed["token_type_ids"] = torch.from_numpy(types).to(lm.device)
+        feed = padded_batch(lm, items)
         with torch.inference_mode():
             out = lm.model(**feed, output_attentions=attentions, output_hidden_states=hidden_states)
         # Per-layer numpy views (no copy on CPU); each input below copies only its own unpadded slice.

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core.encoding import TextInput, Tokenized, tokenize
+from core.encoding import TextInput, Tokenized, padded_batch, tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -106,19 +106,7 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
 
     model = lm.model
     blocks = head_modules(model)
-    tokenizer = lm.tokenizer
-    width = max(len(t.input_ids) for t in items)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    ids = np.full((len(items), width), pad_id, dtype=np.int64)
-    mask = np.zeros((len(items), width), dtype=np.int64)
-    types = np.zeros((len(items), width), dtype=np.int64)
-    for row, t in enumerate(items):
-        ids[row, : len(t.input_ids)] = t.input_ids
-        mask[row, : len(t.input_ids)] = 1
-        types[row, : len(t.input_ids)] = t.type_ids
-    feed = {"input_ids": torch.from_numpy(ids).to(lm.device), "attention_mask": torch.from_numpy(mask).to(lm.device)}
-    if "token_type_ids" in tokenizer.model_input_names:
-        feed["token_type_ids"] = torch.from_numpy(types).to(lm.device)
+    feed = padded_batch(lm, items)
 
     me = threading.get_ident()
     calls: dict[int, list] = {}  # id(module) -> outputs in call order; shared (ALBERT) modules collect one per layer
@@ -155,7 +143,7 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
         q.append(calls[id(b.query)][n] if want_qk else None)
         k.append(calls[id(b.key)][n] if want_qk else None)
         bias.append(calls[("bias", id(b.attention))][n] if b.position_bias else None)
-    return Captured(q=q, k=k, v=v, bias=bias, attentions=list(out.attentions), mask=mask.astype(bool))
+    return Captured(q=q, k=k, v=v, bias=bias, attentions=list(out.attentions), mask=feed["attention_mask"].cpu().numpy().astype(bool))
 
 
 def _one(lm: LoadedModel, text_a: str, text_b: str | None) -> Tokenized:

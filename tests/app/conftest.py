@@ -34,6 +34,19 @@ def _chart_rows(at: AppTest, index: int = 0, dataset: int | None = None) -> list
     return rows
 
 
+def chart_rows_titled(at: AppTest, title: str) -> list[dict]:
+    """Data rows of the first chart whose spec mentions `title` (a page with several charts)."""
+    import pyarrow as pa
+
+    for element in at.get("vega_lite_chart"):
+        if title in element.proto.spec:
+            rows: list[dict] = []
+            for named in element.proto.datasets:
+                rows.extend(pa.ipc.open_stream(named.data.data).read_all().to_pylist())
+            return rows
+    raise AssertionError(f"no chart titled {title!r} on the page")
+
+
 def _chart_spec(at: AppTest, index: int = 0) -> dict:
     return json.loads(at.get("vega_lite_chart")[index].proto.spec)
 

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import jobs
+from tests.app.conftest import chart_rows_titled as _chart
 
 APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -34,17 +35,6 @@ def _finish(at: AppTest, part: str) -> object:
     return jobs.get(job_id).result
 
 
-def _chart(at: AppTest, title: str) -> list[dict]:
-    """Data rows of the chart whose spec mentions `title` (charts carry their data as Arrow streams)."""
-    import pyarrow as pa
-
-    for element in at.get("vega_lite_chart"):
-        if title in element.proto.spec:
-            rows = []
-            for named in element.proto.datasets:
-                rows.extend(pa.ipc.open_stream(named.data.data).read_all().to_pylist())
-            return rows
-    raise AssertionError(f"no chart titled {title!r} on the page")
 
 
 def test_statistics_and_patterns(minilm_dir):

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import jobs
 from core.models import load_model
+from tests.app.conftest import chart_rows_titled as _chart
 
 APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
 TEXT = "The bank raised rates, and the river flooded."
@@ -26,14 +27,6 @@ def _app(model: str, text: str = TEXT) -> AppTest:
     return at
 
 
-def _chart(at: AppTest, title: str) -> list[dict]:
-    for element in at.get("vega_lite_chart"):
-        if title in element.proto.spec:
-            rows = []
-            for named in element.proto.datasets:
-                rows.extend(pa.ipc.open_stream(named.data.data).read_all().to_pylist())
-            return rows
-    raise AssertionError(f"no chart titled {title!r} on the page")
 
 
 def _reference(minilm_dir):
