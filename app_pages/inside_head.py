@@ -34,7 +34,8 @@ FINDING = (
     "much attention on [SEP] and [CLS]), the norm-based analysis shows little attention to special tokens: their "
     "transformed vectors f(x) are small, so the heavy weight carries little. The paper's per-layer numbers could "
     "not be read here, so no published line is drawn; and the paper sums ‖α f(x)‖ per category without rescaling "
-    "each row, where this chart shows shares."
+    "each row, where this chart shows shares; their code (emnlp2020/exp1_bert/re-examine.py) counts only periods "
+    "and commas as punctuation, where this chart counts every punctuation mark."
 )
 
 
