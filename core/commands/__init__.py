@@ -1,1 +1,21 @@
-"""Subcommands of `python -m core`, one module each (see core/__main__.py)."""
+"""Subcommands of `python -m core`, one module each (see core/__main__.py), and what they share."""
+
+from __future__ import annotations
+
+import sys
+
+
+def stderr_progress(args):
+    """A one-line progress report on stderr, redrawn when the percentage changes (stdout stays clean for --json);
+    None with --quiet."""
+    if getattr(args, "quiet", False):
+        return None
+    last = [-1]
+
+    def report(done: int, total: int, message: str | None = None) -> None:
+        percent = int(100 * done / max(total, 1))
+        if percent != last[0]:
+            last[0] = percent
+            print(f"\r{done}/{total} ({percent}%)", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+    return report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core import corpus as corpora
-from core.commands.heads import _progress
+from core.commands import stderr_progress
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
 
@@ -65,7 +65,7 @@ def run_faithfulness(args) -> int:
     items = corpora.resolve(args.corpus, args.seed).items
     explainer = load_explainer(args.model, device=args.device)
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
-                          progress=_progress(args))
+                          progress=stderr_progress(args))
     if args.json:
         print(json.dumps(result.to_json()))
         return 0

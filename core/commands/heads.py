@@ -3,33 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 
 import numpy as np
 
 from core import corpus as corpora
+from core.commands import stderr_progress
 from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
 from core.protocols import DEFAULT, describe
 
 PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
                  "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "
                  "roots as misses, poss rule, offsets -3..+2, layers and heads from 1). Default bertlens")
-
-
-def _progress(args):
-    """A one-line progress report on stderr (stdout stays clean for --json)."""
-    if getattr(args, "quiet", False):
-        return None
-    last = [-1]
-
-    def report(done: int, total: int) -> None:
-        percent = int(100 * done / max(total, 1))
-        if percent != last[0]:
-            last[0] = percent
-            print(f"\r{done}/{total} ({percent}%)", end="\n" if done >= total else "", file=sys.stderr, flush=True)
-
-    return report
 
 
 def register(subparsers) -> None:
@@ -100,7 +85,7 @@ def run_heads(args) -> int:
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     lm = load_model(args.model)
     survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
-                                  progress=_progress(args)), corpus=args.corpus)
+                                  progress=stderr_progress(args)), corpus=args.corpus)
     if args.json:
         print(json.dumps(survey.to_json()))
         return 0
@@ -124,7 +109,7 @@ def run_ablate(args) -> int:
     clf = load_for_ablation(args.model, device=args.device)
     sample = run_eval_sample(clf, args.limit, args.seed)
     result = ablation_sweep(clf, sample.examples, mode=args.mode, sweep_layers=not args.no_layers,
-                            batch_size=args.batch_size, progress=_progress(args))
+                            batch_size=args.batch_size, progress=stderr_progress(args))
     result = replace(result, task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     if args.json:
         print(json.dumps(result.to_json()))
@@ -145,7 +130,7 @@ def run_attention_change(args) -> int:
 
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     change = attention_change(load_model(args.a), load_model(args.b), inputs, batch_size=args.batch_size,
-                              progress=_progress(args))
+                              progress=stderr_progress(args))
     if args.json:
         print(json.dumps(change.to_json()))
         return 0
@@ -159,7 +144,7 @@ def run_syntax_heads(args) -> int:
     from core.models import load_model
     corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
     result = syntax_heads(load_model(args.model), corpora.require_trees(corpus), batch_size=args.batch_size,
-                          subtypes=args.subtypes, protocol=args.protocol, progress=_progress(args))
+                          subtypes=args.subtypes, protocol=args.protocol, progress=stderr_progress(args))
     result = replace(result, treebank=args.corpus)
     if args.json:
         print(json.dumps(result.to_json()))

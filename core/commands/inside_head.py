@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from core import corpus as corpora
+from core.commands import stderr_progress
 
 
 def register(subparsers) -> None:
@@ -74,10 +74,7 @@ def run_shares(args) -> int:
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     lm = load_model(args.model)
 
-    def report(done: int, total: int) -> None:
-        print(f"\r{done}/{total}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
-
-    shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=report),
+    shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=stderr_progress(args)),
                      corpus=args.corpus)
     if args.json:
         print(json.dumps(shares.to_json()))

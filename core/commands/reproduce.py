@@ -6,6 +6,7 @@ import json
 import sys
 
 from core import jobs, studies
+from core.commands import stderr_progress
 
 
 def register(subparsers) -> None:
@@ -54,8 +55,14 @@ def run_reproduce(args) -> int:
     study = studies.get(args.study)
     options = studies.StudyOptions(model=args.model, corpus=args.corpus, seed=args.seed, limit=args.limit, extra=_extra(args.set))
 
+    printer = stderr_progress(args)
+
     def work(progress, should_stop):
-        return study.run(options, progress, should_stop)
+        def report(done: int, total: int, message: str | None = None) -> None:
+            progress(done, total, message)
+            printer(done, total)
+
+        return study.run(options, report, should_stop)
 
     job = jobs.submit("reproduce", {"study": study.name, **options.to_json()}, work, unit="steps")
     if not args.json or sys.stderr.isatty():

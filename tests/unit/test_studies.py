@@ -60,7 +60,9 @@ def test_study_verdict_is_the_worst_comparison(monkeypatch, capsys, shift, verdi
 def test_other_model_gives_shape_only_and_a_readable_table(monkeypatch, capsys):
     fake_study.install(monkeypatch)
     assert main(["reproduce", "fake", "--model", "minilm"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "3/3 (100%)" in captured.err  # the study's progress reaches the terminal
     assert "DIFFERENT MODEL: SHAPE ONLY" in out
     assert "Fake paper, Figure 1 — random cosine [different model: shape only, shape r = 1.00]" in out
 
