@@ -51,6 +51,16 @@ def _norm_weighted(lm, out, layer: int, head: int) -> np.ndarray:
     return w / w.sum(axis=1, keepdims=True)
 
 
+def _head_view_matrix(at: AppTest, size: int) -> np.ndarray:
+    """The head view heatmap's weights as a [query, key] matrix (tokens are labelled "index·token")."""
+    element = at.get("vega_lite_chart")[0]
+    rows = [r for named in element.proto.datasets for r in pa.ipc.open_stream(named.data.data).read_all().to_pylist()]
+    shown = np.zeros((size, size))
+    for r in rows:
+        shown[int(r["query"].split("·")[0]), int(r["key"].split("·")[0])] = r["weight"]
+    return shown
+
+
 def test_neuron_view_softmax_is_transformers_attention(minilm_dir):
     lm, out = _reference(minilm_dir)
     at = _app(str(minilm_dir))
@@ -83,12 +93,8 @@ def test_weights_control_draws_norm_weighted_heatmap(minilm_dir):
     at.selectbox(key="attention.weights").set_value("norm-weighted (Kobayashi et al. 2020)").run()
     assert not at.exception
     assert any("Norm-weighted" in c.value for c in at.caption)
-    element = at.get("vega_lite_chart")[0]
-    rows = [r for named in element.proto.datasets for r in pa.ipc.open_stream(named.data.data).read_all().to_pylist()]
     expected = _norm_weighted(lm, out, 4, 7)
-    shown = np.zeros_like(expected)
-    for r in rows:
-        shown[int(r["query"].split("·")[0]), int(r["key"].split("·")[0])] = r["weight"]
+    shown = _head_view_matrix(at, len(expected))
     np.testing.assert_allclose(shown, expected, atol=1e-5)
     assert not np.allclose(expected, out.attentions[4][0, 7].numpy(), atol=1e-3)  # it is not the raw map
     at.session_state["attention.mode"] = "Model view"
@@ -144,11 +150,7 @@ def test_weights_control_draws_attention_rollout(minilm_dir):
     at.selectbox(key="attention.weights").set_value("attention rollout (Abnar & Zuidema 2020)").run()
     assert not at.exception
     assert any("Attention rollout" in c.value for c in at.caption)
-    element = at.get("vega_lite_chart")[0]
-    rows = [r for named in element.proto.datasets for r in pa.ipc.open_stream(named.data.data).read_all().to_pylist()]
-    shown = np.zeros_like(product)
-    for r in rows:
-        shown[int(r["query"].split("·")[0]), int(r["key"].split("·")[0])] = r["weight"]
+    shown = _head_view_matrix(at, len(product))
     np.testing.assert_allclose(shown, product, atol=1e-5)
     at.session_state["attention.mode"] = "Model view"
     at.run()
