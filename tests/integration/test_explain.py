@@ -13,7 +13,7 @@ import torch
 from core import explain as ex
 from core.faithfulness import RANDOM, faithfulness, ranking
 from core.models import LoadedModel
-from tests.conftest import TINY_VOCAB, make_tiny_bert
+from tests.conftest import TINY_VOCAB
 
 LABELS = ("entailment", "neutral", "contradiction")
 

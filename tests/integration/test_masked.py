@@ -10,7 +10,6 @@ import torch
 
 from core.masked import NoMask, NoMaskedLMHead, fill_mask, head_probabilities, mlm_head, require_masked_lm
 from core.models import has_mlm_head, load_model
-from tests.conftest import make_tiny_bert
 from tests.tiny_mlm import make_tiny_mlm
 
 
