@@ -1,0 +1,177 @@
+"""Views to take away: a lesson (or a page's charts) as one self-contained HTML deck, or as a PDF handout.
+
+A step is `(title, chart, caption)` or `(title, chart, caption, notes)`: chart an altair chart (or a Vega-Lite dict),
+caption the plain text shown under it, notes the speaker's notes (in the deck only, hidden from the slide). Both
+outputs are made offline: the deck inlines Vega/Vega-Lite/Vega-Embed once (vl-convert's bundle), the PDF draws each
+chart as a PNG through vl-convert and lays it out with fpdf2.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import altair as alt
+
+from core.charts.export import chart_png, javascript_bundle, offline_spec
+
+
+@dataclass(frozen=True)
+class Step:
+    """One slide or page: a title, one chart, its caption, and the speaker's notes (deck only)."""
+
+    title: str
+    chart: alt.TopLevelMixin | dict
+    caption: str = ""
+    notes: str = ""
+
+
+StepLike = Step | Sequence
+
+
+def as_steps(steps: Iterable[StepLike]) -> list[Step]:
+    """Accept Step objects or (title, chart, caption[, notes]) tuples."""
+    out = []
+    for step in steps:
+        if isinstance(step, Step):
+            out.append(step)
+            continue
+        if not 2 <= len(step) <= 4:
+            raise ValueError("a step is (title, chart, caption[, notes])")
+        out.append(Step(*[str(v) if i != 1 and v is not None else v for i, v in enumerate(step)]))
+    if not out:
+        raise ValueError("nothing to export: no steps")
+    return out
+
+
+def _script_json(value) -> str:
+    """JSON safe inside a <script> element (no "</script>" can close it early)."""
+    return json.dumps(value).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+DECK_STYLE = """
+body { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: #fff; color: #1a1a1a; }
+section.slide { display: none; box-sizing: border-box; min-height: 100vh; padding: 3vh 4vw; }
+section.slide.current { display: block; }
+section.slide h1 { font-size: 2.2rem; margin: 0 0 2vh 0; }
+section.slide .chart { overflow: auto; }
+section.slide p.caption { font-size: 1.25rem; max-width: 70em; line-height: 1.45; }
+aside.notes { display: none; border-left: 4px solid #e8590c; padding: 0.5em 1em; background: #fff7f0; font-size: 1.05rem; }
+body.show-notes aside.notes { display: block; }
+footer { position: fixed; bottom: 1vh; right: 2vw; color: #666; font-size: 0.95rem; }
+"""
+
+DECK_SCRIPT = """
+(function () {
+  const specs = JSON.parse(document.getElementById("deck-specs").textContent);
+  const slides = Array.from(document.querySelectorAll("section.slide"));
+  const drawn = new Set();
+  let current = 0;
+  function show(i) {
+    current = Math.max(0, Math.min(slides.length - 1, i));
+    slides.forEach((s, k) => s.classList.toggle("current", k === current));
+    document.getElementById("deck-position").textContent = (current + 1) + " / " + slides.length;
+    if (!drawn.has(current)) {
+      drawn.add(current);
+      // Drawn when first shown: a chart embedded into a hidden slide would size itself to nothing.
+      vegaEmbed(slides[current].querySelector(".chart"), specs[current]).catch(console.error);
+    }
+    if (location.hash !== "#" + (current + 1)) history.replaceState(null, "", "#" + (current + 1));
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "ArrowRight" || e.key === "PageDown" || e.key === " ") { show(current + 1); e.preventDefault(); }
+    else if (e.key === "ArrowLeft" || e.key === "PageUp") { show(current - 1); e.preventDefault(); }
+    else if (e.key === "Home") show(0);
+    else if (e.key === "End") show(slides.length - 1);
+    else if (e.key === "n" || e.key === "N") document.body.classList.toggle("show-notes");
+  });
+  show((parseInt(location.hash.slice(1), 10) || 1) - 1);
+})();
+"""
+
+
+def deck_html(steps: Iterable[StepLike], title: str = "BERT Lens") -> str:
+    """One self-contained HTML deck, a slide per step: arrow keys (or Page Up/Down, space) step through, N shows
+    the speaker notes, which are hidden from the slide by default. Opens from disk with no network."""
+    steps = as_steps(steps)
+    sections = []
+    for i, step in enumerate(steps):
+        notes = f'<aside class="notes">{html.escape(step.notes)}</aside>' if step.notes else ""
+        sections.append(
+            f'<section class="slide" id="slide-{i + 1}"><h1>{html.escape(step.title)}</h1>'
+            f'<div class="chart"></div><p class="caption">{html.escape(step.caption)}</p>{notes}</section>'
+        )
+    specs = [offline_spec(step.chart) for step in steps]
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"UTF-8\">\n"
+        f"<title>{html.escape(title)}</title>\n<style>{DECK_STYLE}</style>\n"
+        f"<script type=\"text/javascript\">\n{javascript_bundle()}\n</script>\n</head>\n<body>\n"
+        + "\n".join(sections)
+        + '\n<footer><span id="deck-position"></span> · ← → to step, N for notes</footer>\n'
+        f'<script type="application/json" id="deck-specs">{_script_json(specs)}</script>\n'
+        f"<script type=\"text/javascript\">{DECK_SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+# ---- PDF -------------------------------------------------------------------------------------------------------
+
+def _unicode_font() -> Path | None:
+    """A TTF with the characters captions use (‖, “”, →, ×); fpdf2's built-in fonts are Latin-1 only.
+    matplotlib (pulled in by captum) ships DejaVu Sans, so an installed BERT Lens always has one."""
+    candidates = []
+    try:
+        import matplotlib
+
+        candidates.append(Path(matplotlib.__file__).parent / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf")
+    except ImportError:
+        pass
+    candidates += [Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"),
+                   Path("/usr/share/fonts/TTF/DejaVuSans.ttf")]
+    return next((p for p in candidates if p.exists()), None)
+
+
+def report_pdf(steps: Iterable[StepLike], title: str = "BERT Lens") -> bytes:
+    """A PDF handout, one landscape A4 page per step: its title, the chart (a vl-convert PNG, scaled to fit) and
+    its caption. Speaker notes are left out. Made offline."""
+    from io import BytesIO
+
+    from fpdf import FPDF
+    from PIL import Image
+
+    steps = as_steps(steps)
+    pdf = FPDF(orientation="landscape", unit="mm", format="A4")
+    pdf.set_auto_page_break(False)
+    pdf.set_title(title)
+    pdf.set_creator("BERT Lens")
+    font = _unicode_font()
+    if font is not None:
+        pdf.add_font("body", "", str(font))
+        family, clean = "body", (lambda text: text)
+    else:  # no TTF at all: Latin-1 with "?" for the rest, rather than no report
+        family, clean = "helvetica", (lambda text: text.encode("latin-1", "replace").decode("latin-1"))
+    margin = 12.0
+    width = pdf.w - 2 * margin
+    for step in steps:
+        pdf.add_page()
+        pdf.set_xy(margin, margin)
+        pdf.set_font(family, size=16)
+        pdf.multi_cell(width, 8, clean(step.title), new_x="LMARGIN", new_y="NEXT")
+        top = pdf.get_y() + 3
+        pdf.set_font(family, size=10)
+        caption = clean(step.caption)
+        caption_height = pdf.multi_cell(width, 5, caption, dry_run=True, output="HEIGHT") if caption else 0
+        room = pdf.h - margin - caption_height - 4 - top
+        png = chart_png(step.chart, scale=2.0)
+        with Image.open(BytesIO(png)) as image:
+            w_px, h_px = image.size
+        # A small chart is enlarged at most 1.5× its on-screen size (PNG at scale 2: 0.1323 mm per pixel), not blown up.
+        scale = min(width / w_px, room / h_px, 1.5 * 25.4 / 96 / 2)
+        w_mm, h_mm = w_px * scale, h_px * scale
+        pdf.image(BytesIO(png), x=margin + (width - w_mm) / 2, y=top, w=w_mm, h=h_mm)
+        if caption:
+            pdf.set_xy(margin, top + h_mm + 4)
+            pdf.multi_cell(width, 5, caption)
+    return bytes(pdf.output())
