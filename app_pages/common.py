@@ -86,7 +86,7 @@ def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, 
     if chart is not None:
         columns[0].download_button("PNG", lambda: charts.chart_png(chart), file_name=f"{name}.png", mime="image/png", key=f"{key}.png", icon=":material/image:")
         columns[1].download_button("SVG", lambda: charts.chart_svg(chart), file_name=f"{name}.svg", mime="image/svg+xml", key=f"{key}.svg", icon=":material/draw:")
-        columns[2].download_button("HTML (interactive, offline)", lambda: charts.chart_html(chart), file_name=f"{name}.html", mime="text/html", key=f"{key}.html", icon=":material/code:")
+        columns[2].download_button("HTML (interactive, offline)", lambda: charts.chart_html(chart), file_name=f"{name}.html", mime="text/html", key=f"{key}.html", icon=":material/code:", on_click="ignore")
         page_report.collect(name, chart)
     if table is not None:
         columns[3].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")

@@ -29,11 +29,12 @@ def report_button(title: str) -> None:
     if not steps:
         return
     st.divider()
+    # on_click="ignore": a download needs no rerun, and a rerun would retire this button's file mid-click.
     st.download_button(
         f"PDF report of this page ({len(steps)} chart{'s' if len(steps) > 1 else ''})",
         lambda: report_pdf(steps, title=f"BERT Lens: {title}"),
         file_name=f"bertlens-{title.lower().replace(' ', '-')}.pdf", mime="application/pdf",
-        key="_page_report.pdf", icon=":material/picture_as_pdf:",
+        key="_page_report.pdf", icon=":material/picture_as_pdf:", on_click="ignore",
         help="One page per chart with its name, made offline; the charts are the ones this page offers for export.",
     )
 

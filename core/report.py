@@ -57,7 +57,7 @@ body { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", Roboto, san
 section.slide { display: none; box-sizing: border-box; min-height: 100vh; padding: 3vh 4vw; }
 section.slide.current { display: block; }
 section.slide h1 { font-size: 2.2rem; margin: 0 0 2vh 0; }
-section.slide .chart { overflow: auto; }
+section.slide .chart { overflow: auto; zoom: 1.5; }  /* slides are read from the back of a room */
 section.slide p.caption { font-size: 1.25rem; max-width: 70em; line-height: 1.45; }
 aside.notes { display: none; border-left: 4px solid #e8590c; padding: 0.5em 1em; background: #fff7f0; font-size: 1.05rem; }
 body.show-notes aside.notes { display: block; }
