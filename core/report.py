@@ -1,6 +1,7 @@
 """Views to take away: a lesson (or a page's charts) as one self-contained HTML deck, or as a PDF handout.
 
-A step is `(title, chart, caption)` or `(title, chart, caption, notes)`: chart an altair chart (or a Vega-Lite dict),
+A step is `(title, chart, caption)` or `(title, chart, caption, notes)`: chart an altair chart, a Vega-Lite dict, or
+None (a text-only slide, e.g. a lesson step whose view needs a trained run),
 caption the plain text shown under it, notes the speaker's notes (in the deck only, hidden from the slide). Both
 outputs are made offline: the deck inlines Vega/Vega-Lite/Vega-Embed once (vl-convert's bundle), the PDF draws each
 chart as a PNG through vl-convert and lays it out with fpdf2.
@@ -24,7 +25,7 @@ class Step:
     """One slide or page: a title, one chart, its caption, and the speaker's notes (deck only)."""
 
     title: str
-    chart: alt.TopLevelMixin | dict
+    chart: alt.TopLevelMixin | dict | None
     caption: str = ""
     notes: str = ""
 
@@ -74,7 +75,7 @@ DECK_SCRIPT = """
     current = Math.max(0, Math.min(slides.length - 1, i));
     slides.forEach((s, k) => s.classList.toggle("current", k === current));
     document.getElementById("deck-position").textContent = (current + 1) + " / " + slides.length;
-    if (!drawn.has(current)) {
+    if (!drawn.has(current) && specs[current]) {
       drawn.add(current);
       // Drawn when first shown: a chart embedded into a hidden slide would size itself to nothing.
       vegaEmbed(slides[current].querySelector(".chart"), specs[current]).catch(console.error);
@@ -104,7 +105,7 @@ def deck_html(steps: Iterable[StepLike], title: str = "BERT Lens") -> str:
             f'<section class="slide" id="slide-{i + 1}"><h1>{html.escape(step.title)}</h1>'
             f'<div class="chart"></div><p class="caption">{html.escape(step.caption)}</p>{notes}</section>'
         )
-    specs = [offline_spec(step.chart) for step in steps]
+    specs = [None if step.chart is None else offline_spec(step.chart) for step in steps]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"UTF-8\">\n"
         f"<title>{html.escape(title)}</title>\n<style>{DECK_STYLE}</style>\n"
@@ -163,6 +164,11 @@ def report_pdf(steps: Iterable[StepLike], title: str = "BERT Lens") -> bytes:
         pdf.set_font(family, size=10)
         caption = clean(step.caption)
         caption_height = pdf.multi_cell(width, 5, caption, dry_run=True, output="HEIGHT") if caption else 0
+        if step.chart is None:
+            if caption:
+                pdf.set_xy(margin, top)
+                pdf.multi_cell(width, 5, caption)
+            continue
         room = pdf.h - margin - caption_height - 4 - top
         png = chart_png(step.chart, scale=2.0)
         with Image.open(BytesIO(png)) as image:
@@ -175,3 +181,25 @@ def report_pdf(steps: Iterable[StepLike], title: str = "BERT Lens") -> bytes:
             pdf.set_xy(margin, top + h_mm + 4)
             pdf.multi_cell(width, 5, caption)
     return bytes(pdf.output())
+
+
+def lesson_steps(steps: Iterable[dict], draw=None) -> list[Step]:
+    """A lesson's steps ({"title", "page", "params", "notes"}, core/lessons.py's format) drawn as deck/PDF steps:
+    each view's charts through core.lens.view (one Step per chart, the first titled with the step's title), a
+    text-only Step where the view draws nothing offline or cannot be drawn (the reason goes in the caption)."""
+    if draw is None:
+        from core.lens import view as draw
+    out: list[Step] = []
+    for step in steps:
+        title, notes = str(step.get("title") or step.get("page") or "Step"), str(step.get("notes") or "")
+        try:
+            drawn = draw(step.get("page", ""), step.get("params") or {})
+        except Exception as err:  # a missing model or a bad parameter loses one slide, not the deck
+            drawn, why = [], f"This view could not be drawn here: {err}"
+        else:
+            why = "Open this step in the app to see it." if not drawn else ""
+        if not drawn:
+            out.append(Step(title, None, why, notes))
+        for i, (chart, caption) in enumerate(drawn):
+            out.append(Step(title if i == 0 else f"{title} ({i + 1})", chart, caption, notes if i == 0 else ""))
+    return out

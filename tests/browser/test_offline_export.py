@@ -62,8 +62,11 @@ def test_chart_html_draws_offline(offline_page, tmp_path):
 
 def test_deck_steps_with_arrow_keys_offline(offline_page, tmp_path):
     path = tmp_path / "deck.html"
-    steps = [("One", bars(2, "two bars"), "first caption", "say this first"), ("Two", bars(5, "five bars"), "second caption")]
+    steps = [("One", bars(2, "two bars"), "first caption", "say this first"), ("Two", bars(5, "five bars"), "second caption"),
+             ("Three", None, "a text-only slide")]
     path.write_text(deck_html(steps, title="Deck"), encoding="utf-8")
+    errors: list[str] = []
+    offline_page.on("pageerror", lambda e: errors.append(str(e)))
     offline_page.goto(path.as_uri())
     current = "section.slide.current"
     offline_page.wait_for_selector(f"{current} {BARS}", state="attached")
@@ -77,10 +80,15 @@ def test_deck_steps_with_arrow_keys_offline(offline_page, tmp_path):
     offline_page.wait_for_function(f"document.querySelectorAll('{current} {BARS}').length === 5")
     assert offline_page.locator(f"{current} p.caption").inner_text() == "second caption"
     screenshot(offline_page, "offline_deck_2")
+    offline_page.keyboard.press("ArrowRight")
+    assert offline_page.locator(f"{current} h1").inner_text() == "Three"
+    assert offline_page.locator(f"{current} .vega-embed").count() == 0
+    offline_page.keyboard.press("ArrowLeft")
     offline_page.keyboard.press("ArrowLeft")
     offline_page.keyboard.press("n")
     assert offline_page.locator(f"{current} aside.notes").is_visible()
-    assert offline_page.blocked == []
+    assert offline_page.locator(f"{current} h1").inner_text() == "One"
+    assert offline_page.blocked == [] and errors == []
 
 
 def test_app_exports_open_offline(page, app_url, offline_page, tmp_path):

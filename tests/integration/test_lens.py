@@ -92,9 +92,10 @@ def test_layerwise_pca_and_explain_and_norms_return_their_frames(tiny):
     assert set(frame["layer"]) == {0, 1, 2} and (frame["word"].str.lower() == "bank").sum() == 3 * 2
     _, words = lens.explain(tiny, TEXT, method="attention", return_data=True)
     attentions, _, tokens = reference(tiny, TEXT)
-    # raw attention method: the [CLS] row of the last layer, averaged over heads, summed per word
+    # raw attention method: the [CLS] row of the last layer, averaged over heads; every word here is one piece
     cls_row = attentions[-1, :, 0].mean(0)
-    np.testing.assert_allclose(words["score"].sum(), cls_row[1:-1].sum(), atol=1e-5)
+    assert list(words["text"]) == tokens[1:-1]
+    np.testing.assert_allclose(words["score"], cls_row[1:-1], atol=1e-5)
     _, norms = lens.attention_norms(tiny, TEXT, layer=1, head=3, query=2, return_data=True)
     raw = norms[norms["measure"] == norms["measure"].iloc[0]]["share"].to_numpy()
     np.testing.assert_allclose(raw, attentions[1, 3, 2], atol=1e-5)

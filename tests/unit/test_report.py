@@ -84,3 +84,30 @@ def test_deck_holds_every_step_once_with_notes_hidden():
     assert '<aside class="notes">speaker notes, not in the PDF</aside>' in page
     specs = json.loads(re.search(r'id="deck-specs">(.*?)</script>', page, re.S).group(1))
     assert [len(s["datasets"][next(iter(s["datasets"]))]) for s in specs] == [3, 5, 2]
+
+
+def test_lesson_steps_give_a_slide_per_chart_and_text_slides(tmp_path):
+    from core.report import lesson_steps
+
+    def draw(page, params):
+        if page == "attention":
+            return [(bars(int(params["n"]), "a"), "cap a"), (bars(2, "b"), "cap b")]
+        if page == "broken":
+            raise ValueError("no such model")
+        return []
+
+    lesson = [{"title": "Heads", "page": "attention", "params": {"n": "3"}, "notes": "say it"},
+              {"title": "Home", "page": "home", "params": {}, "notes": ""},
+              {"title": "Broken", "page": "broken", "params": {}, "notes": "n"}]
+    steps = lesson_steps(lesson, draw=draw)
+    assert [s.title for s in steps] == ["Heads", "Heads (2)", "Home", "Broken"]
+    assert steps[0].notes == "say it" and steps[1].notes == "" and steps[2].chart is None
+    assert "no such model" in steps[3].caption
+    pdf = tmp_path / "lesson.pdf"
+    pdf.write_bytes(report_pdf(steps))
+    subprocess.run([poppler("pdftoppm"), "-png", "-r", "20", str(pdf), str(tmp_path / "l")], check=True)
+    assert len(list(tmp_path.glob("l-*.png"))) == 4
+    page = deck_html(steps)
+    assert page.count('<section class="slide"') == 4
+    specs = json.loads(re.search(r'id="deck-specs">(.*?)</script>', page, re.S).group(1))
+    assert [s is None for s in specs] == [False, False, True, True]
