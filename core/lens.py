@@ -284,14 +284,20 @@ def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.T
                           hide_special=_flag(params, "hide_special"), word_level=_flag(params, "words"),
                           style="heatmap" if params.get("style") == "Heatmap" else "lines")
         caption = "Lines from each token to the tokens it attends to; darker = more attention."
-        return [(chart, caption)]
+        out = [(chart, caption)]
+        if params.get("inside_layer") not in (None, ""):  # the "Inside a head" tab's choice travels in the link too
+            where = dict(layer=int(params["inside_layer"]), head=int(params.get("inside_head") or 0),
+                         query=int(params.get("inside_query") or 0))
+            out += [(neuron_view(model, a, b, **where), "Inside the head: query, key, q⊙k and the scores."),
+                    (attention_norms(model, a, b, **where), "Raw attention vs norm-weighted ‖α f(x)‖ for this query.")]
+        return out
     if page == "masked":
         if not a:
             return []
         top_k = int(params.get("top_k") or 5)
         return [(fill_mask(model, a, b, top_k=top_k), "The model's top guesses at each [MASK]."),
-                (fill_mask(model, a, b, top_k=top_k, view="layers"),
-                 "The masked-word head on every layer's vector at the first mask (only the last layer feeds it).")]
+                (fill_mask(model, a, b, top_k=top_k, view="layers", mask=int(params.get("which") or 0)),
+                 "The masked-word head on every layer's vector at the mask (only the last layer feeds it).")]
     if page == "pca":
         texts = ([(a, b)] if a else []) + [line.strip() for line in params.get("extra", "").splitlines() if line.strip()]
         if not texts:

@@ -110,6 +110,8 @@ def test_app_exports_open_offline(page, app_url, offline_page, tmp_path):
     screenshot(offline_page, "offline_attention_export")
 
     button = page.get_by_role("button", name=re.compile("PDF report of this page"))
+    button.first.scroll_into_view_if_needed()
+    screenshot(page, "attention_export_menu")
     label = button.first.inner_text()
     charts = int(label.split("(")[1].split()[0])
     with page.expect_download() as download:

@@ -110,6 +110,9 @@ def test_view_draws_a_lesson_step(tiny):
     same = lens.head_view(tiny, TEXT, layer=1, heads=[0, 2])
     assert chart.to_dict() == same.to_dict() and caption
     assert len(lens.view("masked", {"model": tiny, "a": "the [MASK] sat ."})) == 2
+    inside = lens.view("attention", {"model": tiny, "a": TEXT, "inside_layer": "1", "inside_head": "3", "inside_query": "2"})
+    assert len(inside) == 3
+    assert inside[2][0].to_dict() == lens.attention_norms(tiny, TEXT, layer=1, head=3, query=2).to_dict()
     assert lens.view("home", {"model": tiny}) == [] and lens.view("attention", {"model": tiny}) == []
 
 
