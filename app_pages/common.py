@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from app_pages import page_report
 from core import charts, jobs
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
@@ -79,13 +80,16 @@ def example_buttons(examples: dict[str, tuple[str, str | None]], key: str) -> No
 
 
 def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, name: str, key: str) -> None:
-    """PNG / SVG of the chart and CSV of its table; the images are rendered only when clicked."""
-    columns = st.columns(3)
+    """PNG / SVG / offline interactive HTML of the chart and CSV of its table; the files are made only when
+    clicked. The chart also joins the page's PDF report (app_pages.page_report)."""
+    columns = st.columns(4)
     if chart is not None:
         columns[0].download_button("PNG", lambda: charts.chart_png(chart), file_name=f"{name}.png", mime="image/png", key=f"{key}.png", icon=":material/image:")
         columns[1].download_button("SVG", lambda: charts.chart_svg(chart), file_name=f"{name}.svg", mime="image/svg+xml", key=f"{key}.svg", icon=":material/draw:")
+        columns[2].download_button("HTML (interactive, offline)", lambda: charts.chart_html(chart), file_name=f"{name}.html", mime="text/html", key=f"{key}.html", icon=":material/code:", on_click="ignore")
+        page_report.collect(name, chart)
     if table is not None:
-        columns[2].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
+        columns[3].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
 
 
 # ---- long work: one runner (core.jobs), one set of controls ---------------------------------------------------

@@ -5,11 +5,11 @@
     pca             layerwise projections
     finetune        runs and what fine-tuning changes
     classification  confusion matrix, per-class F1 and class probabilities, shared by any page with a classifier
-    export          PNG / SVG / CSV, re-exported here so `charts.chart_png(chart)` works from the package
+    export          PNG / SVG / CSV / offline interactive HTML, re-exported here so `charts.chart_png(chart)` works from the package
 """
 
 from __future__ import annotations
 
-from core.charts.export import chart_png, chart_svg, frame_csv
+from core.charts.export import chart_html, chart_png, chart_svg, frame_csv
 
-__all__ = ["chart_png", "chart_svg", "frame_csv"]
+__all__ = ["chart_html", "chart_png", "chart_svg", "frame_csv"]

@@ -1,0 +1,154 @@
+"""core.lens on a tiny random BertForMaskedLM: each view's data frame against transformers' own output, the frame
+is what the chart draws, lens.view draws a lesson step, and the notebook renderer loads nothing from the network;
+notebooks/tour.ipynb runs top to bottom (nbclient)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.tiny_mlm import make_tiny_mlm
+
+REPO = Path(__file__).resolve().parents[2]
+TEXT = "the cat sat on the mat ."
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> str:
+    return str(make_tiny_mlm(tmp_path_factory.mktemp("lens-mlm")))
+
+
+def reference(folder: str, text: str):
+    """transformers' own forward pass: attentions [L, H, T, T], MLM probabilities [T, V], tokens."""
+    from transformers import BertForMaskedLM, BertTokenizerFast
+
+    tokenizer = BertTokenizerFast.from_pretrained(folder)
+    model = BertForMaskedLM.from_pretrained(folder, attn_implementation="eager").eval()
+    feed = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**feed, output_attentions=True)
+    attentions = torch.stack(out.attentions)[:, 0].numpy()
+    return attentions, torch.softmax(out.logits[0], -1).numpy(), tokenizer.convert_ids_to_tokens(feed["input_ids"][0])
+
+
+def inline_rows(chart) -> list[dict]:
+    """Every data row the chart's spec carries (altair inlines data as named datasets)."""
+    return [row for rows in chart.to_dict().get("datasets", {}).values() for row in rows]
+
+
+def test_head_view_averages_transformers_heads(tiny):
+    from core import lens
+
+    chart, frame = lens.head_view(tiny, TEXT, layer=1, heads=[0, 2], return_data=True)
+    attentions, _, tokens = reference(tiny, TEXT)
+    expected = attentions[1, [0, 2]].mean(0)
+    n = len(tokens)
+    assert len(frame) == n * n
+    got = frame["weight"].to_numpy().reshape(n, n)  # rows in query order, keys inside
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert [q.split("·", 1)[1] for q in frame["query"].iloc[::n]] == tokens
+    # the frame is what the chart draws
+    drawn = sorted(round(r["weight"], 6) for r in inline_rows(chart) if "weight" in r and "query" in r)
+    assert drawn and set(drawn) <= set(np.round(expected.ravel().astype(float), 6))
+
+
+def test_model_view_frame_is_every_head(tiny):
+    from core import lens
+
+    chart, frame = lens.model_view(tiny, TEXT, return_data=True)
+    attentions, _, _ = reference(tiny, TEXT)
+    pivot = np.zeros_like(attentions)
+    pivot[frame["layer"], frame["head"], frame["query"], frame["key"]] = frame["weight"]
+    np.testing.assert_allclose(pivot, attentions, atol=1e-5)
+    cells = {(r["layer"], r["head"]) for r in inline_rows(chart) if "url" in r}
+    assert cells == {(l, h) for l in range(attentions.shape[0]) for h in range(attentions.shape[1])}
+
+
+def test_fill_mask_top_guesses_are_the_mlm_heads(tiny):
+    from core import lens
+
+    text = "the [MASK] sat on the mat ."
+    _, frame = lens.fill_mask(tiny, text, top_k=4, return_data=True)
+    _, probs, tokens = reference(tiny, text)
+    row = probs[tokens.index("[MASK]")]
+    from transformers import BertTokenizerFast
+
+    vocab = BertTokenizerFast.from_pretrained(tiny).convert_ids_to_tokens(list(np.argsort(-row)[:4]))
+    ranked = frame.sort_values("rank")
+    assert list(ranked["token"]) == vocab
+    np.testing.assert_allclose(ranked["probability"], np.sort(row)[::-1][:4], atol=1e-5)
+
+
+def test_layerwise_pca_and_explain_and_norms_return_their_frames(tiny):
+    from core import lens
+
+    chart, frame = lens.layerwise_pca(tiny, ["he sat on the river bank .", "money in the bank ."], layer=1,
+                                      colour="word", word="bank", return_data=True)
+    assert set(frame["layer"]) == {0, 1, 2} and (frame["word"].str.lower() == "bank").sum() == 3 * 2
+    _, words = lens.explain(tiny, TEXT, method="attention", return_data=True)
+    attentions, _, tokens = reference(tiny, TEXT)
+    # raw attention method: the [CLS] row of the last layer, averaged over heads; every word here is one piece
+    cls_row = attentions[-1, :, 0].mean(0)
+    assert list(words["text"]) == tokens[1:-1]
+    np.testing.assert_allclose(words["score"], cls_row[1:-1], atol=1e-5)
+    _, norms = lens.attention_norms(tiny, TEXT, layer=1, head=3, query=2, return_data=True)
+    raw = norms[norms["measure"] == norms["measure"].iloc[0]]["share"].to_numpy()
+    np.testing.assert_allclose(raw, attentions[1, 3, 2], atol=1e-5)
+
+
+def test_view_draws_a_lesson_step(tiny):
+    from core import lens
+
+    steps = lens.view("attention", {"model": tiny, "a": TEXT, "layer": "1", "heads": "0,2", "unknown": "x"})
+    assert len(steps) == 1
+    chart, caption = steps[0]
+    same = lens.head_view(tiny, TEXT, layer=1, heads=[0, 2])
+    assert chart.to_dict() == same.to_dict() and caption
+    assert len(lens.view("masked", {"model": tiny, "a": "the [MASK] sat ."})) == 2
+    inside = lens.view("attention", {"model": tiny, "a": TEXT, "inside_layer": "1", "inside_head": "3", "inside_query": "2"})
+    assert len(inside) == 3
+    assert inside[2][0].to_dict() == lens.attention_norms(tiny, TEXT, layer=1, head=3, query=2).to_dict()
+    assert lens.view("home", {"model": tiny}) == [] and lens.view("attention", {"model": tiny}) == []
+
+
+def test_notebook_renderer_is_offline(tiny):
+    import altair as alt
+
+    from core import lens
+
+    assert alt.renderers.active == lens.RENDERER
+    bundle = lens.head_view(tiny, TEXT)._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    page = bundle["text/html"]
+    assert page.startswith("<iframe srcdoc=")
+    import html
+
+    inner = html.unescape(page.split('srcdoc="', 1)[1].split('" style=', 1)[0])
+    assert "vegaEmbed" in inner and len(inner) > 500_000  # the libraries are inside, not fetched
+    assert not re.findall(r"<script[^>]+src\s*=", inner, flags=re.I)
+    assert not re.findall(r"<link[^>]+href\s*=\s*[\"']?https?:", inner, flags=re.I)
+
+
+def test_tour_notebook_runs_top_to_bottom(tiny, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(REPO / "notebooks" / "tour.ipynb", as_version=4)
+    env = {"BERTLENS_TOUR_MODEL": tiny, "BERTLENS_REPO": str(REPO)}
+    os.environ.update(env)  # the kernel inherits the environment; the autouse fixture's cache variable too
+    try:
+        NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    charts = [o for o in outputs if "text/html" in o.get("data", {}) and o["data"]["text/html"].startswith("<iframe")]
+    assert len(charts) >= 9
+    last = notebook.cells[-1].outputs[-1]["data"]["text/plain"]
+    assert "deck.html" in last and "report.pdf" in last
