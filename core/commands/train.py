@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
-from core.training.recipe import PAPER_SETTINGS, paper_recipe
+from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
 
 
 def _common(p) -> None:
@@ -24,7 +24,10 @@ def _common(p) -> None:
     p.add_argument("--max-length", type=int, default=None,
                    help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
     p.add_argument("--drop-last-layers", type=int, default=0, metavar="K", help="remove the top K encoder layers")
-    p.add_argument("--freeze-layers", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
+    p.add_argument("--freeze-layers", default="", metavar="SET",
+                   help="keep these encoder layers fixed: 0-based indices and ranges, e.g. 11 or 0-5,11 (counted "
+                   "after --drop-last-layers; on a 12-layer BERT the slides' 'layer 12' is 11)")
+    p.add_argument("--freeze-lowest", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
     p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
@@ -93,7 +96,8 @@ def recipe_from_args(args) -> Recipe:
     return paper_recipe(
         protocol, model=args.model, task=args.task, run_name=args.run, train_limit=args.train_limit,
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
-        freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings, data_source=args.source,
+        freeze_layers=args.freeze_lowest, frozen_layers=parse_layer_set(args.freeze_layers),
+        freeze_embeddings=args.freeze_embeddings, data_source=args.source,
         device=args.device, cpu_threads=args.threads, **values,
     )
 
