@@ -26,6 +26,7 @@ from core.training import (
     report,
     submit,
 )
+from core.training.tasks import DRUG_RATING_DIFFERENCES
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
     PAPER_SETTINGS,
@@ -179,6 +180,15 @@ def render_runs() -> None:
                 else:
                     launch([recipe])
 
+    with st.expander("Drug reviews as in the slides: the closest label and what differs", icon=":material/medication:"):
+        st.markdown(
+            "The slides' second experiment fine-tunes on WebMD drug reviews to predict the reviewer's "
+            "**satisfaction**. The local Druglib data has no such field; its overall **rating** (1-10) is the "
+            "closest, offered as task **drugs-rating** (5 buckets of two ratings, like 1-5 stars) and "
+            "**drugs-rating3** (1-4 / 5-6 / 7-10). What differs:"
+        )
+        st.markdown("\n".join(f"- {line}" for line in DRUG_RATING_DIFFERENCES))
+
     with st.expander("Ready-made experiment: remove the last layer (the slides' “remove layer 12”)", icon=":material/layers_clear:"):
         st.markdown(
             "The CS4650 slides fine-tuned BERT-base on SNLI and on drug reviews with and without its 12th (last) layer "
@@ -195,7 +205,9 @@ def render_runs() -> None:
                    "table below names each run's split.")
         c1, c2, c3, c4 = st.columns(4)
         preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
-        preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
+        preset_task = c2.selectbox("Task", ["snli", "drugs", "drugs-rating"], key=K + "preset_task",
+                                   help="drugs-rating: Druglib's rating in 5 buckets, the closest label to the slides' "
+                                   "satisfaction (see 'Drug reviews as in the slides' above)")
         preset_limit = c3.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "preset_limit")
         preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs", disabled=paper,
                                         help="The slides' 2 under the paper protocol.")

@@ -41,7 +41,9 @@ def _common(p) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="fine-tune a classifier; the run becomes a model named --run")
     _common(p)
-    p.add_argument("--task", help="snli, mrpc, drugs, absa, or a CSV/JSONL file with text[, text_b], label columns")
+    p.add_argument("--task", help="snli, mrpc, drugs, drugs-rating, drugs-rating3, absa, or a CSV/JSONL file with "
+                   "text[, text_b], label columns (drugs-rating: Druglib rating in 5 buckets, the closest label to the "
+                   "slides' WebMD satisfaction; what differs is printed when it runs)")
     p.add_argument("--head", default="linear", choices=["linear", "mlp"], help="mlp = hidden -> 50 -> classes")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
                    help="slides: the CS4650 slides' AdamW (lr 5e-5, eps 1e-8, no weight decay, no schedule, no "
@@ -104,6 +106,11 @@ def recipe_from_args(args) -> Recipe:
 
 def run_finetune(args) -> int:
     recipe = recipe_from_args(args)
+    from core.training.tasks import DRUG_RATING_DIFFERENCES, RATING_BUCKETS
+
+    if recipe.task in RATING_BUCKETS:
+        print(f"{recipe.task} stands in for the slides' drug-review satisfaction task; what differs:\n- "
+              + "\n- ".join(DRUG_RATING_DIFFERENCES), file=sys.stderr)
     if args.background:
         run = submit(recipe)
         print(f"queued {run.name}: python -m core runs shows its progress; python -m core cancel {run.name} stops it")

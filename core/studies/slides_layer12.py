@@ -19,7 +19,7 @@ from core.studies import Study, StudyOptions, StudyResult
 
 DEFAULT_LIMIT = 1000  # training pairs: two MiniLM runs of 2 epochs take a few minutes on a laptop processor
 DEFAULT_EVAL_LIMIT = 2000  # test pairs scored per run (0 or None in extra["eval_limit"]: the whole test split)
-TASKS = {"snli": "slides-layer12-snli", "drugs": "slides-layer12-drugs"}
+TASKS = {"snli": "slides-layer12-snli", "drugs": "slides-layer12-drugs", "drugs-rating": "slides-layer12-drugs"}
 
 
 def _run_names(extra) -> tuple[str, ...] | None:
@@ -121,6 +121,11 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         "Training times depend on hardware and on what else the machine runs; only their ratio is comparable "
         "with the slides', and on a shared processor even that is noisy.",
     ]
+    if task == "drugs-rating":
+        from core.training.tasks import DRUG_RATING_DIFFERENCES
+
+        notes.append("drugs-rating stands in for the slides' satisfaction label; what differs: "
+                     + "; ".join(DRUG_RATING_DIFFERENCES) + ".")
     if task == "drugs":
         notes.append("The drugs task is Druglib effectiveness 1-5, not the slides' WebMD-style 3-class reviews: "
                      "a stand-in, so even on bert-base the accuracies are not comparable.")

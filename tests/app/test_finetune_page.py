@@ -168,3 +168,17 @@ def test_form_freezes_a_zero_based_layer_set(page, monkeypatch):
     from core.training import get_run
 
     assert list(get_run("frozen-run").recipe["frozen_layers"]) == [0, 1]
+
+
+def test_drug_rating_task_is_offered_with_what_differs(page):
+    at = page()
+    assert not at.exception
+    from core.training.tasks import TASK_TITLES
+
+    # Options are shown by their titles.
+    assert {TASK_TITLES["drugs-rating"], TASK_TITLES["drugs-rating3"]} <= set(at.selectbox(key="finetune.task").options)
+    assert "drugs-rating" in at.selectbox(key="finetune.preset_task").options
+    from core.training.tasks import DRUG_RATING_DIFFERENCES
+
+    shown = " ".join(m.value for m in at.markdown)
+    assert "satisfaction" in shown and all(line in shown for line in DRUG_RATING_DIFFERENCES)
