@@ -86,7 +86,7 @@ def render() -> None:
 
     top = result.top_heads(10)
     st.markdown("**The heads that separate the labels most**")
-    st.dataframe(top, hide_index=True, key=P + "top")
+    st.dataframe([{**c, "direction": DIRECTION_TITLES[c["direction"]]} for c in top], hide_index=True, key=P + "top")
     options = [(c["direction"], c["layer"], c["head"]) for c in top]
     picked = st.selectbox("Head", options, key=P + "head",
                           format_func=lambda o: f"{DIRECTION_TITLES[o[0]]}, layer {o[1]}, head {o[2]}")
