@@ -81,3 +81,27 @@ def test_cli_json_on_mrpc(tiny_bert_dir, data_dir, capsys):
     pairs, gold, _ = mrpc_pairs("mrpc:test", 0, 30)
     result = pair_heads(load_model(str(tiny_bert_dir)), pairs, gold, LABELS)
     np.testing.assert_allclose(np.array(payload["auc"]["a_to_b"], dtype=float), result.auc[0], atol=1e-6)
+
+
+def test_bertviz_study_reports_label_shares_and_separating_heads(minilm_dir, data_dir):
+    from core import corpus as corpora
+    from core import studies
+    from core.studies import bertviz_mrpc
+
+    spec = "mrpc:validation:12"
+    result = bertviz_mrpc.STUDY.run(studies.StudyOptions(model=str(minilm_dir), corpus=spec), None, None)
+    pairs, groups = bertviz_mrpc.labelled_pairs(corpora.resolve(spec, 0))
+    # One pair at a time, unpadded: differs from the study's padded batches by ~1e-5 (float32), hence abs=1e-4.
+    shares = np.stack([_transformers_shares(minilm_dir, a, b, False) for a, b in pairs])
+    gold = np.array([g == "equivalent" for g in groups])
+    shown = result.measured["A→B / B→A share by gold label (mean over heads)"]
+    assert shown["A→B, equivalent"] == pytest.approx(shares[gold, 0].mean(), abs=1e-4)
+    assert shown["B→A, not equivalent"] == pytest.approx(shares[~gold, 1].mean(), abs=1e-4)
+    top = result.measured["heads that separate the labels most (AUC, equivalent > not equivalent)"]
+    auc = np.array([[[roc_auc_score(gold, shares[:, d, layer, head]) for head in range(12)] for layer in range(6)]
+                    for d in range(2)])
+    assert max(abs(v - 0.5) for v in top.values()) == pytest.approx(np.abs(auc - 0.5).max(), abs=1e-6)
+    for name, value in top.items():
+        direction, layer, head = name.split()
+        assert value == pytest.approx(auc[["A→B", "B→A"].index(direction), int(layer[1:]), int(head[1:])], abs=1e-6)
+    assert result.measured["summary"]["AUC of bertviz's layer 4 head 3, A→B share"] == pytest.approx(auc[0, 4, 3], abs=1e-6)
