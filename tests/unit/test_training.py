@@ -311,3 +311,11 @@ def test_drug_rating_task_loads_with_its_label_order(data_dir, monkeypatch):
     data = load_task("drugs-rating", train_limit=50, eval_limit=20)
     assert data.labels == ("1-2", "3-4", "5-6", "7-8", "9-10") and data.eval_split == "test"
     assert {e.label for e in data.train} <= set(data.labels)
+
+
+def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
+    from core.training.report import frozen_description
+
+    assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
+        "layers 0-1,5,11 (0-based), embeddings"
+    assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""
