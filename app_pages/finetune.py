@@ -192,11 +192,12 @@ def render_runs() -> None:
     with st.expander("Ready-made experiment: remove the last layer (the slides' “remove layer 12”)", icon=":material/layers_clear:"):
         st.markdown(
             "The CS4650 slides fine-tuned BERT-base on SNLI and on drug reviews with and without its 12th (last) layer "
-            "and found almost the same accuracy for ~8 % less training time. This launches the same recipe twice, "
-            "with all layers and without the last one. By default both runs use the **same head**, so only depth "
-            "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces. "
-            "A third run keeps the last layer but **freezes** it (the slides' conclusion: 'freeze layer 12 … no much "
-            "difference … much faster'); compare accuracy and train seconds of the three runs side by side below."
+            "and found almost the same accuracy for ~8 % less training time; their conclusion adds that *freezing* "
+            "layer 12 made 'no much difference … but the process is much faster' (no numbers given). This launches "
+            "the same recipe three times: all layers, without the last one, and with the last one frozen (its "
+            "weights stay the base model's, bit for bit). By default all three use the **same head**, so only depth "
+            "or freezing differs; the slides changed the head of the shortened model too (linear → 768→50→3 MLP), "
+            "which the checkbox reproduces. Accuracy and train seconds of the three runs appear side by side below."
         )
         st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
         st.caption("The slides' accuracies are on the **test** split (source: core.references). With the paper "
