@@ -15,6 +15,7 @@ from core.charts import attention as charts
 from core.attention import PAIR_FILTERS, attention_view
 from app_pages.attention_dataset import render as render_heads_over_dataset
 from app_pages import inside_head
+from app_pages import pair_heads
 from core.examples import EXAMPLES
 
 st.title("Attention heads")
@@ -122,5 +123,6 @@ with sentence_tab:
     render_one_sentence()
 with dataset_tab:
     render_heads_over_dataset()
+    pair_heads.render()
 with inside_tab:
     inside_head.render()

@@ -26,7 +26,15 @@ from core.training import (
     report,
     submit,
 )
-from core.training.recipe import BERTLENS_DIFFERENCES, PAPER_SETTINGS, PROTOCOLS, paper_recipe, protocol_table
+from core.training.tasks import DRUG_RATING_DIFFERENCES
+from core.training.recipe import (
+    BERTLENS_DIFFERENCES,
+    PAPER_SETTINGS,
+    PROTOCOLS,
+    paper_recipe,
+    parse_layer_set,
+    protocol_table,
+)
 
 FILE_TASK = "my file"
 K = "finetune."  # session-state prefix of this page
@@ -61,6 +69,13 @@ def launch(recipes: list[Recipe]) -> None:
             return
     st.session_state[K + "compare"] = [r.run_name for r in recipes]
     st.success(f"Queued {', '.join(r.run_name for r in recipes)}. Progress shows below; runs go one at a time.")
+
+
+def freeze_last_arm(base: Recipe, run_name: str) -> Recipe:
+    """The preset's third run: all layers, the last one frozen (its index read from the model's config)."""
+    from core.models import model_num_layers
+
+    return base.replace(run_name=run_name, frozen_layers=(model_num_layers(base.model) - 1,))
 
 
 def paper_protocol_for(objective: str) -> str:
@@ -141,7 +156,9 @@ def render_runs() -> None:
             head = c1.radio("Head", ["linear", "mlp"], key=K + "head", horizontal=True,
                             format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
             drop = c2.number_input("Drop last K layers", 0, 47, 0, key=K + "drop")
-            freeze_layers = c3.number_input("Freeze lowest N layers", 0, 48, 0, key=K + "freeze_layers")
+            freeze_spec = c3.text_input("Freeze layers (0-based, e.g. 11 or 0-5,11)", key=K + "freeze_spec",
+                                        help="Encoder layers kept fixed during training, counted from 0 after "
+                                        "dropping; on a 12-layer BERT the slides' 'layer 12' is 11.")
             freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
@@ -153,7 +170,7 @@ def render_runs() -> None:
                         run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
                         objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
                         max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
-                        seed=int(seed), head=head, drop_last_layers=int(drop), freeze_layers=int(freeze_layers),
+                        seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
                         freeze_embeddings=bool(freeze_embeddings),
                     )
                     # The protocol's own values replace the form's (the toggle's help says so).
@@ -163,12 +180,24 @@ def render_runs() -> None:
                 else:
                     launch([recipe])
 
+    with st.expander("Drug reviews as in the slides: the closest label and what differs", icon=":material/medication:"):
+        st.markdown(
+            "The slides' second experiment fine-tunes on WebMD drug reviews to predict the reviewer's "
+            "**satisfaction**. The local Druglib data has no such field; its overall **rating** (1-10) is the "
+            "closest, offered as task **drugs-rating** (5 buckets of two ratings, like 1-5 stars) and "
+            "**drugs-rating3** (1-4 / 5-6 / 7-10). What differs:"
+        )
+        st.markdown("\n".join(f"- {line}" for line in DRUG_RATING_DIFFERENCES))
+
     with st.expander("Ready-made experiment: remove the last layer (the slides' “remove layer 12”)", icon=":material/layers_clear:"):
         st.markdown(
             "The CS4650 slides fine-tuned BERT-base on SNLI and on drug reviews with and without its 12th (last) layer "
-            "and found almost the same accuracy for ~8 % less training time. This launches the same recipe twice, "
-            "with all layers and without the last one. By default both runs use the **same head**, so only depth "
-            "differs; the slides changed the head too (linear → 768→50→3 MLP), which the checkbox reproduces."
+            "and found almost the same accuracy for ~8 % less training time; their conclusion adds that *freezing* "
+            "layer 12 made 'no much difference … but the process is much faster' (no numbers given). This launches "
+            "the same recipe three times: all layers, without the last one, and with the last one frozen (its "
+            "weights stay the base model's, bit for bit). By default all three use the **same head**, so only depth "
+            "or freezing differs; the slides changed the head of the shortened model too (linear → 768→50→3 MLP), "
+            "which the checkbox reproduces. Accuracy and train seconds of the three runs appear side by side below."
         )
         st.dataframe(report.SLIDES_REFERENCE, hide_index=True, width="stretch")
         st.caption("The slides' accuracies are on the **test** split (source: core.references). With the paper "
@@ -177,7 +206,9 @@ def render_runs() -> None:
                    "table below names each run's split.")
         c1, c2, c3, c4 = st.columns(4)
         preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
-        preset_task = c2.selectbox("Task", ["snli", "drugs"], key=K + "preset_task")
+        preset_task = c2.selectbox("Task", ["snli", "drugs", "drugs-rating"], key=K + "preset_task",
+                                   help="drugs-rating: Druglib's rating in 5 buckets, the closest label to the slides' "
+                                   "satisfaction (see 'Drug reviews as in the slides' above)")
         preset_limit = c3.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "preset_limit")
         preset_epochs = c4.number_input("Epochs", 1, 10, 2, key=K + "preset_epochs", disabled=paper,
                                         help="The slides' 2 under the paper protocol.")
@@ -185,7 +216,7 @@ def render_runs() -> None:
                                       0 if paper else 2000, step=500, key=K + ("preset_eval_test" if paper else "preset_eval"))
         as_slides = st.checkbox("As in the slides: linear head with all layers, MLP head without the last layer "
                                 "(depth and head change together)", key=K + "preset_as_slides")
-        if st.button("Launch both runs", key=K + "preset_go", icon=":material/compare_arrows:"):
+        if st.button("Launch the three runs", key=K + "preset_go", icon=":material/compare_arrows:"):
             stem = f"{(preset_model or 'model').split('/')[-1]}-{preset_task}-{time.strftime('%H%M%S')}"
             values = dict(model=preset_model or "", task=preset_task, run_name=f"{stem}-all-layers",
                           train_limit=int(preset_limit) or None, eval_limit=int(preset_eval) or None, head="linear")
@@ -195,7 +226,8 @@ def render_runs() -> None:
                 st.error(str(err))
             else:
                 launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
-                                           head="mlp" if as_slides else "linear")])
+                                           head="mlp" if as_slides else "linear"),
+                        freeze_last_arm(base, f"{stem}-freeze-last")])
 
     # ---- live progress ------------------------------------------------------------------------------------
 

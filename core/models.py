@@ -177,6 +177,19 @@ def resolve(ref: str) -> tuple[str, Path | None]:
     return "hub", None
 
 
+def model_num_layers(ref: str) -> int:
+    """Transformer layers of a model from its config alone (no weights loaded): "freeze the last layer" needs it."""
+    import json
+
+    _, folder = resolve(ref)
+    folder = folder if folder is not None else download(ref)
+    config = json.loads((folder / "config.json").read_text())
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    if not layers:
+        raise ModelUnavailable(f"Model '{ref}' states no layer count in its config.json.")
+    return int(layers)
+
+
 def download(ref: str) -> Path:
     """Fetch a hub model (safetensors and tokenizer files only) into the cache; return its folder."""
     source, folder = resolve(ref)

@@ -602,6 +602,21 @@ register(
 # model_view.py: attention[:, :, :sentence_b_start, sentence_b_start:], raw weights; layers and heads labelled
 # from 0). It states no numbers; its two checkable statements are encoded as claims (1 = holds).
 _BERTVIZ_SOURCE = "/work/shared/references/004 (Biweekly Report 3, 'Visualizing BERT attention', J. Watts)"
+SLIDES_FREEZE_LAST = "12 layers, layer 12 frozen, linear head"
+SLIDES_FREEZE_FASTER = Reference(
+    key="slides-freeze12-faster", study="slides-layer12",
+    measure="freezing the last layer trains faster than training all layers",
+    label="CS4650 slides, freeze layer 12", model=SLIDES_MODEL, corpus="SNLI 1.0 / drug reviews",
+    unit="claim (1 = holds: train seconds with the last layer frozen < train seconds with all layers trained)",
+    protocol="slides", source=SLIDES_SOURCE + ", conclusion: 'We used Hugging Face to freeze layer 12 and found out "
+    "there is no much difference compare to the original BERT but the process is much faster'",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="The slides give no numbers for the frozen run (no accuracy, no time), only this sentence; 'no much "
+         "difference' in accuracy is reported beside it, not judged. On a shared processor timings are noisy.",
+)
+register(SLIDES_FREEZE_FASTER)
+
+
 BERTVIZ_TWIN = Reference(
     key="bertviz-mrpc-twin", study="bertviz-mrpc",
     measure="equivalent pairs: more A→B attention to the same word than non-equivalent pairs",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
-from core.training.recipe import PAPER_SETTINGS, paper_recipe
+from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
 
 
 def _common(p) -> None:
@@ -24,7 +24,10 @@ def _common(p) -> None:
     p.add_argument("--max-length", type=int, default=None,
                    help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
     p.add_argument("--drop-last-layers", type=int, default=0, metavar="K", help="remove the top K encoder layers")
-    p.add_argument("--freeze-layers", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
+    p.add_argument("--freeze-layers", default="", metavar="SET",
+                   help="keep these encoder layers fixed: 0-based indices and ranges, e.g. 11 or 0-5,11 (counted "
+                   "after --drop-last-layers; on a 12-layer BERT the slides' 'layer 12' is 11)")
+    p.add_argument("--freeze-lowest", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
     p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
@@ -38,7 +41,9 @@ def _common(p) -> None:
 def register(subparsers) -> None:
     p = subparsers.add_parser("finetune", help="fine-tune a classifier; the run becomes a model named --run")
     _common(p)
-    p.add_argument("--task", help="snli, mrpc, drugs, absa, or a CSV/JSONL file with text[, text_b], label columns")
+    p.add_argument("--task", help="snli, mrpc, drugs, drugs-rating, drugs-rating3, absa, or a CSV/JSONL file with "
+                   "text[, text_b], label columns (drugs-rating: Druglib rating in 5 buckets, the closest label to the "
+                   "slides' WebMD satisfaction; what differs is printed when it runs)")
     p.add_argument("--head", default="linear", choices=["linear", "mlp"], help="mlp = hidden -> 50 -> classes")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
                    help="slides: the CS4650 slides' AdamW (lr 5e-5, eps 1e-8, no weight decay, no schedule, no "
@@ -93,13 +98,19 @@ def recipe_from_args(args) -> Recipe:
     return paper_recipe(
         protocol, model=args.model, task=args.task, run_name=args.run, train_limit=args.train_limit,
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
-        freeze_layers=args.freeze_layers, freeze_embeddings=args.freeze_embeddings, data_source=args.source,
+        freeze_layers=args.freeze_lowest, frozen_layers=parse_layer_set(args.freeze_layers),
+        freeze_embeddings=args.freeze_embeddings, data_source=args.source,
         device=args.device, cpu_threads=args.threads, **values,
     )
 
 
 def run_finetune(args) -> int:
     recipe = recipe_from_args(args)
+    from core.training.tasks import DRUG_RATING_DIFFERENCES, RATING_BUCKETS
+
+    if recipe.task in RATING_BUCKETS:
+        print(f"{recipe.task} stands in for the slides' drug-review satisfaction task; what differs:\n- "
+              + "\n- ".join(DRUG_RATING_DIFFERENCES), file=sys.stderr)
     if args.background:
         run = submit(recipe)
         print(f"queued {run.name}: python -m core runs shows its progress; python -m core cancel {run.name} stops it")

@@ -74,7 +74,9 @@ class Recipe:
         cross-entropy over cosine similarities / temperature, and save an encoder only.
     head: "linear" (hidden -> classes) or "mlp" (hidden -> 50 -> classes, ReLU: the slides' head).
     drop_last_layers: remove the top K encoder layers before training (the "remove layer 12" experiment).
-    freeze_layers: keep the lowest N encoder layers fixed; freeze_embeddings: keep the embeddings fixed.
+    freeze_layers: keep the lowest N encoder layers fixed; frozen_layers: any set of encoder layers kept fixed,
+        0-based indices after dropping (parse_layer_set("0-5,11")); both may be given, their union is frozen;
+        freeze_embeddings: keep the embeddings fixed.
     train_limit / eval_limit: seeded subsets (None = everything).
     """
 
@@ -95,6 +97,7 @@ class Recipe:
     mlp_hidden: int = 50
     drop_last_layers: int = 0
     freeze_layers: int = 0
+    frozen_layers: tuple[int, ...] = ()  # 0-based layer indices kept fixed (after dropping), e.g. (11,)
     freeze_embeddings: bool = False
     temperature: float = 0.05
     pooling: str = "cls"  # sentence embedding for SimCSE: [CLS] state or mean over tokens
@@ -109,6 +112,13 @@ class Recipe:
 
     def __post_init__(self) -> None:
         problems = []
+        # A recipe read back from recipe.json carries a list; keep the value hashable and in one order.
+        try:
+            object.__setattr__(self, "frozen_layers", tuple(sorted({int(i) for i in self.frozen_layers or ()})))
+        except (TypeError, ValueError):
+            problems.append(f"frozen_layers {self.frozen_layers!r} must be layer indices (0-based integers)")
+        if any(i < 0 for i in self.frozen_layers):
+            problems.append("frozen_layers are 0-based layer indices and cannot be negative")
         if not RUN_NAME.match(self.run_name or ""):
             problems.append(
                 f"run name {self.run_name!r} must start with a letter or digit and use only letters, digits, "
@@ -162,6 +172,41 @@ class Recipe:
 
     def replace(self, **changes) -> "Recipe":
         return dataclasses.replace(self, **changes)
+
+
+def parse_layer_set(spec: str | int | None) -> tuple[int, ...]:
+    """0-based layer indices from "11", "0-5,11" or "0-5, 7-8" (ranges inclusive); "" or None -> ()."""
+    if spec is None:
+        return ()
+    text = str(spec).strip()
+    if not text:
+        return ()
+    layers: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if not match:
+            raise ValueError(f"layer set {text!r}: {part!r} is not a 0-based layer index or range like 0-5")
+        first, last = int(match[1]), int(match[2] if match[2] is not None else match[1])
+        if last < first:
+            raise ValueError(f"layer set {text!r}: range {part!r} runs backwards")
+        layers.update(range(first, last + 1))
+    return tuple(sorted(layers))
+
+
+def format_layer_set(layers) -> str:
+    """The inverse of parse_layer_set: (0, 1, 2, 5) -> "0-2,5"."""
+    ordered = sorted(set(int(i) for i in layers))
+    parts: list[str] = []
+    start = prev = None
+    for i in ordered + [None]:
+        if start is not None and (i is None or i != prev + 1):
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = None
+        if i is not None and start is None:
+            start = i
+        prev = i
+    return ",".join(parts)
 
 
 def _protocol_problems(recipe: Recipe) -> list[str]:

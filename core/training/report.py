@@ -30,6 +30,17 @@ def _layers(run: RunInfo) -> int | None:
     return (run.metrics or {}).get("num_layers")
 
 
+def frozen_description(recipe: dict) -> str:
+    """What a recipe kept fixed, e.g. "layers 11 (0-based), embeddings"; "" when nothing."""
+    from core.training.recipe import format_layer_set
+
+    layers = set(range(int(recipe.get("freeze_layers") or 0))) | set(recipe.get("frozen_layers") or ())
+    parts = [f"layers {format_layer_set(layers)} (0-based)"] if layers else []
+    if recipe.get("freeze_embeddings"):
+        parts.append("embeddings")
+    return ", ".join(parts)
+
+
 def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
     """One row per run: name, state, task, model, objective, layers, head, accuracy, train time, speed."""
     rows = []
@@ -45,6 +56,7 @@ def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
                 "protocol": rec.get("protocol", "bertlens"),
                 "layers": _layers(r),
                 "dropped": rec.get("drop_last_layers"),
+                "frozen": frozen_description(rec),
                 "head": rec.get("head") if rec.get("objective") == "classify" else "—",
                 "train examples": m.get("train_examples"),
                 "epochs": rec.get("epochs"),
@@ -85,6 +97,7 @@ def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
             "model": rec.get("model"),
             "layers": m.get("num_layers"),
             "head": rec.get("head"),
+            "frozen": frozen_description(rec),
             "epochs": rec.get("epochs"),
             "train examples": m.get("train_examples"),
             "protocol": rec.get("protocol", "bertlens"),

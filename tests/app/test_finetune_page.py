@@ -50,15 +50,21 @@ def test_page_without_runs_offers_the_form(page, monkeypatch):
     assert at.title[0].value == "Fine-tuning comparison"
     assert any("No runs yet" in i.value for i in at.info)
     preset = at.button(key="finetune.preset_go")
-    assert preset.label == "Launch both runs"
+    assert preset.label == "Launch the three runs"
     model = at.selectbox(key="finetune.preset_model").value
     preset.click().run()
     assert not at.exception
     from core.training import list_runs
 
     recipes = sorted((r.recipe for r in list_runs()), key=lambda r: r["run_name"])
-    assert [r["run_name"].rsplit("-", 2)[-2:] for r in recipes] == [["all", "layers"], ["minus", "last"]]
-    assert [r.get("drop_last_layers") or 0 for r in recipes] == [0, 1]
+    assert [r["run_name"].rsplit("-", 2)[-2:] for r in recipes] == [["all", "layers"], ["freeze", "last"],
+                                                                     ["minus", "last"]]
+    assert [r.get("drop_last_layers") or 0 for r in recipes] == [0, 0, 1]
+    # The freeze arm freezes the model's last layer, read from its own config (the tiny BERT has two).
+    from transformers import AutoConfig
+
+    last = AutoConfig.from_pretrained(model).num_hidden_layers - 1
+    assert [list(r.get("frozen_layers") or []) for r in recipes] == [[], [last], []]
     assert all(r["model"] == model and r["task"] == "snli" for r in recipes)
 
 
@@ -126,9 +132,9 @@ def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page
     from core.training import list_runs
 
     recipes = sorted((r.recipe for r in list_runs()), key=lambda r: r["run_name"])
-    assert [r["protocol"] for r in recipes] == ["slides", "slides"]
+    assert [r["protocol"] for r in recipes] == ["slides", "slides", "slides"]
     assert all(r["eval_split"] == "test" and r["eval_limit"] is None and r["weight_decay"] == 0.0 for r in recipes)
-    assert [r["head"] for r in recipes] == ["linear", "linear"]
+    assert [r["head"] for r in recipes] == ["linear", "linear", "linear"]
 
 
 def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkeypatch):
@@ -146,3 +152,33 @@ def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkey
     recipe = get_run("gao-run").recipe
     assert (recipe["protocol"], recipe["lr"], recipe["batch_size"], recipe["max_length"]) == ("gao", 3e-5, 64, 32)
     assert recipe["mlp_in_training"] is True
+
+
+def test_form_freezes_a_zero_based_layer_set(page, monkeypatch):
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
+    at = page()
+    at.text_input(key="finetune.run_name").input("frozen-run")
+    at.text_input(key="finetune.freeze_spec").input("1-0")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert any("runs backwards" in e.value for e in at.error)
+    at.text_input(key="finetune.freeze_spec").input("0-1")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception
+    from core.training import get_run
+
+    assert list(get_run("frozen-run").recipe["frozen_layers"]) == [0, 1]
+
+
+def test_drug_rating_task_is_offered_with_what_differs(page):
+    at = page()
+    assert not at.exception
+    from core.training.tasks import TASK_TITLES
+
+    # Options are shown by their titles.
+    assert {TASK_TITLES["drugs-rating"], TASK_TITLES["drugs-rating3"]} <= set(at.selectbox(key="finetune.task").options)
+    assert "drugs-rating" in at.selectbox(key="finetune.preset_task").options
+    from core.training.tasks import DRUG_RATING_DIFFERENCES
+
+    shown = " ".join(m.value for m in at.markdown)
+    assert "satisfaction" in shown and all(line in shown for line in DRUG_RATING_DIFFERENCES)

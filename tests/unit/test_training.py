@@ -280,3 +280,42 @@ def test_slides_reference_table_comes_from_core_references():
     # The slides' SNLI accuracies are whole numbers of the 9,824 test pairs: the full test split.
     for value in snli.values.values():
         assert abs(value * 9824 - round(value * 9824)) < 1e-6
+
+
+def test_drug_rating_buckets_follow_the_raw_ratings(data_dir):
+    """drugs-rating labels recomputed from the raw Druglib rows (rating 1-10 -> pairs of ratings)."""
+    import gzip
+    import json as _json
+
+    from core.training.tasks import TASK_LABELS, drug_reviews
+
+    raw = [_json.loads(line) for line in gzip.open(data_dir / "drug_reviews_druglib" / "druglib_train.jsonl.gz")]
+    texts = [" ".join(" ".join(str(r.get(k) or "").split()) for k in ("benefits_review", "side_effects_review",
+                                                                     "comments_review") if str(r.get(k) or "").strip())
+             for r in raw]
+    expected5 = [f"{2 * ((r['rating'] - 1) // 2) + 1}-{2 * ((r['rating'] - 1) // 2) + 2}" for r, t in zip(raw, texts) if t]
+    expected3 = ["1-4" if r["rating"] <= 4 else "5-6" if r["rating"] <= 6 else "7-10" for r, t in zip(raw, texts) if t]
+    five = drug_reviews("train", label="drugs-rating")
+    three = drug_reviews("train", label="drugs-rating3")
+    assert [e.label for e in five] == expected5 and [e.label for e in three] == expected3
+    assert [e.text for e in five] == [t for t in texts if t]
+    assert set(expected5) == set(TASK_LABELS["drugs-rating"]) and len(TASK_LABELS["drugs-rating3"]) == 3
+    effectiveness = drug_reviews("train")
+    assert [e.text for e in effectiveness] == [e.text for e in five]  # same reviews, another label
+
+
+def test_drug_rating_task_loads_with_its_label_order(data_dir, monkeypatch):
+    monkeypatch.setenv("BERTLENS_DATA", str(data_dir))
+    from core.training.tasks import load_task
+
+    data = load_task("drugs-rating", train_limit=50, eval_limit=20)
+    assert data.labels == ("1-2", "3-4", "5-6", "7-8", "9-10") and data.eval_split == "test"
+    assert {e.label for e in data.train} <= set(data.labels)
+
+
+def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
+    from core.training.report import frozen_description
+
+    assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
+        "layers 0-1,5,11 (0-based), embeddings"
+    assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""

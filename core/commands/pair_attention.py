@@ -1,0 +1,54 @@
+"""`pair-attention`: the Attention page's "Paraphrase heads" section's twin (core.pair_attention)."""
+
+from __future__ import annotations
+
+import json
+
+from core import corpus as corpora
+from core.commands import stderr_progress
+
+LABELS = ("equivalent", "not equivalent")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("pair-attention",
+                              help="A→B and B→A attention share per head on MRPC, by gold label; the heads that "
+                              "separate paraphrases from non-paraphrases most (the bertviz MRPC report)")
+    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    p.add_argument("--corpus", default="mrpc:test", help=corpora.CLI_HELP + "; default mrpc:test (labelled pairs)")
+    p.add_argument("--limit", type=int, default=200, help="the first N pairs of the corpus (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--words-only", action="store_true",
+                   help="keys: the other sentence's word pieces only (default: bertviz's slices, which count the "
+                   "final [SEP] in B and [CLS] and the middle [SEP] in A)")
+    p.add_argument("--top", type=int, default=10, help="how many of the most separating heads to list (default 10)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: model, corpus, labels, words_only, n_pairs, directions, mean, auc, top_heads")
+    p.set_defaults(func=run_pair_attention)
+
+
+def run_pair_attention(args) -> int:
+    from core.models import load_model
+    from core.pair_attention import DIRECTION_TITLES, mrpc_pairs, pair_heads
+
+    pairs, gold, _ = mrpc_pairs(args.corpus, args.seed, args.limit)
+    lm = load_model(args.model)
+    result = pair_heads(lm, pairs, gold, LABELS, words_only=args.words_only, corpus=args.corpus,
+                        batch_size=args.batch_size, progress=stderr_progress(args))
+    if args.json:
+        payload = result.to_json()
+        payload["top_heads"] = result.top_heads(args.top)
+        print(json.dumps(payload))
+        return 0
+    n = result.n_pairs
+    keys = "word pieces only" if args.words_only else "bertviz slices"
+    print(f"{lm.ref}: {n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs from {args.corpus} ({keys}; layers and heads "
+          "from 0)")
+    print(f"AUC > 0.5: the head's share is higher on {LABELS[0]} pairs")
+    print("direction\tlayer\thead\tAUC\tmean equivalent\tmean not equivalent")
+    for c in result.top_heads(args.top):
+        print(f"{DIRECTION_TITLES[c['direction']]}\t{c['layer']}\t{c['head']}\t{c['auc']:.3f}\t"
+              f"{c['mean equivalent']:.4f}\t{c['mean not equivalent']:.4f}")
+    return 0

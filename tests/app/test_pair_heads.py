@@ -1,0 +1,59 @@
+"""AppTest of the "Paraphrase heads (MRPC)" section of the attention page's dataset tab: the pass runs as a job,
+the AUC grid and the per-pair chart show the core result, and a pair opens in the head view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from core import jobs
+from core.pair_attention import DIRECTIONS
+from tests.app.conftest import chart_rows_titled
+
+APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def test_paraphrase_heads_section(minilm_dir, data_dir):
+    at = AppTest.from_file(APP_FILE, default_timeout=240)
+    at.session_state["model"] = str(minilm_dir)
+    at.session_state["sentence_a"] = "The cat sat on the mat."
+    at.session_state["sentence_b"] = ""
+    at.switch_page("app_pages/attention.py")
+    at.session_state["pairheads.limit"] = 12
+    at.run()
+    assert not at.exception
+    assert any("bertviz MRPC report" in m.value for m in at.markdown)
+    at.button(key="pairheads.run.run").click().run()
+    record = jobs.wait(at.session_state["pairheads.run.jobstate"]["last_id"], timeout=240)
+    assert record.state == "done", record.error
+    at.run()
+    assert not at.exception
+    result = jobs.get(record.id).result
+    assert result.shares.shape == (12, 2, 6, 12) and result.corpus == "mrpc:test:12"
+
+    rows = chart_rows_titled(at, "tells equivalent from not equivalent")
+    shown = np.full((2, 6, 12), np.nan)
+    for row in rows:
+        shown[["A→B", "B→A"].index(row["direction"]), row["layer"], row["head"]] = row["auc"]
+    np.testing.assert_allclose(shown, result.auc, atol=1e-9)
+
+    # The picked head (the most separating one by default) and every pair's share in its chart.
+    top = result.top_heads(1)[0]
+    assert at.selectbox(key="pairheads.head").value == (top["direction"], top["layer"], top["head"])
+    rows = chart_rows_titled(at, "per pair")
+    d = DIRECTIONS.index(top["direction"])
+    shares = {row["pair"]: row["share"] for row in rows}
+    np.testing.assert_allclose([shares[i] for i in range(12)], result.shares[:, d, top["layer"], top["head"]],
+                               atol=1e-9)
+
+    # Open the chosen pair in the head view: sidebar sentences, layer, head and filter follow.
+    pair = at.selectbox(key="pairheads.pair").value
+    at.button(key="pairheads.open").click().run()
+    assert not at.exception
+    assert at.session_state["sentence_a"] == result.pairs[pair][0]
+    assert at.session_state["sentence_b"] == result.pairs[pair][1]
+    assert at.session_state["attention.layer"] == top["layer"]
+    assert at.session_state["attention.heads"] == [top["head"]]
+    assert at.session_state["attention.filter"] == {"a_to_b": "A→B", "b_to_a": "B→A"}[top["direction"]]
