@@ -59,6 +59,7 @@ class AspectPair:
     review_words: tuple[str, ...]
     aspect_words: tuple[int, ...]
     span_words: tuple[int, ...]
+    review: str = ""  # the review as written (training feeds the text, the scorer the words)
 
     @property
     def present(self) -> bool:
@@ -85,7 +86,7 @@ def build_pairs(rows: Iterable[dict]) -> list[AspectPair]:
                 continue
             q = tuple(question(category).split())
             out.append(AspectPair(category, label, q, words, (q.index(category_word(category)),),
-                                  span_words if label != "none" else ()))
+                                  span_words if label != "none" else (), r["text"]))
     return out
 
 

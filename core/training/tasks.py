@@ -6,6 +6,9 @@ Built-in tasks (labels in a fixed order, which is the classifier's class order):
     drugs  Druglib review text -> effectiveness_score "1".."5" (the CS4650 slides' second experiment); eval on test
     absa   SemEval-14 restaurants (aspect category, sentence) -> positive, negative, neutral; eval on test
            ("conflict", 5 % of the aspects, is dropped, as most BERT-pair setups report three-way results)
+    absa_qa  the same reviews as Sun et al. 2019's QA-M (the fine-tuned-attention blog's task): one question per
+           aspect category for every review, -> positive, negative, neutral, or none when the review does not
+           talk about it (core.aspect_heads builds the pairs); eval on test
 A user file is a CSV, TSV or JSON Lines file (optionally .gz) with columns `text`, `label` and optionally
 `text_b`; a `split` column with values train / test (or dev, validation) chooses the eval rows, otherwise a
 seeded 20 % hold-out is used.
@@ -28,20 +31,22 @@ from pathlib import Path
 from core import datasets as local_data
 from core.datasets import DataUnavailable, Example
 
-BUILTIN_TASKS = ("snli", "mrpc", "drugs", "absa")
+BUILTIN_TASKS = ("snli", "mrpc", "drugs", "absa", "absa_qa")
 TASK_LABELS = {
     "snli": ("entailment", "neutral", "contradiction"),
     "mrpc": ("0", "1"),
     "drugs": ("1", "2", "3", "4", "5"),
     "absa": ("positive", "negative", "neutral"),
+    "absa_qa": ("positive", "negative", "neutral", "none"),
 }
 TASK_TITLES = {
     "snli": "SNLI: does the premise entail the hypothesis? (3 classes)",
     "mrpc": "MRPC: are the two sentences paraphrases? (2 classes)",
     "drugs": "Drug reviews: review text -> effectiveness 1-5 (Druglib)",
     "absa": "Aspect sentiment: (aspect, restaurant review) -> polarity (SemEval-14)",
+    "absa_qa": "Aspect questions (Sun et al. QA-M): (question about an aspect, review) -> polarity or none",
 }
-EVAL_SPLIT = {"snli": "dev", "mrpc": "validation", "drugs": "test", "absa": "test"}
+EVAL_SPLIT = {"snli": "dev", "mrpc": "validation", "drugs": "test", "absa": "test", "absa_qa": "test"}
 USER_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson")
 HOLDOUT_FRACTION = 0.2
 EVAL_SPLIT_NAMES = {"test", "dev", "validation", "eval"}
@@ -134,6 +139,8 @@ def _builtin(task: str, source: str, eval_split: str | None = None) -> tuple[lis
             return local_data.mrpc("train"), local_data.mrpc("test" if test else "validation")
         if task == "drugs":
             return drug_reviews("train"), drug_reviews("test")
+        if task == "absa_qa":
+            return absa_questions("train"), absa_questions("test")
         return absa_restaurants("train"), absa_restaurants("test")
     except DataUnavailable as err:
         raise TaskError(
@@ -179,6 +186,13 @@ def absa_restaurants(split: str, limit: int | None = None, seed: int = 0) -> lis
         if a["polarity"] in TASK_LABELS["absa"]
     ]
     return local_data.seeded_subset(examples, limit, seed)
+
+
+def absa_questions(split: str) -> list[Example]:
+    """SemEval-14 restaurants as Sun et al.'s QA-M pairs (question, review) -> polarity or "none"."""
+    from core.aspect_heads import semeval_pairs
+
+    return [Example(" ".join(p.question_words), p.review, p.label) for p in semeval_pairs(split)]
 
 
 # ---- user files -------------------------------------------------------------------------------------
