@@ -90,11 +90,15 @@ def build_pairs(rows: Iterable[dict]) -> list[AspectPair]:
     return out
 
 
-def semeval_pairs(split: str = "test") -> list[AspectPair]:
+def semeval_pairs(split: str = "test", reviews: int | None = None) -> list[AspectPair]:
+    """The pairs of the split's first `reviews` reviews (all when None), in file order."""
+    from itertools import islice
+
     from core import datasets as local_data
 
     name = {"train": "restaurants_train.jsonl.gz", "test": "restaurants_test.jsonl.gz"}[split]
-    return build_pairs(local_data.read_jsonl_gz(local_data.local_file(f"semeval2014_absa_restaurants/{name}")))
+    rows = local_data.read_jsonl_gz(local_data.local_file(f"semeval2014_absa_restaurants/{name}"))
+    return build_pairs(islice(rows, reviews))
 
 
 def pair_scores(attentions: np.ndarray, word_ids: np.ndarray, special_mask: np.ndarray, segment_ids: np.ndarray,
