@@ -41,6 +41,17 @@ def js_distances(attentions: np.ndarray) -> np.ndarray:
     return out
 
 
+def layer_closeness(distances: np.ndarray, n_heads: int) -> tuple[float, float]:
+    """(mean distance between two different heads of the same layer, mean distance between heads of different
+    layers); distances [L·H, L·H] with head index layer·H + head. Clark's "same layer ⇒ close" holds when the
+    first is smaller."""
+    d = np.asarray(distances, dtype=np.float64)
+    layer = np.arange(len(d)) // n_heads
+    same = layer[:, None] == layer[None, :]
+    off = ~np.eye(len(d), dtype=bool)
+    return float(d[same & off].mean()), float(d[~same].mean())
+
+
 def mds_2d(distances: np.ndarray, seed: int = 0) -> np.ndarray:
     """float64 [N, 2]: metric MDS of a precomputed distance matrix, with Clark's settings."""
     from sklearn.manifold import MDS

@@ -128,3 +128,47 @@ def test_cli_json_keys(tiny_bert_dir):
     got = json.loads(out.stdout)
     assert set(got) == {"model", "corpus", "token_types", "shares", "n_examples"}
     assert set(got["shares"]) == {"cls", "sep", "punct", "other"}
+
+
+def test_studies_report_the_fig7_and_section6_claims(tiny_bert_dir, tmp_path):
+    from core import corpus as corpora
+    from core import studies
+    from core.head_clustering import head_map, layer_closeness
+    from core.studies import clark, kovaleva
+    from tests.conftest import make_tiny_bert
+
+    corpus = tmp_path / "s.txt"
+    corpus.write_text("the cat sat on the mat .\na dog ran in the park .\nthe man ran to the house .\n")
+    other = make_tiny_bert(tmp_path / "other", seed=3)
+    result = kovaleva.STUDY.run(studies.StudyOptions(model=str(tiny_bert_dir), corpus=str(corpus),
+                                                     extra={"finetuned": str(other)}), None, None)
+    assert [c.reference.key for c in result.comparisons] == ["kovaleva-last-two-layers", "kovaleva-cls-sep"]
+    shares = result.measured["fine-tuned last-layer [CLS] row by token type (mean over heads)"]
+    lm = load_model(str(other), device="cpu")
+    expect = {"cls": [], "sep": [], "punct": [], "other": []}
+    for text in corpus.read_text().splitlines():
+        att, tokens, _, _ = _attention(lm, text)
+        row = att[-1, :, 0, :].mean(axis=0)
+        expect["cls"].append(row[0])
+        expect["sep"].append(row[-1])
+        expect["punct"].append(sum(row[i] for i, t in enumerate(tokens) if t == "."))
+        expect["other"].append(sum(row[i] for i, t in enumerate(tokens) if 0 < i < len(tokens) - 1 and t != "."))
+    for k, v in expect.items():
+        assert shares[k] == pytest.approx(np.mean(v), abs=1e-6)
+    assert result.measured["last-layer [CLS] attends most to [SEP]"]["claim"] == float(
+        max(expect, key=lambda k: np.mean(expect[k])) == "sep")
+
+    ud = tmp_path / "t.conllu"
+    ud.write_text("1\tthe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
+                  "3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\t_\n\n"
+                  "1\ta\ta\tDET\tDT\t_\t2\tdet\t_\t_\n2\tdog\tdog\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
+                  "3\tran\trun\tVERB\tVBD\t_\t0\troot\t_\t_\n\n")
+    base = clark.STUDY.run(studies.StudyOptions(model=str(tiny_bert_dir), corpus=str(ud)), None, None)
+    assert "clark-head-layers" not in [c.reference.key for c in base.comparisons]  # opt-in
+    result = clark.STUDY.run(studies.StudyOptions(model=str(tiny_bert_dir), corpus=str(ud), extra={"head_map": 5}),
+                             None, None)
+    assert "clark-head-layers" in [c.reference.key for c in result.comparisons]
+    within, across = layer_closeness(head_map(load_model(str(tiny_bert_dir)), clark.segment_pairs(
+        corpora.resolve(str(ud)).items)).distances, 4)
+    assert result.measured["mean JS distance between heads"] == {"same layer": pytest.approx(within),
+                                                                 "different layers": pytest.approx(across)}

@@ -148,3 +148,14 @@ def test_pair_scores_match_a_loop():
             assert score[layer, head] == pytest.approx(row[6] + row[7])
             np.testing.assert_allclose(parts[:, layer, head], [row[0], row[4] + row[9], row[1:4].sum(),
                                                                row[5:9].sum()])
+
+
+def test_layer_closeness_averages_within_and_across_layers():
+    rng = np.random.default_rng(5)
+    d = rng.random((6, 6))
+    d = d + d.T
+    np.fill_diagonal(d, 0)
+    within, across = hc.layer_closeness(d, n_heads=3)  # 2 layers x 3 heads
+    same = [d[i, j] for i in range(6) for j in range(6) if i != j and i // 3 == j // 3]
+    other = [d[i, j] for i in range(6) for j in range(6) if i // 3 != j // 3]
+    assert within == pytest.approx(np.mean(same)) and across == pytest.approx(np.mean(other))
