@@ -31,14 +31,21 @@ def js_distances(attentions: np.ndarray) -> np.ndarray:
     n_heads = a.shape[0] * a.shape[1]
     t = a.shape[-1]
     p = SMOOTHING / t + (1 - SMOOTHING) * a.reshape(n_heads, t, t)
-    logp = np.log(p)
-    # JS(P, Q) = ½ Σ P log(P/M) + ½ Σ Q log(Q/M), M = (P + Q)/2, per query row, then summed over the rows.
+    # JS(P, Q) = ½ Σ P log P + ½ Σ Q log Q − Σ M log M with M = (P + Q)/2, summed over the query rows: the first
+    # two terms once per head, the last once per pair (upper triangle only, in reused buffers: this is the cost).
+    neg_entropy = np.einsum("hqk,hqk->h", p, np.log(p))
     out = np.zeros((n_heads, n_heads))
-    for i in range(n_heads):
-        m = (p[i][None] + p) / 2
-        logm = np.log(m)
-        out[i] = 0.5 * ((p[i][None] * (logp[i][None] - logm)).sum(axis=(1, 2)) + (p * (logp - logm)).sum(axis=(1, 2)))
-    return out
+    m = np.empty_like(p)
+    log_m = np.empty_like(p)
+    for i in range(n_heads - 1):
+        k = n_heads - i - 1
+        np.add(p[i + 1:], p[i], out=m[:k])
+        m[:k] *= 0.5
+        np.log(m[:k], out=log_m[:k])
+        mixed = np.einsum("hqk,hqk->h", m[:k], log_m[:k])
+        out[i, i + 1:] = 0.5 * (neg_entropy[i] + neg_entropy[i + 1:]) - mixed
+    out = out + out.T
+    return np.maximum(out, 0.0)  # rounding can leave -1e-17 for identical heads
 
 
 def layer_closeness(distances: np.ndarray, n_heads: int) -> tuple[float, float]:
