@@ -94,3 +94,20 @@ def test_linguistic_features_on_ud(models, data_dir):
     expected = feature_attention(load_model(base), require_trees(resolve("ud:dev:20"))).feature("verb")
     got = np.array([r["score"] for r in sorted(rows, key=lambda r: (r["layer"], r["head"]))]).reshape(expected.shape)
     assert np.allclose(got, expected, atol=1e-6)
+
+
+def test_aspect_heads_side_by_side(models, data_dir):
+    from core.aspect_heads import aspect_heads, semeval_pairs
+
+    base, run = models
+    at = open_app(base, "Aspect heads")
+    at.number_input(key="studies.reviews").set_value(10).run()
+    at.button(key="studies.aspects.run").click().run()
+    at = finish(at, "aspects")
+    assert not at.exception
+    rows = _chart_rows(at, 0)
+    for ref, name in ((base, "tiny-base"), (run, "tiny-run")):
+        expected = aspect_heads(load_model(ref), semeval_pairs("test", 10))
+        mine = sorted((r["layer"], r["head"], r["span score"], r["absent: sep"]) for r in rows if r["model"] == name)
+        assert np.allclose([m[2] for m in mine], expected.span_score.ravel(), atol=1e-6)
+        assert np.allclose([m[3] for m in mine], expected.absent_parts[1].ravel(), atol=1e-6)

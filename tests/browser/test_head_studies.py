@@ -26,6 +26,13 @@ def random_run(app_server, browser_model):
     return RUN
 
 
+def set_examples(page, value: int) -> None:
+    field = page.get_by_label("Examples", exact=True).filter(visible=True).first
+    field.fill(str(value))
+    field.press("Enter")
+    wait_for_app(page)
+
+
 def test_cls_by_token_type_and_head_map_draw(page, app_url, random_run):
     page.goto(f"{app_url}/finetune")
     wait_for_app(page)
@@ -33,8 +40,13 @@ def test_cls_by_token_type_and_head_map_draw(page, app_url, random_run):
     wait_for_app(page)
     page.get_by_role("button", name="[CLS] · 100 SNLI pairs").click()
     wait_for_app(page)
+    set_examples(page, 20)  # two models on a shared machine: keep the pass short
     page.get_by_role("button", name=re.compile(r"^Run over \d+ examples")).filter(visible=True).first.click()
-    page.locator(CHART).first.wait_for(timeout=240_000)
+    try:
+        page.locator(CHART).first.wait_for(timeout=480_000)
+    except Exception:
+        screenshot(page, "head_studies_cls_timeout")
+        raise
     wait_for_app(page)
     assert_no_streamlit_exception(page)
     page.locator(CHART).first.scroll_into_view_if_needed()
@@ -42,8 +54,9 @@ def test_cls_by_token_type_and_head_map_draw(page, app_url, random_run):
 
     page.get_by_role("button", name="Head map · 50 SNLI pairs").click()
     wait_for_app(page)
+    set_examples(page, 20)
     page.get_by_role("button", name=re.compile(r"^Run over \d+ examples")).filter(visible=True).first.click()
-    page.get_by_text("PNG", exact=True).filter(visible=True).first.wait_for(timeout=240_000)
+    page.get_by_text("PNG", exact=True).filter(visible=True).first.wait_for(timeout=480_000)
     wait_for_app(page)
     assert_no_streamlit_exception(page)
     page.locator(CHART).first.scroll_into_view_if_needed()
