@@ -98,8 +98,8 @@ def aspect_frame(results: Sequence[AspectHeads]) -> pd.DataFrame:
         frame = _grid(r.span_score, r.model, "span score")
         frame["uniform baseline"] = r.span_baseline.ravel()
         for i, p in enumerate(ABSENT_PARTS):
-            frame[f"absent: {p}"] = r.absent_parts[i].ravel()
-            frame[f"present: {p}"] = r.present_parts[i].ravel()
+            frame[f"absent to {p}"] = r.absent_parts[i].ravel()
+            frame[f"present to {p}"] = r.present_parts[i].ravel()
         parts.append(frame)
     return pd.concat(parts, ignore_index=True)
 
@@ -112,7 +112,7 @@ def aspect_chart(results: Sequence[AspectHeads]) -> tuple[alt.Chart, pd.DataFram
 
 def absent_chart(results: Sequence[AspectHeads], part: str = "sep") -> tuple[alt.Chart, pd.DataFrame]:
     frame = aspect_frame(results)
-    name = f"absent: {part}"
+    name = f"absent to {part}"
     chart = _side_by_side(frame, name, f"Absent aspect: the aspect word's attention to {PART_TITLES[part]}",
                           scheme="greens")
     return chart, frame

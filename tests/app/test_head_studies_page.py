@@ -108,6 +108,6 @@ def test_aspect_heads_side_by_side(models, data_dir):
     rows = _chart_rows(at, 0)
     for ref, name in ((base, "tiny-base"), (run, "tiny-run")):
         expected = aspect_heads(load_model(ref), semeval_pairs("test", 10))
-        mine = sorted((r["layer"], r["head"], r["span score"], r["absent: sep"]) for r in rows if r["model"] == name)
+        mine = sorted((r["layer"], r["head"], r["span score"], r["absent to sep"]) for r in rows if r["model"] == name)
         assert np.allclose([m[2] for m in mine], expected.span_score.ravel(), atol=1e-6)
         assert np.allclose([m[3] for m in mine], expected.absent_parts[1].ravel(), atol=1e-6)

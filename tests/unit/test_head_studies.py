@@ -159,3 +159,25 @@ def test_layer_closeness_averages_within_and_across_layers():
     same = [d[i, j] for i in range(6) for j in range(6) if i != j and i // 3 == j // 3]
     other = [d[i, j] for i in range(6) for j in range(6) if i // 3 != j // 3]
     assert within == pytest.approx(np.mean(same)) and across == pytest.approx(np.mean(other))
+
+
+def test_every_chart_exports_png_and_svg():
+    from core.charts import chart_png, chart_svg
+    from core.charts import head_studies as charts
+    from core.heads import STAT_NAMES
+
+    rng = np.random.default_rng(6)
+    two = ("bert", "runs/bert-absa")
+    feats = [hf.FeatureAttention(m, rng.random((len(hf.FEATURES), 2, 3)), np.ones(len(hf.FEATURES), int), 4, 0)
+             for m in two]
+    cls = [hf.ClsAttention(m, rng.dirichlet(np.ones(4), size=3).T, 5) for m in two]
+    asp = [ah.AspectHeads(m, rng.random((2, 3)), rng.random((2, 3)), rng.random((4, 2, 3)), rng.random((4, 2, 3)), 3, 9)
+           for m in two]
+    maps = [hc.HeadMap(m, 2, 3, np.zeros((6, 6)), rng.normal(size=(6, 2)), rng.random((len(STAT_NAMES), 2, 3)), 2)
+            for m in two]
+    built = [charts.features_chart(feats, "noun"), charts.cls_chart(cls), charts.aspect_chart(asp),
+             charts.absent_chart(asp, "sep"), charts.head_map_chart(maps)]
+    for chart, frame in built:
+        assert set(frame["model"]) == {"bert", "bert-absa"}
+        assert chart_png(chart)[:4] == b"\x89PNG" and b"<svg" in chart_svg(chart).encode()[:200]
+    assert len(charts.features_table(feats)) == 2 * len(hf.FEATURES) * 6
