@@ -150,6 +150,26 @@ def aspect_part(refs: list[str]) -> None:
     absent, _ = charts.absent_chart(result, "sep")
     st.altair_chart(absent, key=P + "absent_chart")
     export_buttons(chart, frame, "aspect-heads", P + "aspect_export")
+    example_view(refs, pairs, result)
+
+
+def example_view(refs: list[str], pairs, result) -> None:
+    """One pair, one head: the blog's bertviz view as a bar per token (absent aspects: look for [SEP])."""
+    from core.aspect_heads import aspect_row
+
+    st.markdown("**One example**")
+    shown = [i for i, p in enumerate(pairs) if not p.present or p.span_words][:200]
+    row = st.columns([3, 2, 1, 1])
+    index = row[0].selectbox("Pair", shown, key=P + "pair", format_func=lambda i: f"[{pairs[i].label}] "
+                             f"{pairs[i].category}: {' '.join(pairs[i].review_words)[:70]}")
+    which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=lambda i: refs[i])
+    top = result[which].top_heads(1)[0]
+    layers, heads = result[which].span_score.shape
+    layer = int(row[2].number_input("Layer", 0, layers - 1, value=top[0], key=P + "pair_layer"))
+    head = int(row[3].number_input("Head", 0, heads - 1, value=top[1], key=P + "pair_head"))
+    chart, frame = charts.aspect_row_chart(aspect_row(cached_model(refs[which]), pairs[index], layer, head))
+    st.altair_chart(chart, key=P + "pair_chart")
+    export_buttons(chart, frame, f"aspect-example-{index}", P + "pair_export")
 
 
 def map_part(refs: list[str]) -> None:

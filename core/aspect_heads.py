@@ -187,3 +187,36 @@ def aspect_heads(lm: LoadedModel, pairs: Sequence[AspectPair], *, batch_size: in
             n_absent += 1
     return AspectHeads(lm.ref, span_sum / max(n_present, 1), base_sum / max(n_present, 1),
                        absent_sum / max(n_absent, 1), present_sum / max(n_present, 1), n_present, n_absent, split)
+
+
+@dataclass(frozen=True)
+class AspectRow:
+    """One pair's aspect-word attention in one head: tokens [T], weights float64 [T] (the aspect word's token
+    rows averaged, so they sum to 1), kinds [T] in ("[CLS]", "[SEP]", "question", "aspect word", "review",
+    "aspect term")."""
+
+    tokens: tuple[str, ...]
+    weights: np.ndarray
+    kinds: tuple[str, ...]
+    layer: int
+    head: int
+
+
+def aspect_row(lm: LoadedModel, pair: AspectPair, layer: int, head: int) -> AspectRow:
+    """Where the aspect word of one pair looks in one head (the blog's bertviz view, as numbers)."""
+    from core.encoding import encode
+
+    enc = encode(lm, pair.inputs, hidden_states=False)
+    ids = np.asarray(enc.word_ids)
+    n_q = len(pair.question_words)
+    rows = np.flatnonzero(np.isin(ids, list(pair.aspect_words)) & ~enc.special_mask)
+    weights = enc.attentions[layer, head][rows].astype(np.float64).mean(axis=0)
+    kinds = []
+    for t, (i, special) in enumerate(zip(ids, enc.special_mask)):
+        if special:
+            kinds.append("[CLS]" if t == 0 else "[SEP]")
+        elif i < n_q:
+            kinds.append("aspect word" if i in pair.aspect_words else "question")
+        else:
+            kinds.append("aspect term" if i - n_q in pair.span_words else "review")
+    return AspectRow(tuple(enc.tokens), weights, tuple(kinds), layer, head)

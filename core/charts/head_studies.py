@@ -118,6 +118,19 @@ def absent_chart(results: Sequence[AspectHeads], part: str = "sep") -> tuple[alt
     return chart, frame
 
 
+def aspect_row_chart(row) -> tuple[alt.Chart, pd.DataFrame]:
+    """One pair's aspect-word attention in one head (core.aspect_heads.AspectRow), tokens in order."""
+    labels = [f"{i}·{t}" for i, t in enumerate(row.tokens)]
+    frame = pd.DataFrame({"token": labels, "weight": row.weights, "kind": row.kinds})
+    kinds = ["[CLS]", "[SEP]", "question", "aspect word", "review", "aspect term"]
+    chart = alt.Chart(frame, title=f"Layer {row.layer}, head {row.head}: where the aspect word looks").mark_bar().encode(
+        x=alt.X("token:N", sort=labels, axis=alt.Axis(labelAngle=-60)), y=alt.Y("weight:Q"),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=kinds)),
+        tooltip=["token", "kind", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(height=220)
+    return chart, frame
+
+
 # ---- Clark §6 -----------------------------------------------------------------------------------------------
 
 

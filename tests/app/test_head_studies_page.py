@@ -111,3 +111,13 @@ def test_aspect_heads_side_by_side(models, data_dir):
         mine = sorted((r["layer"], r["head"], r["span score"], r["absent to sep"]) for r in rows if r["model"] == name)
         assert np.allclose([m[2] for m in mine], expected.span_score.ravel(), atol=1e-6)
         assert np.allclose([m[3] for m in mine], expected.absent_parts[1].ravel(), atol=1e-6)
+    # the one-example view: the aspect word's row of the chosen head, from the core call
+    from core.aspect_heads import aspect_row
+
+    pairs = semeval_pairs("test", 10)
+    index = at.selectbox(key="studies.pair").value
+    layer, head = at.number_input(key="studies.pair_layer").value, at.number_input(key="studies.pair_head").value
+    expected = aspect_row(load_model(base), pairs[index], layer, head)
+    example = _chart_rows(at, 2)
+    assert np.allclose([r["weight"] for r in example], expected.weights, atol=1e-6)
+    assert [r["kind"] for r in example] == list(expected.kinds)

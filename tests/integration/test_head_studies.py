@@ -172,3 +172,19 @@ def test_studies_report_the_fig7_and_section6_claims(tiny_bert_dir, tmp_path):
         corpora.resolve(str(ud)).items)).distances, 4)
     assert result.measured["mean JS distance between heads"] == {"same layer": pytest.approx(within),
                                                                  "different layers": pytest.approx(across)}
+
+
+def test_aspect_row_is_the_aspect_words_attention_row(tiny):
+    from core.aspect_heads import aspect_row, build_pairs
+
+    rows = [{"text": "the cat sat on the mat .", "aspect_terms": [{"term": "mat", "start": 19, "end": 22}],
+             "aspect_categories": [{"category": "ambience", "polarity": "positive"}]}]
+    absent = next(p for p in build_pairs(rows) if p.category == "food")
+    got = aspect_row(tiny, absent, 1, 2)
+    q = "what do you think of the food of it ?".split()
+    att, tokens, ids, feed = _attention(tiny, q, rows[0]["text"].split(), split=True)
+    seq = feed.sequence_ids(0)
+    aspect = [i for i in range(len(tokens)) if seq[i] == 0 and ids[i] == q.index("food")]
+    np.testing.assert_allclose(got.weights, att[1, 2, aspect].mean(axis=0), rtol=1e-5, atol=1e-7)
+    assert got.kinds[0] == "[CLS]" and got.kinds[-1] == "[SEP]" and "aspect word" in got.kinds
+    assert "aspect term" not in got.kinds  # absent: no span
