@@ -181,3 +181,23 @@ def test_every_chart_exports_png_and_svg():
         assert set(frame["model"]) == {"bert", "bert-absa"}
         assert chart_png(chart)[:4] == b"\x89PNG" and b"<svg" in chart_svg(chart).encode()[:200]
     assert len(charts.features_table(feats)) == 2 * len(hf.FEATURES) * 6
+
+
+def test_absa_qa_task_has_one_question_per_category_and_none_for_absent(data_dir):
+    import gzip
+    import json
+
+    from core.training.tasks import TASK_LABELS, load_task
+
+    path = data_dir / "semeval2014_absa_restaurants" / "restaurants_test.jsonl.gz"
+    rows = [json.loads(line) for line in gzip.open(path, "rt")]
+    named = [{a["category"]: a["polarity"] for a in r["aspect_categories"]} for r in rows]
+    conflict = sum(1 for n in named for p in n.values() if p == "conflict")
+    absent = sum(5 - len(n) for n in named)
+    task = load_task("absa_qa")
+    assert task.labels == TASK_LABELS["absa_qa"] == ("positive", "negative", "neutral", "none")
+    assert len(task.eval) == 5 * len(rows) - conflict
+    assert sum(e.label == "none" for e in task.eval) == absent
+    assert {e.text for e in task.eval} == {f"what do you think of the {c} of it ?"
+                                           for c in ("food", "service", "price", "ambience", "anecdotes")}
+    assert {e.text_b for e in task.eval} == {r["text"] for r in rows}
