@@ -356,8 +356,10 @@ def render_runs() -> None:
             export_buttons(chart, frame, "predictions", key=K + "predict_export")
 
 
-runs_tab, changes_tab = st.tabs(["Runs", "What fine-tuning changes"])
+runs_tab, changes_tab, studies_tab = st.tabs(["Runs", "What fine-tuning changes", "Head studies"])
 with runs_tab:
     render_runs()
 with changes_tab:
     render_changes()
+with studies_tab:
+    __import__("app_pages.head_studies").head_studies.render()

@@ -385,6 +385,20 @@ CLARK_BASELINE = Reference(
 )
 register(CLARK_CLS, CLARK_SEP, CLARK_PUNCT, CLARK_SYNTAX, CLARK_BASELINE)
 
+# Section 6 draws a map (Figure 6) and states: "heads within the same layer are often fairly close to each other";
+# encoded as a claim on the Jensen-Shannon distances behind the map.
+CLARK_HEAD_LAYERS = Reference(
+    key="clark-head-layers", study="clark", measure="heads of one layer are closer than heads of different layers",
+    label="Clark et al. 2019, section 6 / Fig. 6", model="bert-base-uncased", corpus="Wikipedia spans",
+    unit="claim (1 = holds: mean JS distance between heads of the same layer < between heads of different layers)",
+    protocol="clark",
+    source="Clark et al. 2019, section 6 (head_distances.py: Jensen-Shannon divergence summed over tokens; "
+           "sklearn MDS): 'heads within the same layer are often fairly close to each other'",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="Measured only with the study option head_map=N (N inputs); the two mean distances are reported beside it.",
+)
+register(CLARK_HEAD_LAYERS)
+
 
 # =========================================================================================================
 # Kovaleva et al. (2019) — Revealing the Dark Secrets of BERT
@@ -405,6 +419,22 @@ KOVALEVA_LAST_TWO = Reference(
     note="A qualitative claim, not a number; per-layer change (1 - mean cosine) is reported beside it.",
 )
 register(KOVALEVA_LAST_TWO)
+
+# Figure 7 is a bar chart per task with no numbers in the text either; its claim: in the last layer, the
+# fine-tuned model's [CLS] attends to [SEP] more than to [CLS], punctuation or the other tokens together.
+KOVALEVA_CLS_SEP = Reference(
+    key="kovaleva-cls-sep", study="kovaleva", measure="last-layer [CLS] attends most to [SEP] after fine-tuning",
+    label="Kovaleva et al. 2019, Fig. 7", model="bert-base-uncased",
+    corpus="GLUE dev sets (MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI)",
+    unit="claim (1 = holds: [SEP] has the largest mean share of the last layer's [CLS] row, over heads and inputs)",
+    protocol="bertlens",
+    source="Kovaleva et al. 2019, section 4.4 and Figure 7 (last-layer [CLS] attention to [CLS], [SEP], "
+           "punctuation and other tokens); /work/shared/references/003: 'For majority tasks, [SEP] gets attended "
+           "the most'",
+    values={"claim": 1.0}, tolerance=0.0,
+    note="A qualitative claim for most (not all) tasks; the four shares are reported beside it.",
+)
+register(KOVALEVA_CLS_SEP)
 
 
 # =========================================================================================================

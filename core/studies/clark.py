@@ -81,6 +81,19 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         f"({survey.n_truncated} were cut); punctuation = '.' and ',' tokens.",
         "Figure 2's values were read off the image his notebook stored (tolerance 0.05).",
     ]
+    n_map = int(options.extra.get("head_map") or 0)
+    if n_map:
+        # Section 6, opt-in (the distances cost L·H passes over every map): heads of one layer lie close?
+        from core.head_clustering import head_map, layer_closeness
+
+        hm = head_map(lm, inputs[:n_map], should_stop=should_stop)
+        within, across = layer_closeness(hm.distances, hm.n_heads)
+        measured["mean JS distance between heads"] = {"same layer": within, "different layers": across}
+        claim = {"claim": 1.0 if within < across else 0.0}
+        measured["heads of one layer are closer"] = claim
+        comparisons.append(references.compare(references.CLARK_HEAD_LAYERS, claim, lm.ref, PROTOCOL))
+        notes.append(f"Head map (section 6) on {hm.n_examples} inputs: mean Jensen-Shannon distance {within:.3f} "
+                     f"within a layer vs {across:.3f} across layers.")
     if trees:
         syntax = syntax_heads(lm, trees, protocol=PROTOCOL, progress=part(len(inputs)), should_stop=should_stop)
         rows = {name: r for r, name in enumerate(syntax.relations)}
@@ -120,6 +133,7 @@ STUDY = studies.Study(
     cost_gpu="under 30 s for bert-base-uncased (estimated)",
     summary="Per layer, the attention mass on [CLS], [SEP] and on periods/commas (Figure 2, read off his figure), "
             "and per dependency relation the best head's accuracy (both directions, roots as misses, poss rule) "
-            "beside the best fixed offset in -3..+2 (Table 1), on UD EWT as a stand-in for Wikipedia and the PTB.",
+            "beside the best fixed offset in -3..+2 (Table 1), on UD EWT as a stand-in for Wikipedia and the PTB; "
+            "with --set head_map=N, section 6's claim that heads of one layer lie close (JS distances on N inputs).",
     run=run,
 )

@@ -40,6 +40,7 @@ def base_model_of(ref: str) -> str | None:
 
 def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studies.StudyResult:
     from core import corpus as corpora
+    from core.head_features import TOKEN_TYPES, cls_attention
     from core.heads import attention_change, change_ranks, last_layers_change_most, layer_change
     from core.models import load_model
 
@@ -57,6 +58,11 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
     holds = last_layers_change_most(change.cosine, 2)
     claim = {"claim": 1.0 if holds else 0.0}
     comparison = references.compare(references.KOVALEVA_LAST_TWO, claim, lm_a.ref, PROTOCOL)
+    # Fig. 7 on the fine-tuned model: the last layer's [CLS] row by token type, over the same inputs.
+    cls = cls_attention(lm_b, inputs, should_stop=should_stop)
+    shares = {t: float(cls.shares[k].mean()) for k, t in enumerate(TOKEN_TYPES)}
+    sep_claim = {"claim": 1.0 if max(shares, key=shares.get) == "sep" else 0.0}
+    cls_comparison = references.compare(references.KOVALEVA_CLS_SEP, sep_claim, lm_a.ref, PROTOCOL)
     most = sorted(ranks, key=ranks.get)[:2]
     unchanged = float(max(moved.values())) < 1e-6
     notes = (
@@ -68,23 +74,28 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         + ("holds." if holds else "does not hold."),
         "The paper averaged over the dev set of the task each model was fine-tuned on: use the run's own task "
         "as the corpus (mrpc for an MRPC run, snli for an SNLI run).",
+        f"Figure 7 on {lm_b.ref}: the last layer's [CLS] row puts " + ", ".join(f"{v:.2f} on {t}" for t, v in
+        shares.items()) + " (mean over heads and inputs).",
     )
     return studies.StudyResult(
-        study="kovaleva", model=lm_a.ref, corpus=spec, protocol=PROTOCOL, comparisons=(comparison,),
+        study="kovaleva", model=lm_a.ref, corpus=spec, protocol=PROTOCOL, comparisons=(comparison, cls_comparison),
         measured={"mean cosine per layer (pretrained vs fine-tuned)": cosine, "change per layer (1 - cosine)": moved,
-                  "change rank (1 = changed most)": ranks, "last two layers change most": claim},
+                  "change rank (1 = changed most)": ranks, "last two layers change most": claim,
+                  "fine-tuned last-layer [CLS] row by token type (mean over heads)": shares,
+                  "last-layer [CLS] attends most to [SEP]": sep_claim},
         notes=notes,
     )
 
 
 STUDY = studies.Study(
-    name="kovaleva", title="Kovaleva et al. (2019), Revealing the Dark Secrets of BERT (section 4.3, Figure 5)",
+    name="kovaleva", title="Kovaleva et al. (2019), Revealing the Dark Secrets of BERT (section 4.3, Figures 5 and 7)",
     model=PAPER_MODEL + " and its fine-tuned copies", data="GLUE dev sets (MRPC, STS-B, SST-2, QQP, RTE, QNLI, MNLI)",
     stand_in=None, default_corpus=DEFAULT_CORPUS, protocol=PROTOCOL,
     cost_cpu="MiniLM-L6 vs a copy: 76 s measured (two passes over 408 MRPC dev pairs, 2 shared cores); "
              "bert-base-uncased: about 8 min (estimated, ~8x the MiniLM's compute)",
     cost_gpu="under 40 s for bert-base-uncased (estimated)",
     summary="Checks the claim that fine-tuning changes the last two layers' attention most: per-layer mean cosine "
-            "between the pretrained and a fine-tuned model's maps (needs a fine-tuned run: --set finetuned=RUN).",
+            "between the pretrained and a fine-tuned model's maps (needs a fine-tuned run: --set finetuned=RUN); and "
+            "Figure 7's claim that the fine-tuned model's last-layer [CLS] attends most to [SEP].",
     run=run,
 )

@@ -9,6 +9,9 @@ Built-in tasks (labels in a fixed order, which is the classifier's class order):
     drugs-rating3  the same rating in three buckets "1-4", "5-6", "7-10" (the slides' printed head has 3 outputs)
     absa   SemEval-14 restaurants (aspect category, sentence) -> positive, negative, neutral; eval on test
            ("conflict", 5 % of the aspects, is dropped, as most BERT-pair setups report three-way results)
+    absa_qa  the same reviews as Sun et al. 2019's QA-M (the fine-tuned-attention blog's task): one question per
+           aspect category for every review, -> positive, negative, neutral, or none when the review does not
+           talk about it (core.aspect_heads builds the pairs); eval on test
 A user file is a CSV, TSV or JSON Lines file (optionally .gz) with columns `text`, `label` and optionally
 `text_b`; a `split` column with values train / test (or dev, validation) chooses the eval rows, otherwise a
 seeded 20 % hold-out is used.
@@ -31,7 +34,7 @@ from pathlib import Path
 from core import datasets as local_data
 from core.datasets import DataUnavailable, Example
 
-BUILTIN_TASKS = ("snli", "mrpc", "drugs", "drugs-rating", "drugs-rating3", "absa")
+BUILTIN_TASKS = ("snli", "mrpc", "drugs", "drugs-rating", "drugs-rating3", "absa", "absa_qa")
 # Druglib's overall rating (1-10) cut into buckets: (first, last) rating per label, inclusive.
 RATING_BUCKETS = {
     "drugs-rating": {"1-2": (1, 2), "3-4": (3, 4), "5-6": (5, 6), "7-8": (7, 8), "9-10": (9, 10)},
@@ -58,6 +61,7 @@ TASK_LABELS = {
     "drugs-rating": tuple(RATING_BUCKETS["drugs-rating"]),
     "drugs-rating3": tuple(RATING_BUCKETS["drugs-rating3"]),
     "absa": ("positive", "negative", "neutral"),
+    "absa_qa": ("positive", "negative", "neutral", "none"),
 }
 TASK_TITLES = {
     "snli": "SNLI: does the premise entail the hypothesis? (3 classes)",
@@ -66,9 +70,10 @@ TASK_TITLES = {
     "drugs-rating": "Drug reviews: review text -> rating in 5 buckets (Druglib; closest to the slides' satisfaction)",
     "drugs-rating3": "Drug reviews: review text -> rating in 3 buckets 1-4 / 5-6 / 7-10 (Druglib)",
     "absa": "Aspect sentiment: (aspect, restaurant review) -> polarity (SemEval-14)",
+    "absa_qa": "Aspect questions (Sun et al. QA-M): (question about an aspect, review) -> polarity or none",
 }
 EVAL_SPLIT = {"snli": "dev", "mrpc": "validation", "drugs": "test", "drugs-rating": "test", "drugs-rating3": "test",
-              "absa": "test"}
+              "absa": "test", "absa_qa": "test"}
 USER_FILE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".ndjson")
 HOLDOUT_FRACTION = 0.2
 EVAL_SPLIT_NAMES = {"test", "dev", "validation", "eval"}
@@ -162,6 +167,8 @@ def _builtin(task: str, source: str, eval_split: str | None = None) -> tuple[lis
         if task.startswith("drugs"):
             label = "effectiveness" if task == "drugs" else task
             return drug_reviews("train", label=label), drug_reviews("test", label=label)
+        if task == "absa_qa":
+            return absa_questions("train"), absa_questions("test")
         return absa_restaurants("train"), absa_restaurants("test")
     except DataUnavailable as err:
         raise TaskError(
@@ -217,6 +224,13 @@ def absa_restaurants(split: str, limit: int | None = None, seed: int = 0) -> lis
         if a["polarity"] in TASK_LABELS["absa"]
     ]
     return local_data.seeded_subset(examples, limit, seed)
+
+
+def absa_questions(split: str) -> list[Example]:
+    """SemEval-14 restaurants as Sun et al.'s QA-M pairs (question, review) -> polarity or "none"."""
+    from core.aspect_heads import semeval_pairs
+
+    return [Example(" ".join(p.question_words), p.review, p.label) for p in semeval_pairs(split)]
 
 
 # ---- user files -------------------------------------------------------------------------------------

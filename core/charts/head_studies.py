@@ -1,0 +1,157 @@
+"""Charts of the head studies (core.head_features, core.aspect_heads, core.head_clustering): one or more models
+side by side, each chart built from a tidy frame that the function next to it derives from the results."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from core.head_clustering import HeadMap
+from core.head_features import FEATURE_TITLES, TOKEN_TYPES, ClsAttention, FeatureAttention
+from core.aspect_heads import ABSENT_PARTS, AspectHeads
+
+TYPE_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation", "other": "other tokens"}
+PART_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "question": "question words", "review": "review words"}
+
+
+def short(model: str) -> str:
+    return model.rstrip("/").split("/")[-1]
+
+
+def _grid(values: np.ndarray, model: str, name: str) -> pd.DataFrame:
+    layers, heads = values.shape
+    return pd.DataFrame({"model": short(model), "layer": np.repeat(np.arange(layers), heads),
+                         "head": np.tile(np.arange(heads), layers), name: values.ravel()})
+
+
+def _side_by_side(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis") -> alt.Chart:
+    """One layer x head heatmap per model, one colour scale for all (so the models compare by colour)."""
+    return alt.Chart(frame).mark_rect().encode(
+        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)), y=alt.Y("layer:O"),
+        color=alt.Color(f"{name}:Q", scale=alt.Scale(scheme=scheme), title=name),
+        tooltip=["model", "layer", "head", alt.Tooltip(f"{name}:Q", format=".4f")],
+    ).properties(width=alt.Step(22), height=alt.Step(18)).facet(
+        column=alt.Column("model:N", title=None, sort=list(dict.fromkeys(frame["model"]))), title=title)
+
+
+# ---- Kovaleva Fig. 6 ----------------------------------------------------------------------------------------
+
+
+def features_frame(results: Sequence[FeatureAttention], feature: str) -> pd.DataFrame:
+    return pd.concat([_grid(r.feature(feature), r.model, "score") for r in results], ignore_index=True)
+
+
+def features_chart(results: Sequence[FeatureAttention], feature: str) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = features_frame(results, feature)
+    return _side_by_side(frame, "score", f"Attention to {FEATURE_TITLES[feature]}, per head (Kovaleva Fig. 6)"), frame
+
+
+def features_table(results: Sequence[FeatureAttention]) -> pd.DataFrame:
+    """Every feature of every model: model, feature, layer, head, score."""
+    from core.head_features import FEATURES
+
+    parts = []
+    for f in FEATURES:
+        frame = features_frame(results, f)
+        frame.insert(1, "feature", f)
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True)
+
+
+# ---- Kovaleva Fig. 7 ----------------------------------------------------------------------------------------
+
+
+def cls_frame(results: Sequence[ClsAttention]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for k, t in enumerate(TOKEN_TYPES):
+            for h, v in enumerate(r.shares[k]):
+                rows.append({"model": short(r.model), "head": h, "token type": TYPE_TITLES[t], "share": float(v)})
+    return pd.DataFrame(rows)
+
+
+def cls_chart(results: Sequence[ClsAttention]) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = cls_frame(results)
+    order = [TYPE_TITLES[t] for t in TOKEN_TYPES]
+    chart = alt.Chart(frame).mark_bar().encode(
+        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("share:Q", stack="normalize", title="share of the [CLS] row"),
+        color=alt.Color("token type:N", sort=order, scale=alt.Scale(domain=order)),
+        order=alt.Order("order:Q"),
+        tooltip=["model", "head", "token type", alt.Tooltip("share:Q", format=".3f")],
+    ).transform_calculate(order=f"indexof({order!r}, datum['token type'])").properties(width=alt.Step(22), height=220)
+    chart = chart.facet(column=alt.Column("model:N", title=None, sort=list(dict.fromkeys(frame["model"]))),
+                        title="Last layer: where [CLS] attends, by token type (Kovaleva Fig. 7)")
+    return chart, frame
+
+
+# ---- aspect heads -------------------------------------------------------------------------------------------
+
+
+def aspect_frame(results: Sequence[AspectHeads]) -> pd.DataFrame:
+    """model, layer, head, span score, uniform baseline, and each absent / present part."""
+    parts = []
+    for r in results:
+        frame = _grid(r.span_score, r.model, "span score")
+        frame["uniform baseline"] = r.span_baseline.ravel()
+        for i, p in enumerate(ABSENT_PARTS):
+            frame[f"absent to {p}"] = r.absent_parts[i].ravel()
+            frame[f"present to {p}"] = r.present_parts[i].ravel()
+        parts.append(frame)
+    return pd.concat(parts, ignore_index=True)
+
+
+def aspect_chart(results: Sequence[AspectHeads]) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = aspect_frame(results)
+    chart = _side_by_side(frame, "span score", "Aspect word in the question → its aspect term in the review")
+    return chart, frame
+
+
+def absent_chart(results: Sequence[AspectHeads], part: str = "sep") -> tuple[alt.Chart, pd.DataFrame]:
+    frame = aspect_frame(results)
+    name = f"absent to {part}"
+    chart = _side_by_side(frame, name, f"Absent aspect: the aspect word's attention to {PART_TITLES[part]}",
+                          scheme="greens")
+    return chart, frame
+
+
+def aspect_row_chart(row) -> tuple[alt.Chart, pd.DataFrame]:
+    """One pair's aspect-word attention in one head (core.aspect_heads.AspectRow), tokens in order."""
+    labels = [f"{i}·{t}" for i, t in enumerate(row.tokens)]
+    frame = pd.DataFrame({"token": labels, "weight": row.weights, "kind": row.kinds})
+    kinds = ["[CLS]", "[SEP]", "question", "aspect word", "review", "aspect term"]
+    chart = alt.Chart(frame, title=f"Layer {row.layer}, head {row.head}: where the aspect word looks").mark_bar().encode(
+        x=alt.X("token:N", sort=labels, axis=alt.Axis(labelAngle=-60)), y=alt.Y("weight:Q"),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=kinds)),
+        tooltip=["token", "kind", alt.Tooltip("weight:Q", format=".3f")],
+    ).properties(height=220)
+    return chart, frame
+
+
+# ---- Clark §6 -----------------------------------------------------------------------------------------------
+
+
+def head_map_frame(results: Sequence[HeadMap]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        for i, (name, value) in enumerate(r.top_statistic()):
+            rows.append({"model": short(r.model), "layer": i // r.n_heads, "head": i % r.n_heads,
+                         "x": float(r.points[i, 0]), "y": float(r.points[i, 1]),
+                         "top statistic": name, "value": value})
+    return pd.DataFrame(rows)
+
+
+def head_map_chart(results: Sequence[HeadMap]) -> tuple[alt.Chart, pd.DataFrame]:
+    frame = head_map_frame(results)
+    chart = alt.Chart(frame).mark_circle(size=60, opacity=0.85).encode(
+        x=alt.X("x:Q", axis=None), y=alt.Y("y:Q", axis=None),
+        color=alt.Color("layer:O", scale=alt.Scale(scheme="redblue")),
+        tooltip=["model", "layer", "head", "top statistic", alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=300, height=300).facet(
+        column=alt.Column("model:N", title=None, sort=list(dict.fromkeys(frame["model"]))),
+        title="Heads embedded by Jensen–Shannon distance (Clark §6 MDS), coloured by layer",
+    ).resolve_scale(x="independent", y="independent")
+    return chart, frame

@@ -1,0 +1,125 @@
+"""`head-features`, `cls-attention`, `aspect-heads`, `head-map`: the "Head studies" section's twins. Each takes
+--model once or more (e.g. a pretrained model and a fine-tuned run); --json prints the result's to_json(), or a
+list of them, one per model, when several are given."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+
+from core import corpus as corpora
+from core.commands import stderr_progress
+
+
+def _common(p, corpus_default: str | None) -> None:
+    p.add_argument("--model", action="append", default=None,
+                   help="hub id, local folder or run name; repeat to compare (default: BERTLENS_MODEL)")
+    if corpus_default:
+        p.add_argument("--corpus", default=corpus_default, help=corpora.CLI_HELP + f"; default {corpus_default}")
+        p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("head-features", help="Kovaleva Fig. 6: attention to nouns, verbs, pronouns, subjects, "
+                                                    "objects, negation, [CLS], [SEP] per head on a treebank")
+    _common(p, "ud:dev:200")
+    p.set_defaults(func=run_features)
+    p = subparsers.add_parser("cls-attention", help="Kovaleva Fig. 7: last-layer [CLS] attention by token type per head")
+    _common(p, "snli:dev:200")
+    p.set_defaults(func=run_cls)
+    p = subparsers.add_parser("aspect-heads", help="aspect word -> aspect term attention per head on SemEval-14 "
+                                                   "QA-M pairs, and where absent aspects attend")
+    _common(p, None)
+    p.add_argument("--split", choices=("train", "test"), default="test")
+    p.add_argument("--limit", type=int, default=500, help="the first N reviews' pairs (default 500; 0 = all)")
+    p.set_defaults(func=run_aspects)
+    p = subparsers.add_parser("head-map", help="Clark §6: heads embedded in 2-D by Jensen-Shannon distance (MDS)")
+    _common(p, "snli:dev:100")
+    p.set_defaults(func=run_head_map)
+
+
+def _models(args) -> list:
+    from core.models import load_model
+
+    return [load_model(ref) for ref in (args.model or [None])]
+
+
+def _emit(args, results, table) -> int:
+    if args.json:
+        out = [r.to_json() for r in results]
+        print(json.dumps(out[0] if len(out) == 1 else out))
+    else:
+        for r in results:
+            table(r)
+    return 0
+
+
+def _grid_print(title: str, values: np.ndarray) -> None:
+    print(title)
+    for layer, row in enumerate(values):
+        print(f"L{layer}\t" + " ".join("  -  " if np.isnan(v) else f"{v:.3f}" for v in row))
+
+
+def run_features(args) -> int:
+    from core.head_features import FEATURE_TITLES, FEATURES, feature_attention
+
+    trees = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
+    results = [replace(feature_attention(lm, trees, batch_size=args.batch_size, progress=stderr_progress(args)),
+                       corpus=args.corpus) for lm in _models(args)]
+
+    def table(r):
+        print(f"{r.model} on {args.corpus}: {r.n_sentences} sentences ({r.n_skipped} too long)")
+        for f in FEATURES:
+            _grid_print(f"{FEATURE_TITLES[f]} ({r.counts[FEATURES.index(f)]} sentences)", r.feature(f))
+    return _emit(args, results, table)
+
+
+def run_cls(args) -> int:
+    from core.head_features import TOKEN_TYPES, cls_attention
+
+    inputs = corpora.resolve(args.corpus, args.seed).inputs
+    results = [replace(cls_attention(lm, inputs, batch_size=args.batch_size, progress=stderr_progress(args)),
+                       corpus=args.corpus) for lm in _models(args)]
+
+    def table(r):
+        print(f"{r.model} on {args.corpus}: {r.n_examples} inputs; last layer, [CLS] row")
+        print("head\t" + "\t".join(TOKEN_TYPES))
+        for h in range(r.shares.shape[1]):
+            print(f"{h}\t" + "\t".join(f"{r.shares[k, h]:.3f}" for k in range(len(TOKEN_TYPES))))
+    return _emit(args, results, table)
+
+
+def run_aspects(args) -> int:
+    from core.aspect_heads import aspect_heads, semeval_pairs
+
+    pairs = semeval_pairs(args.split, args.limit or None)
+    results = [aspect_heads(lm, pairs, batch_size=args.batch_size, split=args.split, progress=stderr_progress(args))
+               for lm in _models(args)]
+
+    def table(r):
+        print(f"{r.model} on SemEval-14 {args.split}: {r.n_present} scored present aspects, {r.n_absent} absent")
+        print("top aspect heads (layer-head from 0, as bertviz and the blog): "
+              + ", ".join(f"{l}-{h} {s:.3f}" for l, h, s in r.top_heads()))
+        _grid_print("aspect word -> term span", r.span_score)
+        _grid_print("absent aspect: aspect word -> [SEP]", r.absent_parts[1])
+    return _emit(args, results, table)
+
+
+def run_head_map(args) -> int:
+    from core.head_clustering import head_map
+
+    inputs = corpora.resolve(args.corpus, args.seed).inputs
+    results = [replace(head_map(lm, inputs, batch_size=args.batch_size, seed=args.seed, progress=stderr_progress(args)),
+                       corpus=args.corpus) for lm in _models(args)]
+
+    def table(r):
+        print(f"{r.model} on {args.corpus}: {r.n_examples} inputs")
+        print("layer\thead\tx\ty\ttop statistic")
+        for row in r.to_json()["heads"]:
+            print(f"{row['layer']}\t{row['head']}\t{row['x']:.3f}\t{row['y']:.3f}\t{row['top_statistic']} {row['top_value']:.3f}")
+    return _emit(args, results, table)

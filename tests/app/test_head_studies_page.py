@@ -1,0 +1,123 @@
+"""AppTest of the "Head studies" tab (render() in a small script): a tiny pretrained model and a tiny "run" side
+by side; each study started by its button in a worker thread; the charts hold the core functions' numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import jobs, settings
+from core.corpus import builtin
+from core.models import load_model
+from tests.app.conftest import _chart_rows
+from tests.conftest import make_tiny_bert
+
+
+def script():
+    from app_pages.head_studies import render
+
+    render()
+
+
+@pytest.fixture
+def models(tmp_path):
+    base = make_tiny_bert(tmp_path / "tiny-base", seed=0)
+    make_tiny_bert(settings.runs_dir() / "tiny-run", seed=1)
+    return str(base), "tiny-run"
+
+
+def open_app(base: str, part: str) -> AppTest:
+    at = AppTest.from_function(script, default_timeout=180)
+    at.session_state["model"] = base
+    at.session_state["studies.part"] = part
+    at.session_state["studies.source"] = "Built-in sentences"
+    return at.run()
+
+
+def finish(at: AppTest, key: str) -> AppTest:
+    record = jobs.wait(at.session_state[f"studies.{key}.jobstate"]["last_id"], timeout=240)
+    assert record.state == "done", record.error
+    return at.run()
+
+
+def test_cls_by_token_type_side_by_side(models):
+    from core.head_features import TOKEN_TYPES, cls_attention
+    from core.charts.head_studies import TYPE_TITLES
+
+    base, run = models
+    at = open_app(base, "[CLS] by token type")
+    assert not at.exception
+    assert at.selectbox(key="studies.other").value == run
+    at.button(key="studies.cls.run").click().run()
+    at = finish(at, "cls")
+    assert not at.exception
+    rows = _chart_rows(at, 0)
+    inputs = builtin().inputs
+    for ref, name in ((base, "tiny-base"), (run, "tiny-run")):
+        expected = cls_attention(load_model(ref), inputs)
+        for k, t in enumerate(TOKEN_TYPES):
+            got = sorted((r["head"], r["share"]) for r in rows if r["model"] == name and r["token type"] == TYPE_TITLES[t])
+            assert np.allclose([v for _, v in got], expected.shares[k], atol=1e-6)
+    assert len(at.get("download_button")) == 3
+
+
+def test_head_map_hover_holds_top_statistic(models):
+    from core.head_clustering import head_map
+
+    base, _ = models
+    at = open_app(base, "Head map")
+    at.selectbox(key="studies.other").set_value("(none)").run()
+    at.button(key="studies.map.run").click().run()
+    at = finish(at, "map")
+    assert not at.exception
+    rows = _chart_rows(at, 0)
+    expected = head_map(load_model(base), builtin().inputs)
+    assert len(rows) == 8
+    for r in rows:
+        name, value = expected.top_statistic()[r["layer"] * 4 + r["head"]]
+        assert r["top statistic"] == name and r["value"] == pytest.approx(value, abs=1e-6)
+
+
+def test_linguistic_features_on_ud(models, data_dir):
+    from core.corpus import require_trees, resolve
+    from core.head_features import feature_attention
+
+    base, _ = models
+    at = open_app(base, "Linguistic features")
+    at.number_input(key="studies.tb_limit").set_value(20).run()
+    at.button(key="studies.features.run").click().run()
+    at = finish(at, "features")
+    assert not at.exception
+    at.selectbox(key="studies.feature").set_value("verb").run()
+    rows = [r for r in _chart_rows(at, 0) if r["model"] == "tiny-base"]
+    expected = feature_attention(load_model(base), require_trees(resolve("ud:dev:20"))).feature("verb")
+    got = np.array([r["score"] for r in sorted(rows, key=lambda r: (r["layer"], r["head"]))]).reshape(expected.shape)
+    assert np.allclose(got, expected, atol=1e-6)
+
+
+def test_aspect_heads_side_by_side(models, data_dir):
+    from core.aspect_heads import aspect_heads, semeval_pairs
+
+    base, run = models
+    at = open_app(base, "Aspect heads")
+    at.number_input(key="studies.reviews").set_value(10).run()
+    at.button(key="studies.aspects.run").click().run()
+    at = finish(at, "aspects")
+    assert not at.exception
+    rows = _chart_rows(at, 0)
+    for ref, name in ((base, "tiny-base"), (run, "tiny-run")):
+        expected = aspect_heads(load_model(ref), semeval_pairs("test", 10))
+        mine = sorted((r["layer"], r["head"], r["span score"], r["absent to sep"]) for r in rows if r["model"] == name)
+        assert np.allclose([m[2] for m in mine], expected.span_score.ravel(), atol=1e-6)
+        assert np.allclose([m[3] for m in mine], expected.absent_parts[1].ravel(), atol=1e-6)
+    # the one-example view: the aspect word's row of the chosen head, from the core call
+    from core.aspect_heads import aspect_row
+
+    pairs = semeval_pairs("test", 10)
+    index = at.selectbox(key="studies.pair").value
+    layer, head = at.number_input(key="studies.pair_layer").value, at.number_input(key="studies.pair_head").value
+    expected = aspect_row(load_model(base), pairs[index], layer, head)
+    example = _chart_rows(at, 2)
+    assert np.allclose([r["weight"] for r in example], expected.weights, atol=1e-6)
+    assert [r["kind"] for r in example] == list(expected.kinds)

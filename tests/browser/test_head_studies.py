@@ -1,0 +1,63 @@
+"""The "Head studies" tab of the fine-tuning page in a real browser: MiniLM beside a random-initialised copy saved
+as a run, the [CLS]-by-token-type study on 100 SNLI pairs from its example button, then the head map."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+
+CHART = '[data-testid="stVegaLiteChart"]:visible'
+RUN = "minilm-random-copy"
+
+
+@pytest.fixture(scope="module")
+def random_run(app_server, browser_model):
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    folder = app_server.log.parent / "runs" / RUN
+    if not (folder / "config.json").exists():
+        torch.manual_seed(0)
+        AutoModel.from_config(AutoConfig.from_pretrained(browser_model)).save_pretrained(folder, safe_serialization=True)
+        AutoTokenizer.from_pretrained(browser_model).save_pretrained(folder)
+    return RUN
+
+
+def set_examples(page, value: int) -> None:
+    field = page.get_by_label("Examples", exact=True).filter(visible=True).first
+    field.fill(str(value))
+    field.press("Enter")
+    wait_for_app(page)
+
+
+def test_cls_by_token_type_and_head_map_draw(page, app_url, random_run):
+    page.goto(f"{app_url}/finetune")
+    wait_for_app(page)
+    page.get_by_role("tab", name=re.compile("Head studies")).first.click()
+    wait_for_app(page)
+    page.get_by_role("button", name="[CLS] · 100 SNLI pairs").click()
+    wait_for_app(page)
+    set_examples(page, 20)  # two models on a shared machine: keep the pass short
+    page.get_by_role("button", name=re.compile(r"^Run over \d+ examples")).filter(visible=True).first.click()
+    try:
+        page.locator(CHART).first.wait_for(timeout=480_000)
+    except Exception:
+        screenshot(page, "head_studies_cls_timeout")
+        raise
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    page.locator(CHART).first.scroll_into_view_if_needed()
+    screenshot(page, "head_studies_cls")
+
+    page.get_by_role("button", name="Head map · 50 SNLI pairs").click()
+    wait_for_app(page)
+    set_examples(page, 20)
+    page.get_by_role("button", name=re.compile(r"^Run over \d+ examples")).filter(visible=True).first.click()
+    page.get_by_text("PNG", exact=True).filter(visible=True).first.wait_for(timeout=480_000)
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    page.locator(CHART).first.scroll_into_view_if_needed()
+    screenshot(page, "head_studies_map")
