@@ -6,6 +6,7 @@ when the user moves between pages. The URL carries them too (?model=…&a=…&b=
 
 import streamlit as st
 
+from app_pages import url_state
 from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
 from core.models import available_models, pick_device
@@ -71,4 +72,8 @@ restore_from_url()
 page = st.navigation(PAGES)
 sidebar()
 sync_url()
-page.run()
+url_state.restore(page.url_path)
+try:
+    page.run()
+finally:  # also after st.stop(): the URL keeps the settings on screen
+    url_state.sync(page.url_path)

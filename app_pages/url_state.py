@@ -1,0 +1,69 @@
+"""The URL is the view: each page's settings go into the query string and come back from it (core/views.py).
+
+app.py calls restore(page) before the page runs and sync(page) after it, so a page needs no code of its own:
+a new page only adds its params to core.views.VIEWS. Streamlit has already put a changed widget's value into
+st.session_state when the rerun starts, so writing the URL before or after the page both see the same values.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
+from core import views
+
+_LAST = "_url_state.last"  # {page: the query (as sorted items) this session last wrote or applied}
+_NOTICES = "_url_state.notices"
+
+
+def _page_query(page: str) -> dict[str, str]:
+    return {k: st.query_params[k] for k in st.query_params if k not in views.SHARED}
+
+
+def apply(page: str, query: dict[str, str]) -> tuple[str, ...]:
+    """Put a view's params into session state (shared model/a/b included); the notices of what was ignored."""
+    shared = {MODEL_KEY: query.get("model"), SENTENCE_A_KEY: query.get("a"), SENTENCE_B_KEY: query.get("b")}
+    for key, value in shared.items():
+        if value is not None:
+            st.session_state[key] = value
+    restored = views.parse(page, {k: v for k, v in query.items() if k not in views.SHARED})
+    for key, value in restored.values.items():
+        st.session_state[key] = value
+    return restored.notices
+
+
+def restore(page: str) -> None:
+    """Apply the URL's settings when they are new to this session (a pasted link, a lesson step); show notices."""
+    page = page.strip("/")
+    if page not in views.VIEWS:
+        return
+    query = _page_query(page)
+    signature = tuple(sorted(query.items()))
+    last = st.session_state.setdefault(_LAST, {})
+    if query and last.get(page) != signature:
+        st.session_state[_NOTICES] = apply(page, query)
+    last[page] = signature
+    notices = st.session_state.pop(_NOTICES, ())
+    if notices:
+        st.caption("Some settings in the link were ignored: " + " ".join(notices))
+
+
+def current_params(page: str) -> dict[str, str]:
+    """The view on screen as URL params: model, sentences and the page's own settings."""
+    params = {name: str(st.session_state.get(key) or "") for name, key in views.SHARED.items()}
+    params = {k: v for k, v in params.items() if v}
+    return params | views.encode(page.strip("/"), st.session_state)
+
+
+def sync(page: str) -> None:
+    """Write the page's settings into the URL (dropping other pages' params); remember what was written."""
+    page = page.strip("/")
+    if page not in views.VIEWS:
+        return
+    wanted = views.encode(page, st.session_state)
+    for name in [k for k in st.query_params if k not in views.SHARED and k not in wanted]:
+        del st.query_params[name]
+    for name, value in wanted.items():
+        if st.query_params.get(name) != value:
+            st.query_params[name] = value
+    st.session_state.setdefault(_LAST, {})[page] = tuple(sorted(wanted.items()))
