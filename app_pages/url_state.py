@@ -21,7 +21,13 @@ def _page_query(page: str) -> dict[str, str]:
 
 
 def apply(page: str, query: dict[str, str]) -> tuple[str, ...]:
-    """Put a view's params into session state (shared model/a/b included); the notices of what was ignored."""
+    """Put a view's params into session state (shared model/a/b included); the notices of what was ignored.
+
+    The page's settings missing from the query go back to the page's own defaults (their keys are dropped), so
+    a link or a lesson step shows its view, not a mix with what was on screen before.
+    """
+    for param in views.VIEWS.get(page.strip("/"), ()):
+        st.session_state.pop(param.key, None)
     shared = {MODEL_KEY: query.get("model"), SENTENCE_A_KEY: query.get("a"), SENTENCE_B_KEY: query.get("b")}
     for key, value in shared.items():
         if value is not None:

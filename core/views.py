@@ -114,11 +114,11 @@ VIEWS: dict[str, tuple[Param, ...]] = {
         Param("heads", "masked.heads", **_HEADS),
     ),
     "pca": (
-        Param("extra", "pca.extra", "str"),
+        Param("extra", "pca.extra", "str", ""),
         Param("protocol", "pca.protocol", "bool"),
-        Param("method", "pca.method", "str"),
-        Param("colour", "pca.colour", "str"),
-        Param("background", "pca.background", "str"),
+        Param("method", "pca.method", "str", None, ("joint", "per-layer", "tsne")),
+        Param("colour", "pca.colour", "str", None, ("sentence", "segment", "word")),
+        Param("background", "pca.background", "str", None, ("none", "builtin", "snli")),
         Param("hide_special", "pca.hide_special", "bool"),
         Param("hide_punct", "pca.hide_punct", "bool"),
         Param("labels", "pca.labels", "bool", True),
@@ -177,7 +177,22 @@ VIEWS: dict[str, tuple[Param, ...]] = {
     "reproduce": (
         Param("study", "reproduce.study", "str"),
     ),
+    "lessons": (),
+    "present": (
+        Param("lesson", "present.lesson", "str"),
+        Param("step", "present.step", "int", low=1, high=10_000),
+    ),
 }
+# Pages about lessons themselves: not views a lesson step can show.
+LESSON_PAGES = ("lessons", "present")
+# Page files that do not follow the app_pages/<url_path>.py convention.
+FILES = {"": "app_pages/home.py"}
+
+
+def page_file(page: str) -> str:
+    """The script of a page, relative to the repository root (presenter mode runs it inside its slide)."""
+    page = page.strip("/")
+    return FILES.get(page, f"app_pages/{page}.py")
 
 
 @dataclass(frozen=True)
