@@ -11,7 +11,9 @@ from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
 from core.models import available_models, pick_device
 
-st.set_page_config(page_title="BERT Lens", page_icon=":material/visibility:", layout="wide")
+# A local file, not ":material/…": Streamlit turns a material page icon into a favicon fetched from
+# fonts.gstatic.com on every page load (issue 20, point 7); the file is served by the app itself.
+st.set_page_config(page_title="BERT Lens", page_icon="app_pages/assets/icon.png", layout="wide")
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
