@@ -8,7 +8,6 @@ import runpy
 from pathlib import Path
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from app_pages import presenter
 from app_pages.common import cached_encoding, cached_model
@@ -75,7 +74,7 @@ nav[2].button("Next", key=P + "next", on_click=presenter.go, args=(1,), disabled
 
 # Arrow keys (and a clicker's PageUp/PageDown) press the buttons above; the handler lives in the app's own
 # document, replaced on every run, and ignores keys typed into a text box.
-components.html(
+st.iframe(
     """<script>
     window.parent.eval(`
       if (window.__lensKeys) document.removeEventListener('keydown', window.__lensKeys);
@@ -91,7 +90,7 @@ components.html(
       document.addEventListener('keydown', window.__lensKeys);
     `);
     </script>""",
-    height=0,
+    height=1,  # the smallest Streamlit allows; the frame only carries the key handler
 )
 
 if index == 0 and missing:
