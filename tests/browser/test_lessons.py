@@ -34,6 +34,18 @@ def test_no_page_calls_a_host_other_than_localhost(page, app_url):
     assert icon and not _outside(page.evaluate("(h) => new URL(h, document.baseURI).href", icon)), icon
 
 
+def wait_for_slide(page) -> None:
+    """wait_for_app without waiting for the sidebar to show: presenter mode hides it."""
+    page.wait_for_selector('[data-testid="stSidebar"]', state="attached")
+    page.wait_for_timeout(500)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\\"stStatusWidget\\"]')"
+        " && !document.querySelector('[data-stale=\\"true\\"]')",
+        timeout=180_000,
+    )
+    page.wait_for_timeout(300)
+
+
 def _step_text(index: int, n: int) -> str:
     return f"step {index + 1} of {n}"
 
@@ -42,13 +54,13 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
     lesson = lessons.builtin()["bert-in-ten-views"]
     n = len(lesson.steps)
     page.goto(f"{app_url}/present?lesson=bert-in-ten-views&step=1")
-    wait_for_app(page)
+    wait_for_slide(page)
     page.get_by_text(_step_text(0, n)).wait_for()
     assert not page.locator('section[data-testid="stSidebar"]').is_visible()
     # Speaker notes are folded away from the slide.
     assert not page.get_by_text(lesson.steps[0].notes[:40]).is_visible()
     for index in range(n):
-        wait_for_app(page)
+        wait_for_slide(page)
         page.get_by_text(_step_text(index, n)).wait_for()
         assert_no_streamlit_exception(page)
         assert f"step={index + 1}" in page.url
@@ -59,7 +71,7 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
             page.get_by_text(_step_text(index + 1, n)).wait_for(timeout=180_000)
     page.keyboard.press("ArrowLeft")
     page.get_by_text(_step_text(n - 2, n)).wait_for(timeout=180_000)
-    wait_for_app(page)
+    wait_for_slide(page)
     page.get_by_text("Speaker notes (presenter only)").click()
     page.get_by_text(lesson.steps[n - 2].notes[:40]).wait_for()
     screenshot(page, "present_notes")
