@@ -14,6 +14,7 @@ from core import views
 
 _LAST = "_url_state.last"  # {page: the query (as sorted items) this session last wrote or applied}
 _NOTICES = "_url_state.notices"
+_APPLIED = "_url_state.applied"  # {session key: value} the URL set in this run, checked after the page ran
 
 
 def _page_query(page: str) -> dict[str, str]:
@@ -48,6 +49,8 @@ def restore(page: str) -> None:
     last = st.session_state.setdefault(_LAST, {})
     if query and last.get(page) != signature:
         st.session_state[_NOTICES] = apply(page, query)
+        st.session_state[_APPLIED] = {p.key: st.session_state[p.key] for p in views.params_of(page)
+                                      if p.key in st.session_state}
     last[page] = signature
     notices = st.session_state.pop(_NOTICES, ())
     if notices:
@@ -66,6 +69,13 @@ def sync(page: str) -> None:
     page = page.strip("/")
     if page not in views.VIEWS:
         return
+    # A value that parsed but that the page could not use (a run deleted since, a layer the model lacks): the
+    # widget fell back to another value; say so rather than leave the link silently different.
+    applied = st.session_state.pop(_APPLIED, {})
+    stale = [f"`{p.name}={p.encode(applied[p.key])}`" for p in views.params_of(page)
+             if p.key in applied and p.key in st.session_state and st.session_state[p.key] != applied[p.key]]
+    if stale:
+        st.caption("Not available now, so the page chose instead: " + ", ".join(stale) + ".")
     wanted = views.encode(page, st.session_state)
     for name in [k for k in st.query_params if k not in views.SHARED and k not in wanted]:
         del st.query_params[name]

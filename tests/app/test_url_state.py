@@ -156,3 +156,10 @@ def test_presenter_steps_apply_each_view_as_its_link_would():
 def test_presenter_names_unknown_lessons():
     at = open_link("present", {"lesson": "no-such-lesson"})
     assert "no-such-lesson" in at.error[0].value and "bert-in-ten-views" in at.error[0].value
+
+
+def test_a_value_the_page_cannot_use_now_gets_a_notice(tiny_bert_dir):
+    """A parsed value the page cannot use: a layer the tiny 2-layer model lacks."""
+    at = open_link("attention", {"model": str(tiny_bert_dir), **PAIR, "layer": "9", "style": "Heatmap"})
+    assert at.session_state["attention.layer"] == 1  # the page keeps the layer in range
+    assert "`layer=9`" in " ".join(c.value for c in at.caption)

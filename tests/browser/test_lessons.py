@@ -39,8 +39,8 @@ def wait_for_slide(page) -> None:
     page.wait_for_selector('[data-testid="stSidebar"]', state="attached")
     page.wait_for_timeout(500)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\\"stStatusWidget\\"]')"
-        " && !document.querySelector('[data-stale=\\"true\\"]')",
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-stale=\"true\"]')",
         timeout=180_000,
     )
     page.wait_for_timeout(300)
@@ -64,11 +64,13 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
         page.get_by_text(_step_text(index, n)).wait_for()
         assert_no_streamlit_exception(page)
         assert f"step={index + 1}" in page.url
+        page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
         screenshot(page, f"present_step{index + 1:02d}")
         if index + 1 < n:
-            page.locator("body").click(position={"x": 5, "y": 5})  # focus the app, not a widget
+            page.evaluate("document.activeElement && document.activeElement.blur()")  # keys go to the page
             page.keyboard.press("ArrowRight")
             page.get_by_text(_step_text(index + 1, n)).wait_for(timeout=180_000)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowLeft")
     page.get_by_text(_step_text(n - 2, n)).wait_for(timeout=180_000)
     wait_for_slide(page)
