@@ -21,7 +21,8 @@ P = "present."
 # Full width, no sidebar, larger type: what a projector at the back of a room needs.
 st.markdown(
     """<style>
-    section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stSidebarNav"] {display: none;}
+    section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stSidebarNav"],
+    header[data-testid="stHeader"] {display: none;}
     .block-container, [data-testid="stMainBlockContainer"] {max-width: 100% !important; padding: 1rem 2.5rem !important;}
     [data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li,
     [data-testid="stMainBlockContainer"] label {font-size: 1.35rem !important;}

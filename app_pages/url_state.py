@@ -21,18 +21,20 @@ def _page_query(page: str) -> dict[str, str]:
     return {k: st.query_params[k] for k in st.query_params if k not in views.SHARED}
 
 
-def apply(page: str, query: dict[str, str]) -> tuple[str, ...]:
-    """Put a view's params into session state (shared model/a/b included); the notices of what was ignored.
+def apply(page: str, query: dict[str, str], *, shared: bool = True) -> tuple[str, ...]:
+    """Put a view's params into session state; the notices of what was ignored.
 
     The page's settings missing from the query go back to the page's own defaults (their keys are dropped), so
-    a link or a lesson step shows its view, not a mix with what was on screen before.
+    a link or a lesson step shows its view, not a mix with what was on screen before. With `shared`, the
+    sidebar's model and sentences come from the query too (a sentence it lacks is emptied; no model: keep).
     """
     for param in views.VIEWS.get(page.strip("/"), ()):
         st.session_state.pop(param.key, None)
-    shared = {MODEL_KEY: query.get("model"), SENTENCE_A_KEY: query.get("a"), SENTENCE_B_KEY: query.get("b")}
-    for key, value in shared.items():
-        if value is not None:
-            st.session_state[key] = value
+    if shared:
+        if query.get("model"):
+            st.session_state[MODEL_KEY] = query["model"]
+        st.session_state[SENTENCE_A_KEY] = query.get("a", "")
+        st.session_state[SENTENCE_B_KEY] = query.get("b", "")
     restored = views.parse(page, {k: v for k, v in query.items() if k not in views.SHARED})
     for key, value in restored.values.items():
         st.session_state[key] = value
@@ -48,7 +50,7 @@ def restore(page: str) -> None:
     signature = tuple(sorted(query.items()))
     last = st.session_state.setdefault(_LAST, {})
     if query and last.get(page) != signature:
-        st.session_state[_NOTICES] = apply(page, query)
+        st.session_state[_NOTICES] = apply(page, query, shared=False)  # app.py restores those
         st.session_state[_APPLIED] = {p.key: st.session_state[p.key] for p in views.params_of(page)
                                       if p.key in st.session_state}
     last[page] = signature

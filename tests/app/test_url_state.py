@@ -145,12 +145,15 @@ def test_presenter_steps_apply_each_view_as_its_link_would():
         for key, value in views.parse(step.page, step.params).values.items():
             assert at.session_state[key] == value
         assert all_chart_rows(at) == all_chart_rows(direct)
+        assert (at.session_state["sentence_b"], at.query_params.get("b")) == (step.params.get("b", ""), step.params.get("b"))
         assert at.expander[-1].label.startswith("Speaker notes")
         at.button(key="present.next").click().run()
         assert not at.exception
+    assert at.session_state["sentence_b"] == lesson.steps[3].params["b"]
     at.button(key="present.prev").click().run()
     assert at.query_params["step"] == "3"
     assert at.session_state["attention.mode"] == "Model view"
+    assert at.session_state["sentence_b"] == "" and "b" not in at.query_params  # step 4's pair does not linger
 
 
 def test_presenter_names_unknown_lessons():

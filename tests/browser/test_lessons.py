@@ -3,6 +3,7 @@ built-in lesson with the arrow keys (a screenshot per step)."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode, urlparse
 
 from core import lessons
@@ -63,7 +64,7 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
         wait_for_slide(page)
         page.get_by_text(_step_text(index, n)).wait_for()
         assert_no_streamlit_exception(page)
-        assert f"step={index + 1}" in page.url
+        page.wait_for_url(re.compile(rf"[?&]step={index + 1}(&|$)"))  # the URL follows the slide
         page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
         screenshot(page, f"present_step{index + 1:02d}")
         if index + 1 < n:
