@@ -80,6 +80,7 @@ if page.url_path == "present":
 sidebar()
 lesson_bar.sidebar_button(page.url_path, page.title)
 sync_url()
+url_state.sync(page.url_path, after_run=False)
 try:
     page.run()
 finally:  # also after st.stop(): the URL keeps the settings on screen

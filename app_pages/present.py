@@ -9,11 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages import presenter
+from app_pages import presenter, url_state
 from app_pages.common import cached_encoding, cached_model
 from core import lessons, views
 from core.models import ModelUnavailable
-from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 REPO = Path(__file__).resolve().parents[1]
 P = "present."
@@ -98,17 +97,19 @@ if index == 0 and missing:
     st.warning("Download before class (needs internet once): "
                + "; ".join(f"`python -m core download {m}`" for m in missing))
 
-with st.container(key=P + "slide"):
-    try:
-        runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
-    except StopException:
-        pass  # the view stopped early (e.g. its model is missing) after saying why; the notes still follow
-
+slide = st.container(key=P + "slide")
+notes = st.container()
 # Speaker notes stay folded under the slide: the presenter opens them on their own screen, the class sees the view.
-with st.expander("Speaker notes (presenter only)"):
+# Drawn (and the URL written) before the slide's page runs, since that page may call st.stop(), after which
+# Streamlit drops what the run still sends.
+with notes.expander("Speaker notes (presenter only)"):
     st.markdown(step.notes or "_No notes for this step._")
     for notice in st.session_state.get(P + "notices", ()):
         st.caption(notice)
     if missing:
         st.caption("Missing models: " + "; ".join(f"`python -m core download {m}`" for m in missing))
     st.caption(f"Next: {lesson.steps[index + 1].title}" if index + 1 < n else "Last step.")
+url_state.sync("present")
+
+with slide:
+    runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")

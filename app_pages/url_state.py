@@ -66,10 +66,17 @@ def current_params(page: str) -> dict[str, str]:
     return params | views.encode(page.strip("/"), st.session_state)
 
 
-def sync(page: str) -> None:
-    """Write the page's settings into the URL (dropping other pages' params); remember what was written."""
+def sync(page: str, *, after_run: bool = True) -> None:
+    """Write the page's settings into the URL (dropping other pages' params); remember what was written.
+
+    app.py calls it before the page runs too (after_run=False): a page that calls st.stop() ends the run, and
+    Streamlit then drops the URL change a later sync would send.
+    """
     page = page.strip("/")
     if page not in views.VIEWS:
+        return
+    if not after_run:
+        _write(page)
         return
     # A value that parsed but that the page could not use (a run deleted since, a layer the model lacks): the
     # widget fell back to another value; say so rather than leave the link silently different.
@@ -78,6 +85,10 @@ def sync(page: str) -> None:
              if p.key in applied and p.key in st.session_state and st.session_state[p.key] != applied[p.key]]
     if stale:
         st.caption("Not available now, so the page chose instead: " + ", ".join(stale) + ".")
+    _write(page)
+
+
+def _write(page: str) -> None:
     wanted = views.encode(page, st.session_state)
     for name in [k for k in st.query_params if k not in views.SHARED and k not in wanted]:
         del st.query_params[name]

@@ -166,3 +166,10 @@ def test_a_value_the_page_cannot_use_now_gets_a_notice(tiny_bert_dir):
     at = open_link("attention", {"model": str(tiny_bert_dir), **PAIR, "layer": "9", "style": "Heatmap"})
     assert at.session_state["attention.layer"] == 1  # the page keeps the layer in range
     assert "`layer=9`" in " ".join(c.value for c in at.caption)
+
+
+def test_a_page_that_stops_early_still_writes_its_url(tiny_bert_dir):
+    """The anisotropy page stops before Run (st.stop()); a changed setting must reach the URL all the same."""
+    at = open_link("anisotropy", {"model": str(tiny_bert_dir), "models": str(tiny_bert_dir), "seed": "3"})
+    at.number_input(key="anisotropy.seed").set_value(11).run()
+    assert at.query_params["seed"] == "11"

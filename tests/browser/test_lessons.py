@@ -3,7 +3,6 @@ built-in lesson with the arrow keys (a screenshot per step)."""
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlencode, urlparse
 
 from core import lessons
@@ -64,7 +63,8 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
         wait_for_slide(page)
         page.get_by_text(_step_text(index, n)).wait_for()
         assert_no_streamlit_exception(page)
-        page.wait_for_url(re.compile(rf"[?&]step={index + 1}(&|$)"))  # the URL follows the slide
+        # The URL follows the slide (history.replaceState: no navigation event to wait for).
+        page.wait_for_function("(n) => new URLSearchParams(location.search).get('step') === String(n)", arg=index + 1)
         page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
         screenshot(page, f"present_step{index + 1:02d}")
         if index + 1 < n:
@@ -78,3 +78,14 @@ def test_presenter_steps_with_arrow_keys(page, app_url):
     page.get_by_text("Speaker notes (presenter only)").click()
     page.get_by_text(lesson.steps[n - 2].notes[:40]).wait_for()
     screenshot(page, "present_notes")
+
+
+def test_lesson_editor_with_the_builtin_lesson(page, app_url):
+    page.goto(f"{app_url}/lessons")
+    wait_for_app(page)
+    page.get_by_role("button", name="Start from “BERT in ten views”").click()
+    wait_for_app(page)
+    page.get_by_text("python -m core download bert-base-uncased").first.wait_for()
+    assert page.get_by_label("Step 10").input_value() == "Why a prediction?"
+    assert_no_streamlit_exception(page)
+    screenshot(page, "lessons_editor")
