@@ -74,7 +74,7 @@ nav[2].button("Next", key=P + "next", on_click=presenter.go, args=(1,), disabled
 
 # Arrow keys (and a clicker's PageUp/PageDown) press the buttons above; the handler lives in the app's own
 # document, replaced on every run, and ignores keys typed into a text box.
-st.iframe(
+KEYS = (
     """<script>
     window.parent.eval(`
       if (window.__lensKeys) document.removeEventListener('keydown', window.__lensKeys);
@@ -89,9 +89,14 @@ st.iframe(
       };
       document.addEventListener('keydown', window.__lensKeys);
     `);
-    </script>""",
-    height=1,  # the smallest Streamlit allows; the frame only carries the key handler
+    </script>"""
 )
+if hasattr(st, "iframe"):
+    st.iframe(KEYS, height=1)  # the smallest height Streamlit allows; the frame only carries the key handler
+else:  # Streamlit before st.iframe
+    import streamlit.components.v1 as components
+
+    components.html(KEYS, height=0)
 
 if index == 0 and missing:
     st.warning("Download before class (needs internet once): "
