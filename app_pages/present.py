@@ -17,7 +17,19 @@ from core.models import ModelUnavailable
 REPO = Path(__file__).resolve().parents[1]
 P = "present."
 
-# Full width, no sidebar, larger type: what a projector at the back of a room needs.
+name, lesson, index = presenter.position()
+if lesson is None:
+    st.error(f"No lesson called “{name}”. Built-in lessons: {', '.join(lessons.builtin())}; or `current`, the lesson "
+             "you are editing on the Lessons page.")
+    st.page_link("app_pages/lessons.py", label="Go to Lessons")
+    st.stop()
+if not lesson.steps:
+    st.info("This lesson has no steps yet: add views with “Add this view to the lesson” in the sidebar of any page.")
+    st.page_link("app_pages/lessons.py", label="Go to Lessons")
+    st.stop()
+
+# Full width, no sidebar, larger type: what a projector at the back of a room needs (only once there are slides:
+# without a lesson the sidebar stays, to pick a model and reach the Lessons page).
 st.markdown(
     """<style>
     section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stSidebarNav"],
@@ -29,17 +41,6 @@ st.markdown(
     </style>""",
     unsafe_allow_html=True,
 )
-
-name, lesson, index = presenter.position()
-if lesson is None:
-    st.error(f"No lesson called “{name}”. Built-in lessons: {', '.join(lessons.builtin())}; or `current`, the lesson "
-             "you are editing on the Lessons page.")
-    st.page_link("app_pages/lessons.py", label="Go to Lessons")
-    st.stop()
-if not lesson.steps:
-    st.info("This lesson has no steps yet: add views with “Add this view to the lesson” in the sidebar of any page.")
-    st.page_link("app_pages/lessons.py", label="Go to Lessons")
-    st.stop()
 
 n = len(lesson.steps)
 step = lesson.steps[index]
