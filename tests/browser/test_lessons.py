@@ -26,7 +26,7 @@ def test_no_page_calls_a_host_other_than_localhost(page, app_url):
     for path in paths:
         extra = "&lesson=bert-in-ten-views&step=1" if path == "present" else ""
         page.goto(f"{app_url}/{path}?{query}{extra}")
-        wait_for_app(page)
+        wait_for_slide(page) if path == "present" else wait_for_app(page)
         assert_no_streamlit_exception(page)
         page.wait_for_timeout(1500)  # favicons and fonts are fetched after the first paint
         assert not outside, f"page /{path} called outside hosts: {sorted(set(outside))}"
