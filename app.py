@@ -6,12 +6,14 @@ when the user moves between pages. The URL carries them too (?model=…&a=…&b=
 
 import streamlit as st
 
-from app_pages import page_report
+from app_pages import lesson_bar, page_report, presenter, url_state
 from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
 from core.models import available_models, pick_device
 
-st.set_page_config(page_title="BERT Lens", page_icon=":material/visibility:", layout="wide")
+# A local file, not ":material/…": Streamlit turns a material page icon into a favicon fetched from
+# fonts.gstatic.com on every page load (issue 20, point 7); the file is served by the app itself.
+st.set_page_config(page_title="BERT Lens", page_icon="app_pages/assets/icon.png", layout="wide")
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -23,6 +25,8 @@ PAGES = [
     st.Page("app_pages/explain.py", title="Why this prediction?", icon=":material/psychology_alt:", url_path="explain"),
     st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
     st.Page("app_pages/reproduce.py", title="Reproduce a paper", icon=":material/fact_check:", url_path="reproduce"),
+    st.Page("app_pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
+    st.Page("app_pages/present.py", title="Presenter mode", icon=":material/slideshow:", url_path="present"),
 ]
 
 QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
@@ -70,7 +74,15 @@ def sync_url() -> None:
 
 restore_from_url()
 page = st.navigation(PAGES)
+url_state.restore(page.url_path)
+if page.url_path == "present":
+    presenter.prepare()  # a step sets the sidebar's model and sentences: before those widgets exist
 sidebar()
+lesson_bar.sidebar_button(page.url_path, page.title)
 sync_url()
-with page_report.page_report(page.title):
-    page.run()
+url_state.sync(page.url_path, after_run=False)
+try:
+    with page_report.page_report(page.title):
+        page.run()
+finally:  # also after st.stop(): the URL keeps the settings on screen
+    url_state.sync(page.url_path)
