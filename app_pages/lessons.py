@@ -5,7 +5,7 @@ import streamlit as st
 
 from app_pages.common import intro
 from app_pages.lesson_bar import current_lesson, lesson_steps, set_lesson
-from core import lessons
+from core import lessons, report
 
 P = "lessons."
 
@@ -110,4 +110,15 @@ if lesson.steps:
                             mime="application/json", key=P + "export.json", width="stretch")
     cols[1].download_button("Export lesson (YAML)", lessons.dumps(lesson, "yaml"), file_name="lesson.yaml",
                             mime="application/yaml", key=P + "export.yaml", width="stretch")
+    # Drawn only when clicked (each step's view is computed through core.lens); on_click="ignore": no rerun
+    # retires the file mid-click.
+    cols = st.columns(2)
+    cols[0].download_button(
+        "Lesson as one HTML deck (offline)", lambda: report.deck_html(report.lesson_steps(lesson_steps()), title=lesson.title),
+        file_name="lesson.html", mime="text/html", key=P + "export.deck", width="stretch", on_click="ignore",
+        icon=":material/slideshow:", help="Arrow keys step through the slides, N shows the speaker notes; opens with no network.")
+    cols[1].download_button(
+        "Lesson as a PDF handout", lambda: report.report_pdf(report.lesson_steps(lesson_steps()), title=lesson.title),
+        file_name="lesson.pdf", mime="application/pdf", key=P + "export.pdf", width="stretch", on_click="ignore",
+        icon=":material/picture_as_pdf:", help="One page per chart with its caption; speaker notes are left out.")
     st.caption(f"{len(lesson_steps())} steps.")
