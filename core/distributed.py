@@ -89,6 +89,34 @@ class Context:
                                f"{int((owners > 1).sum())} duplicated")
         return full
 
+    def gather_objects(self, value: Any) -> list:
+        """[value of rank 0, value of rank 1, ...] on every rank (pickled; for small or irregular results)."""
+        if not self.distributed:
+            return [value]
+        import torch.distributed as dist
+
+        out: list = [None] * self.world_size
+        dist.all_gather_object(out, value)
+        return out
+
+    def gather_indexed(self, n: int, mine: dict[int, Any]) -> list:
+        """The list [value of input 0, ..., input n-1] from each rank's {index: value} of its share; raises when
+        an index is missing or given by two ranks."""
+        if not self.distributed:
+            parts = [mine]
+        else:
+            parts = self.gather_objects(mine)
+        out: list = [None] * n
+        owners = np.zeros(n, dtype=np.int64)
+        for part in parts:
+            for index, value in part.items():
+                out[index] = value
+                owners[index] += 1
+        if not np.all(owners == 1):
+            raise RuntimeError(f"values gathered over {self.world_size} ranks: {int((owners == 0).sum())} missing, "
+                               f"{int((owners > 1).sum())} duplicated")
+        return out
+
     def barrier(self) -> None:
         if self.distributed:
             import torch.distributed as dist
@@ -115,9 +143,9 @@ def init(device: str | None = None) -> Context:
     from accelerate.utils import DistributedDataParallelKwargs
 
     cpu = (device or "").startswith("cpu") or not torch.cuda.is_available()
-    # find_unused_parameters: SimCSE with [CLS] pooling never uses the encoder's pooler.
+    # The handler is there so the training can set find_unused_parameters per model (core.training.engine._wrap).
     accelerator = Accelerator(cpu=cpu, mixed_precision="no" if cpu else "bf16",
-                              kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
+                              kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False)])
     _CURRENT = Context(rank=accelerator.process_index, world_size=accelerator.num_processes,
                        device=str(accelerator.device), accelerator=accelerator)
     return _CURRENT

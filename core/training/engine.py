@@ -340,11 +340,16 @@ def _no_sync(ctx, model, skip: bool):
     return contextlib.nullcontext()
 
 
-def _wrap(model: nn.Module) -> nn.Module:
+def _wrap(model: nn.Module, unused_parameters: bool = False) -> nn.Module:
     """The module to run the training forward through: DDP (accelerate's prepare, bf16 autocast on CUDA) under
-    several processes, the model itself otherwise."""
+    several processes, the model itself otherwise. unused_parameters: some trainable parameter gets no gradient
+    (SimCSE over [CLS] never uses the pooler), which DDP must be told or it waits for it forever."""
     ctx = distributed.current()
-    return ctx.accelerator.prepare_model(model) if ctx.distributed else model
+    if not ctx.distributed:
+        return model
+    if ctx.accelerator.ddp_handler is not None:
+        ctx.accelerator.ddp_handler.find_unused_parameters = unused_parameters
+    return ctx.accelerator.prepare_model(model)
 
 
 def _device(recipe: Recipe) -> str:
@@ -588,7 +593,7 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
         projection = SimCSEProjection(encoder.config.hidden_size, getattr(encoder.config, "initializer_range", 0.02)).to(device)
 
     # The optimizer and train()/eval() see the projection too (inside _Embedder); it is never saved.
-    forward = _wrap(_Embedder(encoder, projection, recipe.pooling))
+    forward = _wrap(_Embedder(encoder, projection, recipe.pooling), unused_parameters=True)
 
     def step(indices: list[int]) -> torch.Tensor:
         # Under several processes the in-batch negatives are those of this rank's slice of the batch.

@@ -170,3 +170,59 @@ def test_killing_one_rank_leaves_no_run_and_records_the_failure(tiny_bert_dir, t
     run = get_run("killed")
     assert run is not None and run.state == "failed" and run.error
     assert not list(Path(run.folder).glob("*.safetensors"))
+
+
+def test_the_job_runner_starts_two_ranks_for_a_two_process_recipe(tiny_bert_dir, animal_task):
+    """What the page's "processes / GPUs" field does: core.training.submit -> a core.jobs process job whose work
+    starts torchrun (no GPU here) and reports the main rank's status."""
+    from core.training import Recipe, jobs
+
+    task, _ = animal_task
+    recipe = Recipe(model=str(tiny_bert_dir), task=task, run_name="from-page", epochs=1, batch_size=8, max_length=32,
+                    lr=1e-3, device="cpu", processes=2)
+    jobs.submit(recipe)
+    run = jobs.wait("from-page", timeout=240)
+    assert run.state == "done", run.error
+    assert run.metrics["world_size"] == 2 and run.metrics["processes_requested"] == 2
+    assert (final_dir("from-page") / "launcher.log").exists()
+
+
+def _assert_same_json(a: dict, b: dict, skip: tuple[str, ...] = ()) -> None:
+    for key, value in a.items():
+        if key in ("world_size", *skip):
+            continue
+        if isinstance(value, (list, float)) and np.asarray(value, dtype=object).size and np.issubdtype(
+                np.asarray(value).dtype, np.number):
+            np.testing.assert_allclose(np.asarray(b[key], dtype=float), np.asarray(value, dtype=float), atol=1e-4, err_msg=key)
+        else:
+            assert b[key] == value, key
+
+
+def test_head_statistics_and_attention_change_on_two_processes(tiny_bert_dir, tmp_path):
+    from tests.conftest import make_tiny_bert
+
+    other = make_tiny_bert(tmp_path / "other", seed=1)
+    for args in (("heads", "--model", str(tiny_bert_dir), "--corpus", "builtin", "--limit", "41", "--json", "--quiet"),
+                 ("attention-change", "--a", str(tiny_bert_dir), "--b", str(other), "--corpus", "builtin", "--limit", "41",
+                  "--json", "--quiet")):
+        one, two = single(*args), torchrun(*args)
+        assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+        a, b = json.loads(one.stdout), json.loads(two.stdout)
+        assert a["world_size"] == 1 and b["world_size"] == 2
+        _assert_same_json(a, b)
+        assert "rank 1/2: encoding 20 of 41 inputs" in two.stderr
+
+
+def test_rsa_cka_word_vectors_and_probe_encoding_on_two_processes(tiny_bert_dir, tmp_path, data_dir):
+    from tests.conftest import make_tiny_bert
+
+    other = make_tiny_bert(tmp_path / "other", seed=1)
+    compare = ("compare", "--a", str(tiny_bert_dir), "--b", str(other), "--corpus", "builtin", "--limit", "31", "--json")
+    probe = ("probe", "--model", str(tiny_bert_dir), "--corpus", "ud:dev:30", "--layers", "0,2", "--epochs", "2",
+             "--rank", "8", "--no-cache", "--json")
+    for args in (compare, probe):
+        one, two = single(*args), torchrun(*args)
+        assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+        a, b = json.loads(one.stdout), json.loads(two.stdout)
+        assert a["world_size"] == 1 and b["world_size"] == 2
+        _assert_same_json(a, b, skip=("seconds", "elapsed_seconds", "cached"))
