@@ -133,6 +133,9 @@ def run_finetune(args) -> int:
         metrics = launch_ranks(recipe, str(folder.path / RECIPE), progress, stop)
     else:
         metrics = finetune(recipe, progress=progress, should_stop=stop)
+    if metrics.get("world_size", 1) != recipe.processes:
+        print(f"warning: asked for {recipe.processes} processes, ran on {metrics.get('world_size', 1)} "
+              "(world_size in metrics.json)", file=sys.stderr)
     if args.json:
         print(json.dumps(metrics, indent=2))
     elif metrics.get("accuracy") is not None:

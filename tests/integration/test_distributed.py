@@ -226,3 +226,16 @@ def test_rsa_cka_word_vectors_and_probe_encoding_on_two_processes(tiny_bert_dir,
         a, b = json.loads(one.stdout), json.loads(two.stdout)
         assert a["world_size"] == 1 and b["world_size"] == 2
         _assert_same_json(a, b, skip=("seconds", "elapsed_seconds", "cached"))
+
+
+def test_simcse_on_two_processes_saves_one_encoder(tiny_bert_dir, tmp_path):
+    """[CLS] pooling leaves the pooler without a gradient: DDP is told so and the run completes."""
+    rng = random.Random(3)
+    path = tmp_path / "sentences.csv"
+    path.write_text("text\n" + "".join(" ".join(rng.sample(WORDS, 6)) + "\n" for _ in range(60)))
+    done = torchrun("contrastive", "--model", str(tiny_bert_dir), "--task", str(path), "--run-name", "simcse2",
+                    "--batch-size", "8", "--max-length", "16", "--device", "cpu", "--json")
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads(done.stdout)
+    assert metrics["world_size"] == 2 and metrics["similarity_after"]
+    assert (final_dir("simcse2") / "model.safetensors").exists()
