@@ -53,7 +53,9 @@ class Context:
         return list(range(self.rank, n, self.world_size))
 
     def all_reduce_sum(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...] | np.ndarray:
-        """Element-wise sums over the ranks, in float64 (int64 for integer arrays), returned in each array's dtype."""
+        """Element-wise sums over the ranks, returned in each array's dtype. Integers add up as int64; floats in
+        their own precision (float32 stays float32: a paper-protocol store of every occurrence can be GiBs, and an
+        array owned row by row adds one value to zeros, which is exact in any precision)."""
         if not self.distributed:
             return arrays[0] if len(arrays) == 1 else arrays
         import torch
@@ -62,7 +64,10 @@ class Context:
         out = []
         for array in arrays:
             array = np.asarray(array)
-            wide = np.int64 if np.issubdtype(array.dtype, np.integer) or array.dtype == bool else np.float64
+            if np.issubdtype(array.dtype, np.integer) or array.dtype == bool:
+                wide = np.int64
+            else:
+                wide = np.float64 if array.dtype == np.float64 else np.float32
             tensor = torch.from_numpy(np.ascontiguousarray(array, dtype=wide)).to(self._comm_device())
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
             out.append(tensor.cpu().numpy().astype(array.dtype, copy=False))
