@@ -11,6 +11,7 @@ from app_pages.common import example_buttons, export_buttons, intro, model_ref, 
 from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
+from core.distributed import visible_gpus
 from core.examples import EXAMPLES
 from core.models import ModelUnavailable, available_models
 from core.protocols import describe
@@ -160,6 +161,15 @@ def render_runs() -> None:
                                         help="Encoder layers kept fixed during training, counted from 0 after "
                                         "dropping; on a 12-layer BERT the slides' 'layer 12' is 11.")
             freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
+            c1, c2, _, _ = st.columns(4)
+            gpus = visible_gpus()
+            processes = c1.number_input(
+                "Processes / GPUs", 1, 64, max(1, gpus), key=K + "processes",
+                help=f"{gpus} GPU(s) visible. More than 1 starts the run through accelerate launch (torchrun on CPU), "
+                "one process per GPU; each batch is split across them.")
+            accumulation = c2.number_input(
+                "Gradient accumulation", 1, 256, 1, key=K + "accumulation",
+                help="Batches whose gradients add up to one optimizer step: effective batch = batch size × this.")
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
                     if task == FILE_TASK and upload is None:
@@ -171,7 +181,8 @@ def render_runs() -> None:
                         objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
                         max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
                         seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
-                        freeze_embeddings=bool(freeze_embeddings),
+                        freeze_embeddings=bool(freeze_embeddings), processes=int(processes),
+                        gradient_accumulation=int(accumulation),
                     )
                     # The protocol's own values replace the form's (the toggle's help says so).
                     recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})

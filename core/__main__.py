@@ -27,6 +27,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from core import distributed
+
+    if distributed.launched_world_size() > 1:
+        import os
+
+        ctx = distributed.init(getattr(args, "device", None))
+        if not ctx.is_main:
+            # Every rank computes the same reduced result; it is printed once, by the main process.
+            sys.stdout = open(os.devnull, "w")
     try:
         return int(args.func(args) or 0)
     except (ModelUnavailable, ValueError, FileNotFoundError) as err:

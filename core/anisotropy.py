@@ -47,7 +47,7 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
-from core import protocols
+from core import distributed, protocols
 from core.corpus import Corpus
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -458,6 +458,7 @@ class LayerProfile:
     adjusted_mev: np.ndarray | None = None
     word_mev: np.ndarray | None = None
     n_baseline_sentences: int = 0
+    world_size: int = 1  # processes that shared the pass (core.distributed)
 
     @property
     def protocol(self) -> str:
@@ -488,7 +489,7 @@ class LayerProfile:
             baseline=self.settings.baseline, n_tokens=self.n_tokens, n_pairs=self.n_pairs,
             n_sentences=self.n_sentences, n_word_types=len(self.words), min_contexts=self.settings.min_contexts,
             include_special=self.settings.include_special, seed=self.settings.seed,
-            n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated,
+            n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated, world_size=self.world_size,
         )
         return out
 
@@ -595,6 +596,28 @@ class _RunningSums:
         self.moment2 += torch.bmm(blocks.transpose(1, 2), blocks).numpy()
         self.pending, self.pending_rows = [], 0
 
+    def reduce(self) -> None:
+        """Add up the ranks' sums (core.distributed); a no-op in one process. Each rank's moments are first
+        moved to rank 0's shift c: with d = own shift - c, sum(x-c) = sum(x-s) + n d and
+        sum((x-c)(x-c)^T) = sum((x-s)(x-s)^T) + d sum(x-s)^T + sum(x-s) d^T + n d d^T."""
+        ctx = distributed.current()
+        if not ctx.distributed:
+            return
+        own = np.zeros((self.n_layers, self.dim)) if self.shift is None else self.shift.astype(np.float64)
+        common = ctx.all_reduce_sum(own if ctx.is_main else np.zeros_like(own))
+        d, n = own - common, self.count_units
+        self.moment2 = (self.moment2 + np.einsum("ld,le->lde", d, self.moment1) + np.einsum("ld,le->lde", self.moment1, d)
+                        + n * np.einsum("ld,le->lde", d, d))
+        self.moment1 = self.moment1 + n * d
+        self.shift = common.astype(np.float32)
+        counts = ctx.all_reduce_sum(np.array([self.count_units, self.count_within, self.intra_count], dtype=np.int64))
+        self.count_units, self.count_within, self.intra_count = (int(c) for c in counts)
+        # Per-sentence rows (sampled words, pair embeddings) are written by their sentence's rank only: zeros elsewhere.
+        (self.total, self.within, self.intra_sum, self.moment1, self.moment2, self.sampled, self.word_sums,
+         self.word_counts, self.embeddings) = ctx.all_reduce_sum(
+            self.total, self.within, self.intra_sum, self.moment1, self.moment2, self.sampled, self.word_sums,
+            self.word_counts, self.embeddings)
+
     def covariance(self) -> np.ndarray:
         mean = self.moment1 / self.count_units
         return self.moment2 / self.count_units - np.einsum("ld,le->lde", mean, mean)
@@ -635,7 +658,7 @@ def measure_corpus(
     (at most max_word_types), per-layer sums and a [L+1, D, D] second moment, and the sentence vectors of at
     most max_alignment_pairs pairs. Under the "ethayarajh" protocol it also keeps every occurrence vector of
     every counted token type (see _measure_paper). Raises core.progress.Cancelled when should_stop() turns True."""
-    from core.encoding import encode_stream, tokenize
+    from core.encoding import tokenize
 
     sentences = list(corpus.sentences)
     if len(sentences) < 2:
@@ -665,7 +688,7 @@ def measure_corpus(
         alignment_sentences=alignment_sentences,
     )
     n_truncated = 0
-    for index, encoding in encode_stream(
+    for index, encoding in distributed.encode_share(
         lm, tokenized, batch_size=settings.batch_size, attentions=False, hidden_states=True,
         progress=progress, should_stop=should_stop,
     ):
@@ -673,6 +696,8 @@ def measure_corpus(
         n_truncated += int(encoding.truncated)
         sums.add(index, keys[index], np.ascontiguousarray(vectors.transpose(1, 0, 2)))
     sums.flush()
+    sums.reduce()
+    n_truncated = int(distributed.current().all_reduce_sum(np.array([n_truncated]))[0])
 
     # float32 on purpose: the sample is the largest array the pass holds; the mean is summed in float64.
     u = sums.sampled / np.maximum(np.linalg.norm(sums.sampled, axis=-1, keepdims=True), 1e-30)
@@ -707,6 +732,7 @@ def measure_corpus(
         n_pairs=len(pairs),
         n_alignment_pairs=len(corpus_pairs),
         n_truncated=n_truncated,
+        world_size=distributed.current().world_size,
     )
 
 
@@ -718,7 +744,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
     self-similarity samples pairs among them and MEV needs them all. The baseline sample and intra-sentence
     similarity come from BaselineSample over every token of a sentence, punctuation included, as his vectors
     file holds them. exact_cosine, top_pc_variance and alignment/uniformity are BERT Lens's, over the same tokens."""
-    from core.encoding import encode_stream, tokenize
+    from core.encoding import tokenize
 
     sentences = list(corpus.sentences)
     tokenized = tokenize(lm, sentences)
@@ -754,7 +780,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
     sums = _RunningSums(n_layers=n_layers, dim=dim, tracked={}, wanted={}, n_slots=0, alignment_sentences=alignment_sentences)
     every_layer = np.arange(n_layers)
     n_truncated = 0
-    for index, encoding in encode_stream(
+    for index, encoding in distributed.encode_share(
         lm, tokenized, batch_size=settings.batch_size, attentions=False, hidden_states=True,
         progress=progress, should_stop=should_stop,
     ):
@@ -768,6 +794,10 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
             intra[slot] = paper_intra_sentence(vectors)
         sums.add(index, pieces[index], vectors)
     sums.flush()
+    sums.reduce()
+    # Each row of these was filled by the rank that encoded its sentence (zeros elsewhere).
+    store, picked, intra, n_truncated = distributed.current().all_reduce_sum(store, picked, intra, np.array([n_truncated]))
+    n_truncated = int(n_truncated[0])
 
     word_self = np.zeros((len(words), n_layers))
     word_mev = np.zeros((len(words), n_layers))
@@ -813,6 +843,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
         adjusted_mev=mev - mev_random,
         word_mev=word_mev,
         n_baseline_sentences=len(sample.sentences),
+        world_size=distributed.current().world_size,
     )
 
 

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import distributed
 from core.encoding import Encoding, TextInput, Words, encode_stream, is_punctuation, tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck
@@ -218,6 +219,7 @@ class HeadSurvey:
     n_truncated: int
     corpus: str = ""
     protocol: str = DEFAULT
+    world_size: int = 1  # processes that shared the pass (core.distributed)
 
     def layer_means(self, name: str) -> np.ndarray:
         """float64 [layer]: a statistic averaged over the heads of each layer (the lines of Clark's Figure 2)."""
@@ -245,7 +247,7 @@ class HeadSurvey:
         out["pattern_share"] = self.pattern_share
         out["dominant_pattern"] = [[PATTERNS[k] for k in row] for row in self.dominant_pattern]
         out.update(model=self.model, n_examples=self.n_examples, n_pairs=self.n_pairs, n_truncated=self.n_truncated,
-                   corpus=self.corpus, protocol=self.protocol)
+                   corpus=self.corpus, protocol=self.protocol, world_size=self.world_size)
         return out
 
 
@@ -268,7 +270,7 @@ def survey_heads(
     counts = None
     kept: dict[str, list[PatternExample]] = {p: [] for p in PATTERNS}
     n_pairs = n_truncated = 0
-    for index, enc in encode_stream(
+    for index, enc in distributed.encode_share(
         lm, list(inputs), batch_size=batch_size, hidden_states=False, max_length=max_length,
         progress=progress, should_stop=should_stop,
     ):
@@ -283,9 +285,24 @@ def survey_heads(
         n_pairs += enc.is_pair
         n_truncated += enc.truncated
         _keep_examples(kept, kinds, enc, index, keep_examples)
+    total_stats, counts, n_pairs, n_truncated, kept = _reduce_survey(total_stats, counts, n_pairs, n_truncated, kept, keep_examples)
     n = len(inputs)
     examples = tuple(e for p in PATTERNS for e in kept[p])
-    return HeadSurvey(lm.ref, total_stats / n, counts, examples, n, n_pairs, n_truncated, protocol=protocol)
+    return HeadSurvey(lm.ref, total_stats / n, counts, examples, n, n_pairs, n_truncated, protocol=protocol,
+                      world_size=distributed.current().world_size)
+
+
+def _reduce_survey(total_stats, counts, n_pairs, n_truncated, kept, limit: int):
+    """Several ranks (core.distributed): sums and counts added up; each pattern keeps the examples of the lowest
+    ranks up to `limit` (the statistics equal one process's; the shown examples may be other inputs)."""
+    ctx = distributed.current()
+    if not ctx.distributed:
+        return total_stats, counts, n_pairs, n_truncated, kept
+    parts = ctx.gather_objects((total_stats, counts, int(n_pairs), int(n_truncated), kept))
+    present = [p for p in parts if p[0] is not None]
+    merged = {pattern: [e for p in parts for e in p[4][pattern]][:limit] for pattern in kept}
+    return (sum(p[0] for p in present), sum(p[1] for p in present), sum(p[2] for p in parts), sum(p[3] for p in parts),
+            merged)
 
 
 def _keep_examples(kept: dict[str, list[PatternExample]], kinds: np.ndarray, enc: Encoding, index: int, limit: int) -> None:
@@ -325,10 +342,11 @@ class AttentionChange:
     cosine: np.ndarray
     n_examples: int
     layers: int
+    world_size: int = 1  # processes that shared the pass (core.distributed)
 
     def to_json(self) -> dict:
         return {"a": self.model_a, "b": self.model_b, "cosine": self.cosine.round(6).tolist(),
-                "n_examples": self.n_examples, "layers": self.layers}
+                "n_examples": self.n_examples, "layers": self.layers, "world_size": self.world_size}
 
 
 def attention_change(
@@ -355,17 +373,19 @@ def attention_change(
         return None if progress is None else (lambda done, _n: progress(offset + done, 2 * len(items)))
 
     first = {}
-    for index, enc in encode_stream(lm_a, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
-                                    progress=half_progress(0), should_stop=should_stop):
+    # Several ranks: each compares its share of the inputs; the sum is all-reduced (core.distributed).
+    for index, enc in distributed.encode_share(lm_a, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
+                                               progress=half_progress(0), should_stop=should_stop):
         first[index] = (enc.input_ids, enc.attentions[:layers].astype(np.float32))
-    for index, enc in encode_stream(lm_b, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
-                                    progress=half_progress(len(items)), should_stop=should_stop):
+    for index, enc in distributed.encode_share(lm_b, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
+                                               progress=half_progress(len(items)), should_stop=should_stop):
         ids, att = first.pop(index)
         if not np.array_equal(ids, enc.input_ids):
             raise ValueError(f"{lm_a.ref} and {lm_b.ref} tokenize input {index} differently; attention maps can only "
                              "be compared between models that share a tokenizer (a run and its base model)")
         total += attention_cosine(att, enc.attentions[:layers])
-    return AttentionChange(lm_a.ref, lm_b.ref, total / len(items), len(items), layers)
+    total = distributed.current().all_reduce_sum(total)
+    return AttentionChange(lm_a.ref, lm_b.ref, total / len(items), len(items), layers, distributed.current().world_size)
 
 
 def layer_change(cosine: np.ndarray) -> np.ndarray:

@@ -87,6 +87,10 @@ class LoadedModel:
 def pick_device() -> str:
     import torch
 
+    from core import distributed
+
+    if distributed.launched_world_size() > 1:
+        return distributed.current().device  # each rank its own GPU (or the CPU)
     wanted = os.environ.get("BERTLENS_DEVICE")
     if wanted:
         return wanted

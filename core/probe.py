@@ -44,8 +44,8 @@ from typing import Sequence
 
 import numpy as np
 
-from core import settings
-from core.encoding import Words, encode_stream
+from core import distributed, settings
+from core.encoding import Words
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
@@ -173,6 +173,8 @@ class ProbeResult:
         return {
             "model": self.model,
             "treebank": self.treebank,
+            # The processes this command ran on (core.distributed); the result itself is the same for any number.
+            "world_size": distributed.current().world_size,
             "protocol": self.protocol,
             "settings": asdict(self.settings),
             "layers": self.layers.tolist(),
@@ -382,15 +384,15 @@ def sentence_vectors(
     bad = [layer for layer in layers if not 0 <= layer <= lm.num_layers]
     if bad:
         raise ProbeError(f"{lm.ref} has layers 0 to {lm.num_layers}; layer {bad[0]} does not exist.")
-    out: list[np.ndarray | None] = [None] * len(sentences)
-    for i, enc in encode_stream(
+    mine: dict[int, np.ndarray | None] = {}
+    for i, enc in distributed.encode_share(
         lm, [Words(s.words) for s in sentences], batch_size=batch_size, attentions=False,
         progress=progress, should_stop=should_stop,
     ):
         # Truncation leaves the cut-off words without a piece, so one test covers both reasons to skip.
-        if (enc.pieces_per_word > 0).all():
-            out[i] = enc.word_vectors(list(layers))
-    return out
+        mine[i] = enc.word_vectors(list(layers)) if (enc.pieces_per_word > 0).all() else None
+    # Several ranks: each encoded its share; every rank gets all sentences back, in order (core.distributed).
+    return distributed.current().gather_indexed(len(sentences), mine)
 
 
 # --- training ---------------------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ from typing import Sequence
 
 import numpy as np
 
-from core.encoding import encode_stream, tokenize
+from core import distributed
+from core.encoding import tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
@@ -118,6 +119,8 @@ class Similarity:
             "n_skipped": self.n_skipped,
             "protocol": self.protocol,
             "seed": self.seed,
+            # The processes this command ran on (core.distributed); the result itself is the same for any number.
+            "world_size": distributed.current().world_size,
         }
 
 
@@ -261,10 +264,15 @@ def word_vectors(
     kept word vectors are held."""
     per_sentence: list[np.ndarray | None] = [None] * len(sentences)
     words: list[tuple[str, ...] | None] = [None] * len(sentences)
-    for i, enc in encode_stream(lm, list(sentences), batch_size=batch_size, attentions=False, progress=progress, should_stop=should_stop):
+    mine = {}
+    for i, enc in distributed.encode_share(lm, list(sentences), batch_size=batch_size, attentions=False, progress=progress,
+                                           should_stop=should_stop):
         vectors, kept_words = enc.word_vectors(), enc.words
         if keep is not None:
             vectors, kept_words = vectors[:, keep[i]], tuple(kept_words[k] for k in keep[i])
+        mine[i] = (vectors, kept_words)
+    # Several ranks: each encoded its share; every rank gets all sentences back, in order (core.distributed).
+    for i, (vectors, kept_words) in enumerate(distributed.current().gather_indexed(len(sentences), mine)):
         per_sentence[i] = vectors
         words[i] = kept_words
     vectors = np.concatenate(per_sentence, axis=1)

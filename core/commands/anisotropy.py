@@ -37,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
     p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
     p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one); under "
+                   "torchrun / accelerate launch each rank encodes its share of the corpus")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=run_anisotropy)
 
@@ -48,7 +50,10 @@ def run_anisotropy(args) -> int:
         baseline="exact" if args.exact else "random", batch_size=args.batch_size, protocol=args.protocol,
         max_pairs_per_word=args.pairs_per_word, n_baseline_sentences=args.baseline_sentences,
     )
-    lm = load_model(args.model)
+    from core import distributed
+
+    ctx = distributed.current()
+    lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
 
     def report(done: int, total: int) -> None:
         if not args.json or sys.stderr.isatty():

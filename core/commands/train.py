@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
+from core.distributed import launched_world_size
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
 from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
@@ -14,7 +16,9 @@ from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
 
 def _common(p) -> None:
     p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2)")
-    p.add_argument("--run", help="run name: the folder under models_cache/runs and the model name afterwards")
+    # --run-name: torchrun reads a bare --run after the script as an ambiguous abbreviation of its --run-path.
+    p.add_argument("--run", "--run-name", dest="run",
+                   help="run name: the folder under models_cache/runs and the model name afterwards")
     p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training examples")
     p.add_argument("--eval-limit", type=int, default=None, help="seeded subset of the evaluation examples")
     # No argparse defaults here: a paper protocol fixes these, so only values the user typed are checked against it.
@@ -33,6 +37,11 @@ def _common(p) -> None:
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--gradient-accumulation", type=int, default=1, metavar="N",
+                   help="add up the gradients of N batches per optimizer step (effective batch = N x batch size)")
+    p.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="train on N processes (GPUs, or CPU processes): started through torchrun / accelerate "
+                   "launch for you; under a launcher it defaults to the launcher's world size")
     p.add_argument("--recipe", default=None, help="a recipe.json (as saved in a run folder); replaces the options above")
     p.add_argument("--background", action="store_true", help="queue the run as a background job and return")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
@@ -100,7 +109,8 @@ def recipe_from_args(args) -> Recipe:
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
         freeze_layers=args.freeze_lowest, frozen_layers=parse_layer_set(args.freeze_layers),
         freeze_embeddings=args.freeze_embeddings, data_source=args.source,
-        device=args.device, cpu_threads=args.threads, **values,
+        device=args.device, cpu_threads=args.threads, gradient_accumulation=args.gradient_accumulation,
+        processes=args.processes or launched_world_size(), **values,
     )
 
 
@@ -124,7 +134,19 @@ def run_finetune(args) -> int:
             shown[0] = tenth
             print(f"{time.strftime('%H:%M:%S')} {done}/{total} examples", file=sys.stderr, flush=True)
 
-    metrics = finetune(recipe, progress=progress, should_stop=stop)
+    if recipe.processes > 1 and launched_world_size() == 1:
+        # Foreground, several processes: the launcher starts the ranks; this process waits and reports.
+        from core.training.jobs import launch_ranks
+        from core.training.runs import RECIPE, WORKER_PID, RunFolder
+
+        folder = RunFolder.create(recipe)
+        (folder.path / WORKER_PID).write_text(str(os.getpid()))
+        metrics = launch_ranks(recipe, str(folder.path / RECIPE), progress, stop)
+    else:
+        metrics = finetune(recipe, progress=progress, should_stop=stop)
+    if metrics.get("world_size", 1) != recipe.processes:
+        print(f"warning: asked for {recipe.processes} processes, ran on {metrics.get('world_size', 1)} "
+              "(world_size in metrics.json)", file=sys.stderr)
     if args.json:
         print(json.dumps(metrics, indent=2))
     elif metrics.get("accuracy") is not None:

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core import distributed
 from core.models import load_model, pick_device
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 from core.training import tasks
@@ -38,14 +39,20 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
     examples seen; should_stop() is polled between steps (as is the run folder's cancel file) and ends the
     run with Cancelled. A cancelled or failed run is moved to runs_dir()/.NAME.cancelled|failed, never to NAME.
     """
-    folder = RunFolder.adopt_or_create(recipe)
+    ctx = distributed.current()
+    # Only the main rank writes the run folder; the others train and evaluate their share beside it.
+    folder = RunFolder.adopt_or_create(recipe) if ctx.is_main else _OtherRankFolder(recipe.run_name)
+    if not ctx.is_main:
+        progress = None
 
     def stop() -> bool:
         return folder.cancel_requested() or (should_stop is not None and bool(should_stop()))
 
     try:
         folder.log(f"recipe: {recipe.to_dict()}")
-        with queue_turn(recipe.run_name, stop):
+        if ctx.world_size != recipe.processes:
+            folder.log(f"asked for {recipe.processes} processes, running on {ctx.world_size}")
+        with queue_turn(recipe.run_name, stop) if ctx.is_main else contextlib.nullcontext():
             folder.write_status(state="running", phase="loading", started_at=time.time())
             folder.log("started")
             train = _train_contrastive if recipe.is_contrastive else _train_classifier
@@ -67,6 +74,30 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
         folder.log(traceback.format_exc())
         folder.end("failed", f"{type(err).__name__}: {err}")
         raise
+
+
+class _OtherRankFolder:
+    """The run folder as a rank other than the main one sees it: it reads the cancel file, writes nothing."""
+
+    def __init__(self, name: str):
+        from core.training.runs import partial_dir
+
+        self.path = partial_dir(name)
+
+    def cancel_requested(self) -> bool:
+        return (self.path / "cancel").exists()
+
+    def log(self, message: str) -> None:
+        pass
+
+    def write_status(self, **fields) -> dict:
+        return fields
+
+    def finish(self, metrics: dict):
+        return self.path
+
+    def end(self, state: str, error: str):
+        return self.path
 
 
 # ---- shared pieces ------------------------------------------------------------------------------------
@@ -223,36 +254,77 @@ def make_optimizer(recipe: Recipe, parameters: list, total_steps: int):
     return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, (total - step) / total))
 
 
+def rank_slice(indices: list[int], rank: int, world_size: int) -> tuple[list[int], float]:
+    """This rank's part of one global batch and the weight of its mean loss, n_rank * world / n_batch, so that
+    DDP's average of the ranks' gradients is the gradient of the mean over the whole batch. A rank left without
+    an example (a batch smaller than the world) runs the batch's first one with weight 0, so every rank still
+    takes part in the gradient all-reduce."""
+    mine = indices[rank::world_size]
+    if not mine:
+        return indices[:1], 0.0
+    return mine, len(mine) * world_size / len(indices)
+
+
+def accumulation_groups(n_batches: int, accumulation: int) -> list[int]:
+    """For each batch of an epoch, the size of the group of batches whose gradients make one optimizer step
+    (the last group of an epoch may be shorter)."""
+    sizes = []
+    for start in range(0, n_batches, accumulation):
+        g = min(accumulation, n_batches - start)
+        sizes += [g] * g
+    return sizes
+
+
 def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_fn, device) -> tuple[list[float], float, int]:
-    """The epoch/step loop shared by both objectives; step_fn(indices) -> loss tensor. Returns losses, seconds, steps."""
+    """The epoch/step loop shared by both objectives; step_fn(indices) -> mean loss tensor over those items,
+    computed through `model` (under several processes, the DDP-wrapped module: see _wrap). Every rank builds the
+    same length-grouped batches from the seed and trains on its slice of each (rank_slice); one optimizer step
+    per recipe.gradient_accumulation batches. Returns losses (whole-batch means), seconds, examples."""
+    ctx = distributed.current()
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise ValueError("every parameter is frozen; freeze fewer layers")
     rng = random.Random(recipe.seed)
     epochs = [length_grouped_batches(lengths, recipe.batch_size, rng) for _ in range(recipe.epochs)]
+    accumulation = max(1, recipe.gradient_accumulation)
+    groups = [accumulation_groups(len(e), accumulation) for e in epochs]
     clock = _Clock(total_steps=sum(len(e) for e in epochs), total_examples=n_examples * recipe.epochs)
-    optimizer, scheduler = make_optimizer(recipe, trainable, clock.total_steps)
+    optimizer, scheduler = make_optimizer(recipe, trainable, sum(-(-len(e) // accumulation) for e in epochs))
     folder.write_status(phase="training", step=0, total_steps=clock.total_steps, epochs=recipe.epochs, epoch=1)
-    folder.log(f"training: {n_examples} examples, {clock.total_steps} steps on {device}")
+    folder.log(f"training: {n_examples} examples, {clock.total_steps} steps on {device}"
+               + (f", {ctx.world_size} processes" if ctx.distributed else "")
+               + (f", {accumulation} batches per optimizer step" if accumulation > 1 else ""))
     losses: list[float] = []
     model.train()
+    if ctx.distributed:
+        torch.manual_seed(recipe.seed * 1000 + ctx.rank)  # each rank its own dropout masks
     clock.start = time.perf_counter()
     step = examples = 0
     for epoch, batches in enumerate(epochs, start=1):
-        for indices in batches:
-            check_stop(stop)
-            with autocast(device):
-                loss = step_fn(indices)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss.item()} at step {step + 1}; lower the learning rate")
-            loss.backward()
-            if recipe.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(trainable, recipe.max_grad_norm)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(float(loss.detach()))
+        for position, indices in enumerate(batches):
+            # A stop asked for on any rank stops every rank at the same step (none waits in an all-reduce).
+            if ctx.any(stop()):
+                check_stop(lambda: True)
+            group = groups[epoch - 1][position]
+            last_of_group = (position + 1) % accumulation == 0 or position + 1 == len(batches)
+            mine, weight = rank_slice(indices, ctx.rank, ctx.world_size)
+            with _no_sync(ctx, model, not last_of_group):
+                with autocast(device):
+                    loss = step_fn(mine)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"loss became {loss.item()} at step {step + 1}; lower the learning rate")
+                (loss * (weight / group)).backward()
+            if last_of_group:
+                if recipe.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(trainable, recipe.max_grad_norm)
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+            batch_loss = float(loss.detach()) * weight
+            if ctx.distributed:
+                batch_loss = float(ctx.all_reduce_sum(np.array([batch_loss]))[0]) / ctx.world_size
+            losses.append(batch_loss)
             step += 1
             examples += len(indices)
             if progress is not None:
@@ -267,6 +339,30 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
     return losses, seconds, examples
 
 
+def _no_sync(ctx, model, skip: bool):
+    """DDP's no_sync for the batches before the last of an accumulation group (their gradients add up locally)."""
+    if skip and ctx.distributed:
+        return ctx.accelerator.no_sync(model)
+    return contextlib.nullcontext()
+
+
+def _wrap(model: nn.Module, unused_parameters: bool = False) -> nn.Module:
+    """The module to run the training forward through: DDP (accelerate's prepare, bf16 autocast on CUDA) under
+    several processes, the model itself otherwise. unused_parameters: some trainable parameter gets no gradient
+    (SimCSE over [CLS] never uses the pooler), which DDP must be told or it waits for it forever."""
+    ctx = distributed.current()
+    if not ctx.distributed:
+        return model
+    if ctx.accelerator.ddp_handler is not None:
+        ctx.accelerator.ddp_handler.find_unused_parameters = unused_parameters
+    return ctx.accelerator.prepare_model(model)
+
+
+def _device(recipe: Recipe) -> str:
+    ctx = distributed.current()
+    return ctx.device if ctx.distributed else (recipe.device or pick_device())
+
+
 def _base_metrics(recipe: Recipe, lm, device: str, losses: list[float], seconds: float, examples: int, layers: int) -> dict:
     import transformers
 
@@ -277,6 +373,9 @@ def _base_metrics(recipe: Recipe, lm, device: str, losses: list[float], seconds:
         "model": recipe.model,
         "num_layers": layers,
         "device": device,
+        "world_size": distributed.current().world_size,
+        "processes_requested": recipe.processes,
+        "gradient_accumulation": recipe.gradient_accumulation,
         "train_seconds": seconds,
         "examples_per_second": examples / seconds if seconds > 0 else 0.0,
         "steps": len(losses),
@@ -316,7 +415,7 @@ def predict_classes(model: Classifier, features: list[dict], pad_id: int, device
 
 def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict:
     seed_everything(recipe.seed)
-    device = recipe.device or pick_device()
+    device = _device(recipe)
     folder.write_status(phase="loading data")
     data = tasks.load_task(
         recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed,
@@ -338,18 +437,23 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     train_features = tokenize(tokenizer, [(e.text, e.text_b) for e in data.train], max_length)
     targets = torch.tensor([data.label_index(e.label) for e in data.train], dtype=torch.long)
 
+    forward = _wrap(model)
+
     def step(indices: list[int]) -> torch.Tensor:
-        logits = model(**collate([train_features[i] for i in indices], pad_id, device))
+        logits = forward(**collate([train_features[i] for i in indices], pad_id, device))
         return F.cross_entropy(logits.float(), targets[indices].to(device))
 
     lengths = [len(f["input_ids"]) for f in train_features]
-    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, model, len(train_features), lengths, step, device)
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, forward, len(train_features), lengths, step, device)
 
     folder.write_status(phase="evaluating")
     check_stop(stop)
     eval_start = time.perf_counter()
     eval_features = tokenize(tokenizer, [(e.text, e.text_b) for e in data.eval], max_length)
-    predicted = predict_classes(model, eval_features, pad_id, device, recipe.batch_size * 2)
+    ctx = distributed.current()
+    mine = ctx.share(len(eval_features))  # each rank scores its share; the full split is gathered back
+    local = predict_classes(model, [eval_features[i] for i in mine], pad_id, device, recipe.batch_size * 2)
+    predicted = ctx.gather_rows(len(eval_features), mine, local)
     true = np.array([data.label_index(e.label) for e in data.eval])
     scores = evaluate_predictions(true, predicted, data.labels)
     eval_seconds = time.perf_counter() - eval_start
@@ -357,7 +461,8 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
 
     folder.write_status(phase="saving")
     check_stop(stop)
-    save_classifier(model, tokenizer, folder.path, data.labels, extra={"task": recipe.task, "max_length": max_length})
+    if ctx.is_main:
+        save_classifier(model, tokenizer, folder.path, data.labels, extra={"task": recipe.task, "max_length": max_length})
     return {
         **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
         **scores.to_json(),
@@ -403,6 +508,17 @@ def training_embeddings(encoder: nn.Module, projection: nn.Module | None, batch:
     return z if projection is None else projection(z)
 
 
+class _Embedder(nn.Module):
+    """The SimCSE training forward as one module (what DDP wraps): batch -> training embeddings [batch, hidden]."""
+
+    def __init__(self, encoder: nn.Module, projection: nn.Module | None, pooling: str):
+        super().__init__()
+        self.encoder, self.projection, self.pooling = encoder, projection, pooling
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return training_embeddings(self.encoder, self.projection, batch, self.pooling)
+
+
 def simcse_loss(anchors: torch.Tensor, candidates: torch.Tensor, temperature: float) -> torch.Tensor:
     """Cross-entropy over cosine similarities / temperature; candidate i is anchor i's positive, every other
     candidate (other positives, hard negatives appended after them) a negative.
@@ -415,14 +531,16 @@ def simcse_loss(anchors: torch.Tensor, candidates: torch.Tensor, temperature: fl
 def embed_texts(encoder, tokenizer, texts: list[str], max_length: int, pooling: str, device: str, batch_size: int = 64) -> np.ndarray:
     """Unit-length sentence embeddings [n, hidden] in eval mode (float32)."""
     encoder.eval()
-    features = tokenize(tokenizer, [(t, None) for t in texts], max_length)
-    out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
+    ctx = distributed.current()
+    mine = ctx.share(len(texts))  # each rank embeds its share; the rows are gathered back
+    features = tokenize(tokenizer, [(texts[i], None) for i in mine], max_length)
+    out = np.zeros((len(mine), encoder.config.hidden_size), dtype=np.float32)
     pad_id = tokenizer.pad_token_id or 0
-    for start in range(0, len(texts), batch_size):
-        chunk = list(range(start, min(start + batch_size, len(texts))))
+    for start in range(0, len(mine), batch_size):
+        chunk = list(range(start, min(start + batch_size, len(mine))))
         z = sentence_embeddings(encoder, collate([features[i] for i in chunk], pad_id, device), pooling)
         out[chunk] = F.normalize(z.float(), dim=-1).cpu().numpy()
-    return out
+    return ctx.gather_rows(len(texts), mine, out)
 
 
 def similarity_report(anchors: np.ndarray, partners: np.ndarray | None, sentences: np.ndarray) -> dict:
@@ -454,7 +572,7 @@ def _evaluate_contrastive(encoder, tokenizer, data: tasks.ContrastiveData, recip
 
 def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dict:
     seed_everything(recipe.seed)
-    device = recipe.device or pick_device()
+    device = _device(recipe)
     mode = recipe.objective.split("-", 1)[1]
     folder.write_status(phase="loading data")
     data = tasks.load_contrastive(
@@ -479,19 +597,21 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
     if recipe.mlp_in_training:
         seed_everything(recipe.seed)  # the projection's initialisation does not depend on how the model was loaded
         projection = SimCSEProjection(encoder.config.hidden_size, getattr(encoder.config, "initializer_range", 0.02)).to(device)
-    # The optimizer and train()/eval() see the projection too; it is never saved.
-    trained = encoder if projection is None else nn.ModuleDict({"encoder": encoder, "projection": projection})
+
+    # The optimizer and train()/eval() see the projection too (inside _Embedder); it is never saved.
+    forward = _wrap(_Embedder(encoder, projection, recipe.pooling), unused_parameters=True)
 
     def step(indices: list[int]) -> torch.Tensor:
+        # Under several processes the in-batch negatives are those of this rank's slice of the batch.
         b = len(indices)
         # Unsupervised: the positive is the anchor itself; dropout makes the two passes differ.
         hard = [i for i in indices if has_negative[i]]
         features = [anchors[i] for i in indices] + [positives[i] for i in indices] + [negatives[i] for i in hard]
-        z = training_embeddings(encoder, projection, collate(features, pad_id, device), recipe.pooling)
+        z = forward(collate(features, pad_id, device))
         return simcse_loss(z[:b], z[b:], recipe.temperature)
 
     lengths = [len(a["input_ids"]) + len(p["input_ids"]) for a, p in zip(anchors, positives)]
-    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, trained, len(anchors), lengths, step, device)
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, forward, len(anchors), lengths, step, device)
 
     folder.write_status(phase="evaluating")
     check_stop(stop)
@@ -499,8 +619,9 @@ def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dic
     folder.log(f"after: {after}")
     folder.write_status(phase="saving")
     check_stop(stop)
-    encoder.save_pretrained(folder.path, safe_serialization=True)
-    tokenizer.save_pretrained(folder.path)
+    if distributed.current().is_main:
+        encoder.save_pretrained(folder.path, safe_serialization=True)
+        tokenizer.save_pretrained(folder.path)
     return {
         **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
         "train_examples": len(data.train),

@@ -46,11 +46,55 @@ def submit(recipe: Recipe) -> runs.RunInfo:
 
 
 def train_recipe_file(recipe_path: str, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
-    """The work of a training job: the run its launcher prepared (the folder holding recipe_path)."""
+    """The work of a training job: the run its launcher prepared (the folder holding recipe_path). A recipe for
+    more than one process is trained by `launch_ranks` (torchrun / accelerate launch), this process waiting."""
+    from core import distributed
     from core.training.engine import finetune
 
     recipe = Recipe.from_dict(json.loads(Path(recipe_path).read_text()))
+    if recipe.processes > 1 and distributed.launched_world_size() == 1:
+        return launch_ranks(recipe, recipe_path, progress, should_stop)
     return finetune(recipe, progress=progress, should_stop=should_stop)
+
+
+def launch_ranks(recipe: Recipe, recipe_path: str, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
+    """Train the prepared run (its .partial folder holds recipe_path) on recipe.processes ranks: `torchrun` on CPU,
+    `accelerate launch --multi_gpu` on GPUs (core.distributed.launch_command), in a session of their own. The
+    main rank adopts the folder and writes it as a single process would; this process reports its status.json
+    as progress and turns should_stop into SIGTERM for every rank. Returns metrics.json; raises when it failed."""
+    import subprocess
+    import sys
+
+    from core import distributed
+
+    args = ["core", "finetune", "--recipe", recipe_path] + (["--device", recipe.device] if recipe.device else [])
+    command = distributed.launch_command(recipe.processes, recipe.device, args)
+    folder = Path(recipe_path).parent
+    log = open(folder / "launcher.log", "ab")
+    child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=Path(__file__).parents[2])
+    try:
+        while child.poll() is None:
+            if should_stop is not None and should_stop():
+                os.killpg(child.pid, signal.SIGTERM)
+                child.wait()
+                break
+            status = runs.read_json(folder / runs.STATUS) or {}
+            if progress is not None and status.get("total_steps"):
+                progress(int(status.get("step") or 0), int(status["total_steps"]))
+            time.sleep(POLL_SECONDS)
+    finally:
+        log.close()
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    run = runs.get_run(recipe.run_name)
+    if run is not None and run.state == "done":
+        return run.metrics
+    if should_stop is not None and should_stop():
+        check_stop(should_stop)
+    tail = (folder / "launcher.log").read_text(errors="replace")[-2000:] if (folder / "launcher.log").exists() else ""
+    print(tail, file=sys.stderr)
+    raise RuntimeError(f"training on {recipe.processes} processes failed (exit {child.returncode}); "
+                       f"see {runs.ended_dir(recipe.run_name, 'failed')}")
 
 
 reap = jobs.reap

@@ -109,6 +109,8 @@ class Recipe:
     data_source: str = "auto"  # auto | hub | local
     device: str | None = None  # None: CUDA when there is one
     cpu_threads: int | None = None  # torch CPU threads for this run (None: torch's default, all cores)
+    gradient_accumulation: int = 1  # batches whose gradients add up to one optimizer step (effective batch x N)
+    processes: int = 1  # ranks to train on (GPUs, or CPU processes); >1 runs under torchrun / accelerate launch
 
     def __post_init__(self) -> None:
         problems = []
@@ -130,7 +132,7 @@ class Recipe:
             problems.append(f"head {self.head!r} is not one of {', '.join(HEADS)}")
         if self.pooling not in POOLINGS:
             problems.append(f"pooling {self.pooling!r} is not one of {', '.join(POOLINGS)}")
-        for name in ("epochs", "batch_size", "mlp_hidden"):
+        for name in ("epochs", "batch_size", "mlp_hidden", "gradient_accumulation", "processes"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
         if self.max_length < 8:

@@ -182,3 +182,20 @@ def test_drug_rating_task_is_offered_with_what_differs(page):
 
     shown = " ".join(m.value for m in at.markdown)
     assert "satisfaction" in shown and all(line in shown for line in DRUG_RATING_DIFFERENCES)
+
+
+def test_processes_field_defaults_to_one_on_cpu_and_goes_into_the_recipe(page, monkeypatch):
+    launched = []
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
+    monkeypatch.setattr("app_pages.finetune.visible_gpus", lambda: 0)
+    at = page()
+    assert at.number_input(key="finetune.processes").value == 1
+    at.number_input(key="finetune.processes").set_value(2)
+    at.number_input(key="finetune.accumulation").set_value(4)
+    at.text_input(key="finetune.run_name").input("two-procs")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception
+    work = json.loads((jobs.jobs_dir() / launched[0][-1] / jobs.WORK).read_text())
+    recipe = json.loads(open(work["args"][0]).read())
+    assert recipe["processes"] == 2 and recipe["gradient_accumulation"] == 4

@@ -1,0 +1,18 @@
+"""The fine-tuning page's run form in a real browser: the "Processes / GPUs" and gradient accumulation fields."""
+
+from __future__ import annotations
+
+from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+
+
+def test_run_form_offers_processes_and_accumulation(page, app_url):
+    page.goto(f"{app_url}/finetune")
+    wait_for_app(page)
+    field = page.get_by_role("spinbutton", name="Processes / GPUs")
+    field.wait_for(timeout=60_000)
+    # No GPU on the test machine: one process by default.
+    assert field.input_value() == "1"
+    assert page.get_by_role("spinbutton", name="Gradient accumulation").input_value() == "1"
+    assert_no_streamlit_exception(page)
+    field.scroll_into_view_if_needed()
+    screenshot(page, "finetune_processes")
