@@ -21,6 +21,7 @@ PAGES = [
     st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),
     st.Page("app_pages/explain.py", title="Why this prediction?", icon=":material/psychology_alt:", url_path="explain"),
     st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
+    st.Page("app_pages/explorer.py", title="Dataset explorer", icon=":material/travel_explore:", url_path="explorer"),
     st.Page("app_pages/reproduce.py", title="Reproduce a paper", icon=":material/fact_check:", url_path="reproduce"),
 ]
 

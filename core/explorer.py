@@ -84,14 +84,6 @@ def _dataset_labels(spec: str, seed: int, n_items: int) -> tuple[str, ...] | Non
     return tuple(kept) if len(kept) == n_items else None
 
 
-def _file_rows(path: Path) -> list[dict] | None:
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() == ".csv":
-        return [dict(r) for r in csv.DictReader(io.StringIO(text))]
-    if path.suffix.lower() == ".jsonl":
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        return rows if all(isinstance(r, dict) for r in rows) else None
-    return None
 
 
 def file_columns(rows: list[dict], n_items: int) -> tuple[tuple[str, ...] | None, dict]:
@@ -123,15 +115,29 @@ def file_columns(rows: list[dict], n_items: int) -> tuple[tuple[str, ...] | None
 def load_examples(spec: str, seed: int = 0) -> Examples:
     """The examples a corpus spec names (core.corpus.resolve), with gold labels where the source has them
     (SNLI, MRPC, a `label` column of a CSV / JSONL) and a user file's other columns."""
-    corpus = corpora.resolve(spec, seed)
-    labels, columns = None, {}
     spec = spec.strip()
-    if spec.lower().endswith((".csv", ".jsonl")):
-        rows = _file_rows(Path(spec))
-        if rows is not None:
+    if spec.lower().endswith((".csv", ".jsonl")) and Path(spec).is_file():
+        return examples_from_upload(Path(spec).name, Path(spec).read_bytes())
+    corpus = corpora.resolve(spec, seed)
+    labels = _dataset_labels(spec, seed, len(corpus.items))
+    return Examples(corpus.name, tuple(corpus.items), labels, {}, tuple(corpus.trees))
+
+
+def examples_from_upload(filename: str, data: bytes) -> Examples:
+    """An uploaded .txt / .csv / .jsonl / .conllu (core.corpus.from_upload), with a CSV / JSONL's label and
+    other columns."""
+    corpus = corpora.from_upload(filename, data)
+    labels, columns = None, {}
+    suffix = filename.lower().rsplit(".", 1)[-1]
+    if suffix in ("csv", "jsonl"):
+        text = data.decode("utf-8-sig")
+        if suffix == "csv":
+            rows = [dict(r) for r in csv.DictReader(io.StringIO(text))]
+        else:
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            rows = rows if all(isinstance(r, dict) for r in rows) else []
+        if rows:
             labels, columns = file_columns(rows, len(corpus.items))
-    else:
-        labels = _dataset_labels(spec, seed, len(corpus.items))
     return Examples(corpus.name, tuple(corpus.items), labels, columns, tuple(corpus.trees))
 
 
