@@ -46,7 +46,8 @@ def open_example(text_a: str, text_b: str | None, page: str) -> None:
 
 
 if st.session_state.get(P + "goto"):
-    st.switch_page(st.session_state.pop(P + "goto"))
+    # switch_page clears the URL's query; app.py has just written model and sentences into it, so pass them on.
+    st.switch_page(st.session_state.pop(P + "goto"), query_params=st.query_params.to_dict())
 
 st.title("Dataset explorer")
 intro(
@@ -57,11 +58,11 @@ intro(
     "the selection as a slice to compare its accuracy with the rest.",
 )
 row = st.columns(3)
-row[0].button("SNLI dev, 200 pairs, last layer", key=P + "ex.snli", use_container_width=True, on_click=set_state,
+row[0].button("SNLI dev, 200 pairs, last layer", key=P + "ex.snli", width="stretch", on_click=set_state,
               args=({P + "source": "snli:dev", P + "n": 200, P + "method": "pca", P + "pooling": "cls"},))
-row[1].button("UD EWT: sentence length, mean vectors", key=P + "ex.ud", use_container_width=True, on_click=set_state,
+row[1].button("UD EWT: sentence length, mean vectors", key=P + "ex.ud", width="stretch", on_click=set_state,
               args=({P + "source": "ud:dev", P + "n": 200, P + "pooling": "mean", P + "colour": "sentence length"},))
-row[2].button("Nearest contexts of “bank”", key=P + "ex.bank", use_container_width=True, on_click=set_state,
+row[2].button("Nearest contexts of “bank”", key=P + "ex.bank", width="stretch", on_click=set_state,
               args=({SENTENCE_A_KEY: "She sat on the bank of the river and watched the water.", SENTENCE_B_KEY: "",
                      P + "word": "bank", P + "nsource": "builtin"},))
 
@@ -179,7 +180,7 @@ with projector_tab:
                 use = colour if colour in frame.columns else "sentence length"
                 chart = charts.scatter(frame, use, f"{r}: layer {res.layer}, {ex.METHOD_NAMES[res.method]}")
                 with col:
-                    event = st.altair_chart(chart, on_select="rerun", key=f"{P}chart.{r}", use_container_width=True)
+                    event = st.altair_chart(chart, on_select="rerun", key=f"{P}chart.{r}", width="stretch")
                     if res.explained_variance_ratio is not None:
                         st.caption(f"The two axes hold {res.explained_variance_ratio.sum():.0%} of the variance.")
                     export_buttons(chart, frame, f"explorer-{res.method}-layer{res.layer}", f"{P}export.{r}")
@@ -222,7 +223,7 @@ with projector_tab:
                         else:
                             st.markdown(f"**{sname}** — {r}")
                             chart = charts.slice_chart(comparison)
-                            st.altair_chart(chart, use_container_width=True)
+                            st.altair_chart(chart, width="stretch")
                             export_buttons(chart, charts.slice_frame(comparison), f"slice-{sname}", f"{P}slice.{r}.{sname}")
 
 
@@ -281,7 +282,7 @@ with neighbours_tab:
             st.dataframe(table[["rank", "similarity", "left", "word", "right"] + (["upos", "deprel"] if info.has_trees else [])],
                          hide_index=True, column_config={"similarity": st.column_config.NumberColumn(format="%.3f")})
             chart = charts.neighbours_chart(result)
-            st.altair_chart(chart, use_container_width=True)
+            st.altair_chart(chart, width="stretch")
             export_buttons(chart, table, f"neighbours-{word}-layer{nlayer}", P + "nexport")
             if info.has_trees and result.pos:
                 hist = charts.histogram_chart(result)
