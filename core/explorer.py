@@ -267,7 +267,12 @@ def pca_2d(x: np.ndarray) -> Projection:
 
 
 def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> Projection:
-    """[N, D] -> 2-D by PCA, UMAP (umap-learn, cosine metric) or t-SNE (core.projection's settings)."""
+    """[N, D] -> 2-D by PCA, UMAP (umap-learn, cosine metric) or t-SNE (core.projection's settings).
+
+    LIT's projector (lit_nlp/components/pca.py, umap.py) fits PCA by an eigendecomposition of the covariance
+    (the same axes as the SVD here) and UMAP with umap-learn's defaults, whose metric is euclidean; cosine is used
+    here because every other similarity in BERT Lens is cosine, and the anisotropic offset of BERT's vectors
+    otherwise dominates euclidean distances."""
     vectors = np.asarray(vectors, dtype=np.float64)
     if method == "pca":
         return pca_2d(vectors)

@@ -38,7 +38,9 @@ def test_explorer_projector_selection_and_nearest_contexts(page, app_url):
     page.wait_for_url("**/attention**", timeout=60_000)
     wait_for_app(page)
     page.wait_for_function("() => new URLSearchParams(location.search).get('a')", timeout=60_000)
-    assert page.locator("textarea").first.input_value().strip()
+    opened = page.evaluate("() => new URLSearchParams(location.search).get('a')")
+    assert page.get_by_label("Sentence A").input_value() == opened
+    screenshot(page, "explorer_opened_in_attention")
 
     page.goto(f"{app_url}/explorer")
     wait_for_app(page)
