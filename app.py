@@ -30,7 +30,9 @@ QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
 
 def restore_from_url() -> None:
     """On a fresh session, take the model and sentences from the URL (once, before the widgets exist)."""
-    if st.session_state.get("_restored_from_url"):
+    # Also when the model key is gone: st.switch_page (Dataset explorer's "Open in …") drops the sidebar's widget
+    # state; the explorer passes model and sentences in the URL, so they are taken from there again.
+    if st.session_state.get("_restored_from_url") and MODEL_KEY in st.session_state:
         return
     st.session_state["_restored_from_url"] = True
     for key, param in QUERY_PARAMS.items():

@@ -39,8 +39,8 @@ def test_explorer_projector_selection_and_nearest_contexts(page, app_url):
     wait_for_app(page)
     page.wait_for_function("() => new URLSearchParams(location.search).get('a')", timeout=60_000)
     opened = page.evaluate("() => new URLSearchParams(location.search).get('a')")
-    assert page.get_by_label("Sentence A").input_value() == opened
     screenshot(page, "explorer_opened_in_attention")
+    assert page.get_by_label("Sentence A").input_value(timeout=20_000) == opened
 
     page.goto(f"{app_url}/explorer")
     wait_for_app(page)
