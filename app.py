@@ -24,6 +24,7 @@ PAGES = [
     st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),
     st.Page("app_pages/explain.py", title="Why this prediction?", icon=":material/psychology_alt:", url_path="explain"),
     st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
+    st.Page("app_pages/explorer.py", title="Dataset explorer", icon=":material/travel_explore:", url_path="explorer"),
     st.Page("app_pages/reproduce.py", title="Reproduce a paper", icon=":material/fact_check:", url_path="reproduce"),
     st.Page("app_pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
     st.Page("app_pages/present.py", title="Presenter mode", icon=":material/slideshow:", url_path="present"),
@@ -34,7 +35,9 @@ QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
 
 def restore_from_url() -> None:
     """On a fresh session, take the model and sentences from the URL (once, before the widgets exist)."""
-    if st.session_state.get("_restored_from_url"):
+    # Also when the model key is gone: st.switch_page (Dataset explorer's "Open in …") drops the sidebar's widget
+    # state; the explorer passes model and sentences in the URL, so they are taken from there again.
+    if st.session_state.get("_restored_from_url") and MODEL_KEY in st.session_state:
         return
     st.session_state["_restored_from_url"] = True
     for key, param in QUERY_PARAMS.items():

@@ -1,0 +1,92 @@
+"""AppTest of the Dataset explorer page with a tiny random BERT: the plotted points are scikit-learn's PCA of
+[CLS] vectors computed here with transformers, a corpus without labels hides the label colourings, and the
+nearest-contexts tab lists brute-force cosine neighbours."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.decomposition import PCA
+
+from core import corpus as corpora
+from core import jobs
+
+PAGE = "app_pages/explorer.py"
+
+
+def finish(at, key):
+    record = jobs.wait(at.session_state[f"{key}.jobstate"]["last_id"], timeout=240)
+    assert record.state == "done", record.error
+    at.run()
+
+
+def cls_vectors(model_dir, items, layer):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModel.from_pretrained(str(model_dir)).eval()
+    out = []
+    for item in items:
+        batch = tok(item, return_tensors="pt") if isinstance(item, str) else tok(*item, return_tensors="pt")
+        with torch.inference_mode():
+            out.append(model(**batch, output_hidden_states=True).hidden_states[layer][0, 0].double().numpy())
+    return np.stack(out)
+
+
+def test_builtin_projection_equals_sklearn_pca_and_hides_labels(tiny_bert_dir, make_app, chart_rows):
+    at = make_app(str(tiny_bert_dir)).switch_page(PAGE).run()
+    assert not at.exception
+    at.selectbox(key="explorer.source").set_value("builtin").run()
+    at.button(key=f"explorer.run.{tiny_bert_dir}.run").click().run()
+    finish(at, f"explorer.run.{tiny_bert_dir}")
+    assert not at.exception
+    options = at.selectbox(key="explorer.colour").options
+    assert "gold label" not in options and "correct / wrong" not in options
+    assert "sentence length" in options
+    assert any("no gold labels" in c.value for c in at.caption)
+    rows = sorted(chart_rows(at, 0), key=lambda r: r["id"])
+    items = corpora.builtin().items
+    assert len(rows) == len(items)
+    expected = PCA(n_components=2).fit_transform(cls_vectors(tiny_bert_dir, items, 2))
+    got = np.array([[r["x"], r["y"]] for r in rows])
+    for k in range(2):
+        sign = np.sign(got[:, k] @ expected[:, k])
+        np.testing.assert_allclose(got[:, k], sign * expected[:, k], atol=1e-4)
+
+
+def test_snli_gold_labels_colour_the_points(tiny_bert_dir, data_dir, make_app, chart_rows):
+    from core import datasets
+    at = make_app(str(tiny_bert_dir)).switch_page(PAGE).run()
+    at.number_input(key="explorer.n").set_value(40).run()
+    at.button(key=f"explorer.run.{tiny_bert_dir}.run").click().run()
+    finish(at, f"explorer.run.{tiny_bert_dir}")
+    assert not at.exception
+    assert at.selectbox(key="explorer.colour").value == "gold label"
+    rows = chart_rows(at, 0)
+    gold = [e.label for e in datasets.snli("dev", 40, 0)]
+    assert [r["gold label"] for r in sorted(rows, key=lambda r: r["id"])] == gold
+
+
+def test_nearest_contexts_tab_lists_brute_force_neighbours(tiny_bert_dir, make_app):
+    from core.encoding import encode
+    from core.models import load_model
+
+    text = "the cat sat on the bank of the river ."
+    at = make_app(str(tiny_bert_dir), text).switch_page(PAGE).run()
+    at.selectbox(key="explorer.nsource").set_value("builtin").run()
+    at.selectbox(key="explorer.word").set_value("bank").run()
+    at.button(key="explorer.index.run").click().run()
+    finish(at, "explorer.index")
+    assert not at.exception, at.exception
+    assert any("Exact search" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    # brute force: every word occurrence of the built-in sentences, cosine with the query word, top 10
+    lm = load_model(str(tiny_bert_dir))
+    query = encode(lm, text).word_vectors(2)[5]
+    sims = []
+    for enc in encode(lm, list(corpora.builtin().items), attentions=False):
+        vecs = enc.word_vectors(2)
+        sims += list(vecs @ query / (np.linalg.norm(vecs, axis=1) * np.linalg.norm(query)))
+    top = np.sort(np.array(sims))[::-1][:10]
+    np.testing.assert_allclose(table["similarity"].to_numpy(), top, atol=5e-3)
