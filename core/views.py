@@ -188,6 +188,21 @@ VIEWS: dict[str, tuple[Param, ...]] = {
     "reproduce": (
         Param("study", "reproduce.study", "str"),
     ),
+    "explorer": (
+        Param("corpus", "explorer.source", "str"),
+        Param("n", "explorer.n", "int", low=10, high=5000),
+        Param("layer", "explorer.layer", **_LAYER),
+        Param("pooling", "explorer.pooling", "str", None, ("cls", "mean")),
+        Param("method", "explorer.method", "str", None, ("pca", "umap", "tsne")),
+        Param("second", "explorer.second", "str"),
+        Param("colour", "explorer.colour", "str"),
+        Param("words", "explorer.words", "str"),
+        Param("word", "explorer.word", "str"),
+        Param("neighbours_layer", "explorer.nlayer", **_LAYER),
+        Param("k", "explorer.k", "int", low=1, high=100),
+        Param("neighbours_corpus", "explorer.nsource", "str"),
+        Param("neighbours_n", "explorer.nn", "int", low=50, high=20000),
+    ),
     "lessons": (),
     "present": (
         Param("lesson", "present.lesson", "str"),
