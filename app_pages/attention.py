@@ -112,8 +112,19 @@ def render_one_sentence() -> None:
         st.caption("; ".join(notes).capitalize() + ".")
 
     title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
-    chart = charts.head_view_lines(view, title) if style == "Lines" else charts.attention_heatmap(view, title)
+    if style == "Lines":
+        show_all = st.session_state.get("attention.show_all", False)
+        limits = {"threshold": 0.0, "top_k": None} if show_all else {}
+        chart = charts.head_view_lines(view, title, **limits)
+    else:
+        chart = charts.attention_heatmap(view, title)
     st.altair_chart(chart, key="attention.chart")
+    if style == "Lines":
+        st.caption(charts.lines_note(view, **limits))
+        st.toggle("Show all lines", key="attention.show_all", help="Every (query, key) pair, however faint: slow past ~200 tokens.")
+    elif view.weights.size > charts.HEATMAP_IMAGE_CELLS:
+        st.caption("A long input: the heatmap is drawn as one image; point at a row for its query's strongest keys, "
+                   "or download the CSV for every weight.")
     export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
 
 

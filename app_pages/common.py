@@ -11,7 +11,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core import charts, jobs
+from core import charts, jobs, settings
+from core.budget import BudgetCache, display_encoding, nbytes_of
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
 
@@ -19,18 +20,37 @@ from core.models import LoadedModel, ModelUnavailable, load_model
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+@st.cache_resource
+def _model_store() -> BudgetCache:
+    """Loaded models, one store per server: bounded by count and by parameter bytes (core.settings)."""
+    return BudgetCache(settings.model_cache_bytes(), settings.model_cache_entries(), sizeof=lambda lm: nbytes_of(lm.model) + nbytes_of(lm.masked_lm))
+
+
+@st.cache_resource
+def _encoding_store() -> BudgetCache:
+    """Forward passes shared by every session, bounded in bytes (BERTLENS_ENCODING_CACHE_BYTES, default 1 GiB)."""
+    return BudgetCache(settings.encoding_cache_bytes())
+
+
 def cached_model(ref: str) -> LoadedModel:
     # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
     # every page uses (see core.models.load_model).
-    return load_model(ref, masked_lm=True)
+    def load() -> LoadedModel:
+        with st.spinner("Loading the model…"):
+            return load_model(ref, masked_lm=True)
+
+    return _model_store().get_or_compute(ref, load)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=32)
 def cached_encoding(ref: str, text_a: str, text_b: str | None):
-    """One forward pass per (model, text); widget changes on a page never rerun the model."""
-    item = (text_a, text_b) if text_b else text_a
-    return encode(cached_model(ref), item)
+    """One forward pass per (model, text), shared by all sessions and never copied (st.cache_data would unpickle
+    ~85 MB per rerun at 512 tokens): attentions float16, arrays read-only (core.budget.display_encoding)."""
+    def run():
+        lm = cached_model(ref)
+        with st.spinner("Running the model…"):
+            return display_encoding(encode(lm, (text_a, text_b) if text_b else text_a))
+
+    return _encoding_store().get_or_compute((ref, text_a, text_b or None), run)
 
 
 def model_ref() -> str:
