@@ -125,13 +125,15 @@ def render_one_sentence() -> None:
     elif view.weights.size > charts.HEATMAP_IMAGE_CELLS:
         st.caption("A long input: the heatmap is drawn as one image; point at a row for its query's strongest keys, "
                    "or download the CSV for every weight.")
-    export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
+    export_buttons(chart, lambda: charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
 
 
-sentence_tab, dataset_tab, inside_tab = st.tabs(["One sentence", "Heads over a dataset", "Inside a head"])
-with sentence_tab:
-    render_one_sentence()
-with dataset_tab:
-    render_heads_over_dataset()
-with inside_tab:
-    inside_head.render()
+# Only the open tab runs (on_change="rerun"): the Inside-a-head tab's own forward passes would otherwise double
+# the cost of every new sentence in the head view.
+sentence_tab, dataset_tab, inside_tab = st.tabs(["One sentence", "Heads over a dataset", "Inside a head"],
+                                                key="attention.tab", on_change="rerun")
+for tab, render in ((sentence_tab, render_one_sentence), (dataset_tab, render_heads_over_dataset),
+                    (inside_tab, inside_head.render)):
+    if tab.open:
+        with tab:
+            render()

@@ -98,14 +98,15 @@ def example_buttons(examples: dict[str, tuple[str, str | None]], key: str) -> No
         column.button(label, key=f"{key}.{label}", on_click=set_example, args=(text_a, text_b), use_container_width=True)
 
 
-def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, name: str, key: str) -> None:
-    """PNG / SVG of the chart and CSV of its table; the images are rendered only when clicked."""
+def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | Callable[[], pd.DataFrame] | None, name: str, key: str) -> None:
+    """PNG / SVG of the chart and CSV of its table (a frame, or a function making it); all made only when clicked."""
     columns = st.columns(3)
     if chart is not None:
         columns[0].download_button("PNG", lambda: charts.chart_png(chart), file_name=f"{name}.png", mime="image/png", key=f"{key}.png", icon=":material/image:")
         columns[1].download_button("SVG", lambda: charts.chart_svg(chart), file_name=f"{name}.svg", mime="image/svg+xml", key=f"{key}.svg", icon=":material/draw:")
     if table is not None:
-        columns[2].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
+        # built on click: a 512-token head view's table is 262k rows, too slow to write out on every rerun
+        columns[2].download_button("CSV", lambda: charts.frame_csv(table() if callable(table) else table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
 
 
 # ---- long work: one runner (core.jobs), one set of controls ---------------------------------------------------
