@@ -10,11 +10,15 @@ from typing import Callable
 import altair as alt
 import pandas as pd
 import streamlit as st
+from streamlit.logger import get_logger
 
 from core import charts, jobs, settings
-from core.budget import BudgetCache, display_encoding, nbytes_of
+from core.budget import BudgetCache, display_encoding, nbytes_of, return_freed_memory_to_the_os
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
+
+_log = get_logger("bertlens.cache")
+return_freed_memory_to_the_os()  # a long-running server's RSS stays at its budgets (see core.budget)
 
 # Keys of the shared sidebar widgets (set in app.py, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
@@ -36,6 +40,7 @@ def cached_model(ref: str) -> LoadedModel:
     # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
     # every page uses (see core.models.load_model).
     def load() -> LoadedModel:
+        _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
         with st.spinner("Loading the model…"):
             return load_model(ref, masked_lm=True)
 
@@ -47,6 +52,7 @@ def cached_encoding(ref: str, text_a: str, text_b: str | None):
     ~85 MB per rerun at 512 tokens): attentions float16, arrays read-only (core.budget.display_encoding)."""
     def run():
         lm = cached_model(ref)
+        _log.info("forward pass %s (%d characters)", ref, len(text_a) + len(text_b or ""))
         with st.spinner("Running the model…"):
             return display_encoding(encode(lm, (text_a, text_b) if text_b else text_a))
 
