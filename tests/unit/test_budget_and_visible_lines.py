@@ -123,13 +123,14 @@ def test_float16_display_weights_stay_within_1e3_of_float32(tiny_bert_dir):
 
 def test_model_bytes_are_its_parameters_and_buffers(tiny_bert_dir):
     """The model cache's size of a model: every parameter and buffer once (BERT ties the MLM decoder to the
-    word embeddings), computed here from the state dict's distinct storages."""
+    word embeddings), computed here from the distinct storages behind the state dict and the buffers."""
+    import itertools
+
     from core.models import load_model
 
     lm = load_model(str(tiny_bert_dir))
-    seen, expected = set(), 0
-    for tensor in lm.model.state_dict(keep_vars=True).values():
-        if tensor.data_ptr() not in seen:
-            seen.add(tensor.data_ptr())
-            expected += tensor.numel() * tensor.element_size()
-    assert nbytes_of(lm.model) == expected > 0
+    storages = {}
+    for tensor in itertools.chain(lm.model.state_dict(keep_vars=True).values(), lm.model.buffers()):
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    assert nbytes_of(lm.model) == sum(storages.values()) > 0
