@@ -97,7 +97,8 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
             y2="key_order:Q",
             opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None), alt.value(0.02)),
             color=alt.value("#2b6cb0"),
-            tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+            # typed: a head with no visible line leaves the frame empty, and altair cannot infer an empty column
+            tooltip=["query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
         )
     )
     left = (
