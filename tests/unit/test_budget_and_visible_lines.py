@@ -134,3 +134,15 @@ def test_model_bytes_are_its_parameters_and_buffers(tiny_bert_dir):
         storage = tensor.untyped_storage()
         storages[storage.data_ptr()] = storage.nbytes()
     assert nbytes_of(lm.model) == sum(storages.values()) > 0
+
+
+def test_budgets_come_from_the_environment(monkeypatch):
+    from core import settings
+
+    assert settings.encoding_cache_bytes() == 1 << 30  # default 1 GiB
+    monkeypatch.setenv("BERTLENS_ENCODING_CACHE_BYTES", "512M")
+    monkeypatch.setenv("BERTLENS_MODEL_CACHE_BYTES", "1.5G")
+    monkeypatch.setenv("BERTLENS_MODEL_CACHE_ENTRIES", "2")
+    assert settings.encoding_cache_bytes() == 512 * 1024 * 1024
+    assert settings.model_cache_bytes() == 3 * (1 << 29) and settings.model_cache_entries() == 2
+    assert settings.parse_bytes("123") == 123 and settings.parse_bytes("64KiB") == 65536
