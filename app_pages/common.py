@@ -54,7 +54,7 @@ def cached_encoding(ref: str, text_a: str, text_b: str | None):
         lm = cached_model(ref)
         _log.info("forward pass %s (%d characters)", ref, len(text_a) + len(text_b or ""))
         with st.spinner("Running the model…"):
-            return display_encoding(encode(lm, (text_a, text_b) if text_b else text_a))
+            return display_encoding(encode(lm, (text_a, text_b) if text_b else text_a, attention_dtype="float16"))
 
     return _encoding_store().get_or_compute((ref, text_a, text_b or None), run)
 

@@ -115,6 +115,11 @@ def test_float16_display_weights_stay_within_1e3_of_float32(tiny_bert_dir):
     assert np.abs(shown.attentions.astype(np.float32) - enc.attentions).max() <= 1e-3
     assert nbytes_of(shown) < nbytes_of(enc)
     assert nbytes_of(enc) - nbytes_of(shown) == enc.attentions.nbytes // 2
+    # the app's path: float16 made by torch inside encode, same values
+    direct = display_encoding(encode(load_model(str(tiny_bert_dir)), "the cat sat on the mat because it was warm",
+                                     attention_dtype="float16"))
+    assert direct.attentions.dtype == np.float16
+    assert np.abs(direct.attentions.astype(np.float32) - enc.attentions).max() <= 1e-3
     # rollout from the float16 weights (the one analysis drawn from them) also stays within 1e-3
     from core.explain import rollout
 
