@@ -13,12 +13,11 @@ import streamlit as st
 from streamlit.logger import get_logger
 
 from core import charts, jobs, settings
-from core.budget import BudgetCache, display_encoding, nbytes_of, return_freed_memory_to_the_os
+from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
 
 _log = get_logger("bertlens.cache")
-return_freed_memory_to_the_os()  # a long-running server's RSS stays at its budgets (see core.budget)
 
 # Keys of the shared sidebar widgets (set in app.py, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
@@ -54,7 +53,9 @@ def cached_encoding(ref: str, text_a: str, text_b: str | None):
         lm = cached_model(ref)
         _log.info("forward pass %s (%d characters)", ref, len(text_a) + len(text_b or ""))
         with st.spinner("Running the model…"):
-            return display_encoding(encode(lm, (text_a, text_b) if text_b else text_a, attention_dtype="float16"))
+            encoding = display_encoding(encode(lm, (text_a, text_b) if text_b else text_a, attention_dtype="float16"))
+        release_freed_memory()  # the forward's freed tensors go back to the OS: RSS stays at the budget (core.budget)
+        return encoding
 
     return _encoding_store().get_or_compute((ref, text_a, text_b or None), run)
 
