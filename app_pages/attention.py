@@ -113,16 +113,35 @@ def render_one_sentence() -> None:
         st.caption("; ".join(notes).capitalize() + ".")
 
     title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
-    chart = charts.head_view_lines(view, title) if style == "Lines" else charts.attention_heatmap(view, title)
+    if style == "Lines":
+        show_all = st.session_state.get("attention.show_all", False)
+        limits = {"threshold": 0.0, "top_k": None} if show_all else {}
+        chart = charts.head_view_lines(view, title, **limits)
+    else:
+        chart = charts.attention_heatmap(view, title)
     st.altair_chart(chart, key="attention.chart")
-    export_buttons(chart, charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
+    if style == "Lines":
+        st.caption(charts.lines_note(view, **limits))
+        st.toggle("Show all lines", key="attention.show_all", help="Every (query, key) pair, however faint: slow past ~200 tokens.")
+    elif view.weights.size > charts.HEATMAP_IMAGE_CELLS:
+        st.caption("A long input: the heatmap is drawn as one image; point at a row for its query's strongest keys, "
+                   "or download the CSV for every weight.")
+    export_buttons(chart, lambda: charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
 
 
-sentence_tab, dataset_tab, inside_tab = st.tabs(["One sentence", "Heads over a dataset", "Inside a head"])
-with sentence_tab:
-    render_one_sentence()
-with dataset_tab:
+def render_dataset_tab() -> None:
     render_heads_over_dataset()
     pair_heads.render()
-with inside_tab:
-    inside_head.render()
+
+
+# Only the open tab runs (on_change="rerun"): the Inside-a-head tab's own forward passes would otherwise double
+# the cost of every new sentence in the head view.
+sentence_tab, dataset_tab, inside_tab = st.tabs(["One sentence", "Heads over a dataset", "Inside a head"],
+                                                key="attention.tab", on_change="rerun")
+
+
+for tab, render in ((sentence_tab, render_one_sentence), (dataset_tab, render_dataset_tab),
+                    (inside_tab, inside_head.render)):
+    if tab.open:
+        with tab:
+            render()

@@ -10,28 +10,55 @@ from typing import Callable
 import altair as alt
 import pandas as pd
 import streamlit as st
+from streamlit.logger import get_logger
 
 from app_pages import page_report
-from core import charts, jobs
+from core import charts, jobs, settings
+from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model
+
+_log = get_logger("bertlens.cache")
 
 # Keys of the shared sidebar widgets (set in app.py, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+@st.cache_resource
+def _model_store() -> BudgetCache:
+    """Loaded models, one store per server: bounded by count and by parameter bytes (core.settings)."""
+    return BudgetCache(settings.model_cache_bytes(), settings.model_cache_entries(), sizeof=lambda lm: nbytes_of(lm.model) + nbytes_of(lm.masked_lm))
+
+
+@st.cache_resource
+def _encoding_store() -> BudgetCache:
+    """Forward passes shared by every session, bounded in bytes (BERTLENS_ENCODING_CACHE_BYTES, default 1 GiB)."""
+    return BudgetCache(settings.encoding_cache_bytes())
+
+
 def cached_model(ref: str) -> LoadedModel:
     # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
     # every page uses (see core.models.load_model).
-    return load_model(ref, masked_lm=True)
+    def load() -> LoadedModel:
+        _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
+        with st.spinner("Loading the model…"):
+            return load_model(ref, masked_lm=True)
+
+    return _model_store().get_or_compute(ref, load)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=32)
 def cached_encoding(ref: str, text_a: str, text_b: str | None):
-    """One forward pass per (model, text); widget changes on a page never rerun the model."""
-    item = (text_a, text_b) if text_b else text_a
-    return encode(cached_model(ref), item)
+    """One forward pass per (model, text), shared by all sessions and never copied (st.cache_data would unpickle
+    ~85 MB per rerun at 512 tokens): attentions float16, arrays read-only (core.budget.display_encoding)."""
+    def run():
+        lm = cached_model(ref)
+        _log.info("forward pass %s (%d characters)", ref, len(text_a) + len(text_b or ""))
+        with st.spinner("Running the model…"):
+            encoding = display_encoding(encode(lm, (text_a, text_b) if text_b else text_a, attention_dtype="float16"))
+        release_freed_memory()  # the forward's freed tensors go back to the OS: RSS stays at the budget (core.budget)
+        return encoding
+
+    return _encoding_store().get_or_compute((ref, text_a, text_b or None), run)
 
 
 def model_ref() -> str:
@@ -79,9 +106,9 @@ def example_buttons(examples: dict[str, tuple[str, str | None]], key: str) -> No
         column.button(label, key=f"{key}.{label}", on_click=set_example, args=(text_a, text_b), use_container_width=True)
 
 
-def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, name: str, key: str) -> None:
-    """PNG / SVG / offline interactive HTML of the chart and CSV of its table; the files are made only when
-    clicked. The chart also joins the page's PDF report (app_pages.page_report)."""
+def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | Callable[[], pd.DataFrame] | None, name: str, key: str) -> None:
+    """PNG / SVG / offline interactive HTML of the chart and CSV of its table (a frame, or a function making it);
+    the files are made only when clicked. The chart also joins the page's PDF report (app_pages.page_report)."""
     columns = st.columns(4)
     if chart is not None:
         columns[0].download_button("PNG", lambda: charts.chart_png(chart), file_name=f"{name}.png", mime="image/png", key=f"{key}.png", icon=":material/image:")
@@ -89,7 +116,8 @@ def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | None, 
         columns[2].download_button("HTML (interactive, offline)", lambda: charts.chart_html(chart), file_name=f"{name}.html", mime="text/html", key=f"{key}.html", icon=":material/code:", on_click="ignore")
         page_report.collect(name, chart)
     if table is not None:
-        columns[3].download_button("CSV", charts.frame_csv(table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
+        # built on click: a 512-token head view's table is 262k rows, too slow to write out on every rerun
+        columns[3].download_button("CSV", lambda: charts.frame_csv(table() if callable(table) else table), file_name=f"{name}.csv", mime="text/csv", key=f"{key}.csv", icon=":material/table:")
 
 
 # ---- long work: one runner (core.jobs), one set of controls ---------------------------------------------------

@@ -122,6 +122,7 @@ def render() -> None:
     title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)
     st.altair_chart(head_chart, key="masked.attention")
+    st.caption(attention_charts.lines_note(view))
     table = attention_charts.view_frame(view)
     export_buttons(head_chart, table[table["query"] == highlight][["query", "key", "weight"]],
                    f"masked_attention_L{layer}", key="masked.export_attention")

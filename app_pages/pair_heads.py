@@ -34,6 +34,7 @@ def open_in_head_view(text_a: str, text_b: str, layer: int, head: int, direction
     st.session_state["attention.heads"] = [head]
     st.session_state["attention.mode"] = "Head view"
     st.session_state["attention.filter"] = DIRECTION_TITLES[direction]
+    st.session_state["attention.tab"] = "One sentence"  # only the open tab runs: switch to the head view's
 
 
 def render() -> None:

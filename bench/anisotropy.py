@@ -1,6 +1,8 @@
 """Speed and memory of the streaming anisotropy pass (core.anisotropy.measure_corpus).
 
-    python bench/anisotropy.py [--small 1000] [--large 10000] [--repeats 3]
+    python bench/anisotropy.py [--small 1000] [--large 10000] [--repeats 3] [--quick]
+
+--quick (issue 18): --small 300 --large 1000 --repeats 1, about a minute on a quiet machine.
 
 Sentences: unique SNLI train sentences of 6-10 words (local data folder), seeded; the small set is a prefix of
 the large one, so both have the same length mix.
@@ -98,7 +100,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    if args.quick:
+        args.small, args.large, args.repeats = 300, 1000, 1
     import torch
 
     torch.set_num_threads(args.threads)
@@ -111,7 +116,7 @@ def main() -> None:
     print(f"\nthroughput, {t['sentences']} sentences, medians of {args.repeats} alternated runs:")
     print(f"  raw batched forward   {t['raw_s']:.2f} s  ({t['sentences'] / t['raw_s']:.0f} sentences/s)")
     print(f"  anisotropy pass       {t['anisotropy_s']:.2f} s  ({t['sentences'] / t['anisotropy_s']:.0f} sentences/s)")
-    print(f"  ratio (raw time / pass time): {t['raw_s'] / t['anisotropy_s']:.2f}  (target >= 0.9)")
+    print(f"  ratio (raw time / pass time): {t['raw_s'] / t['anisotropy_s']:.2f}  (target >= 0.95, issue 18)")
 
     print("\nmemory, one fresh process per size (measure_corpus only):")
     print("  sentences  words   pass s  RSS before  RSS peak  traced peak  keeping every vector")

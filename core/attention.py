@@ -117,6 +117,21 @@ def attention_view(
     )
 
 
+# A line below 2 % opacity cannot be seen; 20 keys a query keep a 512-token head view near 10k lines, not 262k.
+LINE_THRESHOLD, LINE_TOP_K = 0.02, 20
+
+
+def visible_pairs(weights: np.ndarray, threshold: float = LINE_THRESHOLD, top_k: int | None = LINE_TOP_K) -> np.ndarray:
+    """[Q, K] weights -> [Q, K] bool: the pairs worth a line, those with weight >= threshold that are also among
+    the top_k largest keys of their query (ties at the k-th weight all kept). threshold=0, top_k=None: every pair."""
+    weights = np.asarray(weights, dtype=np.float32)
+    keep = weights >= threshold
+    if top_k is not None and 0 < top_k < weights.shape[1]:
+        kth = -np.partition(-weights, top_k - 1, axis=1)[:, top_k - 1 : top_k]
+        keep &= weights >= kth
+    return keep
+
+
 def head_entropy(attentions: np.ndarray) -> np.ndarray:
     """Mean entropy (nats) of each head's attention rows: [layer, head, query, key] -> [layer, head]."""
     p = np.clip(attentions.astype(np.float64), 1e-12, 1.0)

@@ -196,7 +196,7 @@ def rollout(attentions: np.ndarray, residual: float = 0.5) -> np.ndarray:
     residual=0 multiplies the matrices as given (used for value zeroing, which already has the residual in it)."""
     import torch
 
-    a = torch.as_tensor(np.asarray(attentions), dtype=torch.float32)
+    a = torch.from_numpy(np.array(attentions, dtype=np.float32))  # a copy: cached float16 weights are read-only
     if a.ndim == 4:
         a = a.mean(dim=1)
     if a.ndim != 3 or a.shape[-1] != a.shape[-2]:

@@ -4,6 +4,9 @@ Environment variables (all optional):
     BERTLENS_CACHE  folder for downloaded and fine-tuned models (default: <repo>/models_cache)
     BERTLENS_MODEL  the model the app opens with (default: bert-base-uncased)
     BERTLENS_DATA   local data folder laid out like ../shared/data (default: <repo>/../shared/data)
+    BERTLENS_ENCODING_CACHE_BYTES  the app's budget for cached forward passes, shared by all sessions
+                    (default 1G; a number of bytes, or with a K/M/G suffix)
+    BERTLENS_MODEL_CACHE_BYTES     the budget for loaded models (default 4G); BERTLENS_MODEL_CACHE_ENTRIES (default 4)
 """
 
 from __future__ import annotations
@@ -35,3 +38,24 @@ def default_model() -> str:
 
 def data_dir() -> Path:
     return Path(os.environ.get("BERTLENS_DATA", REPO_ROOT.parent / "shared" / "data")).expanduser()
+
+
+def parse_bytes(text: str) -> int:
+    """"1G", "512M", "64k" or a plain number of bytes -> bytes (binary units: 1K = 1024)."""
+    text = text.strip().upper().removesuffix("B").removesuffix("I")
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(float(text))
+
+
+def encoding_cache_bytes() -> int:
+    return parse_bytes(os.environ.get("BERTLENS_ENCODING_CACHE_BYTES", "1G"))
+
+
+def model_cache_bytes() -> int:
+    return parse_bytes(os.environ.get("BERTLENS_MODEL_CACHE_BYTES", "4G"))
+
+
+def model_cache_entries() -> int:
+    return int(os.environ.get("BERTLENS_MODEL_CACHE_ENTRIES", "4"))

@@ -88,7 +88,9 @@ _LIMIT = dict(type="int", low=0, high=10_000_000)
 VIEWS: dict[str, tuple[Param, ...]] = {
     "": (),  # Home
     "attention": (
+        Param("tab", "attention.tab", "str", "One sentence", ("One sentence", "Heads over a dataset", "Inside a head")),
         Param("view", "attention.mode", "str", "Head view", ("Head view", "Model view")),
+        Param("show_all", "attention.show_all", "bool", False),
         Param("layer", "attention.layer", **_LAYER),
         Param("heads", "attention.heads", **_HEADS),
         Param("filter", "attention.filter", "str", "all", tuple(PAIR_FILTERS)),

@@ -14,26 +14,46 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core.attention import AttentionView, head_entropy
+from core.attention import LINE_THRESHOLD, LINE_TOP_K, AttentionView, head_entropy, visible_pairs
 
 BLUES_LOW, BLUES_HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])
 
 
-def view_frame(view: AttentionView) -> pd.DataFrame:
-    """Long table of a view: one row per (query, key) with its weight and both positions."""
-    q, k = view.weights.shape
+def view_frame(view: AttentionView, keep: np.ndarray | None = None) -> pd.DataFrame:
+    """Long table of a view: one row per (query, key) with its weight and both positions; with `keep` ([Q, K]
+    bool, see core.attention.visible_pairs) only the pairs it marks."""
+    q_idx, k_idx = np.nonzero(np.ones(view.weights.shape, dtype=bool) if keep is None else keep)
+    queries, keys = np.asarray(view.query_labels, dtype=object), np.asarray(view.key_labels, dtype=object)
     return pd.DataFrame(
         {
-            "query": np.repeat(view.query_labels, k),
-            "key": np.tile(view.key_labels, q),
-            "query_order": np.repeat(np.arange(q), k),
-            "key_order": np.tile(np.arange(k), q),
-            "weight": view.weights.reshape(-1).astype(float),
+            "query": queries[q_idx],
+            "key": keys[k_idx],
+            "query_order": q_idx,
+            "key_order": k_idx,
+            "weight": view.weights[q_idx, k_idx].astype(float),
         }
     )
 
 
+# Above this many cells a heatmap goes as one image (vega draws 262k rects for 512 tokens in seconds).
+HEATMAP_IMAGE_CELLS = 96 * 96
+
+
+def lines_note(view: AttentionView, threshold: float = LINE_THRESHOLD, top_k: int | None = LINE_TOP_K) -> str:
+    """The sentence under a thresholded head view: what was left out and why."""
+    shown = int(visible_pairs(view.weights, threshold, top_k).sum())
+    total = view.weights.size
+    if shown == total:
+        return f"All {total:,} lines drawn."
+    limit = f" and at most the {top_k} strongest keys per query" if top_k else ""
+    return (f"{shown:,} of {total:,} lines drawn: weights ≥ {threshold:g}{limit} (fainter lines would be "
+            "invisible; the CSV has every pair).")
+
+
 def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
+    """One rect per (query, key); past HEATMAP_IMAGE_CELLS cells, attention_heatmap_image instead."""
+    if view.weights.size > HEATMAP_IMAGE_CELLS:
+        return attention_heatmap_image(view, title)
     frame = view_frame(view)
     size = max(220, min(640, 16 * max(view.weights.shape)))
     return (
@@ -49,11 +69,15 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
     )
 
 
-def head_view_lines(view: AttentionView, title: str = "", highlight: str | None = None) -> alt.LayerChart:
+def head_view_lines(view: AttentionView, title: str = "", highlight: str | None = None, *,
+                    threshold: float = LINE_THRESHOLD, top_k: int | None = LINE_TOP_K) -> alt.LayerChart:
     """bertviz-style head view: queries on the left, keys on the right, a line per pair whose
     opacity is the weight. Pointing at a left token highlights its own lines. `highlight` (a query label) starts
-    with that row's lines alone and its label larger, in red (the Masked words page's [MASK])."""
-    frame = view_frame(view)
+    with that row's lines alone and its label larger, in red (the Masked words page's [MASK]).
+
+    Only pairs with weight >= threshold among each query's top_k keys get a line (lines_note says so under the
+    chart), so the data grows with the tokens, not their square; threshold=0, top_k=None draws every pair."""
+    frame = view_frame(view, visible_pairs(view.weights, threshold, top_k))
     frame["left"], frame["right"] = 0.0, 1.0
     height = max(200, 18 * max(view.weights.shape))
     n = max(view.weights.shape)
@@ -73,7 +97,8 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
             y2="key_order:Q",
             opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None), alt.value(0.02)),
             color=alt.value("#2b6cb0"),
-            tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
+            # typed: a head with no visible line leaves the frame empty, and altair cannot infer an empty column
+            tooltip=["query:N", "key:N", alt.Tooltip("weight:Q", format=".3f")],
         )
     )
     left = (
@@ -91,6 +116,53 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
         .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="key:N")
     )
     return alt.layer(lines, left, right, title=title).properties(width=360, height=height)
+
+
+def heatmap_rgb(matrix: np.ndarray, peak: float = 1.0) -> np.ndarray:
+    """[Q, K] weights -> [Q, K, 3] uint8 on the blues ramp (white = 0, dark blue = peak)."""
+    t = np.clip(np.asarray(matrix, dtype=np.float32) / (peak or 1.0), 0, 1)[..., None]
+    return (BLUES_LOW * (1 - t) + BLUES_HIGH * t).astype(np.uint8)
+
+
+def png_data_uri(rgb: np.ndarray, size: tuple[int, int] | None = None) -> str:
+    from PIL import Image
+
+    image = Image.fromarray(rgb, mode="RGB")
+    if size is not None:
+        image = image.resize(size, Image.NEAREST)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def row_summary_frame(view: AttentionView, top: int = 3) -> pd.DataFrame:
+    """One row per query: its position, label and its `top` strongest keys with their weights ("12·bank 0.412, ...")."""
+    order = np.argsort(-view.weights, axis=1, kind="stable")[:, :top]
+    keys = np.asarray(view.key_labels, dtype=object)
+    return pd.DataFrame({
+        "query": list(view.query_labels),
+        "query_order": np.arange(len(view.query_labels)),
+        "strongest keys": [", ".join(f"{keys[k]} {view.weights[q, k]:.3f}" for k in row) for q, row in enumerate(order)],
+    })
+
+
+def attention_heatmap_image(view: AttentionView, title: str = "") -> alt.LayerChart:
+    """The heatmap of a long input as one PNG (colour scale 0..1 as attention_heatmap) under a band per query
+    row: pointing at a row shows that query's three strongest keys, so the data grows with the tokens."""
+    q, k = view.weights.shape
+    size = 640
+    uri = png_data_uri(heatmap_rgb(view.weights), size=(size, size))
+    x_scale, y_scale = alt.Scale(domain=[-0.5, k - 0.5], nice=False), alt.Scale(domain=[-0.5, q - 0.5], reverse=True, nice=False)
+    image = alt.Chart(pd.DataFrame({"url": [uri], "x": [(k - 1) / 2], "y": [(q - 1) / 2]})).mark_image(
+        width=size, height=size, aspect=False).encode(
+        x=alt.X("x:Q", scale=x_scale, title="attends to (key position)"),
+        y=alt.Y("y:Q", scale=y_scale, title="from (query position)"), url="url:N")
+    rows = row_summary_frame(view)
+    rows["lo"], rows["hi"] = rows["query_order"] - 0.5, rows["query_order"] + 0.5
+    bands = alt.Chart(rows).mark_rect(opacity=0.0).encode(
+        y=alt.Y("lo:Q", scale=y_scale), y2="hi:Q", x=alt.value(0), x2=alt.value(size),
+        tooltip=["query", "strongest keys"])
+    return alt.layer(image, bands, title=title).properties(width=size, height=size)
 
 
 def thumbnail_data_uri(matrix: np.ndarray, pixels: int = 44) -> str:

@@ -22,6 +22,7 @@ def _app(model: str) -> AppTest:
     at.session_state["model"] = model
     at.session_state["sentence_a"] = "The cat sat on the mat."
     at.session_state["sentence_b"] = ""
+    at.session_state["attention.tab"] = "Heads over a dataset"  # only the open tab runs
     at.switch_page("app_pages/attention.py")
     return at
 

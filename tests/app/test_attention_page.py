@@ -51,7 +51,7 @@ def test_attention_heatmap_matches_model_output(minilm_dir, make_app, chart_rows
     shown = np.zeros_like(expected)
     for row in rows:
         shown[int(row["query"].split("·")[0]), int(row["key"].split("·")[0])] = row["weight"]
-    np.testing.assert_allclose(shown, expected, atol=1e-6)
+    np.testing.assert_allclose(shown, expected, atol=1e-3)  # kept as float16 for display (issue 18)
 
 
 def test_attention_pair_filter_and_hidden_specials(minilm_dir, make_app, chart_rows):
@@ -59,6 +59,7 @@ def test_attention_pair_filter_and_hidden_specials(minilm_dir, make_app, chart_r
     at.switch_page("app_pages/attention.py").run()
     at.selectbox(key="attention.filter").set_value("A→B")
     at.toggle(key="attention.hide_special").set_value(True).run()
+    at.toggle(key="attention.show_all").set_value(True).run()  # faint lines too: every pair of the filter
     assert not at.exception
     rows = [r for r in chart_rows(at) if "weight" in r]  # the lines, not the label columns
     queries = {r["query"].split("·")[1] for r in rows}
@@ -120,3 +121,32 @@ def test_url_carries_model_and_sentences(minilm_dir):
     at.sidebar.text_area(key="sentence_b").set_value("").run()
     assert "b" not in at.query_params
     assert at.query_params["a"] == ["The river bank flooded."] or at.query_params["a"] == "The river bank flooded."
+
+
+def test_long_input_head_view_is_thresholded_and_show_all_restores_it(minilm_dir, make_app, chart_rows):
+    """Issue 18: a long input's head view carries the visible pairs only (stated under it); "Show all" every pair."""
+    from core.attention import visible_pairs
+
+    text = " ".join(f"word{i % 37} is here" for i in range(40))
+    at = make_app(str(minilm_dir), text)
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    weights = encode(load_model(str(minilm_dir)), text).attentions[2, 0]
+    rows = [r for r in chart_rows(at) if "weight" in r]
+    drawn = {(int(r["query"].split("·")[0]), int(r["key"].split("·")[0])) for r in rows}
+    # float16 display weights: compare with the float32 ones away from the cut, where rounding cannot flip a pair
+    keep = visible_pairs(weights)
+    assert {(q, k) for q, k in zip(*np.nonzero(keep))} - drawn <= _near_cut(weights)
+    assert drawn - {(q, k) for q, k in zip(*np.nonzero(keep))} <= _near_cut(weights)
+    assert len(drawn) < weights.size
+    assert any("lines drawn" in c.value and "at most the 20 strongest" in c.value for c in at.caption)
+    at.toggle(key="attention.show_all").set_value(True).run()
+    rows = [r for r in chart_rows(at) if "weight" in r]
+    assert len(rows) == weights.size
+
+
+def _near_cut(weights, tol=1e-3):
+    """Pairs within tol of the threshold or their row's 20th weight."""
+    kth = -np.partition(-weights, 19, axis=1)[:, 19:20]
+    near = (np.abs(weights - 0.02) <= tol) | (np.abs(weights - kth) <= tol)
+    return {(q, k) for q, k in zip(*np.nonzero(near))}

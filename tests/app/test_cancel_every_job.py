@@ -53,12 +53,12 @@ def test_anisotropy_pass(minilm_dir):
 @pytest.mark.parametrize("part, job_key", [("Statistics", "heads.survey"), ("Syntactic heads", "heads.syntax")])
 def test_heads_over_a_dataset(minilm_dir, part, job_key):
     at = _app(str(minilm_dir), "app_pages/attention.py",
-              {"heads.part": part, "heads.source": "SNLI", "heads.limit": 3000, "heads.tb_limit": 2000})
+              {"attention.tab": "Heads over a dataset", "heads.part": part, "heads.source": "SNLI", "heads.limit": 3000, "heads.tb_limit": 2000})
     _cancel_while_running(at, job_key)
 
 
 def test_inside_a_head_norm_shares(minilm_dir):
-    at = _app(str(minilm_dir), "app_pages/attention.py", {"inside.source": "SNLI", "inside.limit": 3000})
+    at = _app(str(minilm_dir), "app_pages/attention.py", {"attention.tab": "Inside a head", "inside.source": "SNLI", "inside.limit": 3000})
     _cancel_while_running(at, "inside.shares")
     assert at.button(key="inside.shares.run")
 

@@ -18,11 +18,12 @@ APP_FILE = str(Path(__file__).resolve().parents[2] / "app.py")
 TEXT = "The bank raised rates, and the river flooded."
 
 
-def _app(model: str, text: str = TEXT) -> AppTest:
+def _app(model: str, text: str = TEXT, tab: str = "Inside a head") -> AppTest:
     at = AppTest.from_file(APP_FILE, default_timeout=240)
     at.session_state["model"] = model
     at.session_state["sentence_a"] = text
     at.session_state["sentence_b"] = ""
+    at.session_state["attention.tab"] = tab  # only the open tab runs
     at.switch_page("app_pages/attention.py")
     return at
 
@@ -83,7 +84,7 @@ def test_neuron_view_softmax_is_transformers_attention(minilm_dir):
 
 def test_weights_control_draws_norm_weighted_heatmap(minilm_dir):
     lm, out = _reference(minilm_dir)
-    at = _app(str(minilm_dir))
+    at = _app(str(minilm_dir), tab="One sentence")
     at.run()
     assert at.selectbox(key="attention.weights").options == [
         "raw attention", "norm-weighted (Kobayashi et al. 2020)", "attention rollout (Abnar & Zuidema 2020)"]
@@ -142,7 +143,7 @@ def test_weights_control_draws_attention_rollout(minilm_dir):
         a = 0.5 * a + 0.5 * np.eye(a.shape[0])
         a = a / a.sum(axis=1, keepdims=True)
         product = a if product is None else a @ product
-    at = _app(str(minilm_dir))
+    at = _app(str(minilm_dir), tab="One sentence")
     at.run()
     at.selectbox(key="attention.layer").set_value(layer)
     at.multiselect(key="attention.heads").set_value([2])

@@ -53,7 +53,7 @@ def test_thumbnail_darkest_at_the_heads_maximum():
 
 def test_head_view_lines_carry_every_pair():
     view = view_with_repeated_tokens()
-    chart = attention_charts.head_view_lines(view)
+    chart = attention_charts.head_view_lines(view, threshold=0.0, top_k=None)  # "show all"
     lines = chart.layer[0].data
     assert len(lines) == 36
     np.testing.assert_allclose(lines["weight"].to_numpy().reshape(6, 6), view.weights, rtol=1e-6)

@@ -1,0 +1,149 @@
+"""Shared by the app benches (issue 18): a bert-base-sized stand-in model, long inputs, the raw-forward baseline,
+a `streamlit run` server and a Playwright browser on localhost.
+
+The HF hub cannot be reached here, so bert-base itself cannot be downloaded: the stand-in is a randomly
+initialised BertForMaskedLM with bert-base's config (12 layers, 12 heads, 768 wide, 110 M parameters) and
+bert-base-uncased's vocabulary (MiniLM-L6 uses the same WordPiece vocabulary), saved as safetensors. Its weights
+are random, so its attention patterns mean nothing, but every tensor has bert-base's shape: a fair stand-in
+for timing and memory, not for any finding.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+OUT = REPO / "bench" / "out"  # git-ignored
+
+
+def minilm() -> Path:
+    from core import settings
+
+    return settings.data_dir() / "models" / "all-MiniLM-L6-v2"
+
+
+def bert_base_stand_in(folder: Path | None = None) -> Path:
+    """Build (once) the random-init bert-base-sized model described above; returns its folder."""
+    folder = Path(folder or OUT / "bert-base-random")
+    if (folder / "model.safetensors").is_file():
+        return folder
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig())  # BertConfig() defaults are bert-base-uncased's
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(minilm())).save_pretrained(folder)
+    return folder
+
+
+def resolve_model(name: str) -> str:
+    return str(bert_base_stand_in() if name == "bert-base-random" else minilm() if name == "minilm" else name)
+
+
+def long_text(tokenizer, n_tokens: int = 512, seed: int = 0) -> str:
+    """A text of exactly n_tokens word pieces with [CLS] and [SEP] (so no truncation): random whole vocabulary
+    words, a different text per seed."""
+    vocab = [w for w in tokenizer.get_vocab() if w.isalpha() and w.islower() and len(w) > 2]
+    vocab.sort()
+    rng = random.Random(seed)
+    words: list[str] = []
+    while True:
+        words.append(rng.choice(vocab))
+        n = len(tokenizer(" ".join(words))["input_ids"])
+        if n == n_tokens:
+            return " ".join(words)
+        if n > n_tokens:
+            words.pop()
+
+
+def raw_forward_seconds(lm, text: str, repeats: int = 3) -> float:
+    """Tokenisation + one forward with attentions and hidden states (what the page needs), median of repeats."""
+    import statistics
+
+    import torch
+
+    times = []
+    for _ in range(repeats + 1):  # the first call (one-time allocations) is dropped
+        start = time.perf_counter()
+        batch = lm.tokenizer(text, truncation=True, return_tensors="pt").to(lm.device)
+        with torch.inference_mode():
+            lm.model(**batch, output_attentions=True, output_hidden_states=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[1:])
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load_line() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextmanager
+def served(model: str, extra_env: dict | None = None):
+    """`streamlit run app.py` on a free localhost port; yields (server, seconds from launch to HTTP 200)."""
+    from tests.browser.conftest import StreamlitServer
+
+    cache = OUT / "server-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    saved = dict(os.environ)
+    os.environ.update(extra_env or {})
+    start = time.perf_counter()
+    try:
+        server = StreamlitServer(model, cache)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        yield server, time.perf_counter() - start
+    finally:
+        server.stop()
+
+
+@contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM_FLAGS, chromium_path
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+CHART_DRAWN = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks')
+
+
+def wait_for_chart(page, timeout_s: float = 300) -> None:
+    """Until an altair chart has been drawn and Streamlit has finished the run."""
+    page.wait_for_selector(CHART_DRAWN, timeout=timeout_s * 1000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_s * 1000)
+
+
+def open_attention(browser, base_url: str, model: str, text: str, timeout_s: float = 300) -> float:
+    """A new session (browser context) opens the Attention page on `text`; seconds until the head view is drawn."""
+    from urllib.parse import quote
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        start = time.perf_counter()
+        page.goto(f"{base_url}/attention?model={quote(model)}&a={quote(text)}", timeout=timeout_s * 1000)
+        wait_for_chart(page, timeout_s)
+        return time.perf_counter() - start
+    finally:
+        context.close()

@@ -1,0 +1,96 @@
+"""How long the real app takes, each figure beside the raw forward measured in the same run (issue 18).
+
+    python bench/app_latency.py [--model bert-base-random|minilm|PATH] [--tokens 512] [--quick] [--no-browser]
+
+Server side (Streamlit AppTest, in this process, model already loaded):
+  new_sentence_s    a new sentence on the Attention page: rerun with forward, chart built and serialised
+  chart_only_s      the same sentence, another head: the rerun after the forward (cached) -> chart ready
+  heatmap_only_s    the same, drawn as a heatmap (one image past 96x96 cells)
+End to end (`streamlit run` + Debian Chromium via Playwright, localhost):
+  http_200_s        launch -> HTTP 200 on /_stcore/health
+  cold_chart_s      launch -> the first session's head view drawn (model loaded by that session)
+  first_chart_s     the first session alone: page open -> head view drawn
+  warm_chart_s      a second session, a new sentence, model loaded: page open -> head view drawn
+Baseline: raw_forward_s = tokenisation + one forward with attentions and hidden states (median of 3), on the
+same model and text; ratios = figure / raw.
+
+--model bert-base-random (default) is a random-init model of bert-base's shape (see bench/_app.py): bert-base
+cannot be downloaded here. --quick: 128-token inputs (unless --tokens is given), one repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import _app
+
+
+def server_side(model: str, texts: list[str], repeats: int) -> dict:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(_app.REPO / "app.py"), default_timeout=600)
+    at.session_state["model"], at.session_state["sentence_a"], at.session_state["sentence_b"] = model, "", ""
+    at.switch_page("app_pages/attention.py").run()  # model load, no sentence yet
+    new, chart, heat = [], [], []
+    for i, text in enumerate(texts[:repeats]):
+        at.session_state["sentence_a"] = text
+        start = time.perf_counter()
+        at.run()
+        new.append(time.perf_counter() - start)
+        assert not at.exception, at.exception
+        at.multiselect(key="attention.heads").set_value([1 + i % 3])
+        start = time.perf_counter()
+        at.run()
+        chart.append(time.perf_counter() - start)
+        at.radio(key="attention.style").set_value("Heatmap")
+        start = time.perf_counter()
+        at.run()
+        heat.append(time.perf_counter() - start)
+        at.radio(key="attention.style").set_value("Lines").run()
+    rows = [r for r in at.get("vega_lite_chart")]
+    return {"new_sentence_s": statistics.median(new), "chart_only_s": statistics.median(chart),
+            "heatmap_only_s": statistics.median(heat), "charts_on_page": len(rows)}
+
+
+def end_to_end(model: str, texts: list[str]) -> dict:
+    with _app.served(model) as (server, http_200), _app.chromium() as browser:
+        launched = time.perf_counter() - http_200
+        first = _app.open_attention(browser, server.url, model, texts[0])
+        cold = time.perf_counter() - launched
+        warm = _app.open_attention(browser, server.url, model, texts[1])
+    return {"http_200_s": http_200, "cold_chart_s": cold, "first_chart_s": first, "warm_chart_s": warm}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="bert-base-random")
+    parser.add_argument("--tokens", type=int, default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    tokens = args.tokens or (128 if args.quick else 512)
+    repeats = 1 if args.quick else 3
+    model = _app.resolve_model(args.model)
+
+    from core.models import load_model
+
+    lm = load_model(model)
+    texts = [_app.long_text(lm.tokenizer, tokens, seed) for seed in range(repeats + 2)]
+    raw = _app.raw_forward_seconds(lm, texts[0])
+    result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device}
+    del lm
+    result.update(server_side(model, texts[1:], repeats))
+    if not args.no_browser:
+        result.update(end_to_end(model, texts[-2:]))
+    result["load"] = _app.load_line()
+    for key, value in list(result.items()):
+        if key.endswith("_s") and key != "raw_forward_s":
+            result[key.removesuffix("_s") + "_ratio"] = round(value / raw, 2)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

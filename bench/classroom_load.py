@@ -1,0 +1,119 @@
+"""A class opening one shared link at once (issue 18, point 6).
+
+    python bench/classroom_load.py [--sessions 30] [--spread 3] [--model bert-base-random|minilm|PATH] [--tokens 128] [--quick]
+
+One `streamlit run app.py` on localhost, one Debian Chromium, `--sessions` browser contexts (each a Streamlit
+session) that open the same /attention?model=…&a=… link, started evenly over `--spread` seconds (a teacher's
+link, a class of students). Bounded: at most 60 sessions, each given `--timeout` seconds, localhost only.
+Prints time-to-chart of the first and the last session to start (and min / median / max over all), how many
+sessions were served, how many times the server loaded the model and ran the forward pass (its log), and the
+server's peak RSS (sampled every 0.2 s with psutil, children included) beside the budget: the encoding cache
+budget (BERTLENS_ENCODING_CACHE_BYTES) plus the model's bytes. Baseline: the raw forward on the same text.
+--quick: 6 sessions. Model: see bench/_app.py (bert-base cannot be downloaded here; a random-init stand-in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from urllib.parse import quote
+
+import _app
+
+MAX_SESSIONS = 60
+
+
+def sample_rss(pid: int, stop: threading.Event, peak: list) -> None:
+    import psutil
+
+    process = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+            peak[0] = max(peak[0], rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=30)
+    parser.add_argument("--spread", type=float, default=3.0)
+    parser.add_argument("--model", default="bert-base-random")
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sessions = min(6 if args.quick else args.sessions, MAX_SESSIONS)
+    model = _app.resolve_model(args.model)
+
+    from playwright.sync_api import sync_playwright
+
+    from core import settings
+    from core.budget import nbytes_of
+    from core.models import load_model
+
+    lm = load_model(model, masked_lm=True)
+    text = _app.long_text(lm.tokenizer, args.tokens, seed=11)
+    raw = _app.raw_forward_seconds(lm, text)
+    model_bytes = nbytes_of(lm.masked_lm or lm.model)
+    del lm
+
+    from tests.browser.conftest import CHROMIUM_FLAGS, chromium_path
+
+    with _app.served(model) as (server, http_200):
+        stop, peak = threading.Event(), [0]
+        sampler = threading.Thread(target=sample_rss, args=(server.process.pid, stop, peak), daemon=True)
+        sampler.start()
+        url = f"{server.url}/attention?model={quote(model)}&a={quote(text)}"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+            contexts = [browser.new_context(viewport={"width": 1200, "height": 900}) for _ in range(sessions)]
+            pages = [c.new_page() for c in contexts]
+            started, done = [None] * sessions, [None] * sessions
+            t0 = time.perf_counter()
+            # Playwright's sync API is single-threaded: start every navigation, then poll them all.
+            for i, page in enumerate(pages):
+                while time.perf_counter() - t0 < i * args.spread / max(sessions - 1, 1):
+                    time.sleep(0.02)
+                started[i] = time.perf_counter()
+                page.evaluate(f"window.location.href = {json.dumps(url)}")
+            deadline = time.perf_counter() + args.timeout
+            check = ("() => !!document.querySelector('" + _app.CHART_DRAWN.replace("'", "\\'") + "')"
+                     " && !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+            while None in done and time.perf_counter() < deadline:
+                for i, page in enumerate(pages):
+                    if done[i] is None:
+                        try:
+                            if page.evaluate(check):
+                                done[i] = time.perf_counter()
+                        except Exception:  # the page is still navigating
+                            pass
+                time.sleep(0.1)
+            browser.close()
+        stop.set()
+        sampler.join()
+        log = server.log.read_text()
+    waits = [d - s for s, d in zip(started, done) if d is not None]
+    result = {
+        "model": args.model, "tokens": args.tokens, "sessions": sessions, "spread_s": args.spread,
+        "served": len(waits), "raw_forward_s": raw, "http_200_s": http_200,
+        "first_session_chart_s": (done[0] - started[0]) if done[0] else None,
+        "last_session_chart_s": (done[-1] - started[-1]) if done[-1] else None,
+        "min_s": min(waits, default=None), "median_s": statistics.median(waits) if waits else None,
+        "max_s": max(waits, default=None),
+        "model_loads": log.count("loading model "), "forward_passes": log.count("forward pass "),
+        "server_peak_rss_mib": peak[0] / 2**20,
+        "budget_mib": (settings.encoding_cache_bytes() + model_bytes) / 2**20,
+        "encoding_budget_mib": settings.encoding_cache_bytes() / 2**20, "model_mib": model_bytes / 2**20,
+        "load": _app.load_line(),
+    }
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

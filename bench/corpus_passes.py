@@ -1,0 +1,77 @@
+"""Corpus passes against the raw batched forward on the same sentences (issue 18, point 5).
+
+    python bench/corpus_passes.py [--sentences 1000] [--repeats 3] [--threads 1] [--quick]
+
+For each pass, a raw batched forward on the same sentences (shortest first, the pass's batch size, tokenizer +
+model(**batch) asking for what the pass needs: attentions for the head statistics, hidden states for RSA/CKA)
+and the pass itself run alternately; medians; ratio = raw seconds / pass seconds (target >= 0.9; anisotropy has
+its own bench, bench/anisotropy.py, target >= 0.95).
+  heads        core.heads.survey_heads (Clark statistics + Kovaleva pattern types), batch 16
+  similarity   core.similarity.compare_models (RSA + linear CKA, MiniLM against itself: two forwards), batch 32
+Model: all-MiniLM-L6-v2 (local). Sentences: short SNLI train sentences as bench/anisotropy.py. --quick: 200
+sentences, 1 repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import _app
+
+
+def raw_forward(lm, sentences, batch: int, **wanted) -> None:
+    import torch
+
+    ordered = sorted(sentences, key=lambda s: len(lm.tokenizer(s)["input_ids"]))
+    for start in range(0, len(ordered), batch):
+        encoded = lm.tokenizer(ordered[start : start + batch], padding=True, truncation=True, return_tensors="pt")
+        with torch.inference_mode():
+            lm.model(**encoded.to(lm.device), **wanted)
+
+
+def alternate(raw, ours, repeats: int) -> dict:
+    raw(), ours()  # warm-up
+    base, cand = [], []
+    for _ in range(repeats):
+        for fn, samples in ((raw, base), (ours, cand)):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    b, c = statistics.median(base), statistics.median(cand)
+    return {"raw_s": b, "pass_s": c, "ratio": round(b / c, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.sentences, args.repeats = 200, 1
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from anisotropy import bench_sentences
+    from core.heads import survey_heads
+    from core.models import load_model
+    from core.similarity import compare_models
+
+    lm = load_model(str(_app.minilm()))
+    sentences = list(bench_sentences(args.sentences).sentences)
+    result = {"sentences": len(sentences), "repeats": args.repeats, "threads": args.threads}
+    result["heads"] = alternate(lambda: raw_forward(lm, sentences, 16, output_attentions=True),
+                                lambda: survey_heads(lm, sentences, batch_size=16), args.repeats)
+    result["similarity"] = alternate(
+        lambda: [raw_forward(lm, sentences, 32, output_hidden_states=True) for _ in range(2)],
+        lambda: compare_models(lm, lm, sentences), args.repeats)
+    result["load"] = _app.load_line()
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
