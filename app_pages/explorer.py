@@ -3,7 +3,6 @@ a corpus (after exBERT)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 

@@ -22,6 +22,7 @@ def test_paraphrase_heads_section(minilm_dir, data_dir):
     at.session_state["sentence_b"] = ""
     at.switch_page("app_pages/attention.py")
     at.session_state["pairheads.limit"] = 12
+    at.session_state["attention.tab"] = "Heads over a dataset"  # only the open tab runs
     at.run()
     assert not at.exception
     assert any("bertviz MRPC report" in m.value for m in at.markdown)
@@ -57,3 +58,4 @@ def test_paraphrase_heads_section(minilm_dir, data_dir):
     assert at.session_state["attention.layer"] == top["layer"]
     assert at.session_state["attention.heads"] == [top["head"]]
     assert at.session_state["attention.filter"] == {"a_to_b": "A→B", "b_to_a": "B→A"}[top["direction"]]
+    assert at.session_state["attention.tab"] == "One sentence"  # the head view's tab is the one that runs
