@@ -16,7 +16,7 @@ from app_pages import page_report
 from core import charts, jobs, settings
 from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
-from core.models import LoadedModel, ModelUnavailable, load_model
+from core.models import LoadedModel, ModelUnavailable, load_model, model_version
 
 _log = get_logger("bertlens.cache")
 
@@ -44,7 +44,7 @@ def cached_model(ref: str) -> LoadedModel:
         with st.spinner("Loading the model…"):
             return load_model(ref, masked_lm=True)
 
-    return _model_store().get_or_compute(ref, load)
+    return _model_store().get_or_compute((ref, model_version(ref)), load)
 
 
 def cached_encoding(ref: str, text_a: str, text_b: str | None):
@@ -58,7 +58,7 @@ def cached_encoding(ref: str, text_a: str, text_b: str | None):
         release_freed_memory()  # the forward's freed tensors go back to the OS: RSS stays at the budget (core.budget)
         return encoding
 
-    return _encoding_store().get_or_compute((ref, text_a, text_b or None), run)
+    return _encoding_store().get_or_compute((ref, model_version(ref), text_a, text_b or None), run)
 
 
 def model_ref() -> str:

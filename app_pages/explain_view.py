@@ -8,15 +8,24 @@ import streamlit as st
 from app_pages.common import export_buttons
 from core.charts import explain as charts
 from core.explain import explain, load_explainer
+from core.models import model_version
+
+
+def cached_explainer(ref: str):
+    return _cached_explainer(ref, model_version(ref))
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=2)
-def cached_explainer(ref: str):
+def _cached_explainer(ref: str, version: tuple):  # version: a run retrained under the same name is reloaded
     return load_explainer(ref)
 
 
-@st.cache_data(show_spinner="Explaining…", max_entries=64)
 def cached_explanation(ref: str, text_a: str, text_b: str | None, method: str, target, steps: int):
+    return _cached_explanation(ref, model_version(ref), text_a, text_b, method, target, steps)
+
+
+@st.cache_data(show_spinner="Explaining…", max_entries=64)
+def _cached_explanation(ref: str, version: tuple, text_a: str, text_b: str | None, method: str, target, steps: int):
     return explain(cached_explainer(ref), text_a, text_b, method, target=target, steps=steps)
 
 

@@ -181,6 +181,19 @@ def resolve(ref: str) -> tuple[str, Path | None]:
     return "hub", None
 
 
+def model_version(ref: str) -> tuple:
+    """What tells two loads of `ref` apart: the folder it resolves to and when its config was written (a run
+    deleted and trained again under the same name is a new model). Hub ids not on disk give ("hub", ref)."""
+    try:
+        source, folder = resolve(ref)
+    except ModelUnavailable:
+        return ("unavailable", ref)
+    if folder is None:
+        return (source, ref)
+    config = folder / "config.json"
+    return (source, str(folder.resolve()), config.stat().st_mtime_ns if config.is_file() else 0)
+
+
 def model_num_layers(ref: str) -> int:
     """Transformer layers of a model from its config alone (no weights loaded): "freeze the last layer" needs it."""
     import json

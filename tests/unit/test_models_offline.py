@@ -72,3 +72,17 @@ def test_bad_references_get_messages(tmp_path):
     (pickled / "pytorch_model.bin").write_bytes(b"")
     with pytest.raises(ModelUnavailable, match="safetensors"):
         load_model(str(pickled))
+
+
+def test_a_run_trained_again_under_the_same_name_is_a_new_version(isolated_cache):
+    import os
+    import shutil
+
+    run = fake_model_folder(isolated_cache / "runs" / "snli-run")
+    first = models.model_version("snli-run")
+    assert models.model_version("snli-run") == first  # the same folder, untouched: the cached model is reused
+    shutil.rmtree(run)
+    fake_model_folder(run)
+    os.utime(run / "config.json", ns=(first[2] + 1_000_000, first[2] + 1_000_000))
+    assert models.model_version("snli-run") != first
+    assert models.model_version("not-a-model-anywhere")[0] in ("hub", "unavailable")
