@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as err:  # a background job that failed: its error, not a traceback
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        if distributed.launched_world_size() > 1:
+            distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -156,6 +156,15 @@ def init(device: str | None = None) -> Context:
     return _CURRENT
 
 
+def shutdown() -> None:
+    """Leave the process group before the interpreter exits: gloo's threads, still running at exit, made a rank
+    abort ("terminate called without an active exception", SIGABRT) on a loaded machine, failing a finished run."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def current() -> Context:
     """This process's context; started on first use (under a launcher, with the default device choice)."""
     return _CURRENT if _CURRENT is not None else init(None)

@@ -277,10 +277,17 @@ def test_slides_layer12_study_runs_on_a_tiny_bert(tiny_bert_dir, data_dir):
     study = get("slides-layer12")
     result = study.run(StudyOptions(model=str(tiny_bert_dir), limit=24, extra={"eval_limit": 20}), None, None)
     assert result.protocol == "slides" and result.corpus == "snli"
-    (comparison,) = result.comparisons
+    comparison, frozen_claim = result.comparisons  # accuracy per arm; "the frozen run trains faster" (a yes/no claim)
     assert comparison.reference.key == "slides-layer12-snli"
     assert comparison.verdict == "different model: shape only"  # a tiny BERT is not the slides' bert-base
-    assert result.measured["layers"] == {"12 layers, linear head": 2, "11 layers (layer 12 removed), MLP head": 1}
+    from core import references
+    from core.references import SLIDES_FREEZE_LAST
+
+    assert frozen_claim.reference is references.SLIDES_FREEZE_FASTER
+
+    # The third arm keeps every layer and freezes the last one.
+    assert result.measured["layers"] == {"12 layers, linear head": 2, "11 layers (layer 12 removed), MLP head": 1,
+                                         SLIDES_FREEZE_LAST: 2}
     runs = {r.name: r for r in list_runs()}
     full = next(r for n, r in runs.items() if n.endswith("-all-layers"))
     assert full.metrics["eval_split"] == "test" and full.metrics["eval_examples"] == 20
