@@ -27,12 +27,12 @@ intro(
 )
 
 names = list(studies.NAMES)
-if P + "study" not in st.session_state:
-    wanted = st.query_params.get("study")
-    st.session_state[P + "study"] = wanted if wanted in names else names[0]
+# ?study=NAME comes in through app_pages/url_state.py (core.views); a name that is no study falls back to the first.
+if st.session_state.get(P + "study") not in names:
+    st.session_state[P + "study"] = names[0]
 catalogue = {name: studies.get(name) for name in names}
 name = st.selectbox("Study", names, key=P + "study", format_func=lambda n: f"{n} — {catalogue[n].title}")
-st.query_params["study"] = name
+st.query_params["study"] = name  # now, not after the page: a run that ends in st.stop() drops later URL writes
 study = catalogue[name]
 
 with st.container(border=True):
