@@ -1,0 +1,85 @@
+"""Presenter mode prepares corpus passes ahead (issue 20, point 3): opening a lesson submits the anisotropy step's
+pass; the slide then draws that pass's chart with no Run click, and the numbers equal core.anisotropy's own."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from core import anisotropy as an
+from core import corpus as corpora
+from core import jobs, lessons
+from core.models import load_model
+from tests.app.conftest import APP_FILE, _chart_rows
+
+SEED = 17  # a seed no other test measures with, so the shared store cannot already hold this profile
+
+
+def lesson_file(tmp_path, minilm_dir, **extra) -> lessons.Lesson:
+    """The built-in lesson, its anisotropy step on the local MiniLM and a few built-in sentences, via a file."""
+    lesson = lessons.builtin()["bert-in-ten-views"]
+    index = next(i for i, s in enumerate(lesson.steps) if s.page == "anisotropy")
+    step = lesson.steps[index]
+    params = {**step.params, "model": str(minilm_dir), "models": str(minilm_dir), "corpus": "Built-in sentences",
+              "seed": str(SEED), **extra}
+    path = lessons.save(lessons.replace_step(lesson, index, replace(step, params=params)), tmp_path / "lesson.json")
+    return lessons.load(path)
+
+
+def open_presenter(lesson: lessons.Lesson) -> AppTest:
+    at = AppTest.from_file(APP_FILE, default_timeout=240)
+    at.session_state["lesson.current"] = lesson
+    at.query_params.update({"lesson": "current", "step": "1"})
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def anisotropy_entry(at: AppTest) -> dict:
+    (entry,) = [e for e in at.session_state["present.prefetch"]["entries"] if e["page"] == "anisotropy"]
+    return entry
+
+
+def step_to(at: AppTest, number: int) -> None:
+    while at.query_params["step"] != str(number):
+        at.button(key="present.next").click().run()
+        assert not at.exception, at.exception
+
+
+def test_the_slide_draws_the_prefetched_pass_without_a_click(tmp_path, minilm_dir):
+    lesson = lesson_file(tmp_path, minilm_dir, limit="40", pairs="300")
+    at = open_presenter(lesson)
+    entry = anisotropy_entry(at)
+    assert entry.get("job_id"), entry  # submitted when the lesson opened, before any step showed the page
+    record = jobs.wait(entry["job_id"], timeout=240)
+    assert record.state == "done", record
+    at.run()
+    listed = " ".join(m.value for m in at.markdown)
+    assert f"Step {entry['step'] + 1}" in listed and "ready" in listed
+
+    step_to(at, entry["step"] + 1)
+    assert not [b for b in at.button if b.key == "anisotropy.run"]  # nothing to press: the chart is there
+    expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=40),
+                                 an.AnisotropySettings(n_pairs=300, seed=SEED))
+    rows = _chart_rows(at)
+    assert {r["series"] for r in rows} == {str(minilm_dir)}
+    shown = [r["value"] for r in sorted(rows, key=lambda r: r["layer"])]
+    np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
+
+
+def test_a_cancelled_prefetch_leaves_no_result_and_the_slide_offers_run(tmp_path, minilm_dir):
+    lesson = lesson_file(tmp_path, minilm_dir, pairs="10000", seed=str(SEED + 1))
+    at = open_presenter(lesson)
+    entry = anisotropy_entry(at)
+    at.button(key="present.prefetch.cancel").click().run()  # the start-of-lesson list's Cancel
+    record = jobs.wait(entry["job_id"], timeout=240)
+    assert record.state == "cancelled", record
+    at.run()
+    assert "cancelled" in " ".join(m.value for m in at.markdown)
+
+    step_to(at, entry["step"] + 1)
+    assert not at.get("vega_lite_chart")  # no half profile drawn as if complete
+    assert [b for b in at.button if b.key == "anisotropy.run"]
