@@ -12,7 +12,6 @@ from typing import Callable
 
 import streamlit as st
 
-from app_pages import anisotropy_job
 from app_pages.common import adopt_job
 from core import jobs, lessons
 from core.models import ModelUnavailable
@@ -21,17 +20,29 @@ STATE = "present.prefetch"  # {"lesson": (name, lesson), "entries": [entry per p
 
 
 def _plan_anisotropy(step: lessons.Step):
-    """(params the page keys its job by, make_work or None when every profile is already measured, unit)."""
+    """(job key of the page, params it keys its job by, make_work or None when already measured, kind, unit)."""
+    from app_pages import anisotropy_job  # imported here: the pages' modules import this one
+
     request = anisotropy_job.request_of_view(step.params)
     store = anisotropy_job.shared_results()
     params = request.job_params(store)
-    if not request.missing(store):
-        return params, None, anisotropy_job.UNIT
-    return params, (lambda: anisotropy_job.make_work(request, store)), anisotropy_job.UNIT
+    make_work = (lambda: anisotropy_job.make_work(request, store)) if request.missing(store) else None
+    return "anisotropy", params, make_work, anisotropy_job.KIND, anisotropy_job.UNIT
+
+
+def _plan_heads(step: lessons.Step):
+    """The attention page's "Heads over a dataset" survey (statistics, pattern types) when the step opens it."""
+    from app_pages import attention_dataset as ad
+
+    planned = ad.survey_of_view(step.params)
+    if planned is None:
+        return None
+    params, make_work = planned
+    return ad.SURVEY_KEY, params, make_work, ad.SURVEY_KIND, ad.SURVEY_UNIT
 
 
 # page -> planner; a page whose chart needs a Run-button job for a step's settings adds its planner here.
-PLANNERS: dict[str, Callable] = {"anisotropy": _plan_anisotropy}
+PLANNERS: dict[str, Callable] = {"anisotropy": _plan_anisotropy, "attention": _plan_heads}
 
 
 def _entries() -> list[dict]:
@@ -60,16 +71,19 @@ def start(name: str, lesson: lessons.Lesson) -> None:
             continue
         entry = {"step": index, "title": step.title, "page": step.page}
         try:
-            params, make_work, unit = planner(step)
-            entry["params"] = params
+            planned = planner(step)
+            if planned is None:
+                continue  # this step's view needs no corpus pass (e.g. the attention page's one-sentence tab)
+            key, params, make_work, kind, unit = planned
+            entry |= {"key": key, "params": params}
             if make_work is not None:
-                marker = (step.page, repr(params))
+                marker = (key, repr(params))
                 if marker not in submitted:
                     work = make_work()
-                    submitted[marker] = jobs.submit(step.page, {"page_key": step.page, "params": repr(params),
-                                                                "prefetch": f"{name} step {index + 1}"}, work, unit=unit).id
+                    submitted[marker] = jobs.submit(kind, {"page_key": key, "params": repr(params),
+                                                           "prefetch": f"{name} step {index + 1}"}, work, unit=unit).id
                 entry["job_id"] = submitted[marker]
-        except (ModelUnavailable, ValueError, FileNotFoundError) as err:
+        except (ModelUnavailable, ValueError, FileNotFoundError) as err:  # missing model or dataset: say why
             entry["error"] = str(err)
         entries.append(entry)
     st.session_state[STATE] = {"lesson": (name, lesson), "entries": entries}
@@ -101,7 +115,7 @@ def adopt(page_key: str, params) -> None:
     """Called by a page before its job_controls: if presenter mode prefetched this page's job for exactly these
     params and the page has no job of its own, take it over (once) so the slide shows its progress or result."""
     for entry in _entries():
-        if entry.get("page") != page_key or not entry.get("job_id") or entry.get("params") != params:
+        if entry.get("key") != page_key or not entry.get("job_id") or entry.get("params") != params:
             continue
         if entry.get("adopted") == entry["job_id"]:
             return
@@ -116,7 +130,7 @@ def _draw_list() -> None:
     for entry in _entries():
         state, line = state_of(entry)
         icon = {"ready": "✅", "running": "⏳", "queued": "⏳", "cancelled": "⏹️"}.get(state, "⚠️")
-        st.markdown(f"{icon} Step {entry['step'] + 1}, **{entry['title']}** ({entry['page']} corpus pass): {line}")
+        st.markdown(f"{icon} Step {entry['step'] + 1}, **{entry['title']}** ({entry['page']} page's corpus pass): {line}")
     if any_active():
         st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/stop:")
 

@@ -13,7 +13,7 @@ from core import anisotropy as an
 from core import corpus as corpora
 from core import jobs, lessons
 from core.models import load_model
-from tests.app.conftest import APP_FILE, _chart_rows
+from tests.app.conftest import APP_FILE, _chart_rows, chart_rows_titled
 
 SEED = 17  # a seed no other test measures with, so the shared store cannot already hold this profile
 
@@ -83,3 +83,27 @@ def test_a_cancelled_prefetch_leaves_no_result_and_the_slide_offers_run(tmp_path
     step_to(at, entry["step"] + 1)
     assert not at.get("vega_lite_chart")  # no half profile drawn as if complete
     assert [b for b in at.button if b.key == "anisotropy.run"]
+
+
+def test_a_step_opening_heads_over_a_dataset_gets_its_survey_prepared(tmp_path, tiny_bert_dir, data_dir):
+    from core import heads as hd
+
+    view = {"model": str(tiny_bert_dir), "a": "The cat sat on the mat.", "tab": "Heads over a dataset",
+            "part": "Statistics", "heads_corpus": "SNLI", "heads_split": "dev", "heads_n": "12"}
+    lesson = lessons.Lesson("Heads", (lessons.Step("Intro", "attention", {"model": str(tiny_bert_dir), "a": "hi"}),
+                                      lessons.Step("Where heads look", "attention", view)))
+    lesson = lessons.load(lessons.save(lesson, tmp_path / "heads.json"))
+    at = open_presenter(lesson)
+    (entry,) = at.session_state["present.prefetch"]["entries"]  # the one-sentence step needs no pass
+    assert entry["step"] == 1 and entry.get("job_id"), entry
+    assert jobs.wait(entry["job_id"], timeout=240).state == "done"
+
+    step_to(at, 2)
+    slot = at.session_state["heads.survey.jobstate"]
+    assert slot["last_id"] == entry["job_id"] and "result" in slot  # the prefetched job, no click
+    expected = hd.survey_heads(load_model(str(tiny_bert_dir)), corpora.resolve("snli:dev:12").inputs)
+    rows = chart_rows_titled(at, "per head")
+    shown = np.zeros(expected.stat("cls").shape)
+    for row in rows:
+        shown[row["layer"], row["head"]] = row["cls"]
+    np.testing.assert_allclose(shown, expected.stat("cls"), rtol=1e-6)
