@@ -107,3 +107,22 @@ def test_a_step_opening_heads_over_a_dataset_gets_its_survey_prepared(tmp_path, 
     for row in rows:
         shown[row["layer"], row["head"]] = row["cls"]
     np.testing.assert_allclose(shown, expected.stat("cls"), rtol=1e-6)
+
+
+def test_a_slide_shown_mid_pass_follows_the_prefetched_job(tmp_path, minilm_dir):
+    """The anisotropy step first: its slide runs right after the pass is submitted, so it finds the job running."""
+    full = lesson_file(tmp_path, minilm_dir, limit="150", pairs="400", seed=str(SEED + 2))
+    lesson = replace(full, steps=tuple(s for s in full.steps if s.page == "anisotropy"))
+    at = open_presenter(lesson)
+    (entry,) = at.session_state["present.prefetch"]["entries"]
+    slot = at.session_state["anisotropy.jobstate"]
+    if jobs.status(entry["job_id"]).active:  # almost always: the slide runs milliseconds after the submit
+        assert slot["id"] == entry["job_id"]  # the page follows the prefetched job: its progress and Cancel
+        assert [b for b in at.button if b.key == "anisotropy.cancel"]
+    assert slot["last_id"] == entry["job_id"]
+    assert jobs.wait(entry["job_id"], timeout=240).state == "done"
+    at.run()
+    expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=150),
+                                 an.AnisotropySettings(n_pairs=400, seed=SEED + 2))
+    shown = [r["value"] for r in sorted(_chart_rows(at), key=lambda r: r["layer"])]
+    np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
