@@ -126,3 +126,19 @@ def test_a_slide_shown_mid_pass_follows_the_prefetched_job(tmp_path, minilm_dir)
                                  an.AnisotropySettings(n_pairs=400, seed=SEED + 2))
     shown = [r["value"] for r in sorted(_chart_rows(at), key=lambda r: r["layer"])]
     np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
+
+
+def test_switching_lesson_cancels_the_previous_lessons_passes(tmp_path, minilm_dir, tiny_bert_dir):
+    full = lesson_file(tmp_path, minilm_dir, pairs="10000", seed=str(SEED + 3))
+    at = open_presenter(full)
+    entry = anisotropy_entry(at)
+    key = (str(minilm_dir), corpora.builtin().digest, an.AnisotropySettings(n_pairs=10000, seed=SEED + 3))
+    assert entry["params"] == ((key[0],), key[1], key[2])  # the pass submitted is the one keyed below
+    at.session_state["lesson.current"] = lessons.Lesson("Other", (lessons.Step("One head", "attention",
+                                                                              {"model": str(tiny_bert_dir), "a": "hi"}),))
+    at.run()
+    assert not at.exception, at.exception
+    assert jobs.wait(entry["job_id"], timeout=240).state == "cancelled"
+    from app_pages.anisotropy_job import shared_results
+
+    assert key not in shared_results()  # the half-done pass left nothing that could pass for a result
