@@ -3,7 +3,6 @@ pass; the slide then draws that pass's chart with no Run click, and the numbers 
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import numpy as np
