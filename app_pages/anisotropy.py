@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_pages import anisotropy_job, prefetch
+from app_pages.anisotropy_job import shared_results
 from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
 from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
@@ -16,10 +18,8 @@ from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
 from core import protocols
 from core import references as refs
-from core.models import ModelUnavailable, available_models
 
 P = "anisotropy."
-MAX_STORED = 64  # profiles kept for all sessions; each is a few hundred KB at most
 MEASURE_HELP = {
     "random_cosine": "Mean cosine between two words drawn at random from different sentences. 0 = no shared "
     "direction; high = all vectors crowd into a narrow cone. The adjusted measures subtract it.",
@@ -42,12 +42,6 @@ MEASURE_HELP = {
     "uniformity": "Wang & Isola: log of the mean exp(−2·distance²) over every two sentences among those in the "
     "positive pairs (at most 500 pairs, seeded). Lower = sentences spread more evenly over the sphere.",
 }
-
-
-@st.cache_resource
-def shared_results() -> dict:
-    """Results of every session, keyed by (model, corpus digest, settings): a second user gets them free."""
-    return {}
 
 
 @st.cache_data(show_spinner="Finding the word in the corpus…", max_entries=16)
@@ -79,9 +73,9 @@ examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_cl
 
 # --- models -------------------------------------------------------------------------------------------------
 sidebar_model = model_ref()
-options = list(dict.fromkeys([sidebar_model, *(e.name for e in available_models())]))
+options = anisotropy_job.model_options(sidebar_model)
 st.session_state.setdefault(P + "models", [sidebar_model])
-st.session_state[P + "models"] = [m for m in st.session_state[P + "models"] if m in options] or [sidebar_model]
+st.session_state[P + "models"] = anisotropy_job.chosen_models(st.session_state[P + "models"], sidebar_model)
 models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
                         "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.")
 if not models:
@@ -116,51 +110,26 @@ with st.expander("Settings"):
     baseline = cols[2].radio("Baseline subtracted by the adjusted measures", ["random", "exact"], key=P + "baseline",
                              format_func={"random": "random pairs (as in the paper)", "exact": "all pairs (exact)"}.get)
 corpus = corpus.head(int(limit) or None)
-settings = an.AnisotropySettings(
-    n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts),
-    baseline=baseline, protocol=protocol, include_special=bool(include_special) and not paper_protocol,
-)
+settings = anisotropy_job.make_settings(n_pairs=n_pairs, seed=seed, min_contexts=min_contexts, baseline=baseline,
+                                        paper_protocol=paper_protocol, include_special=include_special)
+request = anisotropy_job.Request(tuple(models), corpus, settings)
 st.caption(f"Corpus: **{corpus.name}**, {len(corpus)} sentences"
            + (f", {len(corpus.pairs)} positive pairs" if corpus.pairs else "") + ".")
 
 store = shared_results()
-keys = {ref: (ref, corpus.digest, settings) for ref in models}
-missing = [ref for ref in models if keys[ref] not in store]
-
-# --- the pass -----------------------------------------------------------------------------------------------
+keys = request.keys()
+missing = request.missing(store)
 
 
 def make_work():
-    """Load every missing model here (the button's callback); a model that cannot be had is reported, the others run."""
-    loaded, failures = [], []
-    for ref in missing:
-        try:
-            loaded.append((keys[ref], cached_model(ref)))
-        except ModelUnavailable as err:
-            failures.append(str(err))
-    if not loaded:
-        raise ModelUnavailable(" ".join(failures))
-    st.session_state[P + "load_error"] = " ".join(failures) or None
-
-    def work(progress, should_stop):
-        for i, (key, lm) in enumerate(loaded):
-            stage = f"{key[0]} (model {i + 1} of {len(loaded)}):"
-            try:
-                profile = an.measure_corpus(lm, corpus, settings, should_stop=should_stop,
-                                            progress=lambda done, total: progress(done, total, stage))
-            except ValueError as err:  # too large a corpus for the paper protocol, too few sentences: say which model
-                raise ValueError(f"{key[0]}: {err}") from err
-            store[key] = profile  # kept per model as soon as it is measured: a cancel loses only the model in progress
-            while len(store) > MAX_STORED:  # oldest first: dicts keep insertion order
-                store.pop(next(iter(store)))
-
-    return work
+    return anisotropy_job.make_work(request, store, on_load_error=lambda m: st.session_state.__setitem__(P + "load_error", m))
 
 
+params = request.job_params(store)
+prefetch.adopt("anisotropy", params)  # presenter mode may have started this very pass ahead of the slide
 if missing or job_running("anisotropy"):
     label = f"Run on {len(missing)} model{'s' if len(missing) > 1 else ''}" if missing else "Run"
-    job_controls("anisotropy", label, (tuple(missing), corpus.digest, settings), make_work, kind="anisotropy",
-                 unit="sentences")
+    job_controls("anisotropy", label, params, make_work, kind=anisotropy_job.KIND, unit=anisotropy_job.UNIT)
 message = st.session_state.pop(P + "load_error", None)
 if message:
     st.warning(message)

@@ -215,3 +215,12 @@ def job_running(key: str) -> bool:
     """True while job `key` runs; a job that has ended is collected first, so this is False from then on."""
     _collect(key)
     return bool(_job_slot(key).get("id"))
+
+
+def adopt_job(key: str, job_id: str, params, cancelled_note: str | None = None) -> None:
+    """Make a job submitted elsewhere (presenter mode's prefetch) page `key`'s job for `params`: the page then
+    shows its progress and Cancel, or collects its result or error, exactly as if its own button had started it."""
+    slot = _job_slot(key)
+    slot.pop("message", None)
+    slot["id"] = slot["last_id"] = job_id
+    slot["params"], slot["cancelled_note"] = params, cancelled_note

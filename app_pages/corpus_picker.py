@@ -26,6 +26,18 @@ CAPTIONS = {
 }
 
 
+def named_spec(source: str, split: str | None = None, n: int | None = None) -> str | None:
+    """core.corpus.resolve's spec for a source that needs no typing or upload (None for those that do); a split
+    or size left out is the picker's default."""
+    if source == BUILTIN:
+        return "builtin"
+    if source not in DATASETS:
+        return None
+    name = DATASETS[source]
+    splits = corpora.DATASET_SPLITS[name]
+    return f"{name}:{split if split in splits else splits[0]}:{int(n or corpora.DEFAULT_N)}"
+
+
 @st.cache_data(show_spinner="Reading the corpus…", max_entries=16)
 def cached_resolve(spec: str, seed: int = 0) -> corpora.Corpus:
     return corpora.resolve(spec, seed)
@@ -57,7 +69,7 @@ def corpus_picker(
     source = st.radio(label, sources, key=key + "source", horizontal=horizontal)
     try:
         if source == BUILTIN:
-            corpus = cached_resolve("builtin")
+            corpus = cached_resolve(named_spec(BUILTIN))
         elif source == TEXT:
             text = st.text_area("Text (one sentence per line; long lines are split at . ! ?)", key=key + "text", height=150)
             if not text.strip():
@@ -85,7 +97,7 @@ def corpus_picker(
             n_key = n_key or key + "dataset_limit"
             st.session_state.setdefault(n_key, default_n)
             n = int(c2.number_input(n_label, 1, 10_000, step=50, key=n_key))
-            corpus = cached_resolve(f"{name}:{split}:{n}", seed)
+            corpus = cached_resolve(named_spec(source, split, n), seed)
         if source in CAPTIONS:
             st.caption(f"{corpus.name}: {len(corpus.items)} items, {len(corpus)} unique sentences. {CAPTIONS[source]}")
         if trees:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from app_pages import prefetch as step_jobs
 from app_pages import presenter, url_state
 from app_pages.common import cached_encoding, cached_model
 from core import lessons, views
@@ -67,6 +68,8 @@ def prefetch() -> None:
 if st.session_state.get(P + "prefetched") != (name, lesson):
     prefetch()
     st.session_state[P + "prefetched"] = (name, lesson)
+# Corpus passes (a Run-button job on the page) go to core.jobs now, while the class sees the first slides.
+step_jobs.start(name, lesson)
 
 nav = st.columns([1, 6, 1])
 nav[0].button("Previous", key=P + "prev", on_click=presenter.go, args=(-1,), disabled=index == 0, width="stretch")
@@ -102,6 +105,8 @@ else:  # Streamlit before st.iframe
 if index == 0 and missing:
     st.warning("Download before class (needs internet once): "
                + "; ".join(f"`python -m core download {m}`" for m in missing))
+if index == 0:
+    step_jobs.status_list()
 
 slide = st.container(key=P + "slide")
 notes = st.container()
@@ -114,6 +119,8 @@ with notes.expander("Speaker notes (presenter only)"):
         st.caption(notice)
     if missing:
         st.caption("Missing models: " + "; ".join(f"`python -m core download {m}`" for m in missing))
+    if step_jobs.step_line(index):
+        st.caption(step_jobs.step_line(index))
     st.caption(f"Next: {lesson.steps[index + 1].title}" if index + 1 < n else "Last step.")
 url_state.sync("present")
 
