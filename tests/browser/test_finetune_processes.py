@@ -11,7 +11,7 @@ def test_run_form_offers_processes_and_accumulation(page, app_url):
     field = page.get_by_role("spinbutton", name="Processes / GPUs")
     # "Start a run" is folded once the server has runs (other browser tests on this server make some).
     if not field.is_visible():
-        page.get_by_text("Start a run").first.click()
+        page.locator("[data-testid=\"stExpander\"] summary", has_text="Start a run").click()
     field.wait_for(timeout=60_000)
     # No GPU on the test machine: one process by default.
     assert field.input_value() == "1"
