@@ -36,8 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         if not ctx.is_main:
             # Every rank computes the same reduced result; it is printed once, by the main process.
             sys.stdout = open(os.devnull, "w")
+    finished = False
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        finished = True
+        return code
     except (ModelUnavailable, ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         if distributed.launched_world_size() > 1:
-            distributed.shutdown()
+            distributed.shutdown(finished)
 
 
 if __name__ == "__main__":

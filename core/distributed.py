@@ -156,12 +156,16 @@ def init(device: str | None = None) -> Context:
     return _CURRENT
 
 
-def shutdown() -> None:
+def shutdown(finished: bool) -> None:
     """Leave the process group before the interpreter exits: gloo's threads, still running at exit, made a rank
-    abort ("terminate called without an active exception", SIGABRT) on a loaded machine, failing a finished run."""
+    abort ("terminate called without an active exception", SIGABRT) on a loaded machine, failing a finished run.
+    A rank that finished waits for the others first, so no rank tears its connections down under a peer; a rank
+    that failed does not wait (the others may never arrive)."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        if finished:
+            dist.barrier()
         dist.destroy_process_group()
 
 
