@@ -5,7 +5,6 @@ nearest-contexts tab lists brute-force cosine neighbours."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from sklearn.decomposition import PCA
 
 from core import corpus as corpora

@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from core import corpus as corpora
 from core import vector_index as vi

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from core.attention import AttentionView, visible_pairs
+from core.attention import AttentionView
 from core.budget import BudgetCache, display_encoding, nbytes_of
 from core.charts import attention as attention_charts
 
