@@ -94,6 +94,26 @@ def features_part(refs: list[str]) -> None:
     export_buttons(chart, charts.features_table(result), f"head-features-{feature}", P + "features_export")
 
 
+def _dataset_part(refs: list[str], name: str, kind: str, compute, waiting: str):
+    """The two dataset studies' shared flow: corpus picker, one job over every model, its result (None until run)."""
+    corpus = corpus_picker(P, label="Dataset", n_key=P + "limit", n_label="Examples")
+    if corpus is None:
+        return None
+    inputs = corpus.inputs
+    params = (name, tuple(refs), corpus.digest)
+    result = job_controls(P + name, f"Run over {len(inputs)} examples", params,
+                          lambda: models_work(refs, lambda lm, p, s: compute(lm, inputs, progress=p, should_stop=s)),
+                          kind=kind, unit="examples")
+    if result is None:
+        st.info(waiting)
+    return result
+
+
+def _draw(chart, frame, name: str, export_name: str) -> None:
+    st.altair_chart(chart, key=f"{P}{name}_chart")
+    export_buttons(chart, frame, export_name, f"{P}{name}_export")
+
+
 def cls_part(refs: list[str]) -> None:
     from core.head_features import cls_attention
 
@@ -101,20 +121,10 @@ def cls_part(refs: list[str]) -> None:
           "attends mostly to [SEP] in most tasks, and in some tasks to punctuation as much.",
           "Each bar is one head of the last layer: its [CLS] row split into [CLS], [SEP], punctuation and other "
           "tokens, averaged over the dataset; the models are side by side.")
-    corpus = corpus_picker(P, label="Dataset", n_key=P + "limit", n_label="Examples")
-    if corpus is None:
-        return
-    inputs = corpus.inputs
-    params = ("cls", tuple(refs), corpus.digest)
-    result = job_controls(P + "cls", f"Run over {len(inputs)} examples", params,
-                          lambda: models_work(refs, lambda lm, p, s: cls_attention(lm, inputs, progress=p, should_stop=s)),
-                          kind="cls-attention", unit="examples")
-    if result is None:
-        st.info("Press the button to pass the dataset through the model(s).")
-        return
-    chart, frame = charts.cls_chart(result)
-    st.altair_chart(chart, key=P + "cls_chart")
-    export_buttons(chart, frame, "cls-by-token-type", P + "cls_export")
+    result = _dataset_part(refs, "cls", "cls-attention", cls_attention,
+                           "Press the button to pass the dataset through the model(s).")
+    if result is not None:
+        _draw(*charts.cls_chart(result), "cls", "cls-by-token-type")
 
 
 def aspect_part(refs: list[str]) -> None:
@@ -179,20 +189,10 @@ def map_part(refs: list[str]) -> None:
           "(attending to [CLS], [SEP], the next or previous token, or broadly).",
           "Each point is a head placed so that heads whose attention maps differ little (Jensen–Shannon divergence "
           "over the corpus) sit close; colour is the layer, and hovering shows the head's largest statistic.")
-    corpus = corpus_picker(P, label="Dataset", n_key=P + "limit", n_label="Examples")
-    if corpus is None:
-        return
-    inputs = corpus.inputs
-    params = ("map", tuple(refs), corpus.digest)
-    result = job_controls(P + "map", f"Run over {len(inputs)} examples", params,
-                          lambda: models_work(refs, lambda lm, p, s: head_map(lm, inputs, progress=p, should_stop=s)),
-                          kind="head-map", unit="examples")
-    if result is None:
-        st.info("Press the button to compute the distances between heads.")
-        return
-    chart, frame = charts.head_map_chart(result)
-    st.altair_chart(chart, key=P + "map_chart")
-    export_buttons(chart, frame, "head-map", P + "map_export")
+    result = _dataset_part(refs, "map", "head-map", head_map,
+                           "Press the button to compute the distances between heads.")
+    if result is not None:
+        _draw(*charts.head_map_chart(result), "map", "head-map")
 
 
 def render() -> None:
