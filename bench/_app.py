@@ -82,6 +82,33 @@ def raw_forward_seconds(lm, text: str, repeats: int = 3) -> float:
     return statistics.median(times[1:])
 
 
+def raw_forward(lm, sentences, batch: int, **wanted) -> None:
+    """The corpus baseline: tokenizer + model(**batch) over the sentences, shortest first, `batch` at a time,
+    asking only for what the pass compared with needs (`wanted`: output_attentions / output_hidden_states)."""
+    import torch
+
+    ordered = sorted(sentences, key=lambda s: len(lm.tokenizer(s)["input_ids"]))
+    for start in range(0, len(ordered), batch):
+        encoded = lm.tokenizer(ordered[start : start + batch], padding=True, truncation=True, return_tensors="pt")
+        with torch.inference_mode():
+            lm.model(**encoded.to(lm.device), **wanted)
+
+
+def alternate(raw, ours, repeats: int) -> dict:
+    """Baseline and candidate run in turn after one warm-up each (load drifts hit both); medians and their ratio."""
+    import statistics
+
+    raw(), ours()  # warm-up
+    base, cand = [], []
+    for _ in range(repeats):
+        for fn, samples in ((raw, base), (ours, cand)):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    b, c = statistics.median(base), statistics.median(cand)
+    return {"raw_s": b, "pass_s": c, "ratio": round(b / c, 3)}
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -32,6 +31,8 @@ from core import corpus as corpora  # noqa: E402
 from core import settings  # noqa: E402
 from core.anisotropy import AnisotropySettings, measure_corpus  # noqa: E402
 from core.models import load_model  # noqa: E402
+
+import _app  # noqa: E402  (bench/, the script's own folder, is on sys.path)
 
 BATCH = 32
 
@@ -48,30 +49,13 @@ def bench_sentences(n: int) -> corpora.Corpus:
     return corpora.from_items(pool[:n], f"{n} short SNLI sentences")
 
 
-def raw_forward(lm, sentences: list[str]) -> None:
-    import torch
-
-    ordered = sorted(sentences, key=lambda s: len(lm.tokenizer(s)["input_ids"]))
-    for start in range(0, len(ordered), BATCH):
-        batch = lm.tokenizer(ordered[start : start + BATCH], padding=True, truncation=True, return_tensors="pt")
-        with torch.inference_mode():
-            lm.model(**batch.to(lm.device))
-
-
 def throughput(n: int, repeats: int) -> dict:
     lm = load_model(str(settings.data_dir() / "models" / "all-MiniLM-L6-v2"))
     corpus = bench_sentences(n)
     config = AnisotropySettings(batch_size=BATCH)
-    raw = lambda: raw_forward(lm, list(corpus.sentences))  # noqa: E731
-    ours = lambda: measure_corpus(lm, corpus, config)  # noqa: E731
-    raw(), ours()  # warm-up
-    base, cand = [], []
-    for _ in range(repeats):
-        for fn, samples in ((raw, base), (ours, cand)):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-    return {"sentences": n, "raw_s": statistics.median(base), "anisotropy_s": statistics.median(cand)}
+    timed = _app.alternate(lambda: _app.raw_forward(lm, list(corpus.sentences), BATCH),
+                           lambda: measure_corpus(lm, corpus, config), repeats)
+    return {"sentences": n, "raw_s": timed["raw_s"], "anisotropy_s": timed["pass_s"]}
 
 
 def memory(n: int) -> dict:

@@ -16,32 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import _app
 
 
-def raw_forward(lm, sentences, batch: int, **wanted) -> None:
-    import torch
-
-    ordered = sorted(sentences, key=lambda s: len(lm.tokenizer(s)["input_ids"]))
-    for start in range(0, len(ordered), batch):
-        encoded = lm.tokenizer(ordered[start : start + batch], padding=True, truncation=True, return_tensors="pt")
-        with torch.inference_mode():
-            lm.model(**encoded.to(lm.device), **wanted)
-
-
-def alternate(raw, ours, repeats: int) -> dict:
-    raw(), ours()  # warm-up
-    base, cand = [], []
-    for _ in range(repeats):
-        for fn, samples in ((raw, base), (ours, cand)):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-    b, c = statistics.median(base), statistics.median(cand)
-    return {"raw_s": b, "pass_s": c, "ratio": round(b / c, 3)}
 
 
 def main() -> None:
@@ -64,10 +42,10 @@ def main() -> None:
     lm = load_model(str(_app.minilm()))
     sentences = list(bench_sentences(args.sentences).sentences)
     result = {"sentences": len(sentences), "repeats": args.repeats, "threads": args.threads}
-    result["heads"] = alternate(lambda: raw_forward(lm, sentences, 16, output_attentions=True),
+    result["heads"] = _app.alternate(lambda: _app.raw_forward(lm, sentences, 16, output_attentions=True),
                                 lambda: survey_heads(lm, sentences, batch_size=16), args.repeats)
-    result["similarity"] = alternate(
-        lambda: [raw_forward(lm, sentences, 32, output_hidden_states=True) for _ in range(2)],
+    result["similarity"] = _app.alternate(
+        lambda: [_app.raw_forward(lm, sentences, 32, output_hidden_states=True) for _ in range(2)],
         lambda: compare_models(lm, lm, sentences), args.repeats)
     result["load"] = _app.load_line()
     print(json.dumps(result, indent=1))
