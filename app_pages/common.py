@@ -5,6 +5,7 @@ Not a page itself: app.py lists the pages explicitly.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import altair as alt
@@ -53,8 +54,11 @@ def cached_encoding(ref: str, text_a: str, text_b: str | None):
     def run():
         lm = cached_model(ref)
         _log.info("forward pass %s (%d characters)", ref, len(text_a) + len(text_b or ""))
+        start = time.perf_counter()
         with st.spinner("Running the model…"):
             encoding = display_encoding(encode(lm, (text_a, text_b) if text_b else text_a, attention_dtype="float16"))
+        # bench/app_latency.py reads this line to split a browser rerun into before / forward / after.
+        _log.info("forward pass done in %.3f s (%d tokens)", time.perf_counter() - start, len(encoding.tokens))
         release_freed_memory()  # the forward's freed tensors go back to the OS: RSS stays at the budget (core.budget)
         return encoding
 

@@ -161,8 +161,9 @@ def wait_for_chart(page, timeout_s: float = 300) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_s * 1000)
 
 
-def open_attention(browser, base_url: str, model: str, text: str, timeout_s: float = 300) -> float:
-    """A new session (browser context) opens the Attention page on `text`; seconds until the head view is drawn."""
+def open_attention(browser, base_url: str, model: str, text: str, timeout_s: float = 300, keep=None) -> float:
+    """A new session (browser context) opens the Attention page on `text`; seconds until the head view is drawn.
+    The context is closed after, unless `keep` (a list) is given: the open page is appended to it."""
     from urllib.parse import quote
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -171,6 +172,77 @@ def open_attention(browser, base_url: str, model: str, text: str, timeout_s: flo
         start = time.perf_counter()
         page.goto(f"{base_url}/attention?model={quote(model)}&a={quote(text)}", timeout=timeout_s * 1000)
         wait_for_chart(page, timeout_s)
-        return time.perf_counter() - start
-    finally:
+        seconds = time.perf_counter() - start
+    except BaseException:
         context.close()
+        raise
+    if keep is None:
+        context.close()
+    else:
+        keep.append(page)
+    return seconds
+
+
+# A fingerprint of what the head view shows now, or null while it shows no text (a new chart not yet drawn):
+# as SVG (vega's choice for some charts), its first text marks (the first token labels, different for every
+# sentence); as canvas, a hash of its top-left pixels. Small on purpose: polled every 10 ms, so it must not
+# compete with the page for the CPU.
+CHART_FINGERPRINT = """() => {
+  const svg = document.querySelector('[data-testid="stVegaLiteChart"] svg.marks');
+  if (svg) {
+    const texts = [...svg.querySelectorAll('text')].slice(0, 12).map(t => t.textContent).join('|');
+    return texts || null;
+  }
+  const canvas = document.querySelector('[data-testid="stVegaLiteChart"] canvas');
+  if (!canvas || !canvas.width) return null;
+  const w = Math.min(canvas.width, 600), h = Math.min(canvas.height, 240);
+  const pixels = canvas.getContext('2d').getImageData(0, 0, w, h).data;
+  let hash = 0, dark = 0;
+  for (let i = 0; i < pixels.length; i += 4) {
+    if (pixels[i + 3] > 128 && pixels[i] < 100) dark++;
+    hash = (hash * 31 + pixels[i] + 7 * pixels[i + 3]) | 0;
+  }
+  return dark ? String(hash) : null;
+}"""
+
+
+def streamlit_log_times(log: str, since: float) -> list[tuple[float, float]]:
+    """(end, seconds) of each "forward pass done" line the server logged after `since` (epoch seconds)."""
+    import datetime
+    import re
+
+    found = []
+    for stamp, seconds in re.findall(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) forward pass done in ([\d.]+) s", log):
+        end = datetime.datetime.fromisoformat(stamp).timestamp()
+        if end >= since:
+            found.append((end, float(seconds)))
+    return found
+
+
+def warm_rerun(page, server, text: str, timeout_s: float = 120) -> dict:
+    """In an open Attention page, type a new sentence (Ctrl+Enter): seconds to the new head view drawn, split by
+    the server's log into before the forward, the forward itself, and after it (chart built, sent, drawn)."""
+    before = page.evaluate(CHART_FINGERPRINT)
+    box = page.get_by_label("Sentence A")
+    box.fill(text)
+    start = time.time()
+    box.press("Control+Enter")
+    deadline = start + timeout_s
+    # The canvas is read only once the server has logged the forward's end: reading pixels while the forward runs
+    # would take CPU from it on a 2-core machine.
+    while time.time() < deadline and not streamlit_log_times(server.log.read_text(), start):
+        time.sleep(0.01)
+    while time.time() < deadline:
+        now = page.evaluate(CHART_FINGERPRINT)
+        if now is not None and now != before:
+            break
+        time.sleep(0.01)
+    drawn = time.time()
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_s * 1000)
+    finished = time.time()
+    forwards = streamlit_log_times(server.log.read_text(), start)
+    result = {"total_s": drawn - start, "run_finished_s": finished - start}
+    if forwards:
+        end, seconds = forwards[-1]
+        result.update(before_forward_s=end - seconds - start, forward_s=seconds, after_forward_s=drawn - end)
+    return result

@@ -11,6 +11,10 @@ End to end (`streamlit run` + Debian Chromium via Playwright, localhost):
   cold_chart_s      launch -> the first session's head view drawn (model loaded by that session)
   first_chart_s     the first session alone: page open -> head view drawn
   warm_chart_s      a second session, a new sentence, model loaded: page open -> head view drawn
+  rerun_total_s     in that open page, a new sentence typed (Ctrl+Enter) -> the new head view drawn (its canvas
+                    shows the new tokens); split by the server's "forward pass done" log line into
+                    rerun_before_forward_s (websocket, script start, widgets, URL sync), rerun_forward_s (the
+                    page's tokenisation + forward) and rerun_after_forward_s (chart built, sent and drawn)
 Baseline: raw_forward_s = tokenisation + one forward with attentions and hidden states (median of 3), on the
 same model and text; ratios = figure / raw.
 
@@ -55,13 +59,20 @@ def server_side(model: str, texts: list[str], repeats: int) -> dict:
             "heatmap_only_s": statistics.median(heat), "charts_on_page": len(rows)}
 
 
-def end_to_end(model: str, texts: list[str]) -> dict:
+def end_to_end(model: str, texts: list[str], repeats: int) -> dict:
     with _app.served(model) as (server, http_200), _app.chromium() as browser:
         launched = time.perf_counter() - http_200
         first = _app.open_attention(browser, server.url, model, texts[0])
         cold = time.perf_counter() - launched
-        warm = _app.open_attention(browser, server.url, model, texts[1])
-    return {"http_200_s": http_200, "cold_chart_s": cold, "first_chart_s": first, "warm_chart_s": warm}
+        kept: list = []
+        warm = _app.open_attention(browser, server.url, model, texts[1], keep=kept)
+        reruns = [_app.warm_rerun(kept[0], server, text) for text in texts[2 : 2 + repeats]]
+    result = {"http_200_s": http_200, "cold_chart_s": cold, "first_chart_s": first, "warm_chart_s": warm}
+    for key in reruns[0]:
+        values = [r[key] for r in reruns if key in r]
+        result[f"rerun_{key}"] = statistics.median(values)
+    result["rerun_samples"] = reruns
+    return result
 
 
 def main() -> None:
@@ -78,16 +89,16 @@ def main() -> None:
     from core.models import load_model
 
     lm = load_model(model)
-    texts = [_app.long_text(lm.tokenizer, tokens, seed) for seed in range(repeats + 2)]
+    texts = [_app.long_text(lm.tokenizer, tokens, seed) for seed in range(2 * repeats + 3)]
     raw = _app.raw_forward_seconds(lm, texts[0])
     result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device}
     del lm
     result.update(server_side(model, texts[1:], repeats))
     if not args.no_browser:
-        result.update(end_to_end(model, texts[-2:]))
+        result.update(end_to_end(model, texts[repeats + 1 :], repeats))
     result["load"] = _app.load_line()
     for key, value in list(result.items()):
-        if key.endswith("_s") and key != "raw_forward_s":
+        if key.endswith("_s") and key not in ("raw_forward_s", "rerun_forward_s"):
             result[key.removesuffix("_s") + "_ratio"] = round(value / raw, 2)
     print(json.dumps(result, indent=1))
 

@@ -106,7 +106,7 @@ def main() -> None:
         "last_session_chart_s": (done[-1] - started[-1]) if done[-1] else None,
         "min_s": min(waits, default=None), "median_s": statistics.median(waits) if waits else None,
         "max_s": max(waits, default=None),
-        "model_loads": log.count("loading model "), "forward_passes": log.count("forward pass "),
+        "model_loads": log.count("loading model "), "forward_passes": log.count("forward pass ") - log.count("forward pass done"),
         "server_peak_rss_mib": peak[0] / 2**20,
         "budget_mib": (settings.encoding_cache_bytes() + model_bytes) / 2**20,
         "encoding_budget_mib": settings.encoding_cache_bytes() / 2**20, "model_mib": model_bytes / 2**20,
