@@ -10,6 +10,12 @@ sessions were served, how many times the server loaded the model and ran the for
 server's peak RSS (sampled every 0.2 s with psutil, children included) beside the budget: the encoding cache
 budget (BERTLENS_ENCODING_CACHE_BYTES) plus the model's bytes. Baseline: the raw forward on the same text.
 --quick: 6 sessions. Model: see bench/_app.py (bert-base cannot be downloaded here; a random-init stand-in).
+
+--driver websocket: each session is a bare client of Streamlit's own websocket protocol (/_stcore/stream, the
+BackMsg / ForwardMsg protobufs the browser sends and receives) instead of a Chromium context, so the figures are the
+server's alone: time to the head view's chart message and to the end of the run, for every session. In a
+classroom every student's browser draws on their own machine; with --driver browser all the renderers share this
+machine's cores with the server, which is what the browser figures measure on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -39,6 +45,85 @@ def sample_rss(pid: int, stop: threading.Event, peak: list) -> None:
         time.sleep(0.2)
 
 
+def browser_sessions(base_url: str, model: str, text: str, sessions: int, spread: float, timeout: float):
+    """`sessions` Chromium contexts open the link, started evenly over `spread` s; (start, chart drawn) times."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM_FLAGS, chromium_path
+
+    url = f"{base_url}/attention?model={quote(model)}&a={quote(text)}"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        contexts = [browser.new_context(viewport={"width": 1200, "height": 900}) for _ in range(sessions)]
+        pages = [c.new_page() for c in contexts]
+        started, done = [None] * sessions, [None] * sessions
+        t0 = time.perf_counter()
+        # Playwright's sync API is single-threaded: start every navigation, then poll them all.
+        for i, page in enumerate(pages):
+            while time.perf_counter() - t0 < i * spread / max(sessions - 1, 1):
+                time.sleep(0.02)
+            started[i] = time.perf_counter()
+            page.evaluate(f"window.location.href = {json.dumps(url)}")
+        deadline = time.perf_counter() + timeout
+        check = ("() => !!document.querySelector('" + _app.CHART_DRAWN.replace("'", "\\'") + "')"
+                 " && !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        while None in done and time.perf_counter() < deadline:
+            for i, page in enumerate(pages):
+                if done[i] is None:
+                    try:
+                        if page.evaluate(check):
+                            done[i] = time.perf_counter()
+                    except Exception:  # the page is still navigating
+                        pass
+            time.sleep(0.1)
+        browser.close()
+    return started, done
+
+
+def websocket_sessions(base_url: str, model: str, text: str, sessions: int, spread: float, timeout: float):
+    """`sessions` websocket clients ask for the same Attention page, started evenly over `spread` s, as a browser
+    does on opening the link (one rerun_script BackMsg with the link's query string); (start, chart message,
+    run finished) times per session."""
+    import asyncio
+    from urllib.parse import urlencode
+
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    started, done, finished = [None] * sessions, [None] * sessions, [None] * sessions
+    uri = base_url.replace("http://", "ws://") + "/_stcore/stream"
+    hello = BackMsg()
+    hello.rerun_script.query_string = urlencode({"model": model, "a": text})
+    hello.rerun_script.page_name = "attention"
+
+    async def one(i: int, t0: float) -> None:
+        await asyncio.sleep(i * spread / max(sessions - 1, 1))
+        async with websockets.connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
+            started[i] = time.perf_counter()
+            await ws.send(hello.SerializeToString())
+            while True:
+                message = ForwardMsg()
+                message.ParseFromString(await ws.recv())
+                kind = message.WhichOneof("type")
+                if (kind == "delta" and message.delta.WhichOneof("type") == "new_element"
+                        and message.delta.new_element.WhichOneof("type") == "vega_lite_chart" and done[i] is None):
+                    done[i] = time.perf_counter()
+                if kind == "script_finished":
+                    finished[i] = time.perf_counter()
+                    return
+
+    async def all_sessions() -> None:
+        t0 = time.perf_counter()
+        await asyncio.wait_for(asyncio.gather(*(one(i, t0) for i in range(sessions)), return_exceptions=True), timeout)
+
+    try:
+        asyncio.run(all_sessions())
+    except TimeoutError:
+        pass
+    return started, done, finished
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
@@ -47,11 +132,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--driver", choices=("browser", "websocket"), default="browser")
     args = parser.parse_args()
     sessions = min(6 if args.quick else args.sessions, MAX_SESSIONS)
     model = _app.resolve_model(args.model)
-
-    from playwright.sync_api import sync_playwright
 
     from core import settings
     from core.budget import nbytes_of
@@ -63,49 +147,27 @@ def main() -> None:
     model_bytes = nbytes_of(lm.masked_lm or lm.model)
     del lm
 
-    from tests.browser.conftest import CHROMIUM_FLAGS, chromium_path
-
     with _app.served(model) as (server, http_200):
         stop, peak = threading.Event(), [0]
         sampler = threading.Thread(target=sample_rss, args=(server.process.pid, stop, peak), daemon=True)
         sampler.start()
-        url = f"{server.url}/attention?model={quote(model)}&a={quote(text)}"
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
-            contexts = [browser.new_context(viewport={"width": 1200, "height": 900}) for _ in range(sessions)]
-            pages = [c.new_page() for c in contexts]
-            started, done = [None] * sessions, [None] * sessions
-            t0 = time.perf_counter()
-            # Playwright's sync API is single-threaded: start every navigation, then poll them all.
-            for i, page in enumerate(pages):
-                while time.perf_counter() - t0 < i * args.spread / max(sessions - 1, 1):
-                    time.sleep(0.02)
-                started[i] = time.perf_counter()
-                page.evaluate(f"window.location.href = {json.dumps(url)}")
-            deadline = time.perf_counter() + args.timeout
-            check = ("() => !!document.querySelector('" + _app.CHART_DRAWN.replace("'", "\\'") + "')"
-                     " && !document.querySelector('[data-testid=\"stStatusWidget\"]')")
-            while None in done and time.perf_counter() < deadline:
-                for i, page in enumerate(pages):
-                    if done[i] is None:
-                        try:
-                            if page.evaluate(check):
-                                done[i] = time.perf_counter()
-                        except Exception:  # the page is still navigating
-                            pass
-                time.sleep(0.1)
-            browser.close()
+        if args.driver == "websocket":
+            started, done, finished = websocket_sessions(server.url, model, text, sessions, args.spread, args.timeout)
+        else:
+            started, done = browser_sessions(server.url, model, text, sessions, args.spread, args.timeout)
+            finished = None
         stop.set()
         sampler.join()
         log = server.log.read_text()
     waits = [d - s for s, d in zip(started, done) if d is not None]
     result = {
-        "model": args.model, "tokens": args.tokens, "sessions": sessions, "spread_s": args.spread,
+        "model": args.model, "driver": args.driver, "tokens": args.tokens, "sessions": sessions, "spread_s": args.spread,
         "served": len(waits), "raw_forward_s": raw, "http_200_s": http_200,
         "first_session_chart_s": (done[0] - started[0]) if done[0] else None,
         "last_session_chart_s": (done[-1] - started[-1]) if done[-1] else None,
         "min_s": min(waits, default=None), "median_s": statistics.median(waits) if waits else None,
         "max_s": max(waits, default=None),
+        "run_finished_max_s": max((f - s0 for s0, f in zip(started, finished) if f and s0), default=None) if finished else None,
         "model_loads": log.count("loading model "), "forward_passes": log.count("forward pass ") - log.count("forward pass done"),
         "server_peak_rss_mib": peak[0] / 2**20,
         "budget_mib": (settings.encoding_cache_bytes() + model_bytes) / 2**20,
