@@ -17,14 +17,18 @@ from typing import Callable, Iterable
 _BLAS = None
 
 
+def cores() -> int:
+    """The CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def overlap_pays(lm) -> bool:
     """True when the model is on a GPU, or torch's intra-op threads leave one of this process's cores idle."""
     import torch
 
     if not str(getattr(lm, "device", "cpu")).startswith("cpu"):
         return True
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return torch.get_num_threads() < cores
+    return torch.get_num_threads() < cores()
 
 
 def one_blas_thread():
@@ -71,6 +75,13 @@ def background(lm, work: Callable, *args) -> Future:
         future.set_result(work(*args))
     except BaseException as error:  # handed to result(), as a thread's would be
         future.set_exception(error)
+    return future
+
+
+def done(value) -> Future:
+    """A Future already holding value (for code that takes either a background result or one computed in line)."""
+    future: Future = Future()
+    future.set_result(value)
     return future
 
 

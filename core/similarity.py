@@ -430,16 +430,19 @@ def compare_many(
                             should_stop=should_stop)
 
     base_vectors = vectors_of(0)
-    # The base's signatures are computed beside the next model's forward pass when a core would idle
-    # (core.overlap), and each other model's on every core once its forward is done.
-    base_signatures = overlap.background(base, full_signatures, base_vectors.vectors, should_stop)
+    # The base's signatures are computed beside the next model's forward pass when a core would idle during it
+    # (core.overlap), else on every core before it; each other model's on every core once its forward is done.
+    if overlap.overlap_pays(base):
+        base_signatures = overlap.background(base, full_signatures, base_vectors.vectors, should_stop)
+    else:
+        base_signatures = overlap.done(full_signatures(base_vectors.vectors, should_stop, threads=overlap.cores()))
     results = []
     for k, other in enumerate(others, start=1):
         vectors = vectors_of(k)
         if vectors.words != base_vectors.words:
             raise SimilarityError(f"{other.ref} split the sentences into other words than {base.ref}.")
         base_rsa, base_cka = base_signatures.result()
-        rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=2 if overlap.overlap_pays(other) else 1)
+        rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
         results.append(
             Similarity(base.ref, other.ref, _dot_rows(base_rsa, rsa_o), _dot_rows(base_cka, cka_o),
                        base_vectors.n_words, len(chosen), skipped, protocol, seed)
