@@ -494,16 +494,11 @@ class LayerProfile:
         return out
 
 
-# Pending vectors are folded in once they hold this many float32 values (16 MiB: ~1,500 MiniLM words, ~400
-# bert-base words), so each flush's fixed costs (the [L, D, D] float64 update) are paid rarely, in flat memory.
-_FLUSH_VALUES = 4 * 2**20
-
-
 @dataclass
 class _RunningSums:
     """Everything the pass keeps: fixed-size arrays whose size depends on the model and settings only.
 
-    Sentences wait in `pending` (at most _FLUSH_VALUES values) and are folded in together, so the numpy work per
+    Sentences wait in `pending` (at most ~512 words) and are folded in together, so the numpy work per
     sentence is a few array operations on a whole chunk rather than dozens of small calls."""
 
     n_layers: int
@@ -556,7 +551,7 @@ class _RunningSums:
         kept = units > 0
         self.pending.append(([k for k, keep in zip(keys, kept) if keep], vectors, units[kept]))
         self.pending_rows += int(units.sum())
-        if self.pending_rows * self.n_layers * self.dim >= _FLUSH_VALUES:
+        if self.pending_rows >= 512:
             self.flush()
 
     def flush(self) -> None:
