@@ -2,10 +2,11 @@
 held to one thread where it would fight torch for the cores.
 
 `overlap_pays(lm)` says when a worker thread is worth it: the model runs on a GPU, or torch uses fewer threads
-than this process may run on, so a core idles during the forward. Measured on 2 CPU cores (bench/RESULTS.md,
-"Corpus passes after batching"): with torch on 1 thread, the anisotropy pass's accumulation beside the forward
-took it from ~0.88 to ~0.97 of the raw forward; with torch on both cores, a worker thread fought the forward's
-OpenMP threads and the pass got slower, so there it runs in line. No streamlit here.
+than this process may run on, so a core idles during the forward. Measured on 2 shared CPU cores (bench/RESULTS.md,
+"Corpus passes after batching"): with torch on 1 thread, accumulating beside the forward hid most of the
+anisotropy pass's numpy work; with torch on both cores a worker thread fought the forward's OpenMP threads (the
+pass got slower, ~0.6-0.7 of the raw forward against ~0.75-0.8 in line), so there it runs in line.
+No streamlit here.
 """
 
 from __future__ import annotations
