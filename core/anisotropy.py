@@ -47,7 +47,7 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
-from core import distributed, protocols
+from core import distributed, overlap, protocols
 from core.corpus import Corpus
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -528,43 +528,59 @@ class _RunningSums:
 
     def add(self, sentence: int, keys: tuple[str, ...], vectors: np.ndarray) -> None:
         """keys [n], vectors [n, L+1, D] of one sentence."""
-        n = len(keys)
-        if n == 0:
+        self.add_batch([sentence], [keys], vectors, np.array([len(keys)], dtype=np.int64))
+
+    def add_batch(self, sentences: Sequence[int], keys: Sequence[tuple[str, ...]], vectors: np.ndarray,
+                  units: np.ndarray) -> None:
+        """Several sentences at once: sentences [B], keys [B] (sentence b's keys [units[b]]), vectors [U, L+1, D]
+        with sentence 0's units first, then sentence 1's ... (U = units.sum())."""
+        units = np.asarray(units, dtype=np.int64)
+        starts = np.cumsum(units) - units
+        for sentence, start, n in zip(sentences, starts, units):
+            if n == 0:
+                continue
+            for position, slot in self.wanted.get(sentence, ()):
+                self.sampled[slot] = vectors[start + position]
+            if sentence in self.alignment_sentences:
+                self.embeddings[self.alignment_sentences[sentence]] = vectors[start : start + n].mean(axis=0)
+            if self.shift is None:
+                # Shifting by a typical vector keeps float32 moments accurate despite BERT's large mean.
+                self.shift = vectors[start : start + n].mean(axis=0).astype(np.float32)
+        if not units.sum():
             return
-        for position, slot in self.wanted.get(sentence, ()):
-            self.sampled[slot] = vectors[position]
-        if sentence in self.alignment_sentences:
-            self.embeddings[self.alignment_sentences[sentence]] = vectors.mean(axis=0)
-        if self.shift is None:
-            # Shifting by a typical vector keeps float32 moments accurate despite BERT's large mean.
-            self.shift = vectors.mean(axis=0).astype(np.float32)
-        self.pending.append((keys, vectors))
-        self.pending_rows += n
+        kept = units > 0
+        self.pending.append(([k for k, keep in zip(keys, kept) if keep], vectors, units[kept]))
+        self.pending_rows += int(units.sum())
         if self.pending_rows >= 512:
             self.flush()
 
     def flush(self) -> None:
         if not self.pending:
             return
-        x = np.concatenate([v for _, v in self.pending]).astype(np.float32, copy=False)  # [n, L, D]
-        sizes = np.array([len(k) for k, _ in self.pending])
+        x = np.concatenate([v for _, v, _ in self.pending]).astype(np.float32, copy=False)  # [n, L, D]
+        sizes = np.concatenate([u for _, _, u in self.pending])
+        keys = [k for ks, _, _ in self.pending for k in ks]
         starts = np.r_[0, np.cumsum(sizes)[:-1]]
         sentence_of = np.repeat(np.arange(len(sizes)), sizes)
-        norms = np.sqrt(np.einsum("nld,nld->nl", x, x))[..., None]
-        u = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+        squared = np.einsum("nld,nld->nl", x, x)
+        inverse = np.zeros_like(squared)
+        np.divide(1.0, np.sqrt(squared), out=inverse, where=squared > 0)
+        u = x * inverse[..., None]  # unit vectors; zero vectors stay zero
 
         from scipy.sparse import csr_matrix
 
-        # Sums per sentence as one sparse [sentences, words] product (faster than reduceat here).
-        member = csr_matrix((np.ones(len(x)), (sentence_of, np.arange(len(x)))), shape=(len(sizes), len(x)))
-        per_sentence = (member @ u.reshape(len(x), -1)).reshape(len(sizes), *x.shape[1:])  # [s, L, D] float64
+        # Sums per sentence as one sparse [sentences, words] product (faster than reduceat here). float32 like
+        # the vectors: a float64 matrix made scipy copy every vector to float64 first (~8x slower); each
+        # sentence's few words sum in float32 and the totals below add up in float64.
+        member = csr_matrix((np.ones(len(x), dtype=np.float32), (sentence_of, np.arange(len(x)))), shape=(len(sizes), len(x)))
+        per_sentence = (member @ u.reshape(len(x), -1)).reshape(len(sizes), *x.shape[1:]).astype(np.float64)  # [s, L, D]
         self.total += per_sentence.sum(axis=0)
         self.within += np.einsum("sld,sld->l", per_sentence, per_sentence)
         self.count_units += int(sizes.sum())
         self.count_within += int((sizes**2).sum())
 
         # Intra-sentence: mean over words of cos(word, sentence mean) = (sum of unit words) . unit(mean) / n.
-        centres = (member @ x.reshape(len(x), -1)).reshape(per_sentence.shape)
+        centres = (member @ x.reshape(len(x), -1)).reshape(per_sentence.shape).astype(np.float64)
         centres /= np.maximum(np.linalg.norm(centres, axis=-1, keepdims=True), 1e-30)
         means = np.einsum("sld,sld->sl", per_sentence, centres) / sizes[:, None]
         self.intra_sum += means[sizes >= 2].sum(axis=0)
@@ -572,9 +588,9 @@ class _RunningSums:
 
         # Tracked words: first occurrence in each sentence only (one context per sentence).
         rows, types = [], []
-        for start, (keys, _) in zip(starts, self.pending):
+        for start, sentence_keys in zip(starts, keys):
             seen: set[str] = set()
-            for k, key in enumerate(keys):
+            for k, key in enumerate(sentence_keys):
                 row = self.tracked.get(key)
                 if row is not None and key not in seen:
                     seen.add(key)
@@ -582,18 +598,16 @@ class _RunningSums:
                     types.append(row)
         if rows:
             unique, inverse = np.unique(types, return_inverse=True)
-            onehot = csr_matrix((np.ones(len(rows)), (inverse, np.arange(len(rows)))), shape=(len(unique), len(rows)))
+            onehot = csr_matrix((np.ones(len(rows), dtype=np.float32), (inverse, np.arange(len(rows)))), shape=(len(unique), len(rows)))
             self.word_sums[unique] += (onehot @ u[rows].reshape(len(rows), -1)).reshape(len(unique), *x.shape[1:])
             np.add.at(self.word_counts, types, 1)
 
-        shifted = x - self.shift
-        self.moment1 += shifted.sum(axis=0, dtype=np.float64)
-        # torch's batched matmul runs on the same thread pool as the forward pass and was ~3x faster here
-        # than numpy's OpenBLAS competing with it for the cores.
-        import torch
-
-        blocks = torch.from_numpy(np.ascontiguousarray(shifted.transpose(1, 0, 2)))  # [L, n, D]
-        self.moment2 += torch.bmm(blocks.transpose(1, 2), blocks).numpy()
+        blocks = x.transpose(1, 0, 2) - self.shift[:, None, :]  # [L, n, D], shifted and laid out per layer at once
+        self.moment1 += blocks.sum(axis=1, dtype=np.float64)
+        with overlap.one_blas_thread():
+            # One BLAS thread: at one torch thread numpy's sgemm is ~2x faster than torch.bmm here, and the pass
+            # may run this beside the next forward (see measure_corpus), where a second thread would compete.
+            self.moment2 += np.matmul(blocks.transpose(0, 2, 1), blocks)
         self.pending, self.pending_rows = [], 0
 
     def reduce(self) -> None:
@@ -658,7 +672,7 @@ def measure_corpus(
     (at most max_word_types), per-layer sums and a [L+1, D, D] second moment, and the sentence vectors of at
     most max_alignment_pairs pairs. Under the "ethayarajh" protocol it also keeps every occurrence vector of
     every counted token type (see _measure_paper). Raises core.progress.Cancelled when should_stop() turns True."""
-    from core.encoding import tokenize
+    from core.encoding import pool_batch_words, tokenize
 
     sentences = list(corpus.sentences)
     if len(sentences) < 2:
@@ -687,14 +701,18 @@ def measure_corpus(
         n_slots=len(needed),
         alignment_sentences=alignment_sentences,
     )
-    n_truncated = 0
-    for index, encoding in distributed.encode_share(
+
+    def accumulate(batch) -> None:
+        # The whole batch at once: pieces pooled to words in one gather, no per-sentence Encoding.
+        vectors, units = pool_batch_words(batch, settings.include_special)  # [U, L+1, D], [B]
+        sums.add_batch(batch.indices, [keys[i] for i in batch.indices], vectors, units)
+
+    batches = distributed.encode_share_batches(
         lm, tokenized, batch_size=settings.batch_size, attentions=False, hidden_states=True,
         progress=progress, should_stop=should_stop,
-    ):
-        vectors = encoding.word_vectors(include_special=settings.include_special)  # [L+1, U, D]
-        n_truncated += int(encoding.truncated)
-        sums.add(index, keys[index], np.ascontiguousarray(vectors.transpose(1, 0, 2)))
+    )
+    n_truncated = sum(int(tokenized[i].n_tokens_full > tokenized[i].n_tokens) for i in distributed.current().share(len(tokenized)))
+    overlap.overlapped(lm, batches, accumulate)
     sums.flush()
     sums.reduce()
     n_truncated = int(distributed.current().all_reduce_sum(np.array([n_truncated]))[0])

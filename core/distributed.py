@@ -190,6 +190,24 @@ def encode_share(lm, inputs: Sequence, **options) -> Iterator[tuple[int, Any]]:
         yield mine[local], encoding
 
 
+def encode_share_batches(lm, inputs: Sequence, **options) -> Iterator[Any]:
+    """core.encoding.encode_batches over this rank's share of `inputs`; each EncodedBatch's indices index `inputs`."""
+    import dataclasses
+
+    from core.encoding import encode_batches
+
+    ctx = current()
+    if not ctx.distributed:
+        yield from encode_batches(lm, inputs, **options)
+        return
+    mine = ctx.share(len(inputs))
+    import sys
+
+    print(f"rank {ctx.rank}/{ctx.world_size}: encoding {len(mine)} of {len(inputs)} inputs", file=sys.stderr, flush=True)
+    for batch in encode_batches(lm, [inputs[i] for i in mine], **options):
+        yield dataclasses.replace(batch, indices=[mine[local] for local in batch.indices])
+
+
 def launch_command(processes: int, device: str | None, module_args: Sequence[str]) -> list[str]:
     """The command that runs `python -m MODULE_ARGS` on `processes` ranks: torchrun on CPU (accelerate launch
     --cpu starts one process only), `accelerate launch --multi_gpu` on GPUs."""

@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core import distributed
+from core import distributed, overlap
 from core.encoding import tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
@@ -195,6 +195,85 @@ def similarity_from_vectors(a: np.ndarray, b: np.ndarray, model_a: str = "A", mo
     return Similarity(model_a, model_b, cross_layer(rsa_a, rsa_b), cross_layer(cka_a, cka_b), a.shape[1], n_sentences)
 
 
+# --- the same two measures for the corpus pass: full Gram matrices, no triangles -----------------------------
+# A signature above is a triangle of an N x N matrix; gathering it (fancy indexing of N^2 / 2 entries) and its
+# float64 copies cost more than the matrix product itself. These keep the whole symmetric matrix in float32
+# (twice the entries of a triangle): its Frobenius inner products are twice the triangles' (CKA's weighted
+# triangle is exactly the full matrix), so after scaling to unit norm the dot products are the same RSA and CKA.
+_CHUNK = 1 << 14  # columns per float32 product (two [L, _CHUNK] blocks stay in cache); chunks add up in float64
+
+
+def _dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a [La, M], b [Lb, M] float32 -> [La, Lb] float64: float32 products of _CHUNK columns, summed in float64."""
+    out = np.zeros((len(a), len(b)))
+    for start in range(0, a.shape[1], _CHUNK):
+        out += a[:, start : start + _CHUNK] @ b[:, start : start + _CHUNK].T
+    return out
+
+
+def _unit_norm(matrix: np.ndarray, floor: float) -> None:
+    """Scale a float32 matrix in place to Frobenius norm 1; NaN everywhere when its norm is below `floor` (a
+    constant matrix has no pattern to correlate, as _standardise)."""
+    flat = matrix.reshape(1, -1)
+    norm = float(np.sqrt(_dot_rows(flat, flat)[0, 0]))
+    if not np.isfinite(norm) or norm < floor:
+        matrix.fill(np.nan)
+    else:
+        matrix *= np.float32(1.0 / norm)
+
+
+def full_signatures(vectors: np.ndarray, should_stop: StopCheck = None, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """vectors [L+1, N, D] -> (rsa [L+1, N*N], cka [L+1, N*N]) float32, the whole-matrix forms of rsa_signature and
+    cka_signature: the dot product of two layers' rows is their RSA (Pearson over the off-diagonal pairs) or
+    linear CKA, as with the triangles. threads > 1: layers shared among that many threads, numpy's BLAS held to
+    one thread each (for a caller that knows the cores are otherwise idle)."""
+    n_layers, n, _ = vectors.shape
+    rsa_rows = np.empty((n_layers, n * n), dtype=np.float32)
+    cka_rows = np.empty((n_layers, n * n), dtype=np.float32)
+
+    def one(layer: int) -> None:
+        check_stop(should_stop)
+        _layer_signatures(np.asarray(vectors[layer], dtype=np.float64), rsa_rows[layer].reshape(n, n),
+                          cka_rows[layer].reshape(n, n))
+
+    if threads > 1 and n_layers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with overlap.one_blas_thread(), ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(one, range(n_layers)))
+    else:
+        for layer in range(n_layers):
+            one(layer)
+    return rsa_rows, cka_rows
+
+
+def _layer_signatures(x: np.ndarray, cosine: np.ndarray, gram: np.ndarray) -> None:
+    """One layer's x [N, D] float64 -> cosine and gram [N, N] float32 filled in place (see full_signatures).
+
+    One matrix product serves both: the centred Gram K = Xc Xc^T (centred in float64 first, so no float32
+    cancellation), then X X^T = K + b 1^T + 1 b^T + |mu|^2 (b = Xc mu: only additions to K, no cancellation)
+    scaled by 1 / (|x_i| |x_j|) is the cosine matrix, to float32 rounding like a product of unit vectors."""
+    n = len(x)
+    mean = x.mean(axis=0)
+    centred = x - mean
+    centred32 = centred.astype(np.float32)
+    np.matmul(centred32, centred32.T, out=gram)
+    shift = (centred @ mean).astype(np.float32)
+    np.add(gram, shift[:, None], out=cosine)
+    cosine += shift[None, :]
+    cosine += np.float32(mean @ mean)
+    norms = np.linalg.norm(x, axis=1)
+    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(np.float32)  # zero vector: cos 0
+    cosine *= inverse[:, None]
+    cosine *= inverse[None, :]
+    np.fill_diagonal(cosine, 0.0)
+    mean_cosine = cosine.sum(dtype=np.float64) / (n * (n - 1))  # over the off-diagonal pairs
+    cosine -= np.float32(mean_cosine)
+    np.fill_diagonal(cosine, 0.0)
+    _unit_norm(cosine, 1e-12 * np.sqrt(2.0))  # the triangle's floor: the full matrix holds each pair twice
+    _unit_norm(gram, 1e-12)
+
+
 # --- from models ---------------------------------------------------------------------------------------------
 def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     """How `encode` splits a sentence into words for this model, and whether it fits the model's length."""
@@ -207,20 +286,36 @@ def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], ma
     """Sentences, in order, that every model splits into the same words and reads whole, until `max_words`
     words are gathered (None: all of them). Returns (sentences, how many were skipped for a tokenizer mismatch
     or length)."""
+    chosen, skipped, _ = _shared(models, sentences, max_words)
+    return chosen, skipped
+
+
+def _shared(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None):
+    """shared_sentences, plus each model's Tokenized of the chosen sentences ([model][sentence]): one tokenizer
+    call per sentence and model, reused by the forward passes."""
+    texts = [text for text in sentences if text.strip()]
     chosen: list[str] = []
+    kept: list[list] = [[] for _ in models]
     skipped = total = 0
-    for text in sentences:
+    # Tokenized a slice at a time, so a large corpus with a small max_words is not tokenized to the end.
+    for offset in range(0, len(texts), 256):
         if max_words is not None and total >= max_words:
             break
-        if not text.strip():
-            continue
-        splits = [sentence_words(lm, text) for lm in models]
-        if any(not fits for _, fits in splits) or len({words for words, _ in splits}) != 1:
-            skipped += 1
-            continue
-        chosen.append(text)
-        total += len(splits[0][0])
-    return chosen, skipped
+        part = texts[offset : offset + 256]
+        tokenized = [tokenize(lm, part) for lm in models]
+        for k, text in enumerate(part):
+            if max_words is not None and total >= max_words:
+                break
+            items = [t[k] for t in tokenized]
+            if (any(item.n_tokens_full > lm.max_length for item, lm in zip(items, models))
+                    or len({item.words for item in items}) != 1):
+                skipped += 1
+                continue
+            chosen.append(text)
+            for m, item in enumerate(items):
+                kept[m].append(item)
+            total += len(items[0].words)
+    return chosen, skipped, kept
 
 
 def sample_words(word_counts: Sequence[int], max_words: int, seed: int = 0, protocol: str = DEFAULT_PROTOCOL
@@ -252,7 +347,7 @@ def sample_words(word_counts: Sequence[int], max_words: int, seed: int = 0, prot
 
 def word_vectors(
     lm: LoadedModel,
-    sentences: Sequence[str],
+    sentences: Sequence,
     *,
     keep: Sequence[np.ndarray] | None = None,
     batch_size: int = 32,
@@ -260,24 +355,26 @@ def word_vectors(
     should_stop: StopCheck = None,
 ) -> WordVectors:
     """Each word's vector at every layer (pieces averaged, special tokens out), sentence by sentence in order.
-    keep: per sentence, the indices of the words to keep (all when None). Streams the forward passes: only the
-    kept word vectors are held."""
-    per_sentence: list[np.ndarray | None] = [None] * len(sentences)
-    words: list[tuple[str, ...] | None] = [None] * len(sentences)
+    sentences: str, or core.encoding.Tokenized of this model (not tokenized again). keep: per sentence, the
+    indices of the words to keep (all when None). Streams the forward passes a batch at a time (pieces pooled
+    for the whole batch, core.encoding.pool_batch_words): only the kept word vectors are held."""
+    from core.encoding import pool_batch_words
+
     mine = {}
-    for i, enc in distributed.encode_share(lm, list(sentences), batch_size=batch_size, attentions=False, progress=progress,
-                                           should_stop=should_stop):
-        vectors, kept_words = enc.word_vectors(), enc.words
-        if keep is not None:
-            vectors, kept_words = vectors[:, keep[i]], tuple(kept_words[k] for k in keep[i])
-        mine[i] = (vectors, kept_words)
+    for batch in distributed.encode_share_batches(lm, list(sentences), batch_size=batch_size, attentions=False,
+                                                  progress=progress, should_stop=should_stop):
+        vectors, units = pool_batch_words(batch)  # [U, L+1, D], [B]
+        for i, item, start, n in zip(batch.indices, batch.items, np.cumsum(units) - units, units):
+            rows, kept_words = vectors[start : start + n], item.words
+            if keep is not None:
+                rows, kept_words = rows[keep[i]], tuple(kept_words[k] for k in keep[i])
+            mine[i] = (rows, kept_words)
     # Several ranks: each encoded its share; every rank gets all sentences back, in order (core.distributed).
-    for i, (vectors, kept_words) in enumerate(distributed.current().gather_indexed(len(sentences), mine)):
-        per_sentence[i] = vectors
-        words[i] = kept_words
-    vectors = np.concatenate(per_sentence, axis=1)
-    sentence = np.concatenate([np.full(v.shape[1], i) for i, v in enumerate(per_sentence)])
-    return WordVectors(vectors, sentence, tuple(w for ws in words for w in ws), tuple(sentences))
+    parts = distributed.current().gather_indexed(len(sentences), mine)
+    vectors = np.ascontiguousarray(np.concatenate([rows for rows, _ in parts]).transpose(1, 0, 2))  # [L+1, N, D]
+    sentence = np.repeat(np.arange(len(parts)), [len(rows) for rows, _ in parts])
+    texts = tuple(getattr(t, "text_a", t) for t in sentences)
+    return WordVectors(vectors, sentence, tuple(w for _, words in parts for w in words), texts)
 
 
 def compare_models(
@@ -311,33 +408,43 @@ def compare_many(
     """One base model against several (e.g. fine-tuned runs): the base is encoded once, and every comparison
     uses the same seeded sample of words (from sentences all models split alike)."""
     check_protocol(protocol, PROTOCOLS)
-    eligible, skipped = shared_sentences([base, *others], sentences, None)
-    counts = [len(sentence_words(base, text)[0]) for text in eligible]
-    keep_all = sample_words(counts, max_words, seed, protocol)
-    chosen = [text for text, k in zip(eligible, keep_all) if len(k)]
-    keep = [k for k in keep_all if len(k)]
+    models = [base, *others]
+    eligible, skipped, tokenized = _shared(models, sentences, None)
+    keep_all = sample_words([len(item.words) for item in tokenized[0]], max_words, seed, protocol)
+    chosen = [k for k, kept in enumerate(keep_all) if len(kept)]
+    keep = [keep_all[k] for k in chosen]
     if len(chosen) < 2:
         raise SimilarityError(
             f"Only {len(chosen)} of {len(sentences)} sentences can be compared (the models split the others into "
             "different words, or they are too long); give more sentences, or models that share a tokenizer."
         )
-    total = len(chosen) * (1 + len(others))
+    total = len(chosen) * len(models)
 
     def stage(k: int) -> ProgressCallback:
         if progress is None:
             return None
         return lambda done, _n: progress(k * len(chosen) + done, total)
 
-    base_vectors = word_vectors(base, chosen, keep=keep, progress=stage(0), should_stop=should_stop)
-    base_rsa, base_cka = layer_signatures(base_vectors.vectors, should_stop)
+    def vectors_of(k: int) -> WordVectors:
+        return word_vectors(models[k], [tokenized[k][c] for c in chosen], keep=keep, progress=stage(k),
+                            should_stop=should_stop)
+
+    base_vectors = vectors_of(0)
+    # The base's signatures are computed beside the next model's forward pass when a core would idle during it
+    # (core.overlap), else on every core before it; each other model's on every core once its forward is done.
+    if overlap.overlap_pays(base):
+        base_signatures = overlap.background(base, full_signatures, base_vectors.vectors, should_stop)
+    else:
+        base_signatures = overlap.done(full_signatures(base_vectors.vectors, should_stop, threads=overlap.cores()))
     results = []
     for k, other in enumerate(others, start=1):
-        vectors = word_vectors(other, chosen, keep=keep, progress=stage(k), should_stop=should_stop)
+        vectors = vectors_of(k)
         if vectors.words != base_vectors.words:
             raise SimilarityError(f"{other.ref} split the sentences into other words than {base.ref}.")
-        rsa_o, cka_o = layer_signatures(vectors.vectors, should_stop)
+        base_rsa, base_cka = base_signatures.result()
+        rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
         results.append(
-            Similarity(base.ref, other.ref, cross_layer(base_rsa, rsa_o), cross_layer(base_cka, cka_o),
+            Similarity(base.ref, other.ref, _dot_rows(base_rsa, rsa_o), _dot_rows(base_cka, cka_o),
                        base_vectors.n_words, len(chosen), skipped, protocol, seed)
         )
     return results

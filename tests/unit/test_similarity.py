@@ -147,3 +147,22 @@ def test_word_sample_is_seeded_uniform_and_not_the_corpus_start():
     assert 100 <= kept < 100 + max(counts) and chosen != list(range(len(chosen)))
     # a budget above the corpus keeps every word
     assert sum(len(k) for k in sample_words(counts, 10_000, protocol="merchant")) == total
+
+
+def test_whole_matrix_signatures_give_pearson_of_cosine_triangles_and_feature_space_cka():
+    """The corpus pass's full-matrix signatures (core.similarity.full_signatures) against the independent loop
+    (scipy Pearson of sklearn cosine triangles) and Kornblith's feature-space CKA, every layer pair, with a large
+    common mean (as BERT's states have) so a float32 cancellation would show."""
+    from core.similarity import _dot_rows, full_signatures
+
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(3, 30, 12)) + 4.0 * rng.normal(size=12)
+    b = np.tanh(a @ rng.normal(size=(12, 9))) + 0.3 * rng.normal(size=(3, 30, 9))
+    (rsa_a, cka_a), (rsa_b, cka_b) = full_signatures(a.astype(np.float32)), full_signatures(b.astype(np.float32), threads=2)
+    rsa_cross, cka_cross = _dot_rows(rsa_a, rsa_b), _dot_rows(cka_a, cka_b)
+    for i in range(3):
+        for j in range(3):
+            assert rsa_cross[i, j] == pytest.approx(looped_rsa(a[i], b[j]), abs=1e-5)
+            assert cka_cross[i, j] == pytest.approx(feature_space_cka(a[i], b[j]), abs=1e-5)
+    assert 0.05 < rsa_cross[1, 1] < 0.95 and 0.05 < cka_cross[1, 1] < 0.95  # neither identical nor unrelated
+    assert np.isnan(_dot_rows(*[full_signatures(np.ones((1, 5, 4), dtype=np.float32))[0]] * 2)).all()
