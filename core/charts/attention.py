@@ -78,7 +78,6 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     Only pairs with weight >= threshold among each query's top_k keys get a line (lines_note says so under the
     chart), so the data grows with the tokens, not their square; threshold=0, top_k=None draws every pair."""
     frame = view_frame(view, visible_pairs(view.weights, threshold, top_k))
-    frame["left"], frame["right"] = 0.0, 1.0
     height = max(200, 18 * max(view.weights.shape))
     n = max(view.weights.shape)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
@@ -91,10 +90,11 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
         alt.Chart(frame)
         .mark_rule(strokeWidth=2)
         .encode(
-            x=alt.X("left:Q", scale=x_scale, axis=None),
-            x2="right:Q",
+            # constant ends (datum, not a column): thousands of lines send only what differs between them
+            x=alt.X(datum=0.0, scale=x_scale, axis=None),
+            x2=alt.X2(datum=1.0),
             y=alt.Y("query_order:Q", scale=y_scale, axis=None),
-            y2="key_order:Q",
+            y2=alt.Y2("key_order:Q"),
             opacity=alt.condition(hover, alt.Opacity("weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None), alt.value(0.02)),
             color=alt.value("#2b6cb0"),
             # typed: a head with no visible line leaves the frame empty, and altair cannot infer an empty column
