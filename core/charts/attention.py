@@ -35,6 +35,9 @@ def view_frame(view: AttentionView, keep: np.ndarray | None = None) -> pd.DataFr
     )
 
 
+# Past this many tokens the head view draws thinner lines on tighter rows.
+LONG_INPUT_TOKENS = 128
+
 # Above this many cells a heatmap goes as one image (vega draws 262k rects for 512 tokens in seconds).
 HEATMAP_IMAGE_CELLS = 96 * 96
 
@@ -78,8 +81,11 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     Only pairs with weight >= threshold among each query's top_k keys get a line (lines_note says so under the
     chart), so the data grows with the tokens, not their square; threshold=0, top_k=None draws every pair."""
     frame = view_frame(view, visible_pairs(view.weights, threshold, top_k))
-    height = max(200, 18 * max(view.weights.shape))
     n = max(view.weights.shape)
+    # Long inputs: thinner lines and rows. Drawing the lines dominates the browser's time (rasterising thousands of
+    # long anti-aliased strokes on a tall canvas: at 512 tokens ~1.3 s at 2 px and 18 px rows; bench/app_latency.py).
+    long_input = n > LONG_INPUT_TOKENS
+    height = max(200, (14 if long_input else 18) * n)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
     hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True,
                                 clear="pointerout", **({"value": [{"query": highlight}]} if highlight else {}))
@@ -88,7 +94,7 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     x_scale = alt.Scale(domain=[-0.6, 1.6])
     lines = (
         alt.Chart(frame)
-        .mark_rule(strokeWidth=2)
+        .mark_rule(strokeWidth=1 if long_input else 2)
         .encode(
             # constant ends (datum, not a column): thousands of lines send only what differs between them
             x=alt.X(datum=0.0, scale=x_scale, axis=None),
