@@ -6,7 +6,7 @@ import numpy as np
 
 from core import charts
 from core.charts import attention as attention_charts
-from core.attention import AttentionView
+from core.attention import AttentionView, visible_pairs
 
 
 def view_with_repeated_tokens():
@@ -57,6 +57,20 @@ def test_head_view_lines_carry_every_pair():
     lines = chart.layer[0].data
     assert len(lines) == 36
     np.testing.assert_allclose(lines["weight"].to_numpy().reshape(6, 6), view.weights, rtol=1e-6)
+
+
+def test_head_view_lines_thin_out_past_the_long_input_limit():
+    """Short inputs: 2 px lines on 18 px rows; long ones: 1 px on 14 px rows, every visible pair still drawn."""
+    for n, width, row in ((8, 2, 18), (attention_charts.LONG_INPUT_TOKENS + 1, 1, 14)):
+        rng = np.random.default_rng(n)
+        weights = rng.dirichlet(np.full(n, 0.05), size=n).astype(np.float32)
+        labels = tuple(f"{i}·w" for i in range(n))
+        view = AttentionView(weights, labels, labels, 0, (0,), False, False, "all")
+        spec = attention_charts.head_view_lines(view).to_dict()
+        assert spec["layer"][0]["mark"]["strokeWidth"] == width
+        assert spec["height"] == max(200, row * n)
+        lines = attention_charts.head_view_lines(view).layer[0].data
+        assert len(lines) == int(visible_pairs(weights).sum()) > 0
 
 
 # ---- the moved builders: each chart carries exactly its input --------------------------------------------------
