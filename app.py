@@ -48,9 +48,17 @@ def restore_from_url() -> None:
     st.session_state.setdefault(SENTENCE_B_KEY, "")
 
 
+# While a rerun computes, the page stays at full opacity: Streamlit fades stale elements, and re-compositing a
+# tall chart through the fade took ~0.4 s of CPU from the forward pass on 2 cores (issue 18, bench/app_latency.py).
+# The running indicator and the spinners still say the page is working.
+KEEP_STALE_OPAQUE = '<style>[data-stale="true"] {opacity: 1 !important; transition: none !important;}</style>'
+
+
 def sidebar() -> None:
     with st.sidebar:
         st.header("BERT Lens")
+        # A style element in the sidebar: as a style-only st.html (Streamlit's event container) it saved less.
+        st.markdown(KEEP_STALE_OPAQUE, unsafe_allow_html=True)
         names = [e.name for e in available_models()]
         current = st.session_state[MODEL_KEY]
         options = list(dict.fromkeys([current, settings.default_model(), *names]))
