@@ -18,8 +18,8 @@ End to end (`streamlit run` + Debian Chromium via Playwright, localhost):
 Baseline: raw_forward_s = tokenisation + one forward with attentions and hidden states (median of 3), on the
 same model and text; ratios = figure / raw.
 
---model bert-base-random (default) is a random-init model of bert-base's shape (see bench/_app.py): bert-base
-cannot be downloaded here. --quick: 128-token inputs (unless --tokens is given), one repeat.
+--model bert-base-random (default) is a random-init model of bert-base's shape with peaked attention (see
+bench/_app.py): bert-base cannot be downloaded here. --quick: 128-token inputs (unless --tokens is given), one repeat.
 """
 
 from __future__ import annotations
