@@ -33,13 +33,19 @@ def overlap_pays(lm) -> bool:
 
 
 def one_blas_thread():
-    """A context in which numpy's BLAS runs on one thread (threadpoolctl; the controller is built once)."""
+    """A context in which every loaded BLAS runs on one thread (threadpoolctl).
+
+    The controller (~4 ms to build: it scans the loaded libraries) is kept, and built again once new modules
+    have been imported since, because an import can load another BLAS (faiss, scipy and numpy each bring their
+    own OpenBLAS) that a stale controller would leave on all cores."""
     global _BLAS
-    if _BLAS is None:
+    import sys
+
+    if _BLAS is None or _BLAS[0] != len(sys.modules):
         from threadpoolctl import ThreadpoolController
 
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
+        _BLAS = (len(sys.modules), ThreadpoolController())
+    return _BLAS[1].limit(limits=1, user_api="blas")
 
 
 def overlapped(lm, batches: Iterable, consume: Callable) -> None:
