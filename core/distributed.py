@@ -174,20 +174,10 @@ def current() -> Context:
     return _CURRENT if _CURRENT is not None else init(None)
 
 
-def encode_share(lm, inputs: Sequence, **options) -> Iterator[tuple[int, Any]]:
+def encode_share(lm, inputs: Sequence, *, attention_dtype: str = "float32", **options) -> Iterator[tuple[int, Any]]:
     """core.encoding.encode_stream over this rank's share of `inputs`, yielding (index into `inputs`, Encoding)."""
-    from core.encoding import encode_stream
-
-    ctx = current()
-    if not ctx.distributed:
-        yield from encode_stream(lm, inputs, **options)
-        return
-    mine = ctx.share(len(inputs))
-    import sys
-
-    print(f"rank {ctx.rank}/{ctx.world_size}: encoding {len(mine)} of {len(inputs)} inputs", file=sys.stderr, flush=True)
-    for local, encoding in encode_stream(lm, [inputs[i] for i in mine], **options):
-        yield mine[local], encoding
+    for batch in encode_share_batches(lm, inputs, **options):
+        yield from batch.encodings(attention_dtype)
 
 
 def encode_share_batches(lm, inputs: Sequence, **options) -> Iterator[Any]:
