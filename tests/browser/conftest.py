@@ -150,3 +150,20 @@ def enter_sentences(page, text_a: str, text_b: str = "") -> None:
         area.fill(text)
         area.press("Control+Enter")
         wait_for_app(page)
+
+
+RANDOM_RUN = "minilm-random-copy"
+
+
+@pytest.fixture(scope="session")
+def random_run(app_server, browser_model) -> str:
+    """A finished 'run' in the server's models_cache: MiniLM's architecture and tokenizer, random weights; its name."""
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    folder = app_server.log.parent / "runs" / RANDOM_RUN
+    if not (folder / "config.json").exists():
+        torch.manual_seed(0)
+        AutoModel.from_config(AutoConfig.from_pretrained(browser_model)).save_pretrained(folder, safe_serialization=True)
+        AutoTokenizer.from_pretrained(browser_model).save_pretrained(folder)
+    return RANDOM_RUN

@@ -5,25 +5,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
 
 CHART = '[data-testid="stVegaLiteChart"]:visible'
-RUN = "minilm-random-copy"
-
-
-@pytest.fixture(scope="module")
-def random_run(app_server, browser_model):
-    import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    folder = app_server.log.parent / "runs" / RUN
-    if not (folder / "config.json").exists():
-        torch.manual_seed(0)
-        AutoModel.from_config(AutoConfig.from_pretrained(browser_model)).save_pretrained(folder, safe_serialization=True)
-        AutoTokenizer.from_pretrained(browser_model).save_pretrained(folder)
-    return RUN
 
 
 def set_examples(page, value: int) -> None:
