@@ -13,7 +13,6 @@ input (zeros elsewhere), so its sum is exactly the single-process array.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
@@ -215,13 +214,3 @@ def visible_gpus() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-@contextlib.contextmanager
-def main_first(ctx: Context):
-    """Run the block on the main rank first (e.g. a download), then on the others."""
-    if not ctx.is_main:
-        ctx.barrier()
-    yield
-    if ctx.is_main:
-        ctx.barrier()

@@ -431,14 +431,6 @@ class EncodedBatch:
     hidden_states: tuple | None
     attentions: tuple | None
 
-    def hidden_array(self) -> np.ndarray:
-        """hidden_states as one float32 numpy array [L+1, B, T, D] (on the CPU)."""
-        import torch
-
-        if self.hidden_states is None:
-            raise ValueError("This batch has no hidden states: encode with hidden_states=True.")
-        return torch.stack([h.float() for h in self.hidden_states]).cpu().numpy()
-
     def encodings(self, attention_dtype: str = "float32") -> Iterator[tuple[int, Encoding]]:
         """(input index, Encoding) per row, padding removed: what encode_stream yields."""
         import torch
