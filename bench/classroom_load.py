@@ -97,7 +97,7 @@ def websocket_sessions(base_url: str, model: str, text: str, sessions: int, spre
     hello.rerun_script.query_string = urlencode({"model": model, "a": text})
     hello.rerun_script.page_name = "attention"
 
-    async def one(i: int, t0: float) -> None:
+    async def one(i: int) -> None:
         await asyncio.sleep(i * spread / max(sessions - 1, 1))
         async with websockets.connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
             started[i] = time.perf_counter()
@@ -114,8 +114,7 @@ def websocket_sessions(base_url: str, model: str, text: str, sessions: int, spre
                     return
 
     async def all_sessions() -> None:
-        t0 = time.perf_counter()
-        await asyncio.wait_for(asyncio.gather(*(one(i, t0) for i in range(sessions)), return_exceptions=True), timeout)
+        await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(sessions)), return_exceptions=True), timeout)
 
     try:
         asyncio.run(all_sessions())
