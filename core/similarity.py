@@ -124,82 +124,33 @@ class Similarity:
         }
 
 
-# --- the two measures on plain arrays -----------------------------------------------------------------------
-def rsa_signature(x: np.ndarray) -> np.ndarray:
-    """x [N, D] -> [N(N-1)/2] float32: the upper triangle of the cosine-similarity matrix, z-scored and divided
-    by sqrt(length), so the dot product of two signatures is the Pearson correlation of the triangles."""
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    unit = x / np.where(norms > 0, norms, 1.0)
-    upper = (unit @ unit.T)[np.triu_indices(len(x), k=1)]
-    return _standardise(upper - upper.mean())
-
-
-def cka_signature(x: np.ndarray) -> np.ndarray:
-    """x [N, D] -> [N(N+1)/2] float32: the centred linear Gram matrix H X X^T H as its upper triangle with the
-    diagonal (off-diagonal entries weighted sqrt(2), since the full matrix holds each twice), unit length,
-    so the dot product of two signatures is linear CKA."""
-    x = np.asarray(x, dtype=np.float64)
-    centred = x - x.mean(axis=0, keepdims=True)
-    gram = centred @ centred.T
-    rows, cols = np.triu_indices(len(x), k=0)
-    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
-    return _standardise(gram[rows, cols] * weights)
-
-
-def _standardise(values: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(values)
-    # A constant matrix (one word, or identical vectors) has no pattern to correlate: NaN, not a fake 0 or 1.
-    if not np.isfinite(norm) or norm < 1e-12:
-        return np.full(values.shape, np.nan, dtype=np.float32)
-    return (values / norm).astype(np.float32)
-
-
-def rsa(x: np.ndarray, y: np.ndarray) -> float:
-    """RSA of two sets of vectors for the same N items: x [N, Dx], y [N, Dy] -> Pearson r."""
-    return float(np.dot(rsa_signature(x).astype(np.float64), rsa_signature(y).astype(np.float64)))
-
-
-def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
-    """Linear CKA of x [N, Dx] and y [N, Dy] (rows are the same items)."""
-    return float(np.dot(cka_signature(x).astype(np.float64), cka_signature(y).astype(np.float64)))
-
-
-def layer_signatures(vectors: np.ndarray, should_stop: StopCheck = None) -> tuple[np.ndarray, np.ndarray]:
-    """vectors [L+1, N, D] -> (rsa [L+1, N(N-1)/2], cka [L+1, N(N+1)/2]) float32."""
-    rsa_rows, cka_rows = [], []
-    for layer in vectors:
-        check_stop(should_stop)
-        rsa_rows.append(rsa_signature(layer))
-        cka_rows.append(cka_signature(layer))
-    return np.stack(rsa_rows), np.stack(cka_rows)
-
-
-def cross_layer(signatures_a: np.ndarray, signatures_b: np.ndarray, step: int = 1 << 20) -> np.ndarray:
-    """[La+1, M] x [Lb+1, M] -> [La+1, Lb+1] dot products, accumulated in float64 `step` columns at a time
-    (float32 sums over millions of entries would lose the last digits of a correlation near 1)."""
-    out = np.zeros((len(signatures_a), len(signatures_b)))
-    for start in range(0, signatures_a.shape[1], step):
-        out += signatures_a[:, start : start + step].astype(np.float64) @ signatures_b[:, start : start + step].astype(np.float64).T
-    return out
-
-
 def similarity_from_vectors(a: np.ndarray, b: np.ndarray, model_a: str = "A", model_b: str = "B", n_sentences: int = 0) -> Similarity:
     """Word vectors of both models for the same N words: a [La+1, N, Da], b [Lb+1, N, Db] -> Similarity."""
     if a.shape[1] != b.shape[1]:
         raise SimilarityError(f"Model A has {a.shape[1]} words and model B {b.shape[1]}; both must read the same words.")
     if a.shape[1] < 3:
         raise SimilarityError(f"Only {a.shape[1]} words to compare; give at least a few sentences.")
-    rsa_a, cka_a = layer_signatures(a)
-    rsa_b, cka_b = layer_signatures(b)
-    return Similarity(model_a, model_b, cross_layer(rsa_a, rsa_b), cross_layer(cka_a, cka_b), a.shape[1], n_sentences)
+    rsa_a, cka_a = full_signatures(a)
+    rsa_b, cka_b = full_signatures(b)
+    return Similarity(model_a, model_b, _dot_rows(rsa_a, rsa_b), _dot_rows(cka_a, cka_b), a.shape[1], n_sentences)
 
 
-# --- the same two measures for the corpus pass: full Gram matrices, no triangles -----------------------------
-# A signature above is a triangle of an N x N matrix; gathering it (fancy indexing of N^2 / 2 entries) and its
-# float64 copies cost more than the matrix product itself. These keep the whole symmetric matrix in float32
-# (twice the entries of a triangle): its Frobenius inner products are twice the triangles' (CKA's weighted
-# triangle is exactly the full matrix), so after scaling to unit norm the dot products are the same RSA and CKA.
+def rsa(x: np.ndarray, y: np.ndarray) -> float:
+    """RSA of two sets of vectors for the same N items: x [N, Dx], y [N, Dy] -> Pearson r of their cosine
+    similarities over the pairs of items."""
+    return float(_dot_rows(full_signatures(np.asarray(x)[None])[0], full_signatures(np.asarray(y)[None])[0])[0, 0])
+
+
+def linear_cka(x: np.ndarray, y: np.ndarray) -> float:
+    """Linear CKA of x [N, Dx] and y [N, Dy] (rows are the same items)."""
+    return float(_dot_rows(full_signatures(np.asarray(x)[None])[1], full_signatures(np.asarray(y)[None])[1])[0, 0])
+
+
+# --- signatures: each layer's N x N matrix as one unit-norm row, so a dot product of two rows is RSA or CKA ----
+# The whole symmetric matrix in float32 rather than its upper triangle: gathering a triangle (fancy indexing of
+# N^2 / 2 entries) and its float64 copies cost more than the matrix product itself. Its Frobenius inner products
+# are twice the triangle's (CKA's sqrt(2)-weighted triangle is exactly the full matrix), so after scaling to unit
+# norm the dot products are the same RSA and CKA.
 _CHUNK = 1 << 14  # columns per float32 product (two [L, _CHUNK] blocks stay in cache); chunks add up in float64
 
 
@@ -213,7 +164,7 @@ def _dot_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _unit_norm(matrix: np.ndarray, floor: float) -> None:
     """Scale a float32 matrix in place to Frobenius norm 1; NaN everywhere when its norm is below `floor` (a
-    constant matrix has no pattern to correlate, as _standardise)."""
+    constant matrix has no pattern to correlate)."""
     flat = matrix.reshape(1, -1)
     norm = float(np.sqrt(_dot_rows(flat, flat)[0, 0]))
     if not np.isfinite(norm) or norm < floor:
@@ -223,9 +174,9 @@ def _unit_norm(matrix: np.ndarray, floor: float) -> None:
 
 
 def full_signatures(vectors: np.ndarray, should_stop: StopCheck = None, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """vectors [L+1, N, D] -> (rsa [L+1, N*N], cka [L+1, N*N]) float32, the whole-matrix forms of rsa_signature and
-    cka_signature: the dot product of two layers' rows is their RSA (Pearson over the off-diagonal pairs) or
-    linear CKA, as with the triangles. threads > 1: layers shared among that many threads, numpy's BLAS held to
+    """vectors [L+1, N, D] -> (rsa [L+1, N*N], cka [L+1, N*N]) float32: the dot product of two layers' rows is
+    their RSA (Pearson of the cosine similarities over the off-diagonal pairs) or linear CKA (centred Gram
+    matrices); a constant matrix (one word, identical vectors) gives NaN, not a fake 0 or 1. threads > 1: layers shared among that many threads, numpy's BLAS held to
     one thread each (for a caller that knows the cores are otherwise idle)."""
     n_layers, n, _ = vectors.shape
     rsa_rows = np.empty((n_layers, n * n), dtype=np.float32)
