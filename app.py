@@ -1,99 +1,24 @@
-"""BERT Lens: the router and the shared sidebar. Run with `streamlit run app.py`.
+"""BERT Lens. Run with `streamlit run app.py`.
 
-The sidebar's widgets live here, not in a page, so their values (model, sentence A and B) are kept
-when the user moves between pages. The URL carries them too (?model=…&a=…&b=…) so a view can be shared.
+Streamlit reads this file in two ways:
+- `streamlit run app.py` finds `app` below (an st.App) and imports this file as the module `app` to serve it. The
+  server's lifespan starts the warm-up (app_pages/launch.py: imports, the default model, a first forward) while
+  Streamlit starts and the first browser loads the page, which cuts the cold start (issue 18, point 4).
+- Every browser session then runs this file as its script (`__main__`, also under AppTest): the router
+  (app_pages/router.py), once the warm-up's imports are done.
+Nothing heavy is imported at the top, so the server answers before the warm-up has finished.
 """
 
 import streamlit as st
 
-from app_pages import lesson_bar, page_report, presenter, url_state
-from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
-from core import settings
-from core.models import available_models, pick_device
+from app_pages import launch
 
-# A local file, not ":material/…": Streamlit turns a material page icon into a favicon fetched from
-# fonts.gstatic.com on every page load (issue 20, point 7); the file is served by the app itself.
-st.set_page_config(page_title="BERT Lens", page_icon="app_pages/assets/icon.png", layout="wide")
+if __name__ == "__main__":
+    if launch.session_started():
+        with st.spinner("Starting BERT Lens: loading PyTorch and transformers (only the first visit after a restart)…"):
+            launch.wait_for_imports()
+    from app_pages import router
 
-PAGES = [
-    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("app_pages/attention.py", title="Attention heads", icon=":material/hub:", url_path="attention"),
-    st.Page("app_pages/masked.py", title="Masked words", icon=":material/quiz:", url_path="masked"),
-    st.Page("app_pages/pca.py", title="Layerwise PCA", icon=":material/scatter_plot:", url_path="pca"),
-    st.Page("app_pages/anisotropy.py", title="Anisotropy by layer", icon=":material/stacked_line_chart:", url_path="anisotropy"),
-    st.Page("app_pages/finetune.py", title="Fine-tuning comparison", icon=":material/model_training:", url_path="finetune"),
-    st.Page("app_pages/explain.py", title="Why this prediction?", icon=":material/psychology_alt:", url_path="explain"),
-    st.Page("app_pages/bias.py", title="Bias experiment", icon=":material/balance:", url_path="bias"),
-    st.Page("app_pages/explorer.py", title="Dataset explorer", icon=":material/travel_explore:", url_path="explorer"),
-    st.Page("app_pages/reproduce.py", title="Reproduce a paper", icon=":material/fact_check:", url_path="reproduce"),
-    st.Page("app_pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
-    st.Page("app_pages/present.py", title="Presenter mode", icon=":material/slideshow:", url_path="present"),
-]
-
-QUERY_PARAMS = {MODEL_KEY: "model", SENTENCE_A_KEY: "a", SENTENCE_B_KEY: "b"}
-
-
-def restore_from_url() -> None:
-    """On a fresh session, take the model and sentences from the URL (once, before the widgets exist)."""
-    # Also when the model key is gone: st.switch_page (Dataset explorer's "Open in …") drops the sidebar's widget
-    # state; the explorer passes model and sentences in the URL, so they are taken from there again.
-    if st.session_state.get("_restored_from_url") and MODEL_KEY in st.session_state:
-        return
-    st.session_state["_restored_from_url"] = True
-    for key, param in QUERY_PARAMS.items():
-        if param in st.query_params and key not in st.session_state:
-            st.session_state[key] = st.query_params[param]
-    st.session_state.setdefault(MODEL_KEY, settings.default_model())
-    st.session_state.setdefault(SENTENCE_A_KEY, "")
-    st.session_state.setdefault(SENTENCE_B_KEY, "")
-
-
-# While a rerun computes, the page stays at full opacity: Streamlit fades stale elements, and re-compositing a
-# tall chart through the fade took ~0.4 s of CPU from the forward pass on 2 cores (issue 18, bench/app_latency.py).
-# The running indicator and the spinners still say the page is working.
-KEEP_STALE_OPAQUE = '<style>[data-stale="true"] {opacity: 1 !important; transition: none !important;}</style>'
-
-
-def sidebar() -> None:
-    with st.sidebar:
-        st.header("BERT Lens")
-        # A style element in the sidebar: as a style-only st.html (Streamlit's event container) it saved less.
-        st.markdown(KEEP_STALE_OPAQUE, unsafe_allow_html=True)
-        names = [e.name for e in available_models()]
-        current = st.session_state[MODEL_KEY]
-        options = list(dict.fromkeys([current, settings.default_model(), *names]))
-        st.selectbox(
-            "Model",
-            options,
-            key=MODEL_KEY,
-            accept_new_options=True,
-            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time).",
-        )
-        st.caption(f"Runs on: **{pick_device().upper()}**")
-        st.text_area("Sentence A", key=SENTENCE_A_KEY, height=100, placeholder="Type a sentence…")
-        st.text_area("Sentence B (optional)", key=SENTENCE_B_KEY, height=80, placeholder="A second sentence makes a pair")
-
-
-def sync_url() -> None:
-    for key, param in QUERY_PARAMS.items():
-        value = st.session_state.get(key) or ""
-        if value:
-            st.query_params[param] = value
-        elif param in st.query_params:
-            del st.query_params[param]
-
-
-restore_from_url()
-page = st.navigation(PAGES)
-url_state.restore(page.url_path)
-if page.url_path == "present":
-    presenter.prepare()  # a step sets the sidebar's model and sentences: before those widgets exist
-sidebar()
-lesson_bar.sidebar_button(page.url_path, page.title)
-sync_url()
-url_state.sync(page.url_path, after_run=False)
-try:
-    with page_report.page_report(page.title):
-        page.run()
-finally:  # also after st.stop(): the URL keeps the settings on screen
-    url_state.sync(page.url_path)
+    router.main()
+else:
+    app = st.App("app.py", lifespan=launch.lifespan)

@@ -1,6 +1,6 @@
 """What every page shares: the cached model and forward pass, the sidebar's state, and export buttons.
 
-Not a page itself: app.py lists the pages explicitly.
+Not a page itself: the router lists the pages explicitly.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from core.models import LoadedModel, ModelUnavailable, load_model, model_version
 
 _log = get_logger("bertlens.cache")
 
-# Keys of the shared sidebar widgets (set in app.py, read by every page).
+# Keys of the shared sidebar widgets (set in the router, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
 
 
@@ -37,15 +37,24 @@ def _encoding_store() -> BudgetCache:
     return BudgetCache(settings.encoding_cache_bytes())
 
 
-def cached_model(ref: str) -> LoadedModel:
+def _load_model(ref: str) -> LoadedModel:
+    _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
     # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
     # every page uses (see core.models.load_model).
+    return load_model(ref, masked_lm=True)
+
+
+def cached_model(ref: str) -> LoadedModel:
     def load() -> LoadedModel:
-        _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
         with st.spinner("Loading the model…"):
-            return load_model(ref, masked_lm=True)
+            return _load_model(ref)
 
     return _model_store().get_or_compute((ref, model_version(ref)), load)
+
+
+def preload_model(ref: str) -> LoadedModel:
+    """cached_model without a spinner, for the server's warm-up thread (app_pages.launch), which has no page."""
+    return _model_store().get_or_compute((ref, model_version(ref)), lambda: _load_model(ref))
 
 
 def cached_encoding(ref: str, text_a: str, text_b: str | None):

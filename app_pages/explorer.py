@@ -45,7 +45,7 @@ def open_example(text_a: str, text_b: str | None, page: str) -> None:
 
 
 if st.session_state.get(P + "goto"):
-    # switch_page clears the URL's query; app.py has just written model and sentences into it, so pass them on.
+    # switch_page clears the URL's query; the router has just written model and sentences into it, so pass them on.
     st.switch_page(st.session_state.pop(P + "goto"), query_params=st.query_params.to_dict())
 
 st.title("Dataset explorer")

@@ -1,6 +1,6 @@
 """The "PDF report" of a page: every chart the page offered for export on this run, one PDF page each.
 
-`export_buttons` (app_pages/common.py) hands each chart to `collect`; app.py runs the page inside `page_report`,
+`export_buttons` (app_pages/common.py) hands each chart to `collect`; the router runs the page inside `page_report`,
 which starts an empty list before the page and draws the download button after it, so no page needs its own
 code. A page that stops early (st.stop) gets no button on that run. Not a page.
 """

@@ -1,6 +1,6 @@
 """Presenter mode: a lesson full width, one view at a time, arrow keys to step, speaker notes kept off the slide.
 
-Open as /present?lesson=<built-in lesson or "current">&step=<1-based>. app.py has already put the step's view
+Open as /present?lesson=<built-in lesson or "current">&step=<1-based>. The router has already put the step's view
 into session state (presenter.prepare); this page draws the slide by running that view's page script.
 """
 

@@ -1,6 +1,6 @@
 """Presenter mode's state: which lesson and step, and putting a step's view into session state.
 
-prepare() runs from app.py BEFORE the sidebar's widgets exist, because a step sets the shared model and
+prepare() runs from the router BEFORE the sidebar's widgets exist, because a step sets the shared model and
 sentences, which Streamlit forbids once their widgets are drawn in the run. The slide itself is app_pages/present.py.
 """
 

@@ -1,6 +1,6 @@
 """The URL is the view: each page's settings go into the query string and come back from it (core/views.py).
 
-app.py calls restore(page) before the page runs and sync(page) after it, so a page needs no code of its own:
+The router (app_pages/router.py) calls restore(page) before the page runs and sync(page) after it, so a page needs no code of its own:
 a new page only adds its params to core.views.VIEWS. Streamlit has already put a changed widget's value into
 st.session_state when the rerun starts, so writing the URL before or after the page both see the same values.
 """
@@ -50,7 +50,7 @@ def restore(page: str) -> None:
     signature = tuple(sorted(query.items()))
     last = st.session_state.setdefault(_LAST, {})
     if query and last.get(page) != signature:
-        st.session_state[_NOTICES] = apply(page, query, shared=False)  # app.py restores those
+        st.session_state[_NOTICES] = apply(page, query, shared=False)  # the router restores those
         st.session_state[_APPLIED] = {p.key: st.session_state[p.key] for p in views.params_of(page)
                                       if p.key in st.session_state}
     last[page] = signature
@@ -69,7 +69,7 @@ def current_params(page: str) -> dict[str, str]:
 def sync(page: str, *, after_run: bool = True) -> None:
     """Write the page's settings into the URL (dropping other pages' params); remember what was written.
 
-    app.py calls it before the page runs too (after_run=False): a page that calls st.stop() ends the run, and
+    The router calls it before the page runs too (after_run=False): a page that calls st.stop() ends the run, and
     Streamlit then drops the URL change a later sync would send.
     """
     page = page.strip("/")

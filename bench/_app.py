@@ -145,6 +145,12 @@ def served(model: str, extra_env: dict | None = None):
         server.stop()
 
 
+def warm_up_line(server) -> str:
+    """The server's "warm-up done in …" log line (app_pages/launch.py), or "" before it is written."""
+    lines = [line for line in server.log.read_text(errors="replace").splitlines() if "warm-up done" in line]
+    return lines[-1].split("warm-up done", 1)[1].strip() if lines else ""
+
+
 @contextmanager
 def chromium():
     from playwright.sync_api import sync_playwright

@@ -1,6 +1,9 @@
 """How long the real app takes, each figure beside the raw forward measured in the same run (issue 18).
 
     python bench/app_latency.py [--model bert-base-random|minilm|PATH] [--tokens 512] [--quick] [--no-browser]
+    python bench/app_latency.py --cold-starts N [--open-after S] [--model …] [--tokens 512]
+        only the cold start: N fresh servers with the launch warm-up and N without (BERTLENS_WARM_UP=0),
+        alternated; the page is opened S s after the launch (default 0: as soon as the server answers)
 
 Server side (Streamlit AppTest, in this process, model already loaded):
   new_sentence_s    a new sentence on the Attention page: rerun with forward, chart built and serialised
@@ -8,7 +11,8 @@ Server side (Streamlit AppTest, in this process, model already loaded):
   heatmap_only_s    the same, drawn as a heatmap (one image past 96x96 cells)
 End to end (`streamlit run` + Debian Chromium via Playwright, localhost):
   http_200_s        launch -> HTTP 200 on /_stcore/health
-  cold_chart_s      launch -> the first session's head view drawn (model loaded by that session)
+  cold_chart_s      launch -> the first session's head view drawn (Chromium already running; the server's
+                    warm-up, app_pages/launch.py, loads the default model = this model while the page loads)
   first_chart_s     the first session alone: page open -> head view drawn
   warm_chart_s      a second session, a new sentence, model loaded: page open -> head view drawn
   rerun_total_s     in that open page, a new sentence typed (Ctrl+Enter) -> the new head view drawn (its canvas
@@ -60,8 +64,8 @@ def server_side(model: str, texts: list[str], repeats: int) -> dict:
 
 
 def end_to_end(model: str, texts: list[str], repeats: int) -> dict:
-    with _app.served(model) as (server, http_200), _app.chromium() as browser:
-        launched = time.perf_counter() - http_200
+    with _app.chromium() as browser, _app.served(model) as (server, http_200):
+        launched = time.perf_counter() - http_200  # the server's launch: Chromium was started before it
         first = _app.open_attention(browser, server.url, model, texts[0])
         cold = time.perf_counter() - launched
         kept: list = []
@@ -75,12 +79,38 @@ def end_to_end(model: str, texts: list[str], repeats: int) -> dict:
     return result
 
 
+def cold_starts(model: str, text: str, count: int, open_after: float = 0.0) -> dict:
+    """`count` fresh servers with the launch warm-up and `count` without (BERTLENS_WARM_UP=0), alternated, one
+    browser: launch -> HTTP 200, launch -> first head view, and page open -> first head view, each time. The page
+    is opened `open_after` seconds after the launch (0: as soon as the server answers)."""
+    samples: dict[str, list] = {"warm_up": [], "no_warm_up": []}
+    with _app.chromium() as browser:
+        for _ in range(count):
+            for arm, flag in (("warm_up", "1"), ("no_warm_up", "0")):
+                launched = time.perf_counter()
+                with _app.served(model, {"BERTLENS_WARM_UP": flag}) as (server, http_200):
+                    time.sleep(max(0.0, launched + open_after - time.perf_counter()))
+                    opened = _app.open_attention(browser, server.url, model, text)
+                    samples[arm].append({"http_200_s": http_200, "cold_chart_s": time.perf_counter() - launched,
+                                         "open_to_chart_s": opened, "warm_up": _app.warm_up_line(server)})
+    result = {}
+    for arm, runs in samples.items():
+        suffix = "" if arm == "warm_up" else "_no_warm_up"
+        result[f"cold_chart{suffix}_s"] = statistics.median(r["cold_chart_s"] for r in runs)
+        result[f"open_to_chart{suffix}_s"] = statistics.median(r["open_to_chart_s"] for r in runs)
+    result["http_200_s"] = statistics.median(r["http_200_s"] for r in samples["warm_up"] + samples["no_warm_up"])
+    result["cold_samples"] = samples
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bert-base-random")
     parser.add_argument("--tokens", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--cold-starts", type=int, default=0, metavar="N")
+    parser.add_argument("--open-after", type=float, default=0.0, metavar="S", help="with --cold-starts: open the page S s after launch")
     args = parser.parse_args()
     tokens = args.tokens or (128 if args.quick else 512)
     repeats = 1 if args.quick else 3
@@ -93,6 +123,11 @@ def main() -> None:
     raw = _app.raw_forward_seconds(lm, texts[0])
     result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device}
     del lm
+    if args.cold_starts:
+        result.update(cold_starts(model, texts[-1], args.cold_starts, args.open_after))
+        result["load"] = _app.load_line()
+        print(json.dumps(result, indent=1))
+        return
     result.update(server_side(model, texts[1:], repeats))
     if not args.no_browser:
         result.update(end_to_end(model, texts[repeats + 1 :], repeats))

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from core.attention import PAIR_FILTERS
 
-# The shared sidebar's params (app.py): every page has them; they are not repeated per page.
+# The shared sidebar's params (app_pages/router.py): every page has them; they are not repeated per page.
 SHARED = {"model": "model", "a": "sentence_a", "b": "sentence_b"}
 TYPES = ("str", "int", "float", "bool", "ints", "strs")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -241,7 +241,7 @@ def params_of(page: str) -> tuple[Param, ...]:
 
 
 def parse(page: str, query: Mapping[str, str]) -> Restored:
-    """Typed session values from a page's URL query ({param: str}); the shared model/a/b are left to app.py."""
+    """Typed session values from a page's URL query ({param: str}); the shared model/a/b are left to the router (app_pages/router.py)."""
     try:
         params = {p.name: p for p in params_of(page)}
     except KeyError:

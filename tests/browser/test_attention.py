@@ -79,3 +79,22 @@ def test_deep_link_opens_inside_the_app_frame(browser, fresh_server, url_path):
         assert "Home" in nav and "app" not in nav.split()
     finally:
         context.close()
+
+
+def test_a_fresh_server_warms_up_and_loads_the_model_once(browser, fresh_server):
+    """`streamlit run app.py` starts the warm-up (app_pages/launch.py) with the server: the default model is
+    loaded once, by whichever of the warm-up and the first session gets there first, and every session reuses it."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{fresh_server.url}/attention?a=The+cat+sat+on+the+mat.")
+        wait_for_app(page)
+        page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+        assert_no_streamlit_exception(page)
+    finally:
+        context.close()
+    lines = fresh_server.log.read_text().splitlines()
+    warm_up = [line for line in lines if "warm-up done" in line]
+    assert len(warm_up) == 1 and "imports_s" in warm_up[0] and "model_s" in warm_up[0], warm_up
+    assert sum("loading model" in line for line in lines) == 1

@@ -1,0 +1,141 @@
+"""Work done once when the server starts, before any browser connects (issue 18, point 4: cold start).
+
+A first visitor otherwise waits for ~6 s of imports (2 CPU cores) (torch, transformers' BERT code, which pulls in torch._dynamo,
+sympy and scipy.optimize, then pandas and altair), the model load and a first slow forward pass, all after their
+browser has connected. `streamlit run app.py` finds the st.App in app.py; its lifespan starts `warm_up` in a thread
+as soon as the server is up, so that work overlaps Streamlit's own start and the browser loading the frontend:
+  1. the modules the router and the Attention page need;
+  2. the default model (BERTLENS_MODEL), only when it is already on disk (no download at launch), into the
+     same store every session reads (app_pages.common.cached_model);
+  3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema), only
+     while no session has started: on 2 cores it would slow that session's own forward pass.
+A session's script waits for step 1 only (`session_started`, `wait_for_imports`), with a spinner, so two threads
+never import the same modules.
+BERTLENS_WARM_UP=0 turns it off. Light on purpose: app.py imports this module before the server starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+from contextlib import asynccontextmanager
+
+from streamlit.logger import get_logger
+
+_log = get_logger("bertlens.launch")
+
+# What a first session's script imports on the way to its first chart (the router, app_pages.common, the
+# Attention page), heaviest first; transformers' BERT modelling is otherwise imported inside load_model.
+MODULES = (
+    "torch",
+    "transformers.models.bert.modeling_bert",
+    "pandas",
+    "pyarrow",
+    "altair",
+    "app_pages.common",
+    "app_pages.url_state",
+    "app_pages.lesson_bar",
+    "app_pages.page_report",
+    "app_pages.presenter",
+    "core.attention",
+    "core.charts.attention",
+    "core.examples",
+    "app_pages.attention_dataset",
+    "app_pages.inside_head",
+    "app_pages.pair_heads",
+)
+THREAD_NAME = "bertlens-warm-up"
+WARM_UP_SENTENCE = "The teacher opened the book and read the first page aloud."
+
+_imports_done = threading.Event()
+_session_started = threading.Event()
+_started = False
+timings: dict[str, float] = {}  # phase -> seconds of the last warm-up (read by tests and the server log)
+
+
+def enabled() -> bool:
+    return os.environ.get("BERTLENS_WARM_UP", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def start() -> bool:
+    """Start the warm-up thread (once per process); False when turned off."""
+    global _started
+    if _started or not enabled():
+        return False
+    _started = True
+    threading.Thread(target=warm_up, name=THREAD_NAME, daemon=True).start()
+    return True
+
+
+@asynccontextmanager
+async def lifespan(_app):
+    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it)."""
+    start()
+    yield
+
+
+def session_started() -> bool:
+    """Called first by every session's script. True while the warm-up is still importing: the script then shows a
+    spinner and calls wait_for_imports (only the first visitors of a fresh server wait)."""
+    _session_started.set()
+    return _started and not _imports_done.is_set()
+
+
+def wait_for_imports(timeout_s: float = 120.0) -> None:
+    _imports_done.wait(timeout_s)
+
+
+class _WarmUpThreadFilter(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning for this thread: it has no session by design."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != THREAD_NAME
+
+
+def warm_up() -> None:
+    """The three steps above; a failure is logged and never stops the server (a session then does the work)."""
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_WarmUpThreadFilter())
+    start_time = time.perf_counter()
+    _log.info("warm-up started")
+    try:
+        for name in MODULES:
+            importlib.import_module(name)
+    except Exception:
+        _log.exception("warm-up: an import failed; sessions will import on their own")
+    finally:
+        timings["imports_s"] = time.perf_counter() - start_time
+        _imports_done.set()
+        _log.info("warm-up: imports done in %.2f s", timings["imports_s"])
+    try:
+        _warm_default_model()
+    except Exception as err:  # a broken default model is reported to the session that opens it, in its page
+        _log.warning("warm-up: default model not warmed: %s", err)
+    timings["total_s"] = time.perf_counter() - start_time
+    _log.info("warm-up done in %.2f s (%s)", timings["total_s"], ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+
+
+def _warm_default_model() -> None:
+    from app_pages.common import preload_model
+    from core import settings
+    from core.charts.attention import head_view_lines
+    from core.encoding import encode
+    from core.attention import attention_view
+    from core.models import resolve
+
+    ref = settings.default_model()
+    source, _ = resolve(ref)
+    if source == "hub":
+        _log.info("warm-up: default model %s is not on disk; not downloaded at launch", ref)
+        return
+    phase = time.perf_counter()
+    lm = preload_model(ref)
+    timings["model_s"] = time.perf_counter() - phase
+    if _session_started.is_set():
+        return
+    phase = time.perf_counter()
+    encoding = encode(lm, WARM_UP_SENTENCE, attention_dtype="float16")
+    head_view_lines(attention_view(encoding, 0, [0])).to_dict()
+    timings["first_forward_and_chart_s"] = time.perf_counter() - phase

@@ -1,0 +1,95 @@
+"""The server's warm-up at launch (app_pages/launch.py, issue 18 point 4): `streamlit run app.py` serves the st.App
+whose lifespan starts it; it fills the model store sessions read, downloads nothing, and leaves the forward pass to
+a session that has already started."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from app_pages import common, launch
+from core.models import model_version
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def fresh_launch(monkeypatch, tiny_bert_dir):
+    """launch's per-process state reset, the tiny BERT as default model, and an empty model store."""
+    monkeypatch.setattr(launch, "_imports_done", threading.Event())
+    monkeypatch.setattr(launch, "_session_started", threading.Event())
+    monkeypatch.setattr(launch, "_started", False)
+    monkeypatch.setattr(launch, "timings", {})
+    monkeypatch.setattr(launch, "MODULES", ("app_pages.common", "core.charts.attention"))  # already imported: fast
+    monkeypatch.setenv("BERTLENS_MODEL", str(tiny_bert_dir))
+    common._model_store().clear()
+    yield str(tiny_bert_dir)
+    common._model_store().clear()
+
+
+def test_streamlit_run_serves_the_app_with_the_warm_up():
+    """`streamlit run app.py` looks for an st.App by parsing the file: without it the warm-up never runs."""
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(REPO / "app.py")
+    assert found.is_asgi_app and found.app_name == "app"
+    assert "lifespan=launch.lifespan" in (REPO / "app.py").read_text()
+
+
+def test_warm_up_loads_the_default_model_into_the_store_sessions_read(fresh_launch):
+    launch.warm_up()
+    store = common._model_store()
+    assert store.keys() == [(fresh_launch, model_version(fresh_launch))]
+    assert launch._imports_done.is_set()
+    assert set(launch.timings) == {"imports_s", "model_s", "first_forward_and_chart_s", "total_s"}
+    misses = store.misses
+    lm = common.preload_model(fresh_launch)
+    assert store.misses == misses  # a session's cached_model finds it: no second load
+    assert lm.model.config.num_hidden_layers == 2
+
+
+def test_warm_up_downloads_nothing(fresh_launch, monkeypatch):
+    """A default model that is only a hub id is not fetched at launch (offline machines, slow links)."""
+    import core.models
+
+    def no_download(ref):
+        raise AssertionError(f"warm-up tried to download {ref}")
+
+    monkeypatch.setattr(core.models, "download", no_download)
+    monkeypatch.setenv("BERTLENS_MODEL", "someone/not-downloaded-bert")
+    launch.warm_up()
+    assert common._model_store().keys() == []
+    assert launch._imports_done.is_set() and "model_s" not in launch.timings
+
+
+def test_warm_up_leaves_the_forward_pass_to_a_session_that_has_started(fresh_launch):
+    """On 2 cores a warm-up forward beside the first session's own would slow the chart it waits for."""
+    assert launch.session_started() is False  # no warm-up running (AppTest, or BERTLENS_WARM_UP=0): nothing to wait for
+    launch.warm_up()
+    assert "model_s" in launch.timings and "first_forward_and_chart_s" not in launch.timings
+
+
+def test_a_session_waits_while_the_warm_up_imports(fresh_launch, monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr(launch, "importlib", type("SlowImport", (), {"import_module": staticmethod(lambda name: release.wait(10))}))
+    assert launch.start() is True and launch.start() is False  # one warm-up per process
+    assert launch.session_started() is True  # the script shows its spinner
+    waiter = threading.Thread(target=launch.wait_for_imports)
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()
+    release.set()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    assert launch.session_started() is False
+    for thread in threading.enumerate():  # it goes on to the model load: let it finish before the store is cleared
+        if thread.name == launch.THREAD_NAME:
+            thread.join(60)
+
+
+def test_warm_up_can_be_turned_off(fresh_launch, monkeypatch):
+    monkeypatch.setenv("BERTLENS_WARM_UP", "0")
+    assert launch.start() is False
+    assert launch.session_started() is False
