@@ -1,14 +1,16 @@
 """Corpus passes against the raw batched forward on the same sentences (issue 18, point 5).
 
-    python bench/corpus_passes.py [--sentences 1000] [--repeats 3] [--threads 1] [--quick]
+    python bench/corpus_passes.py [--sentences 1000] [--repeats 3] [--threads 1] [--model minilm|bert-base-random|PATH] [--quick]
 
 For each pass, a raw batched forward on the same sentences (shortest first, the pass's batch size, tokenizer +
 model(**batch) asking for what the pass needs: attentions for the head statistics, hidden states for RSA/CKA)
 and the pass itself run alternately; medians; ratio = raw seconds / pass seconds (target >= 0.9; anisotropy has
 its own bench, bench/anisotropy.py, target >= 0.95).
   heads        core.heads.survey_heads (Clark statistics + Kovaleva pattern types), batch 16
-  similarity   core.similarity.compare_models (RSA + linear CKA, MiniLM against itself: two forwards), batch 32
-Model: all-MiniLM-L6-v2 (local). Sentences: short SNLI train sentences as bench/anisotropy.py. --quick: 200
+  similarity   core.similarity.compare_models (RSA + linear CKA, MiniLM against itself: two forwards), batch 32;
+               its baseline forwards only the sentences the pass reads (its seeded sample of 1,500 words: ~190 of
+               1,000 short sentences), twice
+Model: all-MiniLM-L6-v2 (local) unless --model; bert-base-random is bench/_app.py's bert-base-sized stand-in. Sentences: short SNLI train sentences as bench/anisotropy.py. --quick: 200
 sentences, 1 repeat.
 """
 
@@ -22,11 +24,21 @@ import _app
 
 
 
+def similarity_sentences(lm, sentences: list[str]) -> list[str]:
+    """The sentences compare_models reads: those holding its seeded sample of DEFAULT_MAX_WORDS words."""
+    from core.encoding import tokenize
+    from core.similarity import DEFAULT_MAX_WORDS, sample_words
+
+    keep = sample_words([len(item.words) for item in tokenize(lm, sentences)], DEFAULT_MAX_WORDS)
+    return [text for text, kept in zip(sentences, keep) if len(kept)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--model", default="minilm")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -39,14 +51,16 @@ def main() -> None:
     from core.models import load_model
     from core.similarity import compare_models
 
-    lm = load_model(str(_app.minilm()))
+    lm = load_model(_app.resolve_model(args.model))
     sentences = list(bench_sentences(args.sentences).sentences)
-    result = {"sentences": len(sentences), "repeats": args.repeats, "threads": args.threads}
+    result = {"model": args.model, "sentences": len(sentences), "repeats": args.repeats, "threads": args.threads}
     result["heads"] = _app.alternate(lambda: _app.raw_forward(lm, sentences, 16, output_attentions=True),
                                 lambda: survey_heads(lm, sentences, batch_size=16), args.repeats)
+    read = similarity_sentences(lm, sentences)
     result["similarity"] = _app.alternate(
-        lambda: [_app.raw_forward(lm, sentences, 32, output_hidden_states=True) for _ in range(2)],
+        lambda: [_app.raw_forward(lm, read, 32, output_hidden_states=True) for _ in range(2)],
         lambda: compare_models(lm, lm, sentences), args.repeats)
+    result["similarity"]["sentences_read"] = len(read)
     result["load"] = _app.load_line()
     print(json.dumps(result, indent=1))
 

@@ -241,6 +241,13 @@ def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], ma
     return chosen, skipped
 
 
+def _tokenization_key(lm: LoadedModel):
+    """Equal for two models whose tokenize() gives the same items: the same fast tokenizer (its full JSON, vocabulary
+    and normalisation included) and the same length limit."""
+    backend = getattr(lm.tokenizer, "backend_tokenizer", None)
+    return (backend.to_str() if backend is not None else id(lm.tokenizer), lm.max_length)
+
+
 def _shared(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None):
     """shared_sentences, plus each model's Tokenized of the chosen sentences ([model][sentence]): one tokenizer
     call per sentence and model, reused by the forward passes."""
@@ -248,12 +255,14 @@ def _shared(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: 
     chosen: list[str] = []
     kept: list[list] = [[] for _ in models]
     skipped = total = 0
+    keys = [_tokenization_key(lm) for lm in models]
     # Tokenized a slice at a time, so a large corpus with a small max_words is not tokenized to the end.
     for offset in range(0, len(texts), 256):
         if max_words is not None and total >= max_words:
             break
         part = texts[offset : offset + 256]
-        tokenized = [tokenize(lm, part) for lm in models]
+        by_key: dict = {}  # models that tokenize alike (a base and its fine-tuned runs) share one tokenizer call
+        tokenized = [by_key[key] if key in by_key else by_key.setdefault(key, tokenize(lm, part)) for lm, key in zip(models, keys)]
         for k, text in enumerate(part):
             if max_words is not None and total >= max_words:
                 break

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,29 @@ def test_random_copies_differ_and_the_base_is_encoded_once(tmp_path):
     # the top layer's CKA agrees with the plain-array function on the same words
     va, vb = word_vectors(a, sentences), word_vectors(b, sentences)
     assert other.cka[-1] == pytest.approx(linear_cka(va.vectors[-1], vb.vectors[-1]), abs=1e-5)
+
+
+def test_models_that_tokenize_alike_share_one_tokenizer_call(tmp_path, monkeypatch):
+    """Two random copies with the same tokenizer files: each slice is tokenized once, and the result equals the one
+    where every model tokenizes for itself. A model with a different length limit still tokenizes on its own."""
+    import core.similarity
+
+    a = load_model(str(make_tiny_bert(tmp_path / "a", seed=0)), device="cpu")
+    b = load_model(str(make_tiny_bert(tmp_path / "b", seed=1)), device="cpu")
+    sentences = ["the cat sat on the mat .", "he ran to the bank .", "she is in the house ."]
+    calls = []
+    real_tokenize = core.similarity.tokenize
+    monkeypatch.setattr(core.similarity, "tokenize", lambda lm, part: calls.append(lm) or real_tokenize(lm, part))
+    shared = compare_models(a, b, sentences)
+    assert calls == [a]
+    monkeypatch.setattr(core.similarity, "_tokenization_key", lambda lm: id(lm))  # every model for itself
+    calls.clear()
+    separate = compare_models(a, b, sentences)
+    assert calls == [a, b]
+    np.testing.assert_array_equal(shared.rsa_cross, separate.rsa_cross)
+    np.testing.assert_array_equal(shared.cka_cross, separate.cka_cross)
+    shorter = types.SimpleNamespace(tokenizer=a.tokenizer, max_length=a.max_length - 1)
+    assert core.similarity._tokenization_key(shorter) != core.similarity._tokenization_key(a)
 
 
 def test_cancel_stops_the_pass(tmp_path):
