@@ -5,6 +5,14 @@ from __future__ import annotations
 import sys
 
 
+MODEL_HELP = "hub id, local folder or run name (default: BERTLENS_MODEL)"
+
+
+def add_model_argument(parser) -> None:
+    """The `--model` most subcommands take: any model reference, BERTLENS_MODEL when left out."""
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
+
+
 def stderr_progress(args):
     """A one-line progress report on stderr, redrawn when the percentage changes (stdout stays clean for --json);
     None with --quiet."""

@@ -8,6 +8,7 @@ import sys
 from core import corpus as corpora
 from core import protocols
 from core.anisotropy import MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, measure_corpus
+from core.commands import add_model_argument
 from core.models import load_model
 
 
@@ -23,7 +24,7 @@ def register(subparsers) -> None:
                    help="bertlens: whole words, first occurrence per sentence (default). ethayarajh: the paper's "
                    "protocol (kawine/contextual): WordPiece tokens, punctuation excluded from self-similarity and "
                    "MEV, every occurrence, at most 1,000 sampled pairs per word, baseline from 1,000 sentences")
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     p.add_argument("--pairs", type=int, default=1000, help="random word pairs for the baseline (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed for the random pairs and the corpus sample (default 0)")

@@ -7,6 +7,7 @@ import json
 import sys
 
 from core import corpus as corpora
+from core.commands import add_model_argument
 from core.models import load_model
 from core.probe import PROTOCOLS as PROBE_PROTOCOLS
 from core.probe import ProbeSettings, probe_data, probe_layers, random_control
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
         "match dependency-tree distances (Hewitt & Manning 2019). Scores are measured on --eval-treebank, or on a "
         "seeded held-out fifth of --corpus. Results are cached per (model, layer, corpus, settings).",
     )
-    q.add_argument("--model", default=None, help="hub id, local folder, run name (default: BERTLENS_MODEL)")
+    add_model_argument(q)
     q.add_argument("--corpus", "--treebank", dest="corpus", required=True,
                    help="sentences with dependency trees to train on: ud[:SPLIT[:N]] or a .conllu file (" + corpora.CLI_HELP + ")")
     q.add_argument("--eval-corpus", "--eval-treebank", dest="eval_corpus", default=None,

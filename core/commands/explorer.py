@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core import corpus as corpora
-from core.commands import stderr_progress
+from core.commands import add_model_argument, stderr_progress
 from core.explorer import METHODS, POOLINGS
 
 
@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         description="Prints the points with their example ids (row numbers of the corpus) and gold labels (null "
         "when the corpus has none).",
     )
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     p.add_argument("--layer", type=int, default=None, help="0 = embeddings ... L = last layer (default: last)")
     p.add_argument("--method", choices=METHODS, default="pca", help="pca (default), umap or tsne")
@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         description="The corpus index is built once per (model, corpus, layers) under models_cache/explorer_index "
         "and reused; exact search below a size threshold, approximate (faiss IVF) above, the mode printed.",
     )
-    n.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(n)
     n.add_argument("--text", required=True, help="the sentence")
     n.add_argument("--word", required=True, help="a word of the sentence (its first occurrence)")
     n.add_argument("--layer", type=int, default=None, help="0 = embeddings ... L = last layer (default: last)")

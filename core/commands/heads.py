@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from core import corpus as corpora
-from core.commands import stderr_progress
+from core.commands import add_model_argument, stderr_progress
 from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
 from core.protocols import DEFAULT, describe
 
@@ -19,7 +19,7 @@ PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; depen
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("heads", help="Clark statistics and Kovaleva pattern types of every head over a corpus")
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
     p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 from core import corpus as corpora
-from core.commands import stderr_progress
+from core.commands import add_model_argument, stderr_progress
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("neuron", help="one head's query, keys, q⊙k, scores and softmax for one query token")
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--text", required=True)
     p.add_argument("--text-b", default=None, help="a second sentence (pair input)")
     p.add_argument("--layer", type=int, required=True, help="0 = first transformer layer")

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 
+from core.commands import add_model_argument
 from core.encoding import encode
 from core.models import available_models, download, load_model
 
@@ -20,7 +21,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_download)
 
     p = subparsers.add_parser("encode", help="one forward pass; arrays to an .npz file")
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (optional)")
     p.add_argument("--out", required=True, help="output .npz path")

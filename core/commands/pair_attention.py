@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core import corpus as corpora
-from core.commands import stderr_progress
+from core.commands import add_model_argument, stderr_progress
 
 LABELS = ("equivalent", "not equivalent")
 
@@ -14,7 +14,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("pair-attention",
                               help="A→B and B→A attention share per head on MRPC, by gold label; the heads that "
                               "separate paraphrases from non-paraphrases most (the bertviz MRPC report)")
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--corpus", default="mrpc:test", help=corpora.CLI_HELP + "; default mrpc:test (labelled pairs)")
     p.add_argument("--limit", type=int, default=200, help="the first N pairs of the corpus (default 200)")
     p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")

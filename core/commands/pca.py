@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 from core import corpus as corpora
+from core.commands import add_model_argument
 from core.encoding import encode
 from core.models import load_model
 from core.projection import METHODS, PROTOCOLS, background_vectors, collect_tokens, layerwise_projection
@@ -18,7 +19,7 @@ def register(subparsers) -> None:
         description="By default every word piece is kept, special tokens included, so the output lines up with "
         "the tokenizer's tokens; --drop-special and --drop-punct leave those out of the fit and the output.",
     )
-    p.add_argument("--model", default=None, help="hub id, local folder or run name (default: BERTLENS_MODEL)")
+    add_model_argument(p)
     p.add_argument("--text", action="append", default=[], help="a sentence; repeat for several")
     p.add_argument("--corpus", default=None, help="inputs from a corpus (after any --text): " + corpora.CLI_HELP)
     p.add_argument("--limit", type=int, default=None, help="the first N inputs of --corpus only")
