@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import expect
@@ -60,14 +61,23 @@ def fresh_server(browser_model, tmp_path_factory):
     server.stop()
 
 
-@pytest.mark.parametrize("url_path", page_url_paths())
-def test_deep_link_opens_inside_the_app_frame(browser, fresh_server, url_path):
-    """A shared link to a page, opened first thing on a new server, shows the page with the app's sidebar
-    (a folder named pages/ would hand it to Streamlit's legacy router instead)."""
+@contextmanager
+def session_page(browser):
+    """A page in a context of its own: a new Streamlit session."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(120_000)
     try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("url_path", page_url_paths())
+def test_deep_link_opens_inside_the_app_frame(browser, fresh_server, url_path):
+    """A shared link to a page, opened first thing on a new server, shows the page with the app's sidebar
+    (a folder named pages/ would hand it to Streamlit's legacy router instead)."""
+    with session_page(browser) as page:
         page.goto(f"{fresh_server.url}/{url_path}?a=The+cat+sat+on+the+mat.")
         wait_for_app(page)
         assert_no_streamlit_exception(page)
@@ -77,23 +87,16 @@ def test_deep_link_opens_inside_the_app_frame(browser, fresh_server, url_path):
         expect(sidebar.get_by_label("Sentence A")).to_have_value("The cat sat on the mat.", timeout=60_000)
         nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
         assert "Home" in nav and "app" not in nav.split()
-    finally:
-        context.close()
 
 
 def test_a_fresh_server_warms_up_and_loads_the_model_once(browser, fresh_server):
     """`streamlit run app.py` starts the warm-up (app_pages/launch.py) with the server: the default model is
     loaded once, by whichever of the warm-up and the first session gets there first, and every session reuses it."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    try:
+    with session_page(browser) as page:
         page.goto(f"{fresh_server.url}/attention?a=The+cat+sat+on+the+mat.")
         wait_for_app(page)
         page.wait_for_selector('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
         assert_no_streamlit_exception(page)
-    finally:
-        context.close()
     lines = fresh_server.log.read_text().splitlines()
     warm_up = [line for line in lines if "warm-up done" in line]
     assert len(warm_up) == 1 and "imports_s" in warm_up[0] and "model_s" in warm_up[0], warm_up
