@@ -95,9 +95,12 @@ class _WarmUpThreadFilter(logging.Filter):
         return record.threadName != THREAD_NAME
 
 
+_THREAD_FILTER = _WarmUpThreadFilter()  # one instance: adding it again is a no-op
+
+
 def warm_up() -> None:
     """The three steps above; a failure is logged and never stops the server (a session then does the work)."""
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_WarmUpThreadFilter())
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_THREAD_FILTER)
     start_time = time.perf_counter()
     _log.info("warm-up started")
     try:
@@ -120,9 +123,9 @@ def warm_up() -> None:
 def _warm_default_model() -> None:
     from app_pages.common import preload_model
     from core import settings
+    from core.attention import attention_view
     from core.charts.attention import head_view_lines
     from core.encoding import encode
-    from core.attention import attention_view
     from core.models import resolve
 
     ref = settings.default_model()
