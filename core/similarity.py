@@ -232,6 +232,48 @@ def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     return tokenized.words, tokenized.n_tokens_full <= lm.max_length
 
 
+def _sampled(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int, seed: int, protocol: str):
+    """The sample compare_many reads: ([model][sentence read] Tokenized, per sentence read the indices of its kept
+    words, sentences skipped), sentences in corpus order. Only sentences every model splits into the same words and
+    reads whole can be drawn.
+
+    bertlens: sentences in a seeded random order (sample_words' order over the non-empty sentences), skipping the
+    ones that cannot be drawn, until `max_words` words are gathered; only the sentences walked are tokenized, so a
+    large corpus costs no more than a small one. When every sentence can be drawn this is sample_words' own choice.
+    Skipped counts the sentences walked past. merchant: a uniform draw over every word needs them all tokenized."""
+    if protocol != DEFAULT_PROTOCOL:
+        _, skipped, tokenized = _shared(models, sentences, None)
+        keep_all = sample_words([len(item.words) for item in tokenized[0]], max_words, seed, protocol)
+        chosen = [k for k, kept in enumerate(keep_all) if len(kept)]
+        return [[items[c] for c in chosen] for items in tokenized], [keep_all[c] for c in chosen], skipped
+    texts = [text for text in sentences if text.strip()]
+    order = np.random.default_rng(seed).permutation(len(texts))
+    keys = [_tokenization_key(lm) for lm in models]
+    picked: list[tuple[int, list]] = []
+    skipped = gathered = 0
+    for offset in range(0, len(order), 256):
+        if gathered >= max_words:
+            break
+        walk = order[offset : offset + 256]
+        part = [texts[i] for i in walk]
+        by_key: dict = {}
+        tokenized = [by_key[key] if key in by_key else by_key.setdefault(key, tokenize(lm, part)) for lm, key in zip(models, keys)]
+        for j, index in enumerate(walk):
+            if gathered >= max_words:
+                break
+            items = [t[j] for t in tokenized]
+            if (any(item.n_tokens_full > lm.max_length for item, lm in zip(items, models))
+                    or len({item.words for item in items}) != 1):
+                skipped += 1
+                continue
+            if items[0].words:
+                picked.append((int(index), items))
+                gathered += len(items[0].words)
+    picked.sort(key=lambda pair: pair[0])
+    read = [[items[m] for _, items in picked] for m in range(len(models))]
+    return read, [np.arange(len(items[0].words)) for _, items in picked], skipped
+
+
 def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None = DEFAULT_MAX_WORDS
                      ) -> tuple[list[str], int]:
     """Sentences, in order, that every model splits into the same words and reads whole, until `max_words`
@@ -369,10 +411,8 @@ def compare_many(
     uses the same seeded sample of words (from sentences all models split alike)."""
     check_protocol(protocol, PROTOCOLS)
     models = [base, *others]
-    eligible, skipped, tokenized = _shared(models, sentences, None)
-    keep_all = sample_words([len(item.words) for item in tokenized[0]], max_words, seed, protocol)
-    chosen = [k for k, kept in enumerate(keep_all) if len(kept)]
-    keep = [keep_all[k] for k in chosen]
+    read, keep, skipped = _sampled(models, sentences, max_words, seed, protocol)
+    chosen = range(len(keep))
     if len(chosen) < 2:
         raise SimilarityError(
             f"Only {len(chosen)} of {len(sentences)} sentences can be compared (the models split the others into "
@@ -386,7 +426,7 @@ def compare_many(
         return lambda done, _n: progress(k * len(chosen) + done, total)
 
     def vectors_of(k: int) -> WordVectors:
-        return word_vectors(models[k], [tokenized[k][c] for c in chosen], keep=keep, progress=stage(k),
+        return word_vectors(models[k], read[k], keep=keep, progress=stage(k),
                             should_stop=should_stop)
 
     base_vectors = vectors_of(0)

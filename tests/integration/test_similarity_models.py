@@ -144,3 +144,50 @@ def test_seeded_merchant_rsa_equals_an_independent_numpy_rsa(tmp_path):
         assert result.rsa[layer] == pytest.approx(expected, abs=1e-5)
     # another seed draws other words, hence another number
     assert not np.allclose(compare_models(a, b, sentences, max_words=15, seed=4, protocol="merchant").rsa, result.rsa)
+
+
+def _corpus(n: int, seed: int = 0) -> list[str]:
+    words = "the a cat dog sat ran on in at to he she it they man woman girl boy park house tree river bank".split()
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(words, size=rng.integers(3, 9))) + " ." for _ in range(n)]
+
+
+def test_bertlens_sample_is_sample_words_choice_when_every_sentence_can_be_drawn(tmp_path):
+    """The lazy walk (only the sentences walked are tokenized) draws exactly what sample_words draws over the
+    whole corpus tokenized first, for several seeds and sizes."""
+    import core.similarity as sim
+
+    a = load_model(str(make_tiny_bert(tmp_path / "a", seed=0)), device="cpu")
+    b = load_model(str(make_tiny_bert(tmp_path / "b", seed=1)), device="cpu")
+    sentences = _corpus(60)
+    for seed, max_words in ((0, 25), (1, 80), (2, 10_000)):
+        _, skipped_all, tokenized = sim._shared([a, b], sentences, None)
+        keep_all = sim.sample_words([len(t.words) for t in tokenized[0]], max_words, seed)
+        expected = [(tokenized[0][k].text_a, list(kept)) for k, kept in enumerate(keep_all) if len(kept)]
+        read, keep, skipped = sim._sampled([a, b], sentences, max_words, seed, sim.DEFAULT_PROTOCOL)
+        assert [(t.text_a, list(k)) for t, k in zip(read[0], keep)] == expected
+        assert [t.text_a for t in read[1]] == [t.text_a for t in read[0]]
+        assert skipped == skipped_all == 0
+
+
+def test_bertlens_sample_tokenizes_only_the_sentences_it_walks(tmp_path, monkeypatch):
+    import core.similarity as sim
+
+    a = load_model(str(make_tiny_bert(tmp_path / "a")), device="cpu")
+    tokenized_texts = []
+    real_tokenize = sim.tokenize
+    monkeypatch.setattr(sim, "tokenize", lambda lm, part: tokenized_texts.extend(part) or real_tokenize(lm, part))
+    result = compare_models(a, a, _corpus(3000), max_words=40)
+    assert result.n_words >= 40 and len(tokenized_texts) == 256  # one slice of the walk, not 3,000 sentences
+
+
+def test_sentences_too_long_are_walked_past_and_counted(tmp_path):
+    import core.similarity as sim
+
+    a = load_model(str(make_tiny_bert(tmp_path / "a")), device="cpu")  # 64 positions
+    short = _corpus(30)
+    too_long = [" ".join(["the cat sat on the mat ."] * 12) for _ in range(30)]
+    sentences = [s for pair in zip(short, too_long) for s in pair]
+    read, keep, skipped = sim._sampled([a, a], sentences, 10_000, 0, sim.DEFAULT_PROTOCOL)
+    assert [t.text_a for t in read[0]] == short  # every short one, in corpus order; no long one
+    assert skipped == 30
