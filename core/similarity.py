@@ -29,7 +29,7 @@ Only sentences that both tokenizers split into the same words (and that fit the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -232,6 +232,21 @@ def sentence_words(lm: LoadedModel, text: str) -> tuple[tuple[str, ...], bool]:
     return tokenized.words, tokenized.n_tokens_full <= lm.max_length
 
 
+def _tokenized_alike(models: Sequence[LoadedModel], texts: Sequence[str]) -> Iterator[list | None]:
+    """For each text in order, every model's Tokenized, or None when a model would cut it short or the models split
+    it into different words. Tokenized 256 texts at a time, only as far as the caller reads, and once per
+    tokenization key (a base model and its fine-tuned runs share one tokenizer call)."""
+    keys = [_tokenization_key(lm) for lm in models]
+    for offset in range(0, len(texts), 256):
+        part = texts[offset : offset + 256]
+        by_key: dict = {}
+        tokenized = [by_key[key] if key in by_key else by_key.setdefault(key, tokenize(lm, part)) for lm, key in zip(models, keys)]
+        for j in range(len(part)):
+            items = [t[j] for t in tokenized]
+            too_long = any(item.n_tokens_full > lm.max_length for item, lm in zip(items, models))
+            yield None if too_long or len({item.words for item in items}) != 1 else items
+
+
 def _sampled(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int, seed: int, protocol: str):
     """The sample compare_many reads: ([model][sentence read] Tokenized, per sentence read the indices of its kept
     words, sentences skipped), sentences in corpus order. Only sentences every model splits into the same words and
@@ -248,27 +263,18 @@ def _sampled(models: Sequence[LoadedModel], sentences: Sequence[str], max_words:
         return [[items[c] for c in chosen] for items in tokenized], [keep_all[c] for c in chosen], skipped
     texts = [text for text in sentences if text.strip()]
     order = np.random.default_rng(seed).permutation(len(texts))
-    keys = [_tokenization_key(lm) for lm in models]
+    walk = _tokenized_alike(models, [texts[i] for i in order])
     picked: list[tuple[int, list]] = []
     skipped = gathered = 0
-    for offset in range(0, len(order), 256):
+    for index in order:
         if gathered >= max_words:
             break
-        walk = order[offset : offset + 256]
-        part = [texts[i] for i in walk]
-        by_key: dict = {}
-        tokenized = [by_key[key] if key in by_key else by_key.setdefault(key, tokenize(lm, part)) for lm, key in zip(models, keys)]
-        for j, index in enumerate(walk):
-            if gathered >= max_words:
-                break
-            items = [t[j] for t in tokenized]
-            if (any(item.n_tokens_full > lm.max_length for item, lm in zip(items, models))
-                    or len({item.words for item in items}) != 1):
-                skipped += 1
-                continue
-            if items[0].words:
-                picked.append((int(index), items))
-                gathered += len(items[0].words)
+        items = next(walk)
+        if items is None:
+            skipped += 1
+        elif items[0].words:
+            picked.append((int(index), items))
+            gathered += len(items[0].words)
     picked.sort(key=lambda pair: pair[0])
     read = [[items[m] for _, items in picked] for m in range(len(models))]
     return read, [np.arange(len(items[0].words)) for _, items in picked], skipped
@@ -291,32 +297,24 @@ def _tokenization_key(lm: LoadedModel):
 
 
 def _shared(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None):
-    """shared_sentences, plus each model's Tokenized of the chosen sentences ([model][sentence]): one tokenizer
-    call per sentence and model, reused by the forward passes."""
+    """shared_sentences, plus each model's Tokenized of the chosen sentences ([model][sentence]), reused by the
+    forward passes (see _tokenized_alike)."""
     texts = [text for text in sentences if text.strip()]
     chosen: list[str] = []
     kept: list[list] = [[] for _ in models]
     skipped = total = 0
-    keys = [_tokenization_key(lm) for lm in models]
-    # Tokenized a slice at a time, so a large corpus with a small max_words is not tokenized to the end.
-    for offset in range(0, len(texts), 256):
+    walk = _tokenized_alike(models, texts)
+    for text in texts:
         if max_words is not None and total >= max_words:
             break
-        part = texts[offset : offset + 256]
-        by_key: dict = {}  # models that tokenize alike (a base and its fine-tuned runs) share one tokenizer call
-        tokenized = [by_key[key] if key in by_key else by_key.setdefault(key, tokenize(lm, part)) for lm, key in zip(models, keys)]
-        for k, text in enumerate(part):
-            if max_words is not None and total >= max_words:
-                break
-            items = [t[k] for t in tokenized]
-            if (any(item.n_tokens_full > lm.max_length for item, lm in zip(items, models))
-                    or len({item.words for item in items}) != 1):
-                skipped += 1
-                continue
-            chosen.append(text)
-            for m, item in enumerate(items):
-                kept[m].append(item)
-            total += len(items[0].words)
+        items = next(walk)
+        if items is None:
+            skipped += 1
+            continue
+        chosen.append(text)
+        for m, item in enumerate(items):
+            kept[m].append(item)
+        total += len(items[0].words)
     return chosen, skipped, kept
 
 
