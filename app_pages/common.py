@@ -5,6 +5,7 @@ Not a page itself: the router lists the pages explicitly.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Callable
 
@@ -37,24 +38,17 @@ def _encoding_store() -> BudgetCache:
     return BudgetCache(settings.encoding_cache_bytes())
 
 
-def _load_model(ref: str) -> LoadedModel:
-    _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
-    # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
-    # every page uses (see core.models.load_model).
-    return load_model(ref, masked_lm=True)
-
-
-def cached_model(ref: str) -> LoadedModel:
+def cached_model(ref: str, *, show_spinner: bool = True) -> LoadedModel:
+    """The shared loaded model. show_spinner=False: for the server's warm-up thread (app_pages.launch), which has
+    no page to show a spinner on."""
     def load() -> LoadedModel:
-        with st.spinner("Loading the model…"):
-            return _load_model(ref)
+        _log.info("loading model %s", ref)  # the server log shows each load once (bench/classroom_load.py counts them)
+        # masked_lm=True: a checkpoint with an MLM head is loaded once, as the masked-word model whose own encoder
+        # every page uses (see core.models.load_model).
+        with st.spinner("Loading the model…") if show_spinner else contextlib.nullcontext():
+            return load_model(ref, masked_lm=True)
 
     return _model_store().get_or_compute((ref, model_version(ref)), load)
-
-
-def preload_model(ref: str) -> LoadedModel:
-    """cached_model without a spinner, for the server's warm-up thread (app_pages.launch), which has no page."""
-    return _model_store().get_or_compute((ref, model_version(ref)), lambda: _load_model(ref))
 
 
 def cached_encoding(ref: str, text_a: str, text_b: str | None):

@@ -121,7 +121,7 @@ def warm_up() -> None:
 
 
 def _warm_default_model() -> None:
-    from app_pages.common import preload_model
+    from app_pages.common import cached_model
     from core import settings
     from core.attention import attention_view
     from core.charts.attention import head_view_lines
@@ -134,7 +134,7 @@ def _warm_default_model() -> None:
         _log.info("warm-up: default model %s is not on disk; not downloaded at launch", ref)
         return
     phase = time.perf_counter()
-    lm = preload_model(ref)
+    lm = cached_model(ref, show_spinner=False)
     timings["model_s"] = time.perf_counter() - phase
     if _session_started.is_set():
         return

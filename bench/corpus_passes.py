@@ -25,12 +25,11 @@ import _app
 
 
 def similarity_sentences(lm, sentences: list[str]) -> list[str]:
-    """The sentences compare_models reads: those holding its seeded sample of DEFAULT_MAX_WORDS words."""
-    from core.encoding import tokenize
-    from core.similarity import DEFAULT_MAX_WORDS, sample_words
+    """The sentences compare_models(lm, lm, sentences) reads: the pass's own seeded sample of DEFAULT_MAX_WORDS words."""
+    from core.similarity import DEFAULT_MAX_WORDS, DEFAULT_PROTOCOL, _sampled
 
-    keep = sample_words([len(item.words) for item in tokenize(lm, sentences)], DEFAULT_MAX_WORDS)
-    return [text for text, kept in zip(sentences, keep) if len(kept)]
+    read, _, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
+    return [item.text_a for item in read[0]]
 
 
 def main() -> None:

@@ -410,18 +410,17 @@ def compare_many(
     check_protocol(protocol, PROTOCOLS)
     models = [base, *others]
     read, keep, skipped = _sampled(models, sentences, max_words, seed, protocol)
-    chosen = range(len(keep))
-    if len(chosen) < 2:
+    if len(keep) < 2:
         raise SimilarityError(
-            f"Only {len(chosen)} of {len(sentences)} sentences can be compared (the models split the others into "
+            f"Only {len(keep)} of {len(sentences)} sentences can be compared (the models split the others into "
             "different words, or they are too long); give more sentences, or models that share a tokenizer."
         )
-    total = len(chosen) * len(models)
+    total = len(keep) * len(models)
 
     def stage(k: int) -> ProgressCallback:
         if progress is None:
             return None
-        return lambda done, _n: progress(k * len(chosen) + done, total)
+        return lambda done, _n: progress(k * len(keep) + done, total)
 
     def vectors_of(k: int) -> WordVectors:
         return word_vectors(models[k], read[k], keep=keep, progress=stage(k),
@@ -443,6 +442,6 @@ def compare_many(
         rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
         results.append(
             Similarity(base.ref, other.ref, _dot_rows(base_rsa, rsa_o), _dot_rows(base_cka, cka_o),
-                       base_vectors.n_words, len(chosen), skipped, protocol, seed)
+                       base_vectors.n_words, len(keep), skipped, protocol, seed)
         )
     return results

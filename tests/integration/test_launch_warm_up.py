@@ -45,7 +45,7 @@ def test_warm_up_loads_the_default_model_into_the_store_sessions_read(fresh_laun
     assert launch._imports_done.is_set()
     assert set(launch.timings) == {"imports_s", "model_s", "first_forward_and_chart_s", "total_s"}
     misses = store.misses
-    lm = common.preload_model(fresh_launch)
+    lm = common.cached_model(fresh_launch, show_spinner=False)
     assert store.misses == misses  # a session's cached_model finds it: no second load
     assert lm.model.config.num_hidden_layers == 2
 
