@@ -1,6 +1,11 @@
 """How long the real app takes, each figure beside the raw forward measured in the same run (issue 18).
 
-    python bench/app_latency.py [--model bert-base-random|minilm|PATH] [--tokens 512] [--quick] [--no-browser]
+    python bench/app_latency.py [--model bert-base-random|minilm|PATH] [--tokens 512] [--quick] [--no-browser] [--reruns N]
+    python bench/app_latency.py --split-cores [--model …] [--tokens 512]
+        only the end-to-end figures, with the browser on a core of its own: Chromium runs on one CPU and the server
+        (and the raw forward it is compared with) on the other, one torch thread, as on a machine where the
+        browser does not take the forward's cores (a laptop with more cores, or a student's browser on a
+        classroom server)
     python bench/app_latency.py --cold-starts N [--open-after S] [--model …] [--tokens 512]
         only the cold start: N fresh servers with the launch warm-up and N without (BERTLENS_WARM_UP=0),
         alternated; the page is opened S s after the launch (default 0: as soon as the server answers)
@@ -63,8 +68,24 @@ def server_side(model: str, texts: list[str], repeats: int) -> dict:
             "heatmap_only_s": statistics.median(heat), "charts_on_page": len(rows)}
 
 
-def end_to_end(model: str, texts: list[str], repeats: int) -> dict:
-    with _app.chromium() as browser, _app.served(model) as (server, http_200):
+def end_to_end(model: str, texts: list[str], repeats: int, browser_cpus=None, server_cpus=None) -> dict:
+    """browser_cpus / server_cpus: the CPUs Chromium and the server run on (inherited from this process at their
+    start); None: all of this process's."""
+    import os
+
+    everything = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, browser_cpus or everything)
+    with _app.chromium() as browser:
+        os.sched_setaffinity(0, server_cpus or everything)
+        try:
+            return _with_browser(browser, model, texts, repeats, lambda: os.sched_setaffinity(0, browser_cpus or everything))
+        finally:
+            os.sched_setaffinity(0, everything)
+
+
+def _with_browser(browser, model: str, texts: list[str], repeats: int, launched_hook) -> dict:
+    with _app.served(model) as (server, http_200):
+        launched_hook()  # this process's own polling then runs beside the browser, not the server
         launched = time.perf_counter() - http_200  # the server's launch: Chromium was started before it
         first = _app.open_attention(browser, server.url, model, texts[0])
         cold = time.perf_counter() - launched
@@ -109,17 +130,39 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--split-cores", action="store_true", help="browser on one CPU, server and raw forward on another")
+    parser.add_argument("--reruns", type=int, default=0, metavar="N", help="warm reruns in the open page (default: the repeats, 3)")
     parser.add_argument("--cold-starts", type=int, default=0, metavar="N")
     parser.add_argument("--open-after", type=float, default=0.0, metavar="S", help="with --cold-starts: open the page S s after launch")
     args = parser.parse_args()
     tokens = args.tokens or (128 if args.quick else 512)
     repeats = 1 if args.quick else 3
+    args.reruns = args.reruns or repeats
     model = _app.resolve_model(args.model)
 
     from core.models import load_model
 
     lm = load_model(model)
-    texts = [_app.long_text(lm.tokenizer, tokens, seed) for seed in range(2 * repeats + 3)]
+    texts = [_app.long_text(lm.tokenizer, tokens, seed) for seed in range(repeats + args.reruns + 3)]
+    if args.split_cores:
+        import os
+
+        import torch
+
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--split-cores needs two CPUs")
+        browser_cpus, server_cpus = {cpus[-1]}, set(cpus[:-1])
+        os.sched_setaffinity(0, server_cpus)
+        torch.set_num_threads(len(server_cpus))
+        raw = _app.raw_forward_seconds(lm, texts[0])
+        os.sched_setaffinity(0, set(cpus))
+        result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device,
+                  "browser_cpus": sorted(browser_cpus), "server_cpus": sorted(server_cpus)}
+        del lm
+        result.update(end_to_end(model, texts[repeats + 1 :], args.reruns, browser_cpus, server_cpus))
+        _print_with_ratios(result, raw)
+        return
     raw = _app.raw_forward_seconds(lm, texts[0])
     result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device}
     del lm
@@ -130,7 +173,11 @@ def main() -> None:
         return
     result.update(server_side(model, texts[1:], repeats))
     if not args.no_browser:
-        result.update(end_to_end(model, texts[repeats + 1 :], repeats))
+        result.update(end_to_end(model, texts[repeats + 1 :], args.reruns))
+    _print_with_ratios(result, raw)
+
+
+def _print_with_ratios(result: dict, raw: float) -> None:
     result["load"] = _app.load_line()
     for key, value in list(result.items()):
         if key.endswith("_s") and key not in ("raw_forward_s", "rerun_forward_s"):

@@ -9,7 +9,11 @@ its own bench, bench/anisotropy.py, target >= 0.95).
   heads        core.heads.survey_heads (Clark statistics + Kovaleva pattern types), batch 16
   similarity   core.similarity.compare_models (RSA + linear CKA, MiniLM against itself: two forwards), batch 32;
                its baseline forwards only the sentences the pass reads (its seeded sample of 1,500 words: ~190 of
-               1,000 short sentences), twice
+               1,000 short sentences), twice. Beside it, the pass's own arithmetic timed alone on its word vectors:
+               "gram_products_s", one N x N x D float32 product per layer and model (the least any exact
+               all-layer-pairs RSA/CKA computes: the D x D route costs as many flops), and "signatures_s", the
+               signatures and their products as the pass computes them; "ratio_bound" = raw / (raw + gram_products):
+               the best ratio a pass that did nothing else but the forward could reach
 Model: all-MiniLM-L6-v2 (local) unless --model; bert-base-random is bench/_app.py's bert-base-sized stand-in. Sentences: short SNLI train sentences as bench/anisotropy.py. --quick: 200
 sentences, 1 repeat.
 """
@@ -30,6 +34,44 @@ def similarity_sentences(lm, sentences: list[str]) -> list[str]:
 
     read, _, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
     return [item.text_a for item in read[0]]
+
+
+def arithmetic(lm, sentences: list[str], repeats: int) -> dict:
+    """The similarity pass's own arithmetic, alone, on the word vectors it computes (see the module docstring)."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    from core import overlap
+    from core.similarity import DEFAULT_MAX_WORDS, DEFAULT_PROTOCOL, _dot_rows, _sampled, full_signatures, word_vectors
+
+    read, keep, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
+    vectors = word_vectors(lm, read[0], keep=keep).vectors  # [L+1, N, D]
+    centred = [np.ascontiguousarray(layer - layer.mean(axis=0), dtype=np.float32) for layer in vectors]
+    gram = np.empty((vectors.shape[1],) * 2, dtype=np.float32)
+
+    def products() -> None:
+        for _model in range(2):
+            for layer in centred:
+                np.matmul(layer, layer.T, out=gram)
+
+    def signatures() -> None:
+        a = full_signatures(vectors, threads=overlap.cores())
+        b = full_signatures(vectors, threads=overlap.cores())
+        _dot_rows(a[0], b[0]), _dot_rows(a[1], b[1])
+
+    timed = {}
+    for name, fn in (("gram_products_s", products), ("signatures_s", signatures)):
+        fn()
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+        timed[name] = round(statistics.median(samples), 4)
+    timed["words"], timed["layers"], timed["width"] = int(vectors.shape[1]), int(vectors.shape[0]), int(vectors.shape[2])
+    return timed
 
 
 def main() -> None:
@@ -60,6 +102,9 @@ def main() -> None:
         lambda: [_app.raw_forward(lm, read, 32, output_hidden_states=True) for _ in range(2)],
         lambda: compare_models(lm, lm, sentences), args.repeats)
     result["similarity"]["sentences_read"] = len(read)
+    result["similarity"].update(arithmetic(lm, sentences, args.repeats))
+    raw_s = result["similarity"]["raw_s"]
+    result["similarity"]["ratio_bound"] = round(raw_s / (raw_s + result["similarity"]["gram_products_s"]), 3)
     result["load"] = _app.load_line()
     print(json.dumps(result, indent=1))
 
