@@ -5,7 +5,8 @@ Streamlit reads this file in two ways:
   server's lifespan starts the warm-up (app_pages/launch.py: imports, the default model, a first forward) while
   Streamlit starts and the first browser loads the page, which cuts the cold start (issue 18, point 4).
 - Every browser session then runs this file as its script (`__main__`, also under AppTest): the router
-  (app_pages/router.py), once the warm-up's imports are done.
+  (app_pages/router.py), once the warm-up's imports are done; while it waits, a blank chart has the browser load
+  Streamlit's chart code.
 Nothing heavy is imported at the top, so the server answers before the warm-up has finished.
 """
 
@@ -13,10 +14,18 @@ import streamlit as st
 
 from app_pages import launch
 
+# A blank 1x1 chart: its element makes the browser fetch and compile Streamlit's chart code (~0.8 MB of JavaScript,
+# otherwise loaded with the first chart, after the first forward pass) while the server is still importing torch.
+BLANK_CHART = {"width": 1, "height": 1, "mark": "point", "data": {"values": []}, "config": {"view": {"stroke": None}}}
+
 if __name__ == "__main__":
     if launch.session_started():
+        prefetch = st.empty()
+        if launch.wait_for_chart_modules():
+            prefetch.vega_lite_chart(BLANK_CHART)
         with st.spinner("Starting BERT Lens: loading PyTorch and transformers (only the first visit after a restart)…"):
             launch.wait_for_imports()
+        prefetch.empty()
     from app_pages import router
 
     router.main()

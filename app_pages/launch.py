@@ -10,7 +10,8 @@ as soon as the server is up, so that work overlaps Streamlit's own start and the
   3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema), only
      while no session has started: on 2 cores it would slow that session's own forward pass.
 A session's script waits for step 1 only (`session_started`, `wait_for_imports`), with a spinner, so two threads
-never import the same modules.
+never import the same modules; once CHART_MODULES are in (`wait_for_chart_modules`) it shows a blank chart that
+makes the browser load Streamlit's chart code during the wait (app.py).
 BERTLENS_WARM_UP=0 turns it off. Light on purpose: app.py imports this module before the server starts.
 """
 
@@ -28,12 +29,13 @@ from streamlit.logger import get_logger
 _log = get_logger("bertlens.launch")
 
 # What a first session's script imports on the way to its first chart (the router, app_pages.common, the
-# Attention page), heaviest first; transformers' BERT modelling is otherwise imported inside load_model.
+# Attention page): CHART_MODULES first (app.py's chart-code prefetch waits for them only), then the heaviest;
+# transformers' BERT modelling is otherwise imported inside load_model.
 MODULES = (
-    "torch",
-    "transformers.models.bert.modeling_bert",
     "pandas",
     "pyarrow",
+    "torch",
+    "transformers.models.bert.modeling_bert",
     "altair",
     "app_pages.common",
     "app_pages.url_state",
@@ -47,10 +49,13 @@ MODULES = (
     "app_pages.inside_head",
     "app_pages.pair_heads",
 )
+# The first of MODULES, all that Streamlit's own chart element needs (app.py's chart-code prefetch waits for them).
+CHART_MODULES = ("pandas", "pyarrow")
 THREAD_NAME = "bertlens-warm-up"
 WARM_UP_SENTENCE = "The teacher opened the book and read the first page aloud."
 
 _imports_done = threading.Event()
+_chart_modules_done = threading.Event()
 _session_started = threading.Event()
 _started = False
 timings: dict[str, float] = {}  # phase -> seconds of the last warm-up (read by tests and the server log)
@@ -88,6 +93,11 @@ def wait_for_imports(timeout_s: float = 120.0) -> None:
     _imports_done.wait(timeout_s)
 
 
+def wait_for_chart_modules(timeout_s: float = 30.0) -> bool:
+    """Until CHART_MODULES are imported (~0.3 s after the launch); False if that did not happen in time."""
+    return _chart_modules_done.wait(timeout_s)
+
+
 class _WarmUpThreadFilter(logging.Filter):
     """Drops Streamlit's "missing ScriptRunContext" warning for this thread: it has no session by design."""
 
@@ -106,10 +116,13 @@ def warm_up() -> None:
     try:
         for name in MODULES:
             importlib.import_module(name)
+            if name == CHART_MODULES[-1]:
+                _chart_modules_done.set()
     except Exception:
         _log.exception("warm-up: an import failed; sessions will import on their own")
     finally:
         timings["imports_s"] = time.perf_counter() - start_time
+        _chart_modules_done.set()
         _imports_done.set()
         _log.info("warm-up: imports done in %.2f s", timings["imports_s"])
     try:

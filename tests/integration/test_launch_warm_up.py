@@ -4,6 +4,7 @@ a session that has already started."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -19,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def fresh_launch(monkeypatch, tiny_bert_dir):
     """launch's per-process state reset, the tiny BERT as default model, and an empty model store."""
     monkeypatch.setattr(launch, "_imports_done", threading.Event())
+    monkeypatch.setattr(launch, "_chart_modules_done", threading.Event())
     monkeypatch.setattr(launch, "_session_started", threading.Event())
     monkeypatch.setattr(launch, "_started", False)
     monkeypatch.setattr(launch, "timings", {})
@@ -93,3 +95,41 @@ def test_warm_up_can_be_turned_off(fresh_launch, monkeypatch):
     monkeypatch.setenv("BERTLENS_WARM_UP", "0")
     assert launch.start() is False
     assert launch.session_started() is False
+
+
+def test_the_chart_modules_are_imported_first_and_say_so(fresh_launch, monkeypatch):
+    """A waiting session may send its chart-code prefetch once pandas and pyarrow are in, long before torch is."""
+    seen = []
+    monkeypatch.setattr(launch, "MODULES", (*launch.CHART_MODULES, "torch"))
+    monkeypatch.setattr(launch, "importlib", type("Recording", (), {"import_module": staticmethod(
+        lambda name: seen.append((name, launch._chart_modules_done.is_set())))}))
+    monkeypatch.setenv("BERTLENS_MODEL", "someone/not-downloaded-bert")  # no model step: only the imports matter here
+    monkeypatch.setattr(launch, "_warm_default_model", lambda: None)
+    launch.warm_up()
+    assert seen == [("pandas", False), ("pyarrow", False), ("torch", True)]
+    assert launch.wait_for_chart_modules(0) and launch._imports_done.is_set()
+
+
+def test_a_session_waiting_for_the_imports_has_the_browser_load_the_chart_code(fresh_launch, monkeypatch):
+    """While the warm-up imports, the first session's page holds a blank 1x1 chart: the browser fetches and compiles
+    Streamlit's chart code then, not after the first forward pass. The blank chart is gone once the page is drawn."""
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    sent, original = [], DeltaGenerator.vega_lite_chart
+
+    def recording(self, spec=None, *args, **kwargs):
+        sent.append((spec, launch._imports_done.is_set()))
+        return original(self, spec, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "vega_lite_chart", recording)
+    monkeypatch.setattr(launch, "_started", True)  # a warm-up is importing
+    launch._chart_modules_done.set()
+    timer = threading.Timer(1.0, launch._imports_done.set)
+    timer.start()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
+    timer.join()
+    assert not at.exception
+    assert sent and sent[0][0]["width"] == sent[0][0]["height"] == 1 and sent[0][1] is False, sent[:1]
+    drawn = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    assert all(spec.get("width") != 1 for spec in drawn), drawn
