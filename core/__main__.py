@@ -56,4 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    from core import distributed
+
+    if distributed.launched_world_size() > 1:
+        distributed.exit_now(exit_code)  # after shutdown(): no interpreter teardown for a launched rank
+    sys.exit(exit_code)

@@ -56,3 +56,17 @@ def test_launch_command_uses_torchrun_on_cpu_and_accelerate_on_gpus(monkeypatch)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     gpu = distributed.launch_command(4, None, ["core", "finetune"])
     assert gpu[1:3] == ["-m", "accelerate.commands.launch"] and "--multi_gpu" in gpu and "--num_processes=4" in gpu
+
+
+def test_exit_now_keeps_the_output_and_skips_the_teardown():
+    """A launched rank ends through exit_now after shutdown(): what it printed is kept (a pipe buffers it), its exit
+    code is the command's, and no interpreter teardown runs (where a rank aborted now and then in torch's C++)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import atexit, sys; from core import distributed; atexit.register(lambda: print('teardown'));"
+              "print('{\"result\": 1}', end=''); sys.stderr.write('note'); distributed.exit_now(3)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert (done.returncode, done.stdout, done.stderr) == (3, '{"result": 1}', "note")
