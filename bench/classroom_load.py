@@ -45,6 +45,12 @@ def sample_rss(pid: int, stop: threading.Event, peak: list) -> None:
         time.sleep(0.2)
 
 
+def _blank(spec: str) -> bool:
+    """app.py's 1x1 chart, sent while the server still imports so the browser loads the chart code: not a chart."""
+    parsed = json.loads(spec or "{}")
+    return parsed.get("width") == 1 and parsed.get("height") == 1
+
+
 def browser_sessions(base_url: str, model: str, text: str, sessions: int, spread: float, timeout: float):
     """`sessions` Chromium contexts open the link, started evenly over `spread` s; (start, chart drawn) times."""
     from playwright.sync_api import sync_playwright
@@ -107,7 +113,8 @@ def websocket_sessions(base_url: str, model: str, text: str, sessions: int, spre
                 message.ParseFromString(await ws.recv())
                 kind = message.WhichOneof("type")
                 if (kind == "delta" and message.delta.WhichOneof("type") == "new_element"
-                        and message.delta.new_element.WhichOneof("type") == "vega_lite_chart" and done[i] is None):
+                        and message.delta.new_element.WhichOneof("type") == "vega_lite_chart" and done[i] is None
+                        and not _blank(message.delta.new_element.vega_lite_chart.spec)):
                     done[i] = time.perf_counter()
                 if kind == "script_finished":
                     finished[i] = time.perf_counter()
