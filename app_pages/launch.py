@@ -28,12 +28,13 @@ from streamlit.logger import get_logger
 
 _log = get_logger("bertlens.launch")
 
+# All that Streamlit's own chart element needs (app.py's chart-code prefetch waits for them only).
+CHART_MODULES = ("pandas", "pyarrow")
 # What a first session's script imports on the way to its first chart (the router, app_pages.common, the
-# Attention page): CHART_MODULES first (app.py's chart-code prefetch waits for them only), then the heaviest;
-# transformers' BERT modelling is otherwise imported inside load_model.
+# Attention page): CHART_MODULES first, then the heaviest; transformers' BERT modelling is otherwise imported
+# inside load_model.
 MODULES = (
-    "pandas",
-    "pyarrow",
+    *CHART_MODULES,
     "torch",
     "transformers.models.bert.modeling_bert",
     "altair",
@@ -49,8 +50,6 @@ MODULES = (
     "app_pages.inside_head",
     "app_pages.pair_heads",
 )
-# The first of MODULES, all that Streamlit's own chart element needs (app.py's chart-code prefetch waits for them).
-CHART_MODULES = ("pandas", "pyarrow")
 THREAD_NAME = "bertlens-warm-up"
 WARM_UP_SENTENCE = "The teacher opened the book and read the first page aloud."
 

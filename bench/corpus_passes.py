@@ -28,15 +28,16 @@ import _app
 
 
 
-def similarity_sentences(lm, sentences: list[str]) -> list[str]:
-    """The sentences compare_models(lm, lm, sentences) reads: the pass's own seeded sample of DEFAULT_MAX_WORDS words."""
+def similarity_sample(lm, sentences: list[str]):
+    """What compare_models(lm, lm, sentences) reads, from the pass's own seeded sample of DEFAULT_MAX_WORDS words:
+    (the Tokenized sentences read, per sentence the indices of its kept words)."""
     from core.similarity import DEFAULT_MAX_WORDS, DEFAULT_PROTOCOL, _sampled
 
-    read, _, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
-    return [item.text_a for item in read[0]]
+    read, keep, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
+    return read[0], keep
 
 
-def arithmetic(lm, sentences: list[str], repeats: int) -> dict:
+def arithmetic(lm, read, keep, repeats: int) -> dict:
     """The similarity pass's own arithmetic, alone, on the word vectors it computes (see the module docstring)."""
     import statistics
     import time
@@ -44,10 +45,9 @@ def arithmetic(lm, sentences: list[str], repeats: int) -> dict:
     import numpy as np
 
     from core import overlap
-    from core.similarity import DEFAULT_MAX_WORDS, DEFAULT_PROTOCOL, _dot_rows, _sampled, full_signatures, word_vectors
+    from core.similarity import _dot_rows, full_signatures, word_vectors
 
-    read, keep, _ = _sampled([lm, lm], sentences, DEFAULT_MAX_WORDS, 0, DEFAULT_PROTOCOL)
-    vectors = word_vectors(lm, read[0], keep=keep).vectors  # [L+1, N, D]
+    vectors = word_vectors(lm, read, keep=keep).vectors  # [L+1, N, D]
     centred = [np.ascontiguousarray(layer - layer.mean(axis=0), dtype=np.float32) for layer in vectors]
     gram = np.empty((vectors.shape[1],) * 2, dtype=np.float32)
 
@@ -97,12 +97,13 @@ def main() -> None:
     result = {"model": args.model, "sentences": len(sentences), "repeats": args.repeats, "threads": args.threads}
     result["heads"] = _app.alternate(lambda: _app.raw_forward(lm, sentences, 16, output_attentions=True),
                                 lambda: survey_heads(lm, sentences, batch_size=16), args.repeats)
-    read = similarity_sentences(lm, sentences)
+    sample, keep = similarity_sample(lm, sentences)
+    read = [item.text_a for item in sample]
     result["similarity"] = _app.alternate(
         lambda: [_app.raw_forward(lm, read, 32, output_hidden_states=True) for _ in range(2)],
         lambda: compare_models(lm, lm, sentences), args.repeats)
     result["similarity"]["sentences_read"] = len(read)
-    result["similarity"].update(arithmetic(lm, sentences, args.repeats))
+    result["similarity"].update(arithmetic(lm, sample, keep, args.repeats))
     raw_s = result["similarity"]["raw_s"]
     result["similarity"]["ratio_bound"] = round(raw_s / (raw_s + result["similarity"]["gram_products_s"]), 3)
     result["load"] = _app.load_line()
