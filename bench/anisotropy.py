@@ -8,6 +8,13 @@ Sentences: unique SNLI train sentences of 6-10 words (local data folder), seeded
 the large one, so both have the same length mix.
 Throughput: measure_corpus vs a raw batched forward on the same sentences (same order: shortest first, same
 batch size 32; tokenizer + model(**batch), last hidden state only), run alternately, medians; target >= 0.9.
+Bound: beside it, in the same process and torch threads, the least a pass computing the top-PC measure must add
+to the forward, timed alone (each once as warm-up, then medians of as many repeats) on the same sentences'
+batches, encoded once and kept: "pool_s", core.encoding.pool_batch_words over every batch (word pieces averaged
+to words), and "moment2_s", the second-moment products X^T X per layer as the pass computes them
+(_RunningSums.add_second_moments, on its flush-sized chunks of ~512 words laid out [L, n, D], one BLAS thread as
+in the pass). "ratio_bound" = raw / (raw + pool_s + moment2_s): the best ratio a pass that did
+nothing but the forward, the pooling and that covariance could reach; every other measure adds to it.
 Memory: one fresh process per corpus size runs only measure_corpus; prints its peak RSS (ru_maxrss) and the
 peak of Python/numpy allocations during the pass (tracemalloc), beside what keeping every word vector would
 take. Flat memory = the two sizes give about the same peaks. Figures go in bench/RESULTS.md.
@@ -55,7 +62,63 @@ def throughput(n: int, repeats: int) -> dict:
     config = AnisotropySettings(batch_size=BATCH)
     timed = _app.alternate(lambda: _app.raw_forward(lm, list(corpus.sentences), BATCH),
                            lambda: measure_corpus(lm, corpus, config), repeats)
-    return {"sentences": n, "raw_s": timed["raw_s"], "anisotropy_s": timed["pass_s"]}
+    result = {"sentences": n, "raw_s": timed["raw_s"], "anisotropy_s": timed["pass_s"], **bound(lm, corpus, repeats)}
+    result["ratio_bound"] = result["raw_s"] / (result["raw_s"] + result["pool_s"] + result["moment2_s"])
+    return result
+
+
+def bound(lm, corpus: corpora.Corpus, repeats: int) -> dict:
+    """The pooling and second-moment products alone, on the corpus's batches (see the module docstring)."""
+    from core.anisotropy import _RunningSums
+    from core.encoding import encode_batches, pool_batch_words, tokenize
+
+    batches = list(encode_batches(lm, tokenize(lm, list(corpus.sentences)), batch_size=BATCH, attentions=False,
+                                  hidden_states=True))
+    blocks = flush_blocks([pool_batch_words(batch)[0] for batch in batches])
+    sums = _RunningSums(n_layers=lm.num_layers + 1, dim=lm.hidden_size, tracked={}, wanted={}, n_slots=0,
+                        alignment_sentences={})
+
+    def pool() -> None:
+        for batch in batches:
+            pool_batch_words(batch)
+
+    def moments() -> None:
+        for block in blocks:
+            sums.add_second_moments(block)
+
+    return {"pool_s": median_seconds(pool, repeats), "moment2_s": median_seconds(moments, repeats)}
+
+
+def flush_blocks(pooled: list) -> list:
+    """Pooled batches [U, L+1, D] grouped as _RunningSums.add_batch groups them (a flush once FLUSH_ROWS words
+    wait, the rest at the end), each shifted and laid out [L+1, n, D] as its flush lays it out."""
+    import numpy as np
+
+    from core.anisotropy import _RunningSums
+
+    chunks, waiting = [], []
+    for vectors in pooled:
+        waiting.append(vectors)
+        if sum(len(v) for v in waiting) >= _RunningSums.FLUSH_ROWS:
+            chunks.append(np.concatenate(waiting))
+            waiting = []
+    if waiting:
+        chunks.append(np.concatenate(waiting))
+    shift = pooled[0][0]  # the pass shifts by its first sentence's mean; any typical vector costs the same
+    return [x.transpose(1, 0, 2) - shift[:, None, :] for x in chunks]
+
+
+def median_seconds(fn, repeats: int) -> float:
+    """fn() once as warm-up, then the median of `repeats` timed calls."""
+    import statistics
+
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
 
 
 def memory(n: int) -> dict:
@@ -101,6 +164,8 @@ def main() -> None:
     print(f"  raw batched forward   {t['raw_s']:.2f} s  ({t['sentences'] / t['raw_s']:.0f} sentences/s)")
     print(f"  anisotropy pass       {t['anisotropy_s']:.2f} s  ({t['sentences'] / t['anisotropy_s']:.0f} sentences/s)")
     print(f"  ratio (raw time / pass time): {t['raw_s'] / t['anisotropy_s']:.2f}  (target >= 0.95, issue 18)")
+    print(f"  bound, timed alone: pooling {t['pool_s']:.3f} s + second moments {t['moment2_s']:.3f} s"
+          f" -> ratio_bound (raw / (raw + both)) {t['ratio_bound']:.2f}")
 
     print("\nmemory, one fresh process per size (measure_corpus only):")
     print("  sentences  words   pass s  RSS before  RSS peak  traced peak  keeping every vector")

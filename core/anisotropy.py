@@ -498,8 +498,10 @@ class LayerProfile:
 class _RunningSums:
     """Everything the pass keeps: fixed-size arrays whose size depends on the model and settings only.
 
-    Sentences wait in `pending` (at most ~512 words) and are folded in together, so the numpy work per
+    Sentences wait in `pending` (at most ~FLUSH_ROWS words) and are folded in together, so the numpy work per
     sentence is a few array operations on a whole chunk rather than dozens of small calls."""
+
+    FLUSH_ROWS = 512
 
     n_layers: int
     dim: int
@@ -551,7 +553,7 @@ class _RunningSums:
         kept = units > 0
         self.pending.append(([k for k, keep in zip(keys, kept) if keep], vectors, units[kept]))
         self.pending_rows += int(units.sum())
-        if self.pending_rows >= 512:
+        if self.pending_rows >= self.FLUSH_ROWS:
             self.flush()
 
     def flush(self) -> None:
@@ -604,11 +606,16 @@ class _RunningSums:
 
         blocks = x.transpose(1, 0, 2) - self.shift[:, None, :]  # [L, n, D], shifted and laid out per layer at once
         self.moment1 += blocks.sum(axis=1, dtype=np.float64)
+        self.add_second_moments(blocks)
+        self.pending, self.pending_rows = [], 0
+
+    def add_second_moments(self, blocks: np.ndarray) -> None:
+        """moment2 += X^T X per layer, blocks [L, n, D] float32 (bench/anisotropy.py times it alone)."""
         with overlap.one_blas_thread():
             # One BLAS thread: at one torch thread numpy's sgemm is ~2x faster than torch.bmm here, and the pass
-            # may run this beside the next forward (see measure_corpus), where a second thread would compete.
+            # may run this beside the next forward (see measure_corpus), where a second thread would compete. In
+            # line at two torch threads, sharing the layers between two threads gained nothing (bench/RESULTS.md).
             self.moment2 += np.matmul(blocks.transpose(0, 2, 1), blocks)
-        self.pending, self.pending_rows = [], 0
 
     def reduce(self) -> None:
         """Add up the ranks' sums (core.distributed); a no-op in one process. Each rank's moments are first
