@@ -101,6 +101,19 @@ def raw_forward(lm, sentences, batch: int, **wanted) -> None:
             lm.model(**encoded.to(lm.device), **wanted)
 
 
+def median_seconds(fn, repeats: int) -> float:
+    """fn() once as warm-up, then the median of `repeats` timed calls."""
+    import statistics
+
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
 def alternate(raw, ours, repeats: int) -> dict:
     """Baseline and candidate run in turn after one warm-up each (load drifts hit both); medians and their ratio."""
     import statistics

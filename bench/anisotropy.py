@@ -86,7 +86,7 @@ def bound(lm, corpus: corpora.Corpus, repeats: int) -> dict:
         for block in blocks:
             sums.add_second_moments(block)
 
-    return {"pool_s": median_seconds(pool, repeats), "moment2_s": median_seconds(moments, repeats)}
+    return {"pool_s": _app.median_seconds(pool, repeats), "moment2_s": _app.median_seconds(moments, repeats)}
 
 
 def flush_blocks(pooled: list) -> list:
@@ -106,19 +106,6 @@ def flush_blocks(pooled: list) -> list:
         chunks.append(np.concatenate(waiting))
     shift = pooled[0][0]  # the pass shifts by its first sentence's mean; any typical vector costs the same
     return [x.transpose(1, 0, 2) - shift[:, None, :] for x in chunks]
-
-
-def median_seconds(fn, repeats: int) -> float:
-    """fn() once as warm-up, then the median of `repeats` timed calls."""
-    import statistics
-
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def memory(n: int) -> dict:

@@ -39,9 +39,6 @@ def similarity_sample(lm, sentences: list[str]):
 
 def arithmetic(lm, read, keep, repeats: int) -> dict:
     """The similarity pass's own arithmetic, alone, on the word vectors it computes (see the module docstring)."""
-    import statistics
-    import time
-
     import numpy as np
 
     from core import overlap
@@ -61,15 +58,8 @@ def arithmetic(lm, read, keep, repeats: int) -> dict:
         b = full_signatures(vectors, threads=overlap.cores())
         _dot_rows(a[0], b[0]), _dot_rows(a[1], b[1])
 
-    timed = {}
-    for name, fn in (("gram_products_s", products), ("signatures_s", signatures)):
-        fn()
-        samples = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        timed[name] = round(statistics.median(samples), 4)
+    timed = {name: round(_app.median_seconds(fn, repeats), 4)
+             for name, fn in (("gram_products_s", products), ("signatures_s", signatures))}
     timed["words"], timed["layers"], timed["width"] = int(vectors.shape[1]), int(vectors.shape[0]), int(vectors.shape[2])
     return timed
 

@@ -26,6 +26,8 @@ from core.charts import attention as charts  # noqa: E402
 from core.encoding import encode  # noqa: E402
 from core.models import LoadedModel, load_model  # noqa: E402
 
+import _app  # noqa: E402  (bench/, the script's own folder, is on sys.path)
+
 WORDS = "the bank raised its rates again while the river bank flooded near a small house in the park".split()
 
 
@@ -44,16 +46,6 @@ def paired(baseline, candidate, repeats: int) -> tuple[float, float]:
             fn()
             samples.append(time.perf_counter() - start)
     return statistics.median(base), statistics.median(cand)
-
-
-def timed(fn, repeats: int) -> float:
-    fn()  # warm-up
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def raw_forward(lm: LoadedModel, texts: list[str]):
@@ -87,8 +79,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     attentions = rng.random((12, 12, 40, 40)).astype(np.float32)
     attentions /= attentions.sum(-1, keepdims=True)
-    build = timed(lambda: charts.model_view_grid(attentions), args.repeats)
-    build_and_serialise = timed(lambda: charts.model_view_grid(attentions).to_dict(), args.repeats)
+    build = _app.median_seconds(lambda: charts.model_view_grid(attentions), args.repeats)
+    build_and_serialise = _app.median_seconds(lambda: charts.model_view_grid(attentions).to_dict(), args.repeats)
     print(f"\nmodel view 12x12 heads x 40 tokens: build {build * 1000:.1f} ms, build + to_dict {build_and_serialise * 1000:.1f} ms")
 
 
