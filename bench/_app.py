@@ -115,7 +115,8 @@ def median_seconds(fn, repeats: int) -> float:
 
 
 def alternate(raw, ours, repeats: int) -> dict:
-    """Baseline and candidate run in turn after one warm-up each (load drifts hit both); medians and their ratio."""
+    """Baseline and candidate run in turn after one warm-up each (load drifts hit both); medians and their ratio.
+    ratio_paired: the median of each turn's own raw / candidate, so a drift between turns cancels."""
     import statistics
 
     raw(), ours()  # warm-up
@@ -126,7 +127,8 @@ def alternate(raw, ours, repeats: int) -> dict:
             fn()
             samples.append(time.perf_counter() - start)
     b, c = statistics.median(base), statistics.median(cand)
-    return {"raw_s": b, "pass_s": c, "ratio": round(b / c, 3)}
+    paired = statistics.median(r / p for r, p in zip(base, cand))
+    return {"raw_s": b, "pass_s": c, "ratio": round(b / c, 3), "ratio_paired": round(paired, 3)}
 
 
 def peak_rss_mb() -> float:
