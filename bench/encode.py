@@ -11,9 +11,7 @@ Prints ratios; the figures go in bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,18 +32,6 @@ WORDS = "the bank raised its rates again while the river bank flooded near a sma
 def sentences(n: int, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
     return [" ".join(rng.choice(WORDS, size=rng.integers(12, 30))) + "." for _ in range(n)]
-
-
-def paired(baseline, candidate, repeats: int) -> tuple[float, float]:
-    """Medians of baseline and candidate run alternately, so load from other processes hits both alike."""
-    baseline(), candidate()  # warm-up
-    base, cand = [], []
-    for _ in range(repeats):
-        for fn, samples in ((baseline, base), (candidate, cand)):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-    return statistics.median(base), statistics.median(cand)
 
 
 def raw_forward(lm: LoadedModel, texts: list[str]):
@@ -73,7 +59,8 @@ def main() -> None:
         print(f"\n{lm.ref}: {lm.num_layers} layers, {lm.num_heads} heads, hidden {lm.hidden_size}")
         for n in (1, 64):
             texts = sentences(n)
-            raw, ours = paired(lambda: raw_forward(lm, texts), lambda: encode(lm, texts, batch_size=64), args.repeats)
+            timed = _app.alternate(lambda: raw_forward(lm, texts), lambda: encode(lm, texts, batch_size=64), args.repeats)
+            raw, ours = timed["raw_s"], timed["pass_s"]
             print(f"  batch {n:>2}: raw {raw * 1000:8.1f} ms   pipeline {ours * 1000:8.1f} ms   ratio {ours / raw:.3f}")
 
     rng = np.random.default_rng(0)
