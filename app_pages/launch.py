@@ -76,9 +76,22 @@ def start() -> bool:
 
 @asynccontextmanager
 async def lifespan(_app):
-    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it)."""
-    start()
+    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it). What killed
+    writers left is cleaned at the end of the warm-up, or here when there is no warm-up."""
+    if not start():
+        clean_leftovers()
     yield
+
+
+def clean_leftovers() -> None:
+    from core.files import clean_leftovers as clean
+
+    try:
+        removed = clean()
+        if removed:
+            _log.info("removed %d leftover(s) of killed writers: %s", len(removed), ", ".join(p.name for p in removed))
+    except Exception:  # never stops the server: the next start tries again
+        _log.exception("cleaning leftovers of killed writers failed")
 
 
 def session_started() -> bool:
@@ -128,6 +141,7 @@ def warm_up() -> None:
         _warm_default_model()
     except Exception as err:  # a broken default model is reported to the session that opens it, in its page
         _log.warning("warm-up: default model not warmed: %s", err)
+    clean_leftovers()  # after the first forward, which a waiting visitor needs sooner
     timings["total_s"] = time.perf_counter() - start_time
     _log.info("warm-up done in %.2f s (%s)", timings["total_s"], ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
 

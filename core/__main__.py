@@ -13,6 +13,7 @@ import pkgutil
 import sys
 
 import core.commands
+from core.files import clean_leftovers
 from core.models import ModelUnavailable
 from core.progress import Cancelled
 
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from core import distributed
+
+    if distributed.launched_world_size() == 1:  # under a launcher, the process that started the ranks did this
+        clean_leftovers()
 
     if distributed.launched_world_size() > 1:
         import os

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core import settings
-from core.files import read_json, write_json_atomic
+from core.files import pid_alive, read_json, write_json_atomic
 from core.progress import Cancelled
 
 ACTIVE_STATES = ("queued", "running")
@@ -58,22 +58,6 @@ KILLED_MESSAGE = "the job's process ended without finishing (killed, crashed or 
 
 def jobs_dir() -> Path:
     return settings.cache_dir() / "jobs"
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited child nobody has waited for yet is a zombie: it still answers kill(pid, 0)
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from core import views
+from core.files import write_text_atomic
 
 VERSION = 1
 BUILTIN_DIR = Path(__file__).resolve().parent / "data" / "lessons"
@@ -137,7 +138,7 @@ def load(path: str | Path) -> Lesson:
 
 def save(lesson: Lesson, path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(dumps(lesson, "yaml" if path.suffix in (".yaml", ".yml") else "json"), encoding="utf-8")
+    write_text_atomic(path, dumps(lesson, "yaml" if path.suffix in (".yaml", ".yml") else "json"))
     return path
 
 

@@ -47,7 +47,7 @@ from core.bias.statistics import ARMS, ExperimentResult, score_experiment
 from core.bias.swaps import DEFAULT_SWAPS, Counterfactuals, counterfactuals, parse_swaps
 from core.bias.words import DEFAULT_WORDS, TrainingSets, check_filter, match_mask, parse_words, training_sets
 from core.datasets import Example
-from core.files import read_json, write_json_atomic
+from core.files import read_json, write_json_atomic, write_text_atomic
 from core.models import download
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 from core.training.recipe import PAPER_SETTINGS, paper_recipe
@@ -199,11 +199,8 @@ def prepare(spec: ExperimentSpec) -> ExperimentData:
     folder.mkdir(parents=True, exist_ok=True)
     test_rows = [{"text": e.text, "text_b": e.text_b, "label": e.label, "split": "test"} for e in data.test]
     for arm in ARMS:
-        with open(data_file(spec.name, arm), "w", encoding="utf-8") as handle:
-            for e in data.sets.arm(arm):
-                handle.write(json.dumps({"text": e.text, "text_b": e.text_b, "label": e.label, "split": "train"}) + "\n")
-            for row in test_rows:
-                handle.write(json.dumps(row) + "\n")
+        train_rows = [{"text": e.text, "text_b": e.text_b, "label": e.label, "split": "train"} for e in data.sets.arm(arm)]
+        write_text_atomic(data_file(spec.name, arm), "".join(json.dumps(row) + "\n" for row in train_rows + test_rows))
     write_json_atomic(folder / SPEC, spec.to_json())
     return data
 

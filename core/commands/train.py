@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from core.distributed import launched_world_size
+from core.files import write_text_atomic
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
 from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
@@ -140,7 +141,7 @@ def run_finetune(args) -> int:
         from core.training.runs import RECIPE, WORKER_PID, RunFolder
 
         folder = RunFolder.create(recipe)
-        (folder.path / WORKER_PID).write_text(str(os.getpid()))
+        write_text_atomic(folder.path / WORKER_PID, str(os.getpid()))
         metrics = launch_ranks(recipe, str(folder.path / RECIPE), progress, stop)
     else:
         metrics = finetune(recipe, progress=progress, should_stop=stop)
@@ -174,7 +175,7 @@ def _describe(run) -> str:
         acc = m.get("accuracy")
         return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
     if run.state in ("failed", "cancelled"):
-        return (run.error or "") + ("\n    " + run.log_tail.replace("\n", "\n    ") if run.state == "failed" else "")
+        return run.error_line  # the whole traceback stays in the run folder's traceback.txt
     return "waiting for the run before it"
 
 
