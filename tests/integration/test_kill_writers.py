@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -126,3 +125,30 @@ def test_corpus_pass_job_killed_while_saving_its_result_has_no_result(tiny_bert_
     assert not temporary.exists()
     assert sorted(p.name for p in folder.iterdir()) == sorted([jobs.RECORD, jobs.WORK, jobs.LOG])
     assert jobs.status(job.id).state == "killed"
+
+
+def test_the_app_start_cleans_too(monkeypatch):
+    """The server's lifespan (app_pages/launch.py) runs the same cleaning as the command line (here with the
+    warm-up off; with it on, the warm-up thread does it after its first forward)."""
+    import asyncio
+
+    from app_pages import launch
+    from core.training.runs import STATUS
+
+    monkeypatch.setenv("BERTLENS_WARM_UP", "0")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    stale = index_root() / f".0a1b2c3d4e5f60718293.{child.pid}.0123abcd.tmp"
+    stale.mkdir(parents=True)
+    dead_run = partial_dir("dead")
+    dead_run.mkdir(parents=True)
+    files.write_json_atomic(dead_run / STATUS, {"state": "running", "pid": child.pid, "queued_at": time.time()})
+    (dead_run / "model.safetensors").write_bytes(b"half")
+
+    async def serve_once() -> None:
+        async with launch.lifespan(None):
+            pass
+
+    asyncio.run(serve_once())
+    assert not stale.exists() and not dead_run.exists()
+    assert (settings.runs_dir() / ".dead.failed").is_dir() and not list(settings.runs_dir().rglob("*.safetensors"))
