@@ -71,9 +71,9 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
         folder.end("cancelled", "cancelled by the user")
         raise
     except BaseException as err:
-        error = f"{type(err).__name__}: {err}"
-        folder.log(f"failed: {error}")
-        folder.end("failed", error, traceback.format_exc())
+        details = traceback.format_exc()
+        folder.log(details)  # the page's log view shows it; listings show the error's one line
+        folder.end("failed", f"{type(err).__name__}: {err}", details)
         raise
 
 
