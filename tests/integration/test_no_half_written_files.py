@@ -92,3 +92,16 @@ def test_a_failed_run_keeps_its_traceback_and_is_listed_on_one_line(tiny_bert_di
     assert main(["runs"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert lines == ["crashes\tfailed\t" + str(task) + "\tRuntimeError: simulated crash with a second line"]
+
+
+def test_a_background_run_of_an_invalid_task_file_starts_nothing(tiny_bert_dir, tmp_path):
+    """The page and `finetune --background` queue through training.submit: the file is read before any folder or job."""
+    from core import jobs
+    from core.training import TaskError, submit
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "the cat", "label": "cat"}\n{"text": "the dog"\n')
+    with pytest.raises(TaskError, match="bad.jsonl"):
+        submit(Recipe(model=str(tiny_bert_dir), task=str(bad), run_name="bad-background", epochs=1))
+    for folder in (settings.runs_dir(), jobs.jobs_dir()):
+        assert not folder.exists() or not list(folder.iterdir())
