@@ -25,16 +25,7 @@ from core.training import list_runs
 from core.training.runs import final_dir, partial_dir
 from core.vector_index import TokenIndex, index_key, index_root
 from tests.integration import kill_work
-
-
-def wait_for(predicate, timeout: float = 180.0, what: str = "condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"{what} not reached in {timeout:.0f} s")
+from tests.integration.test_training import _wait_until as wait_for
 
 
 def start_cli(*argv: str, pause: str) -> subprocess.Popen:
@@ -64,7 +55,7 @@ def test_finetune_killed_in_its_save_step_is_never_a_model(tiny_bert_dir, animal
     partial = partial_dir(name)
     try:
         # The worst moment: weights, metrics.json and status "done" all written, the rename to NAME not yet done.
-        wait_for(lambda: (files.read_json(partial / "status.json") or {}).get("state") == "done", what="the save step")
+        wait_for(lambda: (files.read_json(partial / "status.json") or {}).get("state") == "done")
     finally:
         kill(child)
     assert (partial / "model.safetensors").is_file() and (partial / "metrics.json").is_file()
@@ -89,8 +80,8 @@ def test_index_build_killed_before_its_rename_leaves_no_index_and_is_cleaned(tin
             "--layer", str(layer), "--corpus", "builtin", "--json"]
     child = start_cli(*argv, pause=key)
     try:
-        temporary = wait_for(lambda: next((p for p in index_root().glob(f".{key}.*") if (p / "info.json").is_file()), None),
-                             what="the index's temporary folder, complete")
+        complete = (lambda: next((p for p in index_root().glob(f".{key}.*") if (p / "info.json").is_file()), None))
+        temporary = wait_for(complete)
     finally:
         kill(child)
     assert files.writer_pid(temporary) == child.pid
@@ -112,8 +103,8 @@ def test_corpus_pass_job_killed_while_saving_its_result_has_no_result(tiny_bert_
     job = jobs.submit("anisotropy", {"model": str(tiny_bert_dir), "corpus": "builtin"}, work, process=True)
     folder = jobs.jobs_dir() / job.id
     try:
-        temporary = wait_for(lambda: next(folder.glob(f".{jobs.RESULT}.*.tmp"), None), what="the result's temporary file")
-        wait_for(lambda: files.read_json(temporary), what="the result written whole")  # complete, not yet renamed
+        temporary = wait_for(lambda: next(folder.glob(f".{jobs.RESULT}.*.tmp"), None))
+        wait_for(lambda: files.read_json(temporary))  # complete, not yet renamed
     finally:
         os.killpg(job.popen.pid, signal.SIGKILL)
         job.popen.wait(timeout=30)
