@@ -18,6 +18,7 @@ its temporary name complete on disk, just before the rename, so a test can SIGKI
 from __future__ import annotations
 
 import fnmatch
+import glob
 import json
 import os
 import re
@@ -91,6 +92,7 @@ def atomic_path(path: Path, *, replace: bool = True) -> Iterator[Path]:
     exit rename it to `path`, on an error remove it and leave `path` as it was. replace=False: fail with an OSError
     (and remove the temporary) when `path` exists, e.g. a folder another process finished first."""
     path = Path(path)
+    _remove_stale_siblings(path)
     tmp = temp_name(path)
     try:
         yield tmp
@@ -98,6 +100,14 @@ def atomic_path(path: Path, *, replace: bool = True) -> Iterator[Path]:
     except BaseException:
         remove(tmp)
         raise
+
+
+def _remove_stale_siblings(path: Path) -> None:
+    """A killed writer of this very name left its temporary here (perhaps outside the models cache, where the
+    start-up cleaning does not look, e.g. an `encode --out` folder): the next writer of the name removes it."""
+    for sibling in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        if writer_pid(sibling) is not None and not writer_alive(sibling):
+            remove(sibling)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> Path:

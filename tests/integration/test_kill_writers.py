@@ -26,6 +26,7 @@ from core.training.runs import final_dir, partial_dir
 from core.vector_index import TokenIndex, index_key, index_root
 from tests.integration import kill_work
 from tests.integration.test_training import _wait_until as wait_for
+from tests.unit.test_files import dead_pid
 
 
 def start_cli(*argv: str, pause: str) -> subprocess.Popen:
@@ -127,13 +128,12 @@ def test_the_app_start_cleans_too(monkeypatch):
     from core.training.runs import STATUS
 
     monkeypatch.setenv("BERTLENS_WARM_UP", "0")
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    stale = index_root() / f".0a1b2c3d4e5f60718293.{child.pid}.0123abcd.tmp"
+    gone = dead_pid()
+    stale = index_root() / f".0a1b2c3d4e5f60718293.{gone}.0123abcd.tmp"
     stale.mkdir(parents=True)
     dead_run = partial_dir("dead")
     dead_run.mkdir(parents=True)
-    files.write_json_atomic(dead_run / STATUS, {"state": "running", "pid": child.pid, "queued_at": time.time()})
+    files.write_json_atomic(dead_run / STATUS, {"state": "running", "pid": gone, "queued_at": time.time()})
     (dead_run / "model.safetensors").write_bytes(b"half")
 
     async def serve_once() -> None:

@@ -12,6 +12,7 @@ import pytest
 from core import settings
 from core.__main__ import main
 from core.training import Recipe, finetune
+from tests.unit.test_files import dead_pid
 
 
 def message_lines(err: str) -> list[str]:
@@ -46,6 +47,23 @@ def test_encode_out_that_fails_midway_keeps_the_old_file_and_prints_one_line(tin
     assert len(lines) == 1 and lines[0].startswith("error: cannot write") and "No space left on device" in lines[0]
     assert out.read_bytes() == b"yesterday's complete file"
     assert [p.name for p in out.parent.iterdir()] == ["x.npz"]
+
+
+def test_the_next_encode_to_a_name_removes_what_a_killed_one_left(tiny_bert_dir, tmp_path):
+    """A temporary left in the user's folder (outside the models cache the start-up cleaning walks) by a killed
+    `encode --out` is removed by the next write of that name; another name's, or a live writer's, is not."""
+    from core import files
+
+    gone = dead_pid()
+    out = tmp_path / "out" / "x.npz"
+    out.parent.mkdir()
+    leftover = out.parent / f".x.npz.{gone}.0123abcd.tmp"
+    other = out.parent / f".y.npz.{gone}.0123abcd.tmp"
+    live = files.temp_name(out)
+    for path in (leftover, other, live):
+        path.write_bytes(b"PK half")
+    assert main(["encode", "--model", str(tiny_bert_dir), "--text", "the cat sat", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(["x.npz", other.name, live.name])
 
 
 @pytest.mark.parametrize("where", ["a file as folder", "missing folder", "a folder"])
