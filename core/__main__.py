@@ -30,9 +30,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from core import distributed
 
-    if distributed.launched_world_size() == 1:  # under a launcher, the process that started the ranks did this
-        clean_leftovers()
-
     if distributed.launched_world_size() > 1:
         import os
 
@@ -40,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         if not ctx.is_main:
             # Every rank computes the same reduced result; it is printed once, by the main process.
             sys.stdout = open(os.devnull, "w")
+    else:
+        clean_leftovers()  # what killed writers left; under a launcher, the process that started the ranks did it
     finished = False
     try:
         code = int(args.func(args) or 0)

@@ -195,7 +195,10 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
         for name in list(subfolders) + files:
             path = Path(folder) / name
             if writer_pid(path) is not None and not writer_alive(path):
-                remove(path)
+                try:
+                    remove(path)
+                except OSError:  # not ours to remove (permissions): left for its owner
+                    continue
                 removed.append(path)
         subfolders[:] = [s for s in subfolders if writer_pid(Path(folder) / s) is None]  # never look inside one
     return removed
