@@ -109,3 +109,20 @@ def test_hub_check_is_remembered_and_offline_env_wins(monkeypatch):
     assert len(calls) == 1
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert models.hub_reachable_recently() is False
+
+
+def test_a_lessons_missing_models_say_why_each_cannot_load_now(tmp_path, tiny_bert_dir):
+    """Before: every missing model, a missing folder path included, was told to `python -m core download` it."""
+    from core import lessons
+
+    step = {"title": "t", "page": "attention", "notes": ""}
+    lesson = lessons.from_json({"version": 1, "title": "x", "steps": [
+        {**step, "params": {"model": str(tiny_bert_dir)}},
+        {**step, "params": {"model": "bert-base-uncased"}},
+        {**step, "params": {"model": str(tmp_path / "gone" / "model")}},
+    ]})
+    hub_id, path = lessons.missing_model_notes(lesson, hub_up=offline)
+    assert "needs a download" in hub_id and "python -m core download bert-base-uncased" in hub_id
+    assert path.startswith("No such folder") and "download" not in path
+    online, _ = lessons.missing_model_notes(lesson, hub_up=lambda: True)
+    assert "downloads when first used" in online
