@@ -247,14 +247,9 @@ def choose_start_model(default: str, default_available: Availability, local: Seq
     best = min(local, key=lambda e: START_SOURCE_ORDER.index(e.source) if e.source in START_SOURCE_ORDER
                else len(START_SOURCE_ORDER))
     kind = {"hub-cache": "downloaded earlier", "local": "from the data folder", "run": "a fine-tuned run"}.get(best.source, best.source)
-    return StartModel(best.name, default, f"{default} cannot load now ({_short_reason(default_available)}): "
-                                          f"opened on {best.name} ({kind}), which is on this computer.")
-
-
-def _short_reason(available: Availability) -> str:
-    if available.source == "unavailable" and "needs a download" in available.reason:
-        return "it needs a download and the hub is unreachable"
-    return available.reason.split(". ")[0]
+    why = ("needs a download and the hub is unreachable" if "needs a download" in default_available.reason
+           else f"cannot load ({default_available.reason.split('. ')[0]})")
+    return StartModel(best.name, default, f"{default} {why}, so BERT Lens opened on {best.name} ({kind}).")
 
 
 def start_model(hub_up: Callable[[], bool] | None = None) -> StartModel:
