@@ -10,7 +10,7 @@ import streamlit as st
 from app_pages import lesson_bar, page_report, presenter, url_state
 from app_pages.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
-from core.models import availability, available_models, pick_device, start_model
+from core.models import availability, available_models, choose_start_model, pick_device, start_model
 
 START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
 
@@ -97,6 +97,11 @@ def model_status(current: str) -> None:
     checked = availability(current)
     if not checked.loadable:
         st.error(checked.reason)
+        local = [e for e in available_models() if availability(e.name).loadable]
+        instead = choose_start_model(current, checked, local)
+        if instead.fell_back:
+            st.button(f"Use {instead.model}", key="router.use_local", on_click=use_model, args=(instead.model,),
+                      help="The best model on this computer.")
     st.session_state[MODEL_ERROR_KEY] = checked.reason
 
 

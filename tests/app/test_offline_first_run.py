@@ -78,6 +78,8 @@ def test_one_click_back_to_the_default_says_plainly_it_needs_a_download_before_a
     assert any("cannot be loaded now (the sidebar says why)" in i.value for i in at.main.info)
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception and at.sidebar.error
+    at.sidebar.button(key="router.use_local").click().run()  # and one click to a model that loads
+    assert not at.exception and at.session_state["model"] == LOCAL and not at.sidebar.error
 
 
 def test_a_model_in_the_link_is_kept_and_a_loadable_default_gets_no_notice(offline, monkeypatch, tiny_bert_dir):
