@@ -96,7 +96,7 @@ def model_status(current: str) -> None:
                   help="Back to the default model: it needs a download, so it loads only with internet.")
     checked = availability(current)
     if not checked.loadable:
-        st.error(checked.reason)
+        st.error(checked.summary or checked.reason)
         local = [e for e in available_models() if availability(e.name).loadable]
         instead = choose_start_model(current, checked, local)
         if instead.fell_back:

@@ -200,6 +200,7 @@ class Availability:
     loadable: bool
     source: str  # "run", "local", "hub-cache", "hub" (downloads on first use) or "unavailable"
     reason: str = ""
+    summary: str = ""  # the reason in a line, for a narrow place such as the sidebar (the reason when it is short)
 
 
 def availability(ref: str, hub_up: Callable[[], bool] | None = None) -> Availability:
@@ -213,7 +214,9 @@ def availability(ref: str, hub_up: Callable[[], bool] | None = None) -> Availabi
     if folder is None:
         if (hub_up or hub_reachable_recently)():
             return Availability(ref, True, "hub")
-        return Availability(ref, False, "unavailable", needs_download_message(ref))
+        return Availability(ref, False, "unavailable", needs_download_message(ref),
+                            f"'{ref}' needs a download and the hub is unreachable. With internet: "
+                            f"python -m core download {ref}")
     try:
         _check_architecture(folder, ref)
     except (ModelUnavailable, OSError, ValueError) as err:

@@ -36,6 +36,8 @@ def test_hub_id_is_loadable_only_when_the_hub_answers(isolated_cache):
     assert not absent.loadable
     assert "needs a download" in absent.reason and "python -m core download bert-base-uncased" in absent.reason
     assert "ModelUnavailable" not in absent.reason
+    assert absent.summary == ("'bert-base-uncased' needs a download and the hub is unreachable. With internet: "
+                              "python -m core download bert-base-uncased")
 
 
 def test_a_folder_that_cannot_load_is_not_loadable_and_says_why(tmp_path):
