@@ -250,9 +250,11 @@ def choose_start_model(default: str, default_available: Availability, local: Seq
     best = min(local, key=lambda e: START_SOURCE_ORDER.index(e.source) if e.source in START_SOURCE_ORDER
                else len(START_SOURCE_ORDER))
     kind = {"hub-cache": "downloaded earlier", "local": "from the data folder", "run": "a fine-tuned run"}.get(best.source, best.source)
-    why = ("needs a download and the hub is unreachable" if "needs a download" in default_available.reason
-           else f"cannot load ({default_available.reason.split('. ')[0]})")
-    return StartModel(best.name, default, f"{default} {why}, so BERT Lens opened on {best.name} ({kind}).")
+    if "needs a download" in default_available.reason:
+        notice = f"Offline: {default} needs a download, so this opened on {best.name} ({kind})."
+    else:
+        notice = f"{default} cannot load ({default_available.reason.split('. ')[0]}), so this opened on {best.name} ({kind})."
+    return StartModel(best.name, default, notice)
 
 
 def start_model(hub_up: Callable[[], bool] | None = None) -> StartModel:

@@ -57,8 +57,7 @@ def test_every_page_opens_on_the_local_model_with_the_notice_and_a_next_step(off
     assert not at.exception, at.exception
     assert at.session_state["model"] == LOCAL
     notice = [i.value for i in at.sidebar.info]
-    assert notice == [f"bert-base-uncased needs a download and the hub is unreachable, so BERT Lens opened on {LOCAL} "
-                      "(from the data folder)."]
+    assert notice == [f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder)."]
     assert at.sidebar.button(key="router.use_default").label == "Use bert-base-uncased"
     assert not at.error and not [e for e in at.sidebar.error]
     assert not any("ModelUnavailable" in w.value for w in [*at.warning, *at.info, *at.caption])

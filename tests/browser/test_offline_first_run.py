@@ -10,7 +10,7 @@ import pytest
 
 from tests.browser.conftest import StreamlitServer, assert_no_streamlit_exception, screenshot, wait_for_app
 
-NOTICE = "bert-base-uncased needs a download and the hub is unreachable, so BERT Lens opened on all-MiniLM-L6-v2"
+NOTICE = "Offline: bert-base-uncased needs a download, so this opened on all-MiniLM-L6-v2 (from the data folder)."
 
 
 @pytest.fixture(scope="module")

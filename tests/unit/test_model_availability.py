@@ -86,6 +86,14 @@ def test_an_unloadable_default_falls_back_to_a_pretrained_local_model_with_a_not
     assert choose_start_model("bert-base-uncased", gone, LOCAL[:1]).model == "my-snli-run"
 
 
+def test_a_default_that_is_a_missing_folder_falls_back_saying_so():
+    gone = availability("/models/moved-away", hub_up=offline)
+    start = choose_start_model("/models/moved-away", gone, LOCAL[1:2])
+    assert start.model == "all-MiniLM-L6-v2"
+    assert start.notice == ("/models/moved-away cannot load (No such folder: /models/moved-away (does not exist)), "
+                            "so this opened on all-MiniLM-L6-v2 (from the data folder).")
+
+
 def test_with_nothing_local_the_default_stays_and_its_page_says_what_to_do():
     gone = Availability("bert-base-uncased", False, "unavailable", "needs a download")
     assert choose_start_model("bert-base-uncased", gone, []).model == "bert-base-uncased"
