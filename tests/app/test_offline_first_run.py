@@ -90,3 +90,25 @@ def test_a_model_in_the_link_is_kept_and_a_loadable_default_gets_no_notice(offli
     at = first_visit("app_pages/home.py")
     assert at.session_state["model"] == str(tiny_bert_dir)
     assert not at.sidebar.info and not at.sidebar.error
+
+
+def test_presenter_names_each_missing_model_and_never_fetches_it(offline, monkeypatch):
+    """The built-in lesson's bert-base-uncased step: the first slide says why it cannot load now, and preparing the
+    steps skips it (no download attempt, even where the hub answers)."""
+    import core.models
+
+    def no_download(ref):
+        raise AssertionError(f"presenter mode tried to download {ref}")
+
+    monkeypatch.setattr(core.models, "download", no_download)
+    at = AppTest.from_file(APP_FILE, default_timeout=240)
+    at.query_params.update({"lesson": "bert-in-ten-views", "step": "1"})
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception, at.exception
+    (warning,) = [w.value for w in at.warning if "bert-base-uncased" in w.value]
+    assert "needs a download" in warning and "python -m core download bert-base-uncased" in warning
+    from core import jobs
+
+    for record in jobs.list_records():  # the lesson's corpus pass, started ahead: not needed here
+        jobs.cancel(record.id)
+        jobs.wait(record.id, timeout=60)
