@@ -93,7 +93,7 @@ def model_status(current: str) -> None:
     if start is not None and current == start.model:
         st.info(start.notice, icon=":material/wifi_off:")
         st.button(f"Use {start.default}", key="router.use_default", on_click=use_model, args=(start.default,),
-                  help="Back to the default model: it needs a download, so it loads only with internet.")
+                  help="Back to the default model; it cannot load now, and the sidebar will say why.")
     checked = availability(current)
     if not checked.loadable:
         st.error(checked.summary or checked.reason)

@@ -198,7 +198,9 @@ class Availability:
 
     ref: str
     loadable: bool
-    source: str  # "run", "local", "hub-cache", "hub" (downloads on first use) or "unavailable"
+    # "run", "local", "hub-cache", "hub" (downloads on first use); not loadable: "needs-download" (a hub id, the hub
+    # unreachable) or "unavailable" (a missing folder, an unsupported or pickled model)
+    source: str
     reason: str = ""
     summary: str = ""  # the reason in a line, for a narrow place such as the sidebar (the reason when it is short)
 
@@ -214,7 +216,7 @@ def availability(ref: str, hub_up: Callable[[], bool] | None = None) -> Availabi
     if folder is None:
         if (hub_up or hub_reachable_recently)():
             return Availability(ref, True, "hub")
-        return Availability(ref, False, "unavailable", needs_download_message(ref),
+        return Availability(ref, False, "needs-download", needs_download_message(ref),
                             f"'{ref}' needs a download and the hub is unreachable. With internet: "
                             f"python -m core download {ref}")
     try:
@@ -250,7 +252,7 @@ def choose_start_model(default: str, default_available: Availability, local: Seq
     best = min(local, key=lambda e: START_SOURCE_ORDER.index(e.source) if e.source in START_SOURCE_ORDER
                else len(START_SOURCE_ORDER))
     kind = {"hub-cache": "downloaded earlier", "local": "from the data folder", "run": "a fine-tuned run"}.get(best.source, best.source)
-    if "needs a download" in default_available.reason:
+    if default_available.source == "needs-download":
         notice = f"Offline: {default} needs a download, so this opened on {best.name} ({kind})."
     else:
         notice = f"{default} cannot load ({default_available.reason.split('. ')[0]}), so this opened on {best.name} ({kind})."

@@ -77,7 +77,8 @@ def test_the_default_is_kept_when_it_loads_now():
 
 
 def test_an_unloadable_default_falls_back_to_a_pretrained_local_model_with_a_notice():
-    gone = Availability("bert-base-uncased", False, "unavailable", models.needs_download_message("bert-base-uncased"))
+    gone = availability("bert-base-uncased", hub_up=offline)
+    assert gone.source == "needs-download"
     start = choose_start_model("bert-base-uncased", gone, LOCAL)
     assert start.model == "org/tiny" and start.fell_back and start.default == "bert-base-uncased"
     assert start.notice.count("\n") == 0 and "bert-base-uncased" in start.notice and "org/tiny" in start.notice
@@ -95,7 +96,7 @@ def test_a_default_that_is_a_missing_folder_falls_back_saying_so():
 
 
 def test_with_nothing_local_the_default_stays_and_its_page_says_what_to_do():
-    gone = Availability("bert-base-uncased", False, "unavailable", "needs a download")
+    gone = Availability("bert-base-uncased", False, "needs-download", "needs a download")
     assert choose_start_model("bert-base-uncased", gone, []).model == "bert-base-uncased"
 
 
