@@ -42,8 +42,8 @@ def use_model(name: str) -> None:
 def offer_models(offers) -> None:
     """One "Use …" button per model with an MLM head; one that cannot load now is disabled, with the reason."""
     for offer in offers:
-        st.button(f"Use {offer.ref}", key=f"masked.use.{offer.ref}", on_click=use_model, args=(offer.ref,), disabled=not offer.loadable,
-                  help=offer.reason or None)
+        st.button(f"Use {offer.ref}", key=f"masked.use.{offer.ref}", on_click=use_model, args=(offer.ref,),
+                  disabled=not offer.loadable, help=offer.reason or None)
         if not offer.loadable:
             st.caption(offer.reason)
 

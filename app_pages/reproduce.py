@@ -60,7 +60,7 @@ c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
 c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=f"`{sidebar_model}`")
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
-                     format_func=lambda ref: ref if loadable.get(ref, availability(ref)).loadable else f"{ref} (cannot load now)",
+                     format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",
                      help="The paper's model needs internet the first time; any model, folder or finished run works.")
 corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
                        help="Leave as is for the study's default. " + GRAMMAR, disabled=study.default_corpus is None)
@@ -86,7 +86,8 @@ elif not references.same_model_name(model, study.model):
 result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
                       unit="steps", hide_stale=True, disabled=not chosen.loadable)
 if result is None:
-    st.info("Press **Run the study** to measure (nothing is computed until then).")
+    if chosen.loadable:  # otherwise the warning above is the next step, not "Press Run"
+        st.info("Press **Run the study** to measure (nothing is computed until then).")
     st.stop()
 
 if result.comparisons:

@@ -99,4 +99,5 @@ def test_offline_the_paper_model_gives_way_to_a_local_one_said_shape_only_before
     assert not at.exception
     assert any("needs a download" in w.value for w in at.warning)
     assert at.button(key=f"reproduce.{study}.run").disabled
+    assert not any("Press **Run the study**" in i.value for i in at.info)  # the warning is the next step
     assert not any("ModelUnavailable" in e.value for e in [*at.warning, *at.error, *at.info])
