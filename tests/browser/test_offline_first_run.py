@@ -4,6 +4,7 @@ with a one-line notice; "Use bert-base-uncased" says plainly that it needs a dow
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -57,3 +58,14 @@ def test_reproduce_offline_measures_a_local_model_shape_only(page, offline_url):
     assert_no_streamlit_exception(page)
     screenshot(page, "offline_reproduce")
 
+
+
+def test_anisotropy_offline_says_why_once_and_offers_no_run(page, offline_url):
+    page.goto(f"{offline_url.url}/anisotropy?model=bert-base-uncased")
+    wait_for_app(page)
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("needs a download").first.wait_for()
+    assert main.get_by_text("to pass the corpus through the chosen models").count() == 0  # the "Press Run" line
+    assert page.get_by_role("button", name=re.compile("^Run")).count() == 0
+    assert_no_streamlit_exception(page)
+    screenshot(page, "offline_anisotropy_needs_download")
