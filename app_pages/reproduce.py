@@ -81,8 +81,9 @@ chosen = loadable.get(model) or availability(model or "")
 if not chosen.loadable:
     st.warning(f"Pick a model that loads now to run this study: {chosen.reason}")
 elif not references.same_model_name(model, study.model):
-    st.info(f"**Different model: shape only** — `{model}` is not the paper's model (`{study.model}`): the verdict will "
-            "compare the shape of the paper's curves with yours, not the numbers.")
+    compared = ("the verdict will compare the shape of the paper's curves with yours, not the numbers"
+                if references.for_study(name) else "compare your figures with the paper's in shape only")
+    st.info(f"**Different model: shape only** — `{model}` is not the paper's model (`{study.model}`): {compared}.")
 result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
                       unit="steps", hide_stale=True, disabled=not chosen.loadable)
 if result is None:
