@@ -24,6 +24,8 @@ _log = get_logger("bertlens.cache")
 
 # Keys of the shared sidebar widgets (set in the router, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
+# Why the sidebar's model cannot load, as the sidebar showed it this run ("" when it can): a page does not repeat it.
+MODEL_ERROR_KEY = "_model_error"
 
 
 @st.cache_resource
@@ -78,12 +80,20 @@ def sentences() -> tuple[str, str | None]:
     return text_a, text_b
 
 
+def show_model_error(err: ModelUnavailable) -> None:
+    """A loading error on the page; one the sidebar already shows is only pointed at."""
+    if str(err) == st.session_state.get(MODEL_ERROR_KEY):
+        st.info("The model in the sidebar cannot be loaded now (the sidebar says why): pick another one there.")
+    else:
+        st.error(str(err))
+
+
 def current_model() -> LoadedModel:
     """The sidebar's model, or an error on the page (and the page stops; the app keeps working)."""
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        show_model_error(err)
         st.stop()
 
 
@@ -92,7 +102,7 @@ def model_or_error() -> LoadedModel | None:
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        show_model_error(err)
         return None
 
 

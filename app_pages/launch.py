@@ -5,7 +5,8 @@ sympy and scipy.optimize, then pandas and altair), the model load and a first sl
 browser has connected. `streamlit run app.py` finds the st.App in app.py; its lifespan starts `warm_up` in a thread
 as soon as the server is up, so that work overlaps Streamlit's own start and the browser loading the frontend:
   1. the modules the router and the Attention page need;
-  2. the default model (BERTLENS_MODEL), only when it is already on disk (no download at launch), into the
+  2. the model a new session opens on (BERTLENS_MODEL, or the local model chosen when that one needs a
+     download: core.models.start_model), only when it is on disk (no download at launch), into the
      same store every session reads (app_pages.common.cached_model);
   3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema), only
      while no session has started: on 2 cores it would slow that session's own forward pass.
@@ -148,13 +149,12 @@ def warm_up() -> None:
 
 def _warm_default_model() -> None:
     from app_pages.common import cached_model
-    from core import settings
     from core.attention import attention_view
     from core.charts.attention import head_view_lines
     from core.encoding import encode
-    from core.models import resolve
+    from core.models import resolve, start_model
 
-    ref = settings.default_model()
+    ref = start_model().model  # the model a new session opens on: the default, or a local one when offline
     source, _ = resolve(ref)
     if source == "hub":
         _log.info("warm-up: default model %s is not on disk; not downloaded at launch", ref)

@@ -173,6 +173,20 @@ def missing_models(lesson: Lesson) -> list[str]:
     return missing
 
 
+def missing_model_notes(lesson: Lesson, hub_up=None) -> list[str]:
+    """One line per model of the lesson that is not on this computer: why it cannot load now (the download command
+    for a hub id, "No such folder" for a path), or, when the hub answers, that it downloads when first used."""
+    from core.models import availability
+
+    notes = []
+    for ref in missing_models(lesson):
+        checked = availability(ref, hub_up)
+        notes.append(checked.reason if not checked.loadable else
+                     f"'{ref}' is not on this computer: it downloads when first used; to present offline, run "
+                     f"`python -m core download {ref}` before class.")
+    return notes
+
+
 def add_step(lesson: Lesson, step: Step) -> Lesson:
     return Lesson(lesson.title, (*lesson.steps, step))
 

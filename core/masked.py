@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from core.encoding import Encoding, encode
-from core.models import LoadedModel, ModelUnavailable, available_models, has_mlm_head, mlm_suggestion
+from core.models import (Availability, LoadedModel, ModelUnavailable, availability, available_models, has_mlm_head,
+                         mlm_suggestion)
 
 MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 DEFAULT_TOP_K = 5
@@ -130,6 +131,14 @@ def no_head_message(lm: LoadedModel) -> str:
         f"such as MiniLM and models fine-tuned for a task keep only the encoder or a classifier. Try "
         f"{suggestion}, which has one.{also}"
     )
+
+
+def mlm_alternatives(lm: LoadedModel, hub_up=None) -> tuple[Availability, ...]:
+    """Models to offer instead of one without an MLM head, each with whether it loads now: those on this computer
+    that have a head, then the family's public model with one (loadable only when on disk or the hub answers)."""
+    local = [e.name for e in available_models() if e.name != lm.ref and _has_head(e.path)]
+    names = dict.fromkeys([*local, mlm_suggestion(getattr(lm.config, "model_type", None))])
+    return tuple(availability(name, hub_up) for name in names)
 
 
 def _has_head(path: str) -> bool:

@@ -20,7 +20,8 @@ def test_home_shows_model_facts(minilm_dir, make_app):
 def test_home_unavailable_model_warns_and_app_keeps_working(make_app):
     at = make_app("no-such-org/no-such-model").run()
     assert not at.exception
-    assert "unreachable" in at.warning[0].value
+    assert "unreachable" in at.sidebar.error[0].value  # said under the model box, on every page
+    assert any("the sidebar says why" in i.value for i in at.main.info)
     assert at.sidebar.text_area  # the sidebar is still there to pick another model
 
 
