@@ -19,6 +19,7 @@ from core import charts, jobs, settings
 from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
+from core.validation import truncation_notice
 
 _log = get_logger("bertlens.cache")
 
@@ -76,6 +77,13 @@ def sentences() -> tuple[str, str | None]:
     text_a = (st.session_state.get(SENTENCE_A_KEY) or "").strip()
     text_b = (st.session_state.get(SENTENCE_B_KEY) or "").strip() or None
     return text_a, text_b
+
+
+def warn_if_truncated(encodings) -> None:
+    """The one warning of a page whose input was cut to the model's length (Encoding or Tokenized, one or many)."""
+    notice = truncation_notice(encodings)
+    if notice:
+        st.warning(notice)
 
 
 def current_model() -> LoadedModel:

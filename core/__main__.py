@@ -13,15 +13,29 @@ import pkgutil
 import sys
 
 import core.commands
+from core import validation
 from core.models import ModelUnavailable
 from core.progress import Cancelled
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its error on one line (no usage block), so a script or a test reads exactly what was wrong."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="BERT Lens from the command line.")
+    parser = OneLineParser(prog="python -m core", description="BERT Lens from the command line.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"core.commands.{info.name}").register(subparsers)
+    for sub in subparsers.choices.values():
+        options = sub._option_string_actions
+        if "--json" in options and "--out" not in options:
+            sub.add_argument("--out", metavar="FILE", default=None,
+                             help=f"write the JSON to FILE (temporary name, then renamed) instead of printing it; "
+                             f"needed above {validation.MAX_JSON_BYTES >> 20} MB")
     return parser
 
 
@@ -41,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         code = int(args.func(args) or 0)
         finished = True
         return code
-    except (ModelUnavailable, ValueError, FileNotFoundError) as err:
+    except (ModelUnavailable, ValueError, OSError) as err:  # OSError: a path that is a folder, unreadable, ...
         print(f"error: {err}", file=sys.stderr)
         return 2
     except Cancelled as err:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
+from core import validation
 from core.commands import add_model_argument
 from core.encoding import encode
 from core.models import available_models, download, load_model
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
 def run_models(args) -> int:
     entries = available_models()
     if args.json:
-        print(json.dumps([e.__dict__ for e in entries], indent=2))
+        validation.dump_json([e.__dict__ for e in entries], args.out, indent=2)
     else:
         for e in entries:
             print(f"{e.name}\t{e.source}\t{e.path}")
