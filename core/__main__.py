@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(err: BaseException, command: str) -> str:
+    """An error's first line; a longer message (a corpus error lists the whole spec grammar) points to --help."""
+    lines = [line for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    return lines[0] + (f" (more: python -m core {command} --help)" if len(lines) > 1 else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from core import distributed
@@ -56,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         finished = True
         return code
     except (ModelUnavailable, ValueError, OSError) as err:  # OSError: a path that is a folder, unreadable, ...
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(err, args.command)}", file=sys.stderr)
         return 2
     except Cancelled as err:
         print(f"cancelled: {err}", file=sys.stderr)

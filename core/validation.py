@@ -27,6 +27,7 @@ from pathlib import Path
 # A count above this is a typo or an attack, never a corpus size or a batch (and it keeps numpy/torch from
 # being asked for an absurd allocation before anything is read).
 MAX_COUNT = 10**9
+MAX_NUMBER = 1e6  # the largest learning rate, temperature ... a command takes
 # JSON larger than this is not printed to a terminal (`attention-norms --json` on 5,000 words printed 427 MB).
 MAX_JSON_BYTES = 50 * 2**20
 
@@ -45,8 +46,8 @@ def check_count(value, what: str, *, minimum: int = 0, maximum: int = MAX_COUNT)
     return value
 
 
-def check_number(value, what: str, *, minimum: float = 0.0, strict: bool = False) -> float:
-    """`value` as a finite float ≥ minimum (> minimum when `strict`), else ValueError naming `what`."""
+def check_number(value, what: str, *, minimum: float = 0.0, strict: bool = False, maximum: float = MAX_NUMBER) -> float:
+    """`value` as a finite float in [minimum, maximum] (> minimum when `strict`), else ValueError naming `what`."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
@@ -55,6 +56,8 @@ def check_number(value, what: str, *, minimum: float = 0.0, strict: bool = False
         raise ValueError(f"{what} must be a finite number, got {value!r}")
     if number < minimum or (strict and number == minimum):
         raise ValueError(f"{what} must be {'greater than' if strict else 'at least'} {minimum:g}, got {value}")
+    if number > maximum:
+        raise ValueError(f"{what} must be at most {maximum:g}, got {value}")
     return number
 
 

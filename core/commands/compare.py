@@ -110,12 +110,13 @@ def parse_layers(text: str, num_layers: int) -> list[int] | None:
 
 
 def run_probe(args) -> int:
+    # The treebanks first: a bad spec or file is reported before any model loads.
+    train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
+    evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
     lm = load_model(args.model)
     layers = parse_layers(args.layers, lm.num_layers)
     settings = ProbeSettings.for_protocol(args.protocol, lm.hidden_size, rank=args.rank, epochs=args.epochs,
                                           learning_rate=args.lr, seed=args.seed)
-    train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
-    evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
     data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
                       seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
     model = random_control(lm, args.seed) if args.random_init else lm

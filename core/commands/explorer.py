@@ -78,11 +78,9 @@ def run_neighbours(args) -> int:
     from core.models import load_model
     from core.vector_index import build_token_index, find_word, neighbours
 
-    if args.k < 1:
-        raise ValueError("--k must be at least 1")
+    corpus = corpora.resolve(args.corpus, args.seed)  # before the model: a bad spec or file costs no load
     lm = load_model(args.model)
     layer = lm.num_layers if args.layer is None else args.layer
-    corpus = corpora.resolve(args.corpus, args.seed)
     index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
     encoding = encode(lm, args.text, attentions=False)
     result = neighbours(index, encoding, find_word(encoding.words, args.word), layer, args.k)

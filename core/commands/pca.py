@@ -41,18 +41,17 @@ def register(subparsers) -> None:
 
 def run_pca(args) -> int:
     inputs = list(args.text)
-    if args.corpus:
+    if args.corpus is not None:  # "" is refused by resolve, not taken as no corpus
         inputs += corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     if not inputs:
         raise corpora.CorpusError("pca needs inputs: give --text SENTENCE (repeatable) and/or --corpus SPEC.")
+    background_sentences = (corpora.resolve(args.background, args.seed).take(args.background_size).sentences
+                            if args.background is not None else None)  # read before any model loads
     lm = load_model(args.model)
     keep = {"keep_special": not args.drop_special, "keep_punct": not args.drop_punct}
     encodings = encode(lm, inputs, attentions=False)
     tokens = collect_tokens(encodings, **keep)
-    background = None
-    if args.background:
-        sentences = corpora.resolve(args.background, args.seed).take(args.background_size).sentences
-        background = background_vectors(lm, sentences, **keep)
+    background = background_vectors(lm, background_sentences, **keep) if background_sentences is not None else None
     projection = layerwise_projection(tokens, args.fit, protocol=args.protocol, background=background, seed=args.seed)
     projection = replace(projection, model=lm.ref, background_name=args.background)
     if args.json:
