@@ -171,11 +171,12 @@ def truncation_notice(encodings) -> str | None:
             "cut off and are not part of this view.")
 
 
-def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int = MAX_JSON_BYTES,
+def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,
               stream=None) -> None:
     """Print `payload` as JSON, or write it to `out` (a temporary name, then renamed). Refuses with ValueError to
     print more than `limit` bytes to a terminal: the message gives the size and names --out."""
     text = json.dumps(payload, indent=indent)
+    limit = MAX_JSON_BYTES if limit is None else limit
     if out:
         path = Path(out)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -188,6 +189,10 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
         return
     size = len(text.encode())
     if size > limit:
-        raise ValueError(f"the JSON result is {size / 2**20:.0f} MB, above the {limit / 2**20:.0f} MB printed to a "
-                         "terminal; write it to a file with --out FILE.json (or shorten the input)")
+        raise ValueError(f"the JSON result is {_size(size)}, above the {_size(limit)} printed to a terminal; write it "
+                         "to a file with --out FILE.json (or shorten the input)")
     print(text, file=stream or sys.stdout)
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:,.0f} KB"
