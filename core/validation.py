@@ -103,7 +103,8 @@ def _type_name(expected) -> str:
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(expected))
     if origin in (tuple, list):
-        return "a list of " + _type_name(typing.get_args(expected)[0]) + "s"
+        item = typing.get_args(expected)[0]
+        return "a list of " + {int: "whole numbers", float: "numbers", str: "texts"}.get(item, _type_name(item))
     return {int: "a whole number", float: "a number", str: "text", bool: "true or false", dict: "an object"}.get(
         expected, getattr(expected, "__name__", str(expected)))
 
@@ -126,6 +127,14 @@ def _fits(value, expected) -> bool:
     return isinstance(value, expected)
 
 
+def type_problem(value, expected) -> str | None:
+    """None when `value` (parsed JSON/YAML) fits the type hint `expected`, else what is wrong, e.g.
+    `must be a whole number, got "two" (str)`; bools are not numbers, ints are floats."""
+    if _fits(value, expected):
+        return None
+    return f"must be {_type_name(expected)}, got {json.dumps(value, default=repr)[:60]} ({type(value).__name__})"
+
+
 def check_fields(cls, values, where: str) -> None:
     """ValueError naming the first field of dataclass `cls` whose value in mapping `values` has the wrong type,
     e.g. `recipe.json: field "epochs" must be a whole number, got "two" (str)`. Unknown keys are left alone."""
@@ -133,10 +142,9 @@ def check_fields(cls, values, where: str) -> None:
         raise ValueError(f"{where}: must be an object of fields, got {type(values).__name__}")
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if f.name in values and not _fits(values[f.name], hints[f.name]):
-            value = values[f.name]
-            raise ValueError(f'{where}: field "{f.name}" must be {_type_name(hints[f.name])}, '
-                             f"got {json.dumps(value, default=repr)[:60]} ({type(value).__name__})")
+        problem = type_problem(values[f.name], hints[f.name]) if f.name in values else None
+        if problem:
+            raise ValueError(f'{where}: field "{f.name}" {problem}')
 
 
 def tokens_dropped(encodings) -> int:
