@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in subparsers.choices.values():
         options = sub._option_string_actions
         if "--json" in options and "--out" not in options:
-            sub.add_argument("--out", metavar="FILE", default=None,
+            sub.add_argument("--out", metavar="FILE", type=validation.output_file, default=None,
                              help=f"write the JSON to FILE (temporary name, then renamed) instead of printing it; "
                              f"needed above {validation.MAX_JSON_BYTES >> 20} MB")
     return parser

@@ -79,6 +79,28 @@ non_negative_number = _argparse_type(lambda text: check_number(text, "value"), "
 positive_number = _argparse_type(lambda text: check_number(text, "value", strict=True), "positive number")
 
 
+def output_file(text: str) -> str:
+    """An argparse type for a file to write: not empty, not a folder, in a folder that exists (`--out /` wrote
+    `/.npz`)."""
+    path = Path(text)
+    if not text.strip() or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder or empty; give a file name")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {str(path.parent)!r} of {text!r} does not exist")
+    return text
+
+
+def layer_list(text: str) -> str:
+    """An argparse type for a layer choice: "all", "last" or comma-separated whole numbers (checked against the
+    model's depth once it is loaded)."""
+    if text.strip().lower() in ("all", "last"):
+        return text.strip().lower()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(re.fullmatch(r"\d{1,4}", part) for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: give 'all', 'last' or comma-separated layer numbers such as 0,6,12")
+    return text
+
+
 def whole_match(pattern: re.Pattern, value) -> bool:
     """True when `value` is text that `pattern` matches from its first to its last character (no trailing newline)."""
     return isinstance(value, str) and pattern.fullmatch(value) is not None
@@ -186,7 +208,7 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
     text = json.dumps(payload, indent=indent)
     limit = MAX_JSON_BYTES if limit is None else limit
     if out:
-        path = Path(out)
+        path = Path(out)  # checked by the output_file type of --out
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             tmp.write_text(text + "\n", encoding="utf-8")

@@ -49,7 +49,7 @@ def register(subparsers) -> None:
                    help="sentences with dependency trees to train on: ud[:SPLIT[:N]] or a .conllu file (" + corpora.CLI_HELP + ")")
     q.add_argument("--eval-corpus", "--eval-treebank", dest="eval_corpus", default=None,
                    help="the same kind of spec to score on (default: held-out part of --corpus)")
-    q.add_argument("--layers", default="all", help="comma-separated layers, 0 = embeddings, or 'all' (default)")
+    q.add_argument("--layers", default="all", type=validation.layer_list, help="comma-separated layers, 0 = embeddings, or 'all' (default)")
     q.add_argument("--protocol", choices=PROBE_PROTOCOLS, default=DEFAULT_PROTOCOL,
                    help="bertlens (default) or hewitt-manning: full rank, up to 40 epochs with early stop, H&M's "
                    "PTB punctuation tags left out of UUAS")

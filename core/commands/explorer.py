@@ -81,9 +81,10 @@ def run_neighbours(args) -> int:
     corpus = corpora.resolve(args.corpus, args.seed)  # before the model: a bad spec or file costs no load
     lm = load_model(args.model)
     layer = lm.num_layers if args.layer is None else args.layer
-    index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
     encoding = encode(lm, args.text, attentions=False)
-    result = neighbours(index, encoding, find_word(encoding.words, args.word), layer, args.k)
+    position = find_word(encoding.words, args.word)  # a word not in the sentence is said before any index is built
+    index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
+    result = neighbours(index, encoding, position, layer, args.k)
     if args.json:
         validation.dump_json({**result.to_json(), "truncated": validation.truncation(encoding)}, args.out)
         return 0

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     p.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The [MASK] raised rates."')
     p.add_argument("--text-b", default=None, help="an optional second sentence (a pair)")
     p.add_argument("--top-k", type=validation.positive, default=DEFAULT_TOP_K, help=f"guesses per mask and layer (default {DEFAULT_TOP_K})")
-    p.add_argument("--layers", default="all",
+    p.add_argument("--layers", default="all", type=validation.layer_list,
                    help='"all" (default: 0 = embeddings .. L), "last", or a list such as 0,6,12 (L is always added)')
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_fill_mask)

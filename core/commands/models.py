@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (optional)")
-    p.add_argument("--out", required=True, help="output .npz path")
+    p.add_argument("--out", required=True, type=validation.output_file, help="output .npz path")
     p.set_defaults(func=run_encode)
 
 

@@ -19,6 +19,9 @@ from core.settings import REPO_ROOT
 BAD_NUMBERS = ("", "-5", "-1", "99999999999999999999999", "1e999", "nan", "two", "../../etc/passwd", "3.5")
 BAD_CHOICES = ("", "../../etc/passwd", "NOPE")
 BAD_NAMES = ("", "x\n", "../../etc", "a/b", ".hidden", "x" * 200, "name with spaces")
+BAD_LAYERS = ("", "-1", "x,-1", "1e3", "../../etc/passwd", "0;6", "99999")
+BAD_OUTPUTS = ("", "/", ".", "no/such/folder/x.json")
+BAD_VALUES = {"name": BAD_NAMES, "layer_list": BAD_LAYERS, "output_file": BAD_OUTPUTS}
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -37,8 +40,8 @@ def _typed_options():
             if not action.option_strings or action.nargs == 0:
                 continue
             option = action.option_strings[-1]
-            if getattr(action.type, "__name__", "") == "name":
-                for value in BAD_NAMES:
+            if getattr(action.type, "__name__", "") in BAD_VALUES:
+                for value in BAD_VALUES[action.type.__name__]:
                     yield name, option, value
             elif action.type is not None:
                 takes_fractions = action.type in (validation.positive_number, validation.non_negative_number)
@@ -86,7 +89,7 @@ def test_every_subcommand_is_enumerated_and_fuzzed():
     fuzzed = {name for name, _, _ in TYPED}
     untyped = set(SUBCOMMANDS) - fuzzed
     # The subcommands with no number or choice option at all (their names and paths are fuzzed further down).
-    assert untyped == {"models", "download", "encode", "runs", "cancel", "attention-norms"}, untyped
+    assert untyped == {"download", "cancel"}, untyped
 
 
 def test_bad_values_of_every_typed_option_exit_2_with_one_line(empty_cwd, isolated_cache, capsys):
@@ -194,9 +197,20 @@ def test_names_and_paths_of_untyped_commands(empty_cwd, isolated_cache, tiny_ber
     before = _files(empty_cwd, isolated_cache)
     for argv in (["bias", "--show", "../../etc"], ["bias", "--attach", ""], ["bias", "--name", "x\n"],
                  ["encode", "--model", "../../etc/passwd", "--text", "a", "--out", "x.npz"],
-                 ["attention-norms", "--model", "/", "--text", "a"], ["runs", "--out"], ["models", "--json", "--out"]):
+                 ["attention-norms", "--model", "/", "--text", "a"], ["runs", "--out"], ["models", "--json", "--out"],
+                 # `encode --out /` wrote /.npz; a JSON --out into a missing folder named the temporary file
+                 ["encode", "--text", "a", "--out", "/"], ["heads", "--json", "--out", "no/such/folder/x.json"]):
         _refused(argv, capsys)
     assert _files(empty_cwd, isolated_cache) == before
+
+
+def test_a_word_not_in_the_sentence_builds_no_index(empty_cwd, isolated_cache, tiny_bert_dir, capsys):
+    """The word needs the tokenizer (the model loads), but the corpus index is not built for nothing."""
+    argv = ["neighbours", "--model", str(tiny_bert_dir), "--text", "the cat", "--word", "zebra", "--corpus", "builtin"]
+    assert main(argv) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # after transformers' own "Loading weights" bar
+    assert last == "error: 'zebra' is not a word of the sentence; its words are: the cat"
+    assert _files(empty_cwd, isolated_cache) == set()
 
 
 def test_over_long_json_is_refused_naming_out(capsys, tmp_path):
