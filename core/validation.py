@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import json
 import math
+import numbers
 import os
 import re
 import sys
@@ -140,10 +141,11 @@ def _fits(value, expected) -> bool:
         return isinstance(value, (list, tuple)) and all(_fits(v, item) for v in value)
     if expected is type(None):
         return value is None
-    if expected is float:  # JSON writes 2.0 as 2 and 1e-5 as a float; both are numbers
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    # numbers.*: numpy's scalars count too (a page may pass np.int64; np.bool_ is neither); JSON writes 2.0 as 2.
+    if expected is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
     if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if expected is typing.Any:
         return True
     return isinstance(value, expected)

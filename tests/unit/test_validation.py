@@ -97,3 +97,12 @@ def test_csv_errors_name_the_line_of_the_field():
     # DictReader.line_num named line 3, the last line read without an error.
     with pytest.raises(corpus.CorpusError, match=r"line 4\)"):
         corpus.from_csv(text, "big.csv")
+
+
+def test_numpy_scalars_from_a_page_are_numbers():
+    import numpy as np
+
+    recipe = Recipe(model="m", task="snli", run_name="r", epochs=np.int64(3), lr=np.float32(1e-4))
+    assert recipe.epochs == 3
+    with pytest.raises(ValueError, match='field "epochs" must be a whole number'):
+        Recipe(model="m", task="snli", run_name="r", epochs=np.bool_(True))
