@@ -1,7 +1,8 @@
 """One validation layer for what people type: command-line arguments, page input, recipe and lesson files.
 
-The argparse types (`count`, `positive`, `positive_number`, ...) raise argparse.ArgumentTypeError, so a bad value
-stops the command before any model loads, with exit status 2 and one line naming the option. The same functions
+The argparse types (`count`, `positive`, `positive_number`, `name_type`, `output_file`, `layer_list`) raise
+argparse.ArgumentTypeError, so a bad value stops the command before any model loads, with exit status 2 and one
+line naming the option. The same functions
 check values outside argparse (`check_count`, `check_fields`) and raise ValueError, whose message names the field
 and what it needs. Names are matched whole (`re.fullmatch`): a pattern ending in `$` also accepts a trailing
 newline, which made `--run-name $'x\\n'` a folder no name could load.
@@ -34,12 +35,13 @@ MAX_JSON_BYTES = 50 * 2**20
 
 
 def check_count(value, what: str, *, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
-    """`value` as an int in [minimum, maximum], else ValueError naming `what`; bools and floats are refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            value = int(value)
-        else:
-            raise ValueError(f"{what} must be a whole number, got {value!r}")
+    """`value` as an int in [minimum, maximum], else ValueError naming `what`; bools and floats are refused, numpy
+    integers and text of digits are taken."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    value = int(value)
     if value < minimum:
         raise ValueError(f"{what} must be at least {minimum}, got {value}")
     if value > maximum:
@@ -75,8 +77,6 @@ def _argparse_type(check, name: str):
 
 count = _argparse_type(lambda text: check_count(text, "value"), "count")
 positive = _argparse_type(lambda text: check_count(text, "value", minimum=1), "positive count")
-any_int = _argparse_type(lambda text: check_count(text, "value", minimum=-MAX_COUNT), "integer")
-non_negative_number = _argparse_type(lambda text: check_number(text, "value"), "number")
 positive_number = _argparse_type(lambda text: check_number(text, "value", strict=True), "positive number")
 
 

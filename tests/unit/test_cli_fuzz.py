@@ -44,7 +44,7 @@ def _typed_options():
                 for value in BAD_VALUES[action.type.__name__]:
                     yield name, option, value
             elif action.type is not None:
-                takes_fractions = action.type in (validation.positive_number, validation.non_negative_number)
+                takes_fractions = action.type is validation.positive_number
                 for value in BAD_NUMBERS:
                     if not (takes_fractions and value == "3.5"):
                         yield name, option, value
