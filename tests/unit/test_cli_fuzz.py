@@ -187,10 +187,15 @@ def test_recipe_files_broken_or_mistyped_name_the_field(empty_cwd, isolated_cach
 
 
 def test_task_files_broken_report_the_line(empty_cwd, isolated_cache, capsys):
+    """(The `.r.failed` run folder these still leave is issue 32's point 3, the atomic-files part, not checked here.)"""
     broken = _broken_files(empty_cwd)
     # The CSV error named line 3 (DictReader's line before the failing record); the field is on line 4.
-    line = _refused(["finetune", "--model", "m", "--task", str(broken["long-field.csv"]), "--run", "r"], capsys)
-    assert "long-field.csv, line 4" in line, line
+    expected = {"long-field.csv": "long-field.csv, line 4", "not-json.jsonl": "not-json.jsonl, line 2",
+                "binary.txt": "binary.txt", "empty.conllu": "empty.conllu", "list.json": "list.json"}
+    for command in ("finetune", "contrastive"):
+        for name, text in expected.items():
+            line = _refused([command, "--model", "m", "--task", str(broken[name]), "--run", "r"], capsys)
+            assert text in line, line
 
 
 def test_names_and_paths_of_untyped_commands(empty_cwd, isolated_cache, tiny_bert_dir, capsys):
