@@ -54,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
 
         ctx = distributed.init(getattr(args, "device", None))
         if not ctx.is_main:
-            # Every rank computes the same reduced result; it is printed once, by the main process.
+            # Every rank computes the same reduced result; it is printed (or written to --out) once, by the main process.
             sys.stdout = open(os.devnull, "w")
+            if hasattr(args, "json"):
+                args.out = None  # the JSON file too: one writer
     finished = False
     try:
         code = int(args.func(args) or 0)
