@@ -205,25 +205,36 @@ def truncation_notice(encodings) -> str | None:
 
 def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,
               stream=None) -> None:
-    """Print `payload` as JSON, or write it to `out` (a temporary name, then renamed). Refuses with ValueError to
-    print more than `limit` bytes to a terminal: the message gives the size and names --out."""
-    text = json.dumps(payload, indent=indent)
-    limit = MAX_JSON_BYTES if limit is None else limit
+    """Print `payload` as JSON, or stream it into `out` (a temporary name, then renamed). Refuses with ValueError
+    to print more than `limit` bytes (MAX_JSON_BYTES) to a terminal, naming --out, as soon as the encoded text
+    passes it: a 400 MB result is neither printed nor built whole first.
+
+    Not core.files.write_json_atomic: that one pretty-prints small status files (indent=2, the pure-Python
+    encoder), minutes and twice the bytes for an attention tensor."""
+    chunks = json.JSONEncoder(indent=indent).iterencode(payload)
     if out:
         path = Path(out)  # checked by the output_file type of --out
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        size = 0
         try:
-            tmp.write_text(text + "\n", encoding="utf-8")
+            with tmp.open("w", encoding="utf-8") as handle:
+                for chunk in chunks:
+                    size += handle.write(chunk)
+                handle.write("\n")
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        print(f"{path}: {len(text.encode()):,} bytes of JSON", file=sys.stderr)
+        print(f"{path}: {size:,} characters of JSON", file=sys.stderr)
         return
-    size = len(text.encode())
-    if size > limit:
-        raise ValueError(f"the JSON result is {_size(size)}, above the {_size(limit)} printed to a terminal; write it "
-                         "to a file with --out FILE.json (or shorten the input)")
-    print(text, file=stream or sys.stdout)
+    limit = MAX_JSON_BYTES if limit is None else limit
+    kept, size = [], 0
+    for chunk in chunks:
+        size += len(chunk.encode())
+        if size > limit:
+            raise ValueError(f"the JSON result is larger than the {_size(limit)} printed to a terminal; write it to "
+                             "a file with --out FILE.json (or shorten the input)")
+        kept.append(chunk)
+    print("".join(kept), file=stream or sys.stdout)
 
 
 def _size(n_bytes: int) -> str:
