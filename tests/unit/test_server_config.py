@@ -41,6 +41,7 @@ def test_cross_site_protection_is_written_out(config):
     assert config["server"]["enableCORS"] is True  # CORS *protection*: no `Access-Control-Allow-Origin: *`
     assert config["server"]["corsAllowedOrigins"] == []
     assert config["server"]["enableStaticServing"] is False
+    assert config["server"]["allowedHosts"] == ["localhost", "127.0.0.1", "[::1]"]  # DNS rebinding
     assert config["global"]["developmentMode"] is False  # development mode allows every origin
 
 
@@ -72,11 +73,11 @@ def _request(server, method: str, path: str, headers: dict | None = None):
         connection.close()
 
 
-def _websocket_handshake(server, origin: str | None) -> int:
+def _websocket_handshake(server, origin: str | None, host: str | None = None) -> int:
     import base64
     import os
 
-    headers = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+    headers = {"Host": host or f"localhost:{server.port}", "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
                "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(), "Sec-WebSocket-Protocol": "streamlit"}
     if origin:
         headers["Origin"] = origin
@@ -97,8 +98,11 @@ def test_running_server_listens_on_loopback_only(server):
 def test_websocket_from_another_origin_is_refused(server):
     assert _websocket_handshake(server, FOREIGN) == 403
     assert _websocket_handshake(server, f"{FOREIGN}:{server.port}") == 403
+    # DNS rebinding: a page on evil.example, re-pointed at 127.0.0.1, sends a matching Origin and Host.
+    assert _websocket_handshake(server, f"{FOREIGN}:{server.port}", host=f"evil.example:{server.port}") == 403
     # The control: the app's own origin is let in, so the 403 above is the origin check and not a broken request.
     assert _websocket_handshake(server, server.url) == 101
+    assert _websocket_handshake(server, f"http://127.0.0.1:{server.port}", host=f"127.0.0.1:{server.port}") == 101
 
 
 def test_no_cors_header_for_another_origin(server):
