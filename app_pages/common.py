@@ -19,6 +19,7 @@ from core import charts, jobs, settings
 from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
+from core.validation import truncation_notice
 
 _log = get_logger("bertlens.cache")
 
@@ -86,6 +87,11 @@ def show_model_error(err: ModelUnavailable) -> None:
         st.info("The model in the sidebar cannot be loaded now (the sidebar says why): pick another one there.")
     else:
         st.error(str(err))
+def warn_if_truncated(encodings) -> None:
+    """The one warning of a page whose input was cut to the model's length (Encoding or Tokenized, one or many)."""
+    notice = truncation_notice(encodings)
+    if notice:
+        st.warning(notice)
 
 
 def current_model() -> LoadedModel:

@@ -11,6 +11,7 @@ from app_pages.common import (
     model_or_error,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from core.attention import attention_view
 from core.charts import attention as attention_charts
@@ -77,9 +78,7 @@ def render() -> None:
     a = prepare_text(lm, text_a, picked_a)
     b = prepare_text(lm, text_b, picked_b) if text_b else None
     encoding = cached_encoding(model_ref(), a, b)
-    if encoding.truncated:
-        st.warning(f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
-                   f"{encoding.n_truncated} tokens were cut off.")
+    warn_if_truncated(encoding)
     top_k = st.slider("Guesses per mask", 1, 20, 5, key="masked.top_k")
     try:
         pred = masked_predictions(lm, encoding, top_k=top_k)

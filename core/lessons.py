@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from core import views
 from core.files import write_text_atomic
+from core.validation import type_problem
 
 VERSION = 1
 BUILTIN_DIR = Path(__file__).resolve().parent / "data" / "lessons"
@@ -61,12 +62,17 @@ def _fail(where: str, why: str) -> None:
     raise LessonError(f"{where}: {why}")
 
 
+def _typed(value, expected, where: str):
+    problem = type_problem(value, expected)
+    if problem:
+        _fail(where, problem)
+    return value
+
+
 def _text(value, where: str, *, required: bool = True) -> str:
     if value is None and not required:
         return ""
-    if not isinstance(value, str):
-        _fail(where, f"must be text, got {type(value).__name__}")
-    return value
+    return _typed(value, str, where)
 
 
 def from_json(data) -> Lesson:
@@ -76,7 +82,7 @@ def from_json(data) -> Lesson:
     unknown = set(data) - {"version", "title", "steps"}
     if unknown:
         _fail("lesson", f"unknown field(s) {', '.join(sorted(unknown))}")
-    if data.get("version") != VERSION:
+    if _typed(data.get("version"), int, "version") != VERSION:  # typed first: `true` equals 1 in Python
         _fail("version", f"must be {VERSION}, got {data.get('version')!r}")
     title = _text(data.get("title"), "title")
     if not title.strip():
@@ -99,7 +105,8 @@ def from_json(data) -> Lesson:
         if not isinstance(params, dict):
             _fail(f"{where}.params", "must be an object of URL parameters")
         for name, value in params.items():
-            if not isinstance(name, str) or not isinstance(value, str):
+            _typed(value, str, f"{where}.params.{name}")  # URL parameters are text; YAML keys may be numbers
+            if not isinstance(name, str):
                 _fail(f"{where}.params.{name}", "names and values must be text (as in a URL)")
         parsed.append(Step(_text(raw.get("title"), f"{where}.title"), page, dict(params),
                            _text(raw.get("notes"), f"{where}.notes", required=False)))

@@ -19,6 +19,7 @@ import numpy as np
 from core.encoding import Encoding, encode
 from core.models import (Availability, LoadedModel, ModelUnavailable, availability, available_models, has_mlm_head,
                          mlm_suggestion)
+from core.validation import MAX_COUNT, check_count
 
 MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 DEFAULT_TOP_K = 5
@@ -190,7 +191,8 @@ def parse_layers(spec: str | Sequence[int] | None, n_layers: int) -> tuple[int, 
         return tuple(range(n_layers + 1))
     if spec == "last":
         return (n_layers,)
-    values = [int(v) for v in spec.split(",") if v.strip()] if isinstance(spec, str) else [int(v) for v in spec]
+    parts = [v for v in spec.split(",") if v.strip()] if isinstance(spec, str) else list(spec)
+    values = [check_count(v, f"layer {v!r}", minimum=-MAX_COUNT) for v in parts]  # a plain error, not int()'s
     bad = [v for v in values if not 0 <= v <= n_layers]
     if bad:
         raise ValueError(f"Layer(s) {bad} do not exist; this model has layers 0..{n_layers} (0 = embeddings).")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from core import validation
 from core.commands import add_model_argument
 from core.encoding import encode
 from core.files import atomic_path
@@ -26,14 +26,14 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (optional)")
-    p.add_argument("--out", required=True, help="output .npz path")
+    p.add_argument("--out", required=True, type=validation.output_file, help="output .npz path")
     p.set_defaults(func=run_encode)
 
 
 def run_models(args) -> int:
     entries = available_models()
     if args.json:
-        print(json.dumps([e.__dict__ for e in entries], indent=2))
+        validation.dump_json([e.__dict__ for e in entries], args.out, indent=2)
     else:
         for e in entries:
             print(f"{e.name}\t{e.source}\t{e.path}")

@@ -295,7 +295,8 @@ def read_user_rows(path: Path) -> list[dict]:
                 )
             rows.append({**row, LINE_KEY: reader.line_num})
     except csv.Error as err:
-        raise TaskError(f"{path.name}, line {reader.line_num}: unreadable CSV ({err}).") from err
+        # reader.reader: DictReader.line_num is only updated after a row succeeds, so it names the line before.
+        raise TaskError(f"{path.name}, line {reader.reader.line_num}: unreadable CSV ({err}).") from err
     return rows
 
 
