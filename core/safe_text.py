@@ -60,9 +60,13 @@ def html_text(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def markdown_text(text) -> str:
+def markdown_text(text, *, keep_lines: bool = False) -> str:
     """`text` shown literally by a Markdown renderer (st.markdown, st.caption, st.error…, widget labels): every
-    ASCII punctuation character backslash-escaped, line breaks as spaces (one element's text stays one line)."""
+    ASCII punctuation character backslash-escaped. Line breaks become spaces (one element's text stays one line),
+    or with keep_lines=True hard line breaks (speaker notes keep their lines; no line can start a block, since its
+    punctuation is escaped too)."""
+    if keep_lines:
+        return "  \n".join(_MARKDOWN_PUNCTUATION.sub(r"\\\1", line) for line in str(text).splitlines())
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
 
 

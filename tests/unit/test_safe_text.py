@@ -120,6 +120,17 @@ def test_markdown_text_is_shown_literally(payload):
     assert ":" not in markdown_text(payload).replace("\\:", "") and "$" not in markdown_text(payload).replace("\\$", "")
 
 
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_markdown_text_keeping_lines_is_shown_literally_line_by_line(payload):
+    notes = f"First line: {payload}\n- not a list\n1. nor this\n    nor code\n> nor a quote\n{payload}"
+    tokens = _markdown_tokens(markdown_text(notes, keep_lines=True))
+    kinds = {t.type for t in tokens}
+    assert kinds <= {"paragraph_open", "paragraph_close", "inline", "text", "hardbreak"}, kinds
+    shown = "\n".join(t.content for t in tokens if t.type == "text")
+    # every line as typed, leading spaces aside (Markdown drops those); blank lines become paragraph breaks
+    assert shown == "\n".join(line.lstrip() for line in notes.splitlines() if line.strip())
+
+
 @pytest.mark.parametrize("payload", PAYLOADS + ["`", "a ` b", "``x``", " lead", "trail "])
 def test_markdown_code_is_one_code_span_holding_the_text(payload):
     tokens = [t for t in _markdown_tokens(markdown_code(payload)) if t.type not in ("paragraph_open", "paragraph_close", "inline")]
