@@ -19,6 +19,7 @@ from core import charts, jobs, settings
 from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
+from core.safe_text import markdown_text
 
 _log = get_logger("bertlens.cache")
 
@@ -83,7 +84,7 @@ def current_model() -> LoadedModel:
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         st.stop()
 
 
@@ -92,7 +93,7 @@ def model_or_error() -> LoadedModel | None:
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return None
 
 
@@ -174,7 +175,7 @@ def _collect(key: str) -> None:
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
     stage = record.message or ("waiting to start" if record.state == "queued" else "")
-    st.progress(record.fraction, text=f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip())
+    st.progress(record.fraction, text=markdown_text(f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip()))
     if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
         jobs.cancel(record.id)
 
@@ -210,7 +211,7 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
         st.button(label, key=f"{key}.run", type="primary", icon=":material/play_arrow:", disabled=disabled,
                   on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
     if slot.get("message"):
-        st.warning(slot["message"])
+        st.warning(markdown_text(slot["message"]))
     if "result" not in slot or (hide_stale and not fresh):
         return None
     if not fresh:

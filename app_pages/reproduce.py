@@ -14,6 +14,7 @@ from core import protocols, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
 from core.models import available_models
+from core.safe_text import markdown_code, markdown_text
 
 P = "reproduce."
 VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
@@ -83,7 +84,7 @@ if result.comparisons:
     VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
                                                f"protocol `{result.protocol}`.")
 else:
-    st.info(f"**No published numbers to compare with** — `{result.model}` on {result.corpus}, protocol "
+    st.info(f"**No published numbers to compare with** — {markdown_code(result.model)} on {markdown_text(result.corpus)}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for note in result.notes:
     st.caption(note)
