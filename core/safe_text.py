@@ -75,5 +75,7 @@ def markdown_code(text) -> str:
     the longest run of backticks in the text, and line breaks become spaces (a blank line would end the span)."""
     text = _LINE_BREAKS.sub(" ", str(text))
     fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
-    # CommonMark strips one space from each end when both are there, so text touching a backtick keeps its own.
-    return f"{fence} {text} {fence}"
+    # A space on each side keeps a backtick at the text's edge from joining the fence; CommonMark strips one space
+    # from each end when both are there, so text that has its own there gets one more.
+    padded = not text.strip(" ") or text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"

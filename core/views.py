@@ -259,7 +259,7 @@ def parse(page: str, query: Mapping[str, str]) -> Restored:
         try:
             values[param.key] = param.parse(str(raw))
         except ValueError as err:
-            notices.append(f"`{name}={raw}` ignored: {err}.")
+            notices.append(f"“{name}={raw}” ignored: {err}.")
     return Restored(values, tuple(notices))
 
 

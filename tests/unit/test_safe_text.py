@@ -131,7 +131,7 @@ def test_markdown_text_keeping_lines_is_shown_literally_line_by_line(payload):
     assert shown == "\n".join(line.lstrip() for line in notes.splitlines() if line.strip())
 
 
-@pytest.mark.parametrize("payload", PAYLOADS + ["`", "a ` b", "``x``", " lead", "trail "])
+@pytest.mark.parametrize("payload", PAYLOADS + ["`", "a ` b", "``x``", " lead", "trail ", " both ", "layer=9"])
 def test_markdown_code_is_one_code_span_holding_the_text(payload):
     tokens = [t for t in _markdown_tokens(markdown_code(payload)) if t.type not in ("paragraph_open", "paragraph_close", "inline")]
     assert [t.type for t in tokens] == ["code_inline"]
