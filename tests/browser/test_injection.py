@@ -23,7 +23,8 @@ import pytest
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
 
 MARKDOWN_IMAGE = "![x](http://192.0.2.1/x.png)"
-PAYLOAD = ('</script><script>window.__pwned="script";document.title="pwned"</script><!--'
+# Single quotes in the script: JSON escapes double ones, which would break the payload rather than run it.
+PAYLOAD = ("</script><script>window.__pwned='script';document.title='pwned'</script><!--"
            '<img src=x onerror="window.__pwned=\'img\'"><img src="http://192.0.2.1/html.png">'
            '<svg onload="window.__pwned=\'svg\'"></svg> [link](javascript:window.__pwned="js") '
            f"{MARKDOWN_IMAGE} :red[red] $x$ **bold**")
@@ -88,7 +89,7 @@ def payload_chart() -> alt.Chart:
         tooltip=[alt.Tooltip("text:N", title=PAYLOAD)])
 
 
-def hover_marks(page, selector: str = ".vega-embed svg .mark-symbol path") -> None:
+def hover_marks(page, selector: str = ".vega-embed svg.marks .mark-symbol path") -> None:
     marks = page.locator(selector)
     for i in range(marks.count()):
         marks.nth(i).hover(force=True)
@@ -104,13 +105,14 @@ def test_chart_html_export(guarded, tmp_path):
     path.write_text(chart_html(payload_chart()), encoding="utf-8")
     page = guarded.page
     page.goto(path.as_uri())
-    page.wait_for_selector(".vega-embed svg .mark-symbol path", state="attached")
+    guarded.assert_nothing_ran()  # on main the payload closed vl-convert's script and ran here, on opening
+    page.wait_for_selector(".vega-embed svg.marks .mark-symbol path", state="attached", timeout=30_000)
     hover_marks(page)
     # The spec came through the browser's own JSON.parse unchanged.
     spec = page.evaluate("JSON.parse(document.getElementById('vega-spec').textContent)")
     assert spec["title"] == PAYLOAD
     assert [row["text"] for row in next(iter(spec["datasets"].values()))] == [PAYLOAD, "plain", MARKDOWN_IMAGE]
-    assert PAYLOAD in page.locator(".vega-embed svg").text_content()  # the title and legend, as text
+    assert PAYLOAD in page.locator(".vega-embed svg.marks").text_content()  # the title, as text
     screenshot(page, "injection_chart_html")
     guarded.assert_nothing_ran()
 
@@ -123,6 +125,7 @@ def test_lesson_deck_export(guarded, tmp_path):
                     encoding="utf-8")
     page = guarded.page
     page.goto(path.as_uri())
+    guarded.assert_nothing_ran()
     page.wait_for_selector("section.slide.current .vega-embed svg .mark-symbol path", state="attached")
     assert page.locator("section.slide.current h1").inner_text() == PAYLOAD
     page.keyboard.press("n")  # the speaker notes, shown as text
@@ -144,6 +147,7 @@ def test_notebook_display(guarded, tmp_path):
     path.write_text(f"<!DOCTYPE html><html><body><p>notebook cell</p>{output}</body></html>", encoding="utf-8")
     page = guarded.page
     page.goto(path.as_uri())
+    guarded.assert_nothing_ran()
     frame = page.frame_locator("iframe")
     frame.locator(".vega-embed svg .mark-symbol path").first.wait_for(state="attached")
     page.wait_for_function("() => document.querySelector('iframe').style.height !== '420px'")
