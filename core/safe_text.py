@@ -79,3 +79,13 @@ def markdown_code(text) -> str:
     # from each end when both are there, so text that has its own there gets one more.
     padded = not text.strip(" ") or text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " ")
     return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+
+_VEGA_PATH_SYNTAX = re.compile(r"""([\\.\[\]"'])""")
+
+
+def vega_field(name) -> str:
+    """A column name as a Vega-Lite `field`: Vega reads ".", "[", "]" and quotes as a path into nested data, so a
+    CSV column called "a.b" or "x[0]" would draw nothing; each is backslash-escaped. Pass it as `field=` (with
+    `type=`), never in altair's "name:N" shorthand, which also splits at ":"."""
+    return _VEGA_PATH_SYNTAX.sub(r"\\\1", str(name))

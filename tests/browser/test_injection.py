@@ -194,13 +194,14 @@ def test_imported_lesson_and_presenter_mode(guarded, app_url, tmp_path):
     wait_for_app(page)
     steps = [{"title": PAYLOAD, "page": "attention", "params": {"a": PAYLOAD, PAYLOAD: "1", "layer": PAYLOAD},
               "notes": f"{PAYLOAD}\n- second line {MARKDOWN_IMAGE}"},
-             {"title": PAYLOAD, "page": "home", "params": {}, "notes": PAYLOAD}]
+             {"title": PAYLOAD, "page": "", "params": {}, "notes": PAYLOAD}]  # "": the home page
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(_lesson_file(tmp_path, steps))
-    page.get_by_text("Imported “").wait_for()
     wait_for_app(page)
-    assert_no_streamlit_exception(page)
-    assert guarded.shows(f"Imported “{PAYLOAD}”") and guarded.shows(f"“{PAYLOAD}” is not a setting of this page")
     screenshot(page, "injection_lessons")
+    assert_no_streamlit_exception(page)
+    page.get_by_text("is not a setting of this page").first.wait_for()
+    assert page.get_by_label("Lesson title").input_value() == PAYLOAD
+    assert guarded.shows(f"“{PAYLOAD}” is not a setting of this page")
     guarded.assert_nothing_ran()
 
     # Presenter mode in the same session (a page link keeps the session, so the imported lesson is the current one).
@@ -258,9 +259,10 @@ def test_explorer_with_an_uploaded_csv(guarded, app_url, tmp_path):
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     wait_for_app(page)
     page.get_by_role("button", name="Run this model").click()
-    page.wait_for_selector('[data-testid="stVegaLiteChart"] svg .mark-symbol path', state="attached")
+    page.locator('[data-testid="stVegaLiteChart"] svg .mark-symbol path, [data-testid="stException"]').first.wait_for(
+        state="attached")
     wait_for_app(page)
-    assert_no_streamlit_exception(page)
+    assert_no_streamlit_exception(page)  # on main: altair refused the column's name, a traceback
     hover_marks(page, '[data-testid="stVegaLiteChart"] svg .mark-symbol path')
     screenshot(page, "injection_explorer")
     guarded.assert_nothing_ran()

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from core.safe_text import html_text, inline_script, markdown_code, markdown_text, script_json
+from core.safe_text import html_text, inline_script, markdown_code, markdown_text, script_json, vega_field
 
 # What an attacker would put in a sentence, a CSV cell, a lesson title or a URL parameter.
 PAYLOADS = [
@@ -185,3 +185,19 @@ def test_notebook_iframe_is_sandboxed_and_holds_the_safe_page():
     attributes = found[0][1]
     assert attributes["sandbox"] == "allow-scripts"  # scripts run, but in an opaque origin, not the notebook's
     assert attributes["srcdoc"] == chart_html(chart.to_dict(), post_size=True)
+
+
+def test_explorer_scatter_reaches_file_columns_named_like_paths():
+    """A CSV column called `a.b["c"]` or `x: y` is read by name (Vega draws its values), not as a nested path;
+    before vega_field, altair's shorthand raised on the second ":" and the page showed a traceback."""
+    import vl_convert as vlc
+
+    from core.charts.explorer import scatter
+
+    for name in ['column: a.b["c"]', "column: x: y", "column: it's [0]", "column: back\\slash", f"column: {PAYLOADS[9]}"]:
+        frame = pd.DataFrame({"id": [0, 1], "x": [0.0, 1.0], "y": [1.0, 0.0], "text": ["s0", "s1"],
+                              name: ["alpha", "omega"]})
+        chart = scatter(frame, name, "t", selectable=False)
+        assert chart.to_dict()["encoding"]["color"]["field"] == vega_field(name)
+        svg = vlc.vegalite_to_svg(chart.to_dict())
+        assert "alpha" in svg and "omega" in svg, name  # the legend lists the column's values
