@@ -263,6 +263,24 @@ def test_explorer_with_an_uploaded_csv(guarded, app_url, tmp_path):
         state="attached")
     wait_for_app(page)
     assert_no_streamlit_exception(page)  # on main: altair refused the column's name, a traceback
+    # Colour by the column whose name is the payload, then take the chart away as an interactive HTML file.
+    page.get_by_label("Colour by").click()
+    page.get_by_role("option").filter(has_text="column: ").first.click()
+    wait_for_app(page)
+    # The legend's title is the column's name, as text (Vega shortens it with "…").
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] svg text')]"
+                           ".some(t => t.textContent.startsWith('column: </script>'))")
     hover_marks(page, '[data-testid="stVegaLiteChart"] svg .mark-symbol path')
     screenshot(page, "injection_explorer")
+    guarded.assert_nothing_ran()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML (interactive, offline)").first.click()
+    exported = tmp_path / "explorer.html"
+    download.value.save_as(exported)
+    page.goto(exported.as_uri())
+    guarded.assert_nothing_ran()
+    page.wait_for_selector(".vega-embed svg.marks .mark-symbol path", state="attached", timeout=30_000)
+    hover_marks(page)
+    assert f"column: {PAYLOAD}"[:30] in page.locator(".vega-embed svg.marks").text_content()  # the legend's title
+    screenshot(page, "injection_explorer_export")
     guarded.assert_nothing_ran()
