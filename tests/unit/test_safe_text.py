@@ -201,3 +201,23 @@ def test_explorer_scatter_reaches_file_columns_named_like_paths():
         assert chart.to_dict()["encoding"]["color"]["field"] == vega_field(name)
         svg = vlc.vegalite_to_svg(chart.to_dict())
         assert "alpha" in svg and "omega" in svg, name  # the legend lists the column's values
+
+
+def test_pdf_report_holds_the_payload_as_text_and_no_actions():
+    """The PDF report (fpdf2 text + vl-convert's chart page): titles and captions are drawn text; the file has no
+    JavaScript, open action, link or launch annotation a reader could run."""
+    from io import BytesIO
+
+    from pypdf import PdfReader
+
+    from core.report import report_pdf
+
+    reader = PdfReader(BytesIO(report_pdf([(PAYLOADS[0], payload_chart(), PAYLOADS[5])], title=PAYLOADS[3])))
+    root = reader.trailer["/Root"]
+    # fpdf2's open "action" is a destination (page, fit to width): an array, never an action dictionary.
+    assert isinstance(root.get("/OpenAction", []), list)
+    assert "/AA" not in root and "/JavaScript" not in str(root.get("/Names", {}))
+    for page in reader.pages:
+        assert "/Annots" not in page and "/AA" not in page
+    text = " ".join(page.extract_text() for page in reader.pages)
+    assert "window.__pwned" in text and "192.0.2.1" in text  # shown, as text
