@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.browser.test_lessons import wait_for_slide
 
 MARKDOWN_IMAGE = "![x](http://192.0.2.1/x.png)"
 # Single quotes in the script: JSON escapes double ones, which would break the payload rather than run it.
@@ -207,7 +208,7 @@ def test_imported_lesson_and_presenter_mode(guarded, app_url, tmp_path):
     # Presenter mode in the same session (a page link keeps the session, so the imported lesson is the current one).
     page.get_by_text("Present this lesson").click()
     page.get_by_text("step 1 of 2").wait_for()
-    wait_for_app_hidden_sidebar(page)
+    wait_for_slide(page)
     page.get_by_text("Speaker notes (presenter only)").click()
     page.get_by_text("second line").wait_for()
     assert guarded.shows(f"{PAYLOAD}\n- second line {MARKDOWN_IMAGE}")  # the notes' own lines, as text
@@ -224,15 +225,6 @@ def test_imported_lesson_and_presenter_mode(guarded, app_url, tmp_path):
     page.get_by_text("This file is not a lesson").wait_for()
     assert guarded.shows(MARKDOWN_IMAGE)
     guarded.assert_nothing_ran()
-
-
-def wait_for_app_hidden_sidebar(page) -> None:
-    """wait_for_app without waiting for the sidebar to be visible (presenter mode hides it)."""
-    page.wait_for_selector('[data-testid="stSidebar"]', state="attached")
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-stale=\"true\"]')", timeout=180_000)
-    page.wait_for_timeout(500)
 
 
 def test_presenter_lesson_name(guarded, app_url):
