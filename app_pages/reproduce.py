@@ -56,7 +56,7 @@ def use_sidebar_model() -> None:
 
 c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
 c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
-          disabled=not sidebar_model, help=f"`{sidebar_model}`")
+          disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      help="The paper's model needs internet the first time; any model, folder or finished run works.")
 corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
