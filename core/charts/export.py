@@ -1,5 +1,5 @@
-"""Offline export of any chart or table: SVG, PNG and interactive HTML through vl-convert (it bundles Vega, Vega-Lite
-and Vega-Embed, so no CDN), CSV."""
+"""Offline export of any chart or table: SVG and PNG through vl-convert, interactive HTML around vl-convert's bundle
+of Vega, Vega-Lite and Vega-Embed (so no CDN) with the spec embedded by core.safe_text, CSV."""
 
 from __future__ import annotations
 

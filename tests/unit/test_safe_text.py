@@ -221,3 +221,14 @@ def test_pdf_report_holds_the_payload_as_text_and_no_actions():
         assert "/Annots" not in page and "/AA" not in page
     text = " ".join(page.extract_text() for page in reader.pages)
     assert "window.__pwned" in text and "192.0.2.1" in text  # shown, as text
+
+
+def test_a_lesson_steps_link_is_percent_encoded():
+    """The lessons page puts Step.link() in a Markdown link: nothing in it can close the link or start another."""
+    from core.lessons import Step
+
+    link = Step("t", "attention) ![x](http://192.0.2.1/x.png", {"a": PAYLOADS[5], PAYLOADS[0]: "1"}).link()
+    assert not set(link) & set("()[]<>!\"' `\\")
+    tokens = _markdown_tokens(f"[Open this view](/{link})")
+    assert [t.type for t in tokens if t.type not in ("paragraph_open", "paragraph_close", "inline")] == [
+        "link_open", "text", "link_close"]
