@@ -35,15 +35,17 @@ _EXPLAINERS: dict[str, object] = {}
 # ---- offline notebook renderer ---------------------------------------------------------------------------------
 
 def _iframe(spec: dict, **_metadata) -> dict:
-    """Altair renderer: the chart's self-contained HTML in a sandboxed iframe that grows to the chart's size."""
+    """Altair renderer: the chart's self-contained HTML in a sandboxed iframe as wide as the cell (a wider chart
+    scrolls) and as tall as the chart."""
     document = chart_html(spec, post_size=True)
     # sandbox="allow-scripts" without allow-same-origin: the chart runs in an opaque origin, so nothing in its data
     # can reach the notebook (in Jupyter, the notebook's origin reaches the kernel). The parent cannot read such a
-    # frame's document either, so the chart posts its size (chart_html(post_size=True)); vega draws asynchronously
-    # and may finish before this onload runs, hence the question sent after the listener is in place.
+    # frame's document either, so the chart posts its height (chart_html(post_size=True)); vega draws asynchronously
+    # and may finish before this onload runs, hence the question sent after the listener is in place. The width
+    # stays the cell's: a frame sized to its document's width measured wider each time and grew without end.
     fit = ("var f=this;window.addEventListener('message',function(e){if(e.source!==f.contentWindow||!e.data"
-           "||!e.data.bertlensSize)return;var s=e.data.bertlensSize;f.style.width=Math.max(s[0]+4,200)+'px';"
-           "f.style.height=(s[1]+4)+'px';});f.contentWindow.postMessage('bertlens-size?','*');")
+           "||!e.data.bertlensHeight)return;f.style.height=(e.data.bertlensHeight+4)+'px';});"
+           "f.contentWindow.postMessage('bertlens-size?','*');")
     frame = (f'<iframe sandbox="allow-scripts" srcdoc="{html_text(document)}" '
              f'style="border:none;width:100%;height:420px" onload="{html_text(fit)}"></iframe>')
     return {"text/html": frame, "text/plain": "<BERT Lens chart: rendered offline in an iframe>"}

@@ -44,7 +44,7 @@ def chart_html(chart: alt.TopLevelMixin | dict, *, post_size: bool = False) -> s
 
     The spec sits in a JSON data island written by core.safe_text.script_json (vl-convert's own vegalite_to_html
     pastes it into a script unescaped, so a "</script>" in a sentence or a CSV cell ran as code). post_size: the
-    page posts its drawn size to the parent window ({"bertlensSize": [width, height]}, on every resize and on a
+    page posts its drawn height to the parent window ({"bertlensHeight": pixels}, on every resize and on a
     "bertlens-size?" message), for a sandboxed iframe whose parent cannot read its document (core.lens)."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="UTF-8">\n<title>Chart</title>\n'
@@ -61,11 +61,17 @@ EMBED_SCRIPT = """
 vegaEmbed("#vega-chart", JSON.parse(document.getElementById("vega-spec").textContent), {"renderer": "svg"})
   .catch(console.error);
 """
+# The content's own height (the body's box and margins), not the document's scroll height: that one is at least the
+# frame's height, so a frame grown to it would measure taller again and grow without end.
 POST_SIZE_SCRIPT = """
 (function () {
-  const root = document.documentElement;
-  function post() { parent.postMessage({bertlensSize: [root.scrollWidth, root.scrollHeight]}, "*"); }
-  new ResizeObserver(post).observe(document.body);
+  const body = document.body;
+  function post() {
+    const style = getComputedStyle(body);
+    const height = body.getBoundingClientRect().height + parseFloat(style.marginTop) + parseFloat(style.marginBottom);
+    parent.postMessage({bertlensHeight: Math.ceil(height)}, "*");
+  }
+  new ResizeObserver(post).observe(body);
   window.addEventListener("message", (e) => { if (e.data === "bertlens-size?") post(); });
 })();
 """

@@ -152,7 +152,14 @@ def test_notebook_display(guarded, tmp_path):
     frame = page.frame_locator("iframe")
     frame.locator(".vega-embed svg .mark-symbol path").first.wait_for(state="attached")
     page.wait_for_function("() => document.querySelector('iframe').style.height !== '420px'")
+    # The frame settles at the chart's height (it used to grow a few pixels per resize, without end).
+    heights = []
+    for _ in range(3):
+        page.wait_for_timeout(700)
+        heights.append(page.evaluate("() => document.querySelector('iframe').getBoundingClientRect().height"))
     chart = page.frames[1]
+    drawn = chart.evaluate("() => document.querySelector('.vega-embed').getBoundingClientRect().bottom")
+    assert heights[0] == heights[1] == heights[2] and drawn <= heights[0] < drawn + 60, (heights, drawn)
     assert chart.evaluate("() => { try { return String(parent.document.body.innerHTML.length) } catch (e) { return 'blocked' } }") == "blocked"
     hover_marks(chart)
     screenshot(page, "injection_notebook")
