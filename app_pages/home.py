@@ -4,7 +4,7 @@ import streamlit as st
 
 from app_pages.common import cached_model, model_ref, show_model_error
 from core.models import ModelUnavailable
-from core.safe_text import markdown_code, markdown_text
+from core.safe_text import markdown_code
 
 st.title("BERT Lens")
 st.markdown(

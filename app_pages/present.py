@@ -13,7 +13,7 @@ from app_pages import prefetch as step_jobs
 from app_pages import presenter, url_state
 from app_pages.common import cached_encoding, cached_model
 from core import lessons, views
-from core.safe_text import markdown_code, markdown_text
+from core.safe_text import markdown_text
 from core.models import ModelUnavailable
 
 REPO = Path(__file__).resolve().parents[1]

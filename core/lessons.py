@@ -191,7 +191,7 @@ def missing_model_notes(lesson: Lesson, hub_up=None) -> list[str]:
         checked = availability(ref, hub_up)
         notes.append(checked.reason if not checked.loadable else
                      f"'{ref}' is not on this computer: it downloads when first used; to present offline, run "
-                     f""python -m core download {ref}" before class.")
+                     f"'python -m core download {ref}' before class.")
     return notes
 
 
