@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import url_state
 from app_pages.common import export_buttons, intro, job_controls, model_ref
 from core import protocols, studies
 from core.charts import reproduce as reproduce_charts
@@ -32,7 +33,7 @@ if st.session_state.get(P + "study") not in names:
     st.session_state[P + "study"] = names[0]
 catalogue = {name: studies.get(name) for name in names}
 name = st.selectbox("Study", names, key=P + "study", format_func=lambda n: f"{n} — {catalogue[n].title}")
-st.query_params["study"] = name  # now, not after the page: a run that ends in st.stop() drops later URL writes
+url_state.write_now("reproduce")  # now, not after the page: a run that ends in st.stop() drops later URL writes
 study = catalogue[name]
 
 with st.container(border=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from core import jobs
+from core import jobs, studies
 from tests import fake_study
 
 
@@ -79,3 +79,28 @@ def test_cancel_keeps_nothing(make_app, monkeypatch):
     at.run()
     assert any("Cancelled" in w.value for w in at.warning)
     assert not at.get("vega_lite_chart")
+
+
+def test_the_study_dropdown_takes_the_first_change(make_app, monkeypatch):
+    """Issue 37: the first change of the dropdown was undone. The page ends in st.stop() before Run, so the
+    router's after-run URL sync never ran; the URL the page wrote itself was then taken for a new link."""
+    at = _open(make_app, monkeypatch)
+    at.selectbox(key="reproduce.study").set_value("clark").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="reproduce.study").value == "clark"
+    assert at.query_params["study"] in ("clark", ["clark"])
+    assert any(studies.get("clark").title in m.value for m in at.markdown)
+
+
+def test_no_stale_fallback_notice_after_a_link_and_a_change(make_app, monkeypatch):
+    """A link's value checked after a later run said "Not available now, so the page chose instead: study=…"
+    for a study the user had simply moved away from."""
+    fake_study.install(monkeypatch)
+    at = make_app("fake-bert")
+    at.query_params["study"] = "clark"
+    at.switch_page("app_pages/reproduce.py")
+    at.run()
+    at.selectbox(key="reproduce.study").set_value("fake").run()
+    at = _run(at)
+    assert at.selectbox(key="reproduce.study").value == "fake"
+    assert not [c.value for c in at.caption if "Not available now" in c.value]
