@@ -29,12 +29,18 @@ def _page_query(page: str) -> dict[str, str]:
 def apply(page: str, query: dict[str, str], *, shared: bool = True) -> tuple[str, ...]:
     """Put a view's params into session state; the notices of what was ignored.
 
-    The page's settings missing from the query go back to the page's own defaults (their keys are dropped), so
-    a link or a lesson step shows its view, not a mix with what was on screen before. With `shared`, the
-    sidebar's model and sentences come from the query too (a sentence it lacks is emptied; no model: keep).
+    The page's settings missing from the query go back to the page's own defaults, so a link or a lesson step
+    shows its view, not a mix with what was on screen before. A registered default is assigned, not left to the
+    widget: the browser keeps the value a widget already shows unless the run assigns one, so a dropped key
+    drew the default while the widget still showed the previous step's value. A param without a registered
+    default (the page picks it) is dropped. With `shared`, the sidebar's model and sentences come from the query
+    too (a sentence it lacks is emptied; no model: keep).
     """
     for param in views.VIEWS.get(page.strip("/"), ()):
-        st.session_state.pop(param.key, None)
+        if param.default is not None and param.key in st.session_state:
+            st.session_state[param.key] = param.default
+        else:
+            st.session_state.pop(param.key, None)
     if shared:
         if query.get("model"):
             st.session_state[MODEL_KEY] = query["model"]

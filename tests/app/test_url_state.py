@@ -175,3 +175,25 @@ def test_a_page_that_stops_early_still_writes_its_url(tiny_bert_dir):
     at = open_link("anisotropy", {"model": str(tiny_bert_dir), "models": str(tiny_bert_dir), "seed": "3"})
     at.number_input(key="anisotropy.seed").set_value(11).run()
     assert at.query_params["seed"] == "11"
+
+
+def _shown_in_browser(widget, before):
+    """What the browser shows for a widget after a run: Streamlit's frontend keeps the value it already holds for
+    a widget id unless the run sent `set_value` (a value assigned through st.session_state in that run)."""
+    proto = widget.proto
+    if proto.set_value or before is None:
+        return widget.value if proto.set_value else proto.options[proto.default]
+    return before
+
+
+def test_presenter_step_without_a_style_shows_the_style_it_draws():
+    """Issue 37: step 1 draws a heatmap; step 2 (no style in its link) drew lines while the radio still showed
+    "Heatmap": apply() dropped the key, so the server fell back to the default but the browser kept its value."""
+    at = open_link("present", {"lesson": "bert-in-ten-views", "step": "1"})
+    shown = _shown_in_browser(at.radio(key="attention.style"), None)
+    assert shown == at.session_state["attention.style"] == "Heatmap"
+    at.button(key="present.next").click().run()
+    assert not at.exception, at.exception
+    shown = _shown_in_browser(at.radio(key="attention.style"), shown)
+    assert at.session_state["attention.style"] == "Lines"  # what step 2 draws
+    assert shown == "Lines"
