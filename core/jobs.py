@@ -34,6 +34,7 @@ import functools
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,8 +202,14 @@ _live: dict[str, Job] = {}
 _live_lock = threading.Lock()
 
 
+def _id_part(kind: str) -> str:
+    """The kind as it appears in a job id (a folder name): a kind holding a path ("pca.background./a/model") made
+    nested folders, which list_records and latest could not see."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", kind)
+
+
 def _new_id(kind: str) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{uuid.uuid4().hex[:6]}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{_id_part(kind)}-{uuid.uuid4().hex[:6]}"
 
 
 def _work_spec(work: Callable) -> dict:
@@ -313,6 +320,25 @@ def list_records(kind: str | None = None) -> list[JobRecord]:
     records = [status(folder.name) for folder in root.iterdir()] if root.is_dir() else []
     found = [r for r in records if r is not None and (kind is None or r.kind == kind)]
     return sorted(found, key=lambda r: (r.created_at, r.id))
+
+
+def latest(kind: str, where: dict, accept: Callable[[JobRecord], bool] = lambda record: record.active or record.state == "done"
+           ) -> JobRecord | None:
+    """The newest job of `kind` whose params hold every item of `where` and that `accept`s (default: queued,
+    running or done): how a page finds the job for its settings from any session, a new tab or a reload.
+
+    Read from the durable records, newest first; a folder's name (the id starts with the time and the kind) is
+    checked before its record is read, so a lookup reads only that kind's records."""
+    root = jobs_dir()
+    if not root.is_dir():
+        return None
+    marker = f"-{_id_part(kind)}-"
+    for name in sorted((f.name for f in root.iterdir() if marker in f.name), reverse=True):
+        record = status(name)
+        if (record is not None and record.kind == kind and all(record.params.get(k) == v for k, v in where.items())
+                and accept(record)):
+            return record
+    return None
 
 
 def cancel(job_id: str) -> bool:
