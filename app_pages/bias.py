@@ -11,6 +11,7 @@ from core.charts import bias as charts
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, pick_device
 from core.protocols import describe
+from core.training import report as run_report
 from core.training.recipe import PAPER_SETTINGS
 
 P = "bias."
@@ -192,11 +193,8 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
         if run is None:
             st.progress(0.0, text=f"{ARM_TITLES[arm]}: not started")
             continue
-        s = run.status
         if run.state == "running":
-            detail = f"{s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps', '?')}"
-            if s.get("eta_seconds") is not None:
-                detail += f", about {s['eta_seconds']:.0f} s left"
+            detail = run_report.progress_text(run)
         elif run.state == "done":
             detail = f"done, engine accuracy {(run.metrics or {}).get('accuracy', float('nan')):.2%}"
         else:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from core.distributed import launched_world_size
-from core.training import Recipe, cancel, finetune, list_runs, submit
+from core.training import Recipe, cancel, finetune, list_runs, report, submit
 from core.training.jobs import SignalStop
 from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
 
@@ -164,18 +164,15 @@ def run_finetune(args) -> int:
 
 
 def _describe(run) -> str:
-    s, m = run.status, run.metrics or {}
-    if run.state == "running":
-        eta = s.get("eta_seconds")
-        return (f"{s.get('phase', '')} step {s.get('step', 0)}/{s.get('total_steps', '?')} loss "
-                f"{s.get('loss') or float('nan'):.4f} {s.get('examples_per_second') or 0:.1f} ex/s"
-                + (f" ETA {eta:.0f} s" if eta is not None else ""))
+    m = run.metrics or {}
+    if run.state in ("queued", "running"):
+        return report.progress_text(run)
     if run.state == "done":
         acc = m.get("accuracy")
         return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
     if run.state in ("failed", "cancelled"):
         return (run.error or "") + ("\n    " + run.log_tail.replace("\n", "\n    ") if run.state == "failed" else "")
-    return "waiting for the run before it"
+    return run.state
 
 
 def run_list(args) -> int:
