@@ -56,6 +56,28 @@ def limit(value: int) -> int | None:
     return int(value) if value else None
 
 
+def form_of(spec: bias.ExperimentSpec) -> dict:
+    """The page's settings (session keys) that launch `spec`: the form shows the settings of the results below."""
+    return {P + "paper_protocol": spec.protocol == "slides", P + "words": ", ".join(spec.words),
+            P + "swaps": bias.format_swaps(spec.swaps), P + "task": spec.task, P + "train_limit": spec.train_limit or 0,
+            P + "test_limit": spec.test_limit or 0, P + "seed": spec.seed, P + "epochs": spec.epochs, P + "lr": spec.lr,
+            P + "batch_size": spec.batch_size, P + "max_length": spec.max_length, P + "head": spec.head}
+
+
+def shown_experiment(experiments: list[str]) -> str | None:
+    """The experiment the Results section shows: the one picked (or linked), else the newest."""
+    picked = st.session_state.get(P + "experiment")
+    return picked if picked in experiments else (experiments[0] if experiments else None)
+
+
+def show_form_of_picked() -> None:
+    """The Experiment box's callback: the form takes the settings of the experiment now shown."""
+    try:
+        st.session_state.update(form_of(bias.load_spec(st.session_state[P + "experiment"])))
+    except ValueError:
+        pass  # an unreadable spec: the Results section says so
+
+
 st.title("Bias experiment")
 intro(
     "A CS4650 class project removed every SNLI training pair containing a “female” word and saw test accuracy "
@@ -65,6 +87,16 @@ intro(
     "test pairs with and without the words, their confusion matrices, and how often swapping gendered words "
     "(woman ↔ man, she ↔ he …) changes a prediction.",
 )
+
+# Reopened, the form shows the settings of the results below (not the defaults beside other numbers); a setting
+# this session or a link already holds is kept.
+shown = shown_experiment(bias.list_experiments())
+if shown is not None:
+    try:
+        for key, value in form_of(bias.load_spec(shown)).items():
+            st.session_state.setdefault(key, value)
+    except ValueError:
+        pass  # an unreadable spec: the Results section says so
 
 st.toggle(
     "Paper protocol", key=P + "paper_protocol",
@@ -331,5 +363,7 @@ if not experiments:
 else:
     if st.session_state.get(P + "experiment") not in experiments:
         st.session_state[P + "experiment"] = experiments[0]
-    chosen = st.selectbox("Experiment", experiments, key=P + "experiment", help="Newest first; each is saved under models_cache/experiments.")
+    chosen = st.selectbox("Experiment", experiments, key=P + "experiment", on_change=show_form_of_picked,
+                          help="Newest first; each is saved under models_cache/experiments. The form above shows "
+                               "the settings of the one picked.")
     show_experiment(chosen)
