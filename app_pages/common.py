@@ -146,13 +146,18 @@ def _job_params(key: str, params) -> dict:
 
 
 def _finished_result(record: jobs.JobRecord, load_result: Callable[[dict], object] | None):
-    """(True, result) of a done job whose result can still be had, else (False, None): a thread job's result lives
-    in this server's memory (jobs.get); a process job's result.json is read back through `load_result`."""
+    """(True, result) of a done job whose result can still be had, else (False, None): in this server's memory
+    (jobs.get, thread jobs), else its result.json read back through `load_result` (a job of a past server)."""
     handle = jobs.get(record.id)
     if handle is not None and not handle.process:
         return True, handle.result
     data = jobs.result_json(record.id) if load_result is not None else None
-    return (True, load_result(data)) if data is not None else (False, None)
+    if data is None:
+        return False, None
+    try:
+        return True, load_result(data)
+    except (KeyError, TypeError, ValueError):  # written by an older version: run again rather than fail the page
+        return False, None
 
 
 def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | None) -> None:
@@ -172,7 +177,8 @@ def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | No
         slot["result"], slot["result_params"] = _finished_result(record, load_result)[1], params
 
 
-def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None) -> None:
+def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None,
+               keep_result: bool = False) -> None:
     """Button callback (the script thread, where st.cache_* is safe): build the work, then submit it."""
     slot = _job_slot(key)
     slot.pop("message", None)
@@ -182,7 +188,7 @@ def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], u
         slot["message"] = str(err)
         return
     # last_id outlives the run (tests and the log find the record by it); id marks a job still to collect.
-    slot["id"] = slot["last_id"] = jobs.submit(kind, _job_params(key, params), work, unit=unit).id
+    slot["id"] = slot["last_id"] = jobs.submit(kind, _job_params(key, params), work, unit=unit, keep_result=keep_result).id
     slot["params"], slot["cancelled_note"] = params, cancelled_note
 
 
@@ -232,8 +238,8 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
 
     Without a result or a job of its own for `params`, the page follows the newest job for the same settings from
     any session (core.jobs.latest over the durable records): a new tab or a reload shows a job started elsewhere,
-    running or finished. A thread job's result is this server's (in memory); `load_result(result.json)` rebuilds
-    a process job's.
+    running or finished. A result lives in this server's memory; with `load_result` (the result type's from_json)
+    it is also saved as result.json and read back after a server restart.
     """
     _collect(key, load_result)
     slot = _job_slot(key)
@@ -241,12 +247,12 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
         _reattach(key, kind or key, params, load_result, cancelled_note)
     fresh = "result" in slot and slot["result_params"] == params
     if autostart and not fresh and not slot.get("id") and not slot.get("message"):
-        _start_job(key, kind or key, params, make_work, unit, cancelled_note)
+        _start_job(key, kind or key, params, make_work, unit, cancelled_note, load_result is not None)
     if slot.get("id"):
         _job_panel(key)
     else:
         st.button(label, key=f"{key}.run", type="primary", icon=":material/play_arrow:", disabled=disabled,
-                  on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
+                  on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note, load_result is not None))
     if slot.get("message"):
         st.warning(slot["message"])
     if "result" not in slot or (hide_stale and not fresh):

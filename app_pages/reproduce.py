@@ -75,7 +75,7 @@ def make_work():
 
 
 result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
-                      unit="steps", hide_stale=True)
+                      unit="steps", hide_stale=True, load_result=studies.StudyResult.from_json)
 if result is None:
     st.info("Press **Run the study** to measure (nothing is computed until then).")
     st.stop()

@@ -21,7 +21,7 @@ Every job leaves a durable record, written only by the job itself, in `settings.
                    created_at, started_at, finished_at, updated_at}
     work.json     process jobs: the function and its arguments
     output.log    process jobs: the child's stdout and stderr
-    result.json   process jobs: the result's to_json(), when it has one
+    result.json   the result's to_json(), when it has one: process jobs, and thread jobs submitted with keep_result
     cancel        present once a cancel was asked for
 
 state is queued | running | done | failed | cancelled. Reading never writes: a record left "queued" or "running"
@@ -249,8 +249,24 @@ def _prune() -> None:
         folder.rmdir()
 
 
-def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False) -> Job:
-    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return."""
+def _save_result(folder: Path, result: Any) -> None:
+    """result.json: the result's to_json() (or a plain dict); a result that is not JSON is kept by the work itself
+    (a run folder, an experiment folder)."""
+    if result is None:
+        return
+    data = result.to_json() if hasattr(result, "to_json") else result
+    try:
+        write_json_atomic(folder / RESULT, data)
+    except TypeError:
+        pass
+
+
+def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False,
+           keep_result: bool = False) -> Job:
+    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return.
+
+    A process job's result is always saved as result.json; a thread job's only with `keep_result` (its result is
+    in memory otherwise), so that it outlives the server (a page reads it back with its result type's from_json)."""
     json.dumps(params, default=str)  # params go into the record: fail here, not in the worker
     spec = _work_spec(work) if process else None
     _prune()
@@ -276,8 +292,13 @@ def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", proc
         reporter.write()
         job = Job(job_id, kind, params, folder, False, reporter=reporter)
 
+        def keep(result) -> None:
+            if keep_result:
+                _save_result(folder, result)
+            job.result = result
+
         def run() -> None:
-            reporter.execute(work, keep=lambda result: setattr(job, "result", result))
+            reporter.execute(work, keep=keep)
 
         job.thread = threading.Thread(target=run, name=f"job-{job_id}", daemon=True)
         job.thread.start()
@@ -310,7 +331,7 @@ def status(job_id: str) -> JobRecord | None:
 
 
 def result_json(job_id: str) -> dict | None:
-    """A finished process job's result.json (None for thread jobs or before it exists)."""
+    """A finished job's result.json (process jobs; thread jobs submitted with keep_result), None before or without."""
     return read_json(jobs_dir() / job_id / RESULT)
 
 
@@ -414,16 +435,7 @@ def run_child(job_id: str) -> int:
         reporter.write(state="failed", error=f"cannot load the job's work: {err}", finished_at=time.time())
         return 1
 
-    def keep(result) -> None:
-        if result is None:
-            return
-        data = result.to_json() if hasattr(result, "to_json") else result
-        try:
-            write_json_atomic(folder / RESULT, data)
-        except TypeError:
-            pass  # not JSON: the work keeps its own output (a run folder, an experiment folder)
-
-    reporter.execute(work, keep)
+    reporter.execute(work, functools.partial(_save_result, folder))
     return {"done": 0, "cancelled": 130}.get(reporter.record["state"], 1)
 
 

@@ -89,3 +89,17 @@ def test_a_finished_study_appears_in_a_fresh_session_with_the_same_settings(monk
     fresh = _reproduce_session(monkeypatch)
     assert any(s.value.startswith("**Reproduced**") for s in fresh.success)
     assert fresh.session_state["reproduce.fake.jobstate"]["last_id"] == job_id
+
+
+def test_a_study_finished_before_a_server_restart_is_read_back_from_its_record(monkeypatch):
+    first = _reproduce_session(monkeypatch)
+    first.button(key="reproduce.fake.run").click().run()
+    job_id = first.session_state["reproduce.fake.jobstate"]["last_id"]
+    assert jobs.wait(job_id, timeout=60).state == "done"
+    assert jobs.result_json(job_id)["verdict"] == "reproduced"
+    monkeypatch.delitem(jobs._live, job_id)  # a new server: nothing of the job left in memory, only its folder
+
+    fresh = _reproduce_session(monkeypatch)
+    assert fresh.session_state["reproduce.fake.jobstate"]["last_id"] == job_id
+    assert any(s.value.startswith("**Reproduced**") for s in fresh.success)
+    assert fresh.get("vega_lite_chart")
