@@ -75,10 +75,12 @@ class StudyResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "StudyResult":
-        """The result to_json wrote (a finished study's result.json, read back after the server restarted)."""
-        return cls(d["study"], d["model"], d["corpus"], d["protocol"],
-                   tuple(Comparison.from_json(c) for c in d["comparisons"]),
-                   {name: json_keyed(series) for name, series in d["measured"].items()}, tuple(d["notes"]))
+        """The result to_json wrote (a finished study's result.json, read back after the server restarted); fields
+        that JSON keeps as they are pass through by name."""
+        plain = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**{**plain, "comparisons": tuple(Comparison.from_json(c) for c in d["comparisons"]),
+                      "measured": {name: json_keyed(series) for name, series in d["measured"].items()},
+                      "notes": tuple(d["notes"])})
 
 
 @dataclass(frozen=True)
