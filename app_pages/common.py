@@ -210,8 +210,7 @@ def _collect(key: str, load_result: Callable[[dict], object] | None = None) -> N
 
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
-    stage = record.message or ("waiting to start" if record.state == "queued" else "")
-    st.progress(record.fraction, text=f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip())
+    st.progress(record.fraction, text=record.progress_text)
     if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
         jobs.cancel(record.id)
 

@@ -108,6 +108,14 @@ class JobRecord:
     def fraction(self) -> float:
         return min(1.0, self.done / self.total) if self.total else 0.0
 
+    @property
+    def progress_text(self) -> str:
+        """The line under a progress bar: the stage, then done / total once the work has counted anything
+        ("starting…" before, never "0 / … items")."""
+        if self.active and not (self.done or self.total):
+            return f"{self.message or ('waiting to start' if self.state == 'queued' else 'starting')}…"
+        return f"{self.message} {self.done} / {self.total or '…'} {self.unit}".strip()
+
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 

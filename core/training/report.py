@@ -58,8 +58,10 @@ def phase(run: RunInfo) -> str:
 def progress_text(run: RunInfo, queue_position: int | None = None) -> str:
     """The line under an active run's progress bar. Loss and speed only once a training step is done: before it
     they are no numbers yet (the line said "loss nan, 0.0 examples/s" while the model loaded)."""
+    if run.state == "queued" and queue_position:
+        return f"queued, waiting (position {queue_position} in the queue)"
     if run.state == "queued":
-        return f"waiting (position {queue_position} in the queue)" if queue_position else "waiting for the run before it"
+        return "queued, waiting for the run before it"
     now = phase(run)
     s = run.status
     step = int(s.get("step") or 0)

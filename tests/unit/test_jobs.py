@@ -143,3 +143,15 @@ def test_a_kind_holding_a_path_makes_one_flat_job_folder():
     assert "/" not in job.id and (jobs.jobs_dir() / job.id / jobs.RECORD).is_file()
     assert [r.id for r in jobs.list_records("pca.background./data/models/mini")] == [job.id]
     assert jobs.latest("pca.background./data/models/mini", {"page_key": "k"}).id == job.id
+
+
+def test_progress_text_says_starting_until_the_work_counts_something():
+    def record(state, done=0, total=0, message=""):
+        return jobs.JobRecord("id", "k", {}, state, done=done, total=total, unit="inputs", message=message)
+
+    assert record("queued").progress_text == "waiting to start…"
+    assert record("running").progress_text == "starting…"
+    assert record("running", message="loading model").progress_text == "loading model…"
+    assert record("running", 3, 10, "Scoring:").progress_text == "Scoring: 3 / 10 inputs"
+    assert record("running", 3).progress_text == "3 / … inputs"
+    assert record("done", 10, 10).progress_text == "10 / 10 inputs"

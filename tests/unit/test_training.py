@@ -337,7 +337,8 @@ def test_progress_line_and_runs_table_say_the_same_phase_and_no_numbers_before_a
     training = run("running", phase="training", step=3, total_steps=10, epoch=1, loss=0.6931, examples_per_second=12.5,
                    eta_seconds=7.4)
     evaluating = run("running", phase="evaluating", step=10, total_steps=10, loss=0.5, examples_per_second=12.0)
-    assert report.progress_text(queued, 2) == "waiting (position 2 in the queue)"
+    assert report.progress_text(queued, 2) == "queued, waiting (position 2 in the queue)"
+    assert report.progress_text(queued) == "queued, waiting for the run before it"
     assert report.progress_text(starting) == "starting…"
     assert report.progress_text(loading) == "loading model…"
     assert report.progress_text(zero) == "training…"
@@ -347,5 +348,5 @@ def test_progress_line_and_runs_table_say_the_same_phase_and_no_numbers_before_a
     for r in (queued, starting, loading, zero, training, evaluating):
         assert "nan" not in report.progress_text(r) and "0.0 examples/s" not in report.progress_text(r)
         assert report.runs_table([r])["state"].tolist() == [report.phase(r)]
-        assert report.progress_text(r).startswith(report.phase(r)) or r.state == "queued"
+        assert report.progress_text(r).startswith(report.phase(r))
     assert report.runs_table([loading])["state"].tolist() == ["loading model"]
