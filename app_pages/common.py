@@ -163,8 +163,13 @@ def _finished_result(record: jobs.JobRecord, load_result: Callable[[dict], objec
 def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | None) -> None:
     """Follow the newest job for exactly these settings, started in any session (another tab, before a reload):
     a running one shows its progress and Cancel, a finished one its result."""
+    results = {}
+
     def usable(record: jobs.JobRecord) -> bool:
-        return record.active or (record.state == "done" and _finished_result(record, load_result)[0])
+        if record.active:
+            return True
+        found, results[record.id] = _finished_result(record, load_result) if record.state == "done" else (False, None)
+        return found
 
     record = jobs.latest(kind, _job_params(key, params), accept=usable)
     if record is None:
@@ -174,7 +179,7 @@ def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | No
     if record.active:
         slot["id"] = record.id
     else:
-        slot["result"], slot["result_params"] = _finished_result(record, load_result)[1], params
+        slot["result"], slot["result_params"] = results[record.id], params
 
 
 def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None,
