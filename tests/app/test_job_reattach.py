@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from core import jobs
 from tests import fake_study
 from tests.app.conftest import _make_app
@@ -26,7 +28,7 @@ def _explain_session(folder) -> object:
     return at
 
 
-def test_a_finished_faithfulness_result_appears_in_a_new_tab(tmp_path):
+def test_a_finished_faithfulness_result_appears_in_a_new_tab_and_after_a_restart(tmp_path, monkeypatch):
     folder = make_seq_classifier(tmp_path / "seqcls")
     first = _explain_session(folder)
     assert first.session_state["explain.faith.jobstate"].get("result") is None
@@ -40,6 +42,13 @@ def test_a_finished_faithfulness_result_appears_in_a_new_tab(tmp_path):
     slot = second.session_state["explain.faith.jobstate"]
     assert slot["last_id"] == job_id and slot["result"] is computed
     assert len(second.dataframe) == len(first.dataframe) and second.get("vega_lite_chart")
+
+    monkeypatch.delitem(jobs._live, job_id)  # a server restart: only the job's folder is left
+    after_restart = _explain_session(folder)
+    restored = after_restart.session_state["explain.faith.jobstate"]["result"]
+    assert restored.methods == computed.methods
+    np.testing.assert_allclose(restored.comprehensiveness, computed.comprehensiveness)
+    assert after_restart.dataframe[0].value.equals(first.dataframe[0].value)
 
     second.session_state["explain.fsteps"] = 6  # other settings: that job is not theirs
     second.run()
