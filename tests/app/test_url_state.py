@@ -186,6 +186,26 @@ def _shown_in_browser(widget, before):
     return before
 
 
+WIDGET_TYPES = ("selectbox", "radio", "multiselect", "checkbox", "toggle", "slider", "number_input", "text_input",
+                "text_area", "select_slider", "button_group")
+
+
+def _browser_disagrees(at, shown: dict) -> list[str]:
+    """Update `shown` ({widget id: value the browser shows}) after a run, the frontend's way (see _shown_in_browser),
+    and list the keyed widgets whose shown value is not the value the page ran with."""
+    wrong = []
+    for kind in WIDGET_TYPES:
+        for widget in at.get(kind):
+            if not getattr(widget, "key", None) or widget.key.startswith("$$"):
+                continue
+            value = widget.value
+            if widget.proto.set_value or widget.id not in shown:
+                shown[widget.id] = value
+            elif shown[widget.id] != value:
+                wrong.append(f"{widget.key}: shows {shown[widget.id]!r}, drawn with {value!r}")
+    return wrong
+
+
 def test_presenter_step_without_a_style_shows_the_style_it_draws():
     """Issue 37: step 1 draws a heatmap; step 2 (no style in its link) drew lines while the radio still showed
     "Heatmap": apply() dropped the key, so the server fell back to the default but the browser kept its value."""
@@ -197,3 +217,15 @@ def test_presenter_step_without_a_style_shows_the_style_it_draws():
     shown = _shown_in_browser(at.radio(key="attention.style"), shown)
     assert at.session_state["attention.style"] == "Lines"  # what step 2 draws
     assert shown == "Lines"
+
+
+def test_presenter_every_widget_shows_what_its_step_draws():
+    """Every keyed widget of the attention steps, forwards and back: the browser's value is the one drawn."""
+    at = open_link("present", {"lesson": "bert-in-ten-views", "step": "1"})
+    shown: dict = {}
+    assert _browser_disagrees(at, shown) == []
+    for button, step in (("next", 2), ("next", 3), ("next", 4), ("prev", 3), ("prev", 2), ("prev", 1)):
+        at.button(key=f"present.{button}").click().run()
+        assert not at.exception, at.exception
+        assert at.query_params["step"] == str(step)
+        assert _browser_disagrees(at, shown) == [], f"step {step}"
