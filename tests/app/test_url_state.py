@@ -177,22 +177,14 @@ def test_a_page_that_stops_early_still_writes_its_url(tiny_bert_dir):
     assert at.query_params["seed"] == "11"
 
 
-def _shown_in_browser(widget, before):
-    """What the browser shows for a widget after a run: Streamlit's frontend keeps the value it already holds for
-    a widget id unless the run sent `set_value` (a value assigned through st.session_state in that run)."""
-    proto = widget.proto
-    if proto.set_value or before is None:
-        return widget.value if proto.set_value else proto.options[proto.default]
-    return before
-
-
 WIDGET_TYPES = ("selectbox", "radio", "multiselect", "checkbox", "toggle", "slider", "number_input", "text_input",
                 "text_area", "select_slider", "button_group")
 
 
 def _browser_disagrees(at, shown: dict) -> list[str]:
-    """Update `shown` ({widget id: value the browser shows}) after a run, the frontend's way (see _shown_in_browser),
-    and list the keyed widgets whose shown value is not the value the page ran with."""
+    """Update `shown` ({widget id: value the browser shows}) after a run as Streamlit's frontend does (it keeps the
+    value it holds for a widget id unless the run sent `set_value`: a value assigned through st.session_state), and
+    list the keyed widgets whose shown value is not the value the page ran with."""
     wrong = []
     for kind in WIDGET_TYPES:
         for widget in at.get(kind):
@@ -206,26 +198,17 @@ def _browser_disagrees(at, shown: dict) -> list[str]:
     return wrong
 
 
-def test_presenter_step_without_a_style_shows_the_style_it_draws():
-    """Issue 37: step 1 draws a heatmap; step 2 (no style in its link) drew lines while the radio still showed
-    "Heatmap": apply() dropped the key, so the server fell back to the default but the browser kept its value."""
-    at = open_link("present", {"lesson": "bert-in-ten-views", "step": "1"})
-    shown = _shown_in_browser(at.radio(key="attention.style"), None)
-    assert shown == at.session_state["attention.style"] == "Heatmap"
-    at.button(key="present.next").click().run()
-    assert not at.exception, at.exception
-    shown = _shown_in_browser(at.radio(key="attention.style"), shown)
-    assert at.session_state["attention.style"] == "Lines"  # what step 2 draws
-    assert shown == "Lines"
-
-
 def test_presenter_every_widget_shows_what_its_step_draws():
-    """Every keyed widget of the attention steps, forwards and back: the browser's value is the one drawn."""
+    """Issue 37: step 1 draws a heatmap; step 2 (no style in its link), reached with →, drew lines while the radio
+    still showed "Heatmap" (apply() dropped the key: the server fell back to the default, the browser kept its
+    value). Every keyed widget of the attention steps, forwards and back: the browser's value is the one drawn."""
     at = open_link("present", {"lesson": "bert-in-ten-views", "step": "1"})
     shown: dict = {}
-    assert _browser_disagrees(at, shown) == []
+    assert _browser_disagrees(at, shown) == [] and at.session_state["attention.style"] == "Heatmap"
     for button, step in (("next", 2), ("next", 3), ("next", 4), ("prev", 3), ("prev", 2), ("prev", 1)):
         at.button(key=f"present.{button}").click().run()
         assert not at.exception, at.exception
         assert at.query_params["step"] == str(step)
         assert _browser_disagrees(at, shown) == [], f"step {step}"
+        if step == 2:
+            assert at.session_state["attention.style"] == "Lines"
