@@ -4,13 +4,12 @@ tab, a reload) with the same settings shows the job started elsewhere: its resul
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from core import jobs
 from tests import fake_study
 from tests.app.conftest import _make_app
+from tests.app.test_reproduce_page import _open, start_slow
 from tests.integration.test_explain import make_seq_classifier
 
 SENTENCES = "the cat sat on the mat\na dog ran in the park\nthe bird sang"
@@ -57,25 +56,14 @@ def test_a_finished_faithfulness_result_appears_in_a_new_tab_and_after_a_restart
 
 
 def _reproduce_session(monkeypatch, **state):
-    fake_study.install(monkeypatch)
-    at = _make_app("fake-bert")
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.switch_page("app_pages/reproduce.py")
-    at.run()
+    at = _open(_make_app, monkeypatch, **state)
     assert not at.exception, at.exception
     return at
 
 
 def test_a_running_study_shows_its_progress_after_a_reload_and_cancels_from_there(monkeypatch):
     monkeypatch.setattr(fake_study, "STEP_SECONDS", 0.05)
-    first = _reproduce_session(monkeypatch, **{"reproduce.fake.limit": 400})
-    first.button(key="reproduce.fake.run").click().run()
-    job_id = first.session_state["reproduce.fake.jobstate"]["last_id"]
-    deadline = time.time() + 30
-    while jobs.status(job_id).done == 0:
-        assert time.time() < deadline, "the study never reported progress"
-        time.sleep(0.02)
+    job_id = start_slow(_reproduce_session(monkeypatch, **{"reproduce.fake.limit": 400}))
 
     reloaded = _reproduce_session(monkeypatch, **{"reproduce.fake.limit": 400})
     assert reloaded.get("progress"), "the running job's progress is not shown after the reload"

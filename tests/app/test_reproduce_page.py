@@ -24,6 +24,17 @@ def _run(at):
     return at.run()
 
 
+def start_slow(at) -> str:
+    """Press Run on a study slowed down to 0.05 s a step and wait until it has reported progress; its job id."""
+    at.button(key="reproduce.fake.run").click().run()
+    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
+    deadline = time.time() + 30
+    while jobs.status(job_id).done == 0:
+        assert time.time() < deadline, "the study never reported progress"
+        time.sleep(0.02)
+    return job_id
+
+
 def test_study_card_and_default_model(make_app, monkeypatch):
     at = _open(make_app, monkeypatch)
     assert not at.exception, at.exception
@@ -66,12 +77,7 @@ def test_url_reopens_the_study(make_app, monkeypatch):
 def test_cancel_keeps_nothing(make_app, monkeypatch):
     monkeypatch.setattr(fake_study, "STEP_SECONDS", 0.05)
     at = _open(make_app, monkeypatch, **{"reproduce.fake.limit": 400})
-    at.button(key="reproduce.fake.run").click().run()
-    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
-    deadline = time.time() + 30
-    while jobs.status(job_id).done == 0:
-        assert time.time() < deadline, "the study never reported progress"
-        time.sleep(0.02)
+    job_id = start_slow(at)
     at.run()
     assert at.get("progress"), "no progress bar while the study runs"
     at.button(key="reproduce.fake.cancel").click().run()
