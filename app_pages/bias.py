@@ -11,6 +11,7 @@ from core.charts import bias as charts
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, pick_device
 from core.protocols import describe
+from core.training import report as run_report
 from core.training.recipe import PAPER_SETTINGS
 from core.safe_text import markdown_text
 
@@ -56,6 +57,28 @@ def limit(value: int) -> int | None:
     return int(value) if value else None
 
 
+def form_of(spec: bias.ExperimentSpec) -> dict:
+    """The page's settings (session keys) that launch `spec`: the form shows the settings of the results below."""
+    return {P + "paper_protocol": spec.protocol == "slides", P + "words": ", ".join(spec.words),
+            P + "swaps": bias.format_swaps(spec.swaps), P + "task": spec.task, P + "train_limit": spec.train_limit or 0,
+            P + "test_limit": spec.test_limit or 0, P + "seed": spec.seed, P + "epochs": spec.epochs, P + "lr": spec.lr,
+            P + "batch_size": spec.batch_size, P + "max_length": spec.max_length, P + "head": spec.head}
+
+
+def shown_experiment(experiments: list[str]) -> str | None:
+    """The experiment the Results section shows: the one picked (or linked), else the newest."""
+    picked = st.session_state.get(P + "experiment")
+    return picked if picked in experiments else (experiments[0] if experiments else None)
+
+
+def show_form_of_picked() -> None:
+    """The Experiment box's callback: the form takes the settings of the experiment now shown."""
+    try:
+        st.session_state.update(form_of(bias.load_spec(st.session_state[P + "experiment"])))
+    except ValueError:
+        pass  # an unreadable spec: the Results section says so
+
+
 st.title("Bias experiment")
 intro(
     "A CS4650 class project removed every SNLI training pair containing a “female” word and saw test accuracy "
@@ -65,6 +88,16 @@ intro(
     "test pairs with and without the words, their confusion matrices, and how often swapping gendered words "
     "(woman ↔ man, she ↔ he …) changes a prediction.",
 )
+
+# Reopened, the form shows the settings of the results below (not the defaults beside other numbers); a setting
+# this session or a link already holds is kept.
+shown = shown_experiment(bias.list_experiments())
+if shown is not None:
+    try:
+        for key, value in form_of(bias.load_spec(shown)).items():
+            st.session_state.setdefault(key, value)
+    except ValueError:
+        pass  # an unreadable spec: the Results section says so
 
 st.toggle(
     "Paper protocol", key=P + "paper_protocol",
@@ -193,11 +226,8 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
         if run is None:
             st.progress(0.0, text=f"{ARM_TITLES[arm]}: not started")
             continue
-        s = run.status
         if run.state == "running":
-            detail = f"{s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps', '?')}"
-            if s.get("eta_seconds") is not None:
-                detail += f", about {s['eta_seconds']:.0f} s left"
+            detail = run_report.progress_text(run)
         elif run.state == "done":
             detail = f"done, engine accuracy {(run.metrics or {}).get('accuracy', float('nan')):.2%}"
         else:
@@ -334,5 +364,7 @@ if not experiments:
 else:
     if st.session_state.get(P + "experiment") not in experiments:
         st.session_state[P + "experiment"] = experiments[0]
-    chosen = st.selectbox("Experiment", experiments, key=P + "experiment", help="Newest first; each is saved under models_cache/experiments.")
+    chosen = st.selectbox("Experiment", experiments, key=P + "experiment", on_change=show_form_of_picked,
+                          help="Newest first; each is saved under models_cache/experiments. The form above shows "
+                               "the settings of the one picked.")
     show_experiment(chosen)

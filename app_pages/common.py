@@ -159,7 +159,50 @@ def _job_slot(key: str) -> dict:
     return st.session_state.setdefault(f"{key}.jobstate", {})
 
 
-def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None) -> None:
+def _job_params(key: str, params) -> dict:
+    """What a page's job records as its params: the page's key and its settings (repr: any value, compared as text)."""
+    return {"page_key": key, "params": repr(params)}
+
+
+def _finished_result(record: jobs.JobRecord, load_result: Callable[[dict], object] | None):
+    """(True, result) of a done job whose result can still be had, else (False, None): in this server's memory
+    (jobs.get, thread jobs), else its result.json read back through `load_result` (a job of a past server)."""
+    handle = jobs.get(record.id)
+    if handle is not None and not handle.process:
+        return True, handle.result
+    data = jobs.result_json(record.id) if load_result is not None else None
+    if data is None:
+        return False, None
+    try:
+        return True, load_result(data)
+    except (KeyError, TypeError, ValueError):  # written by an older version: run again rather than fail the page
+        return False, None
+
+
+def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | None) -> None:
+    """Follow the newest job for exactly these settings, started in any session (another tab, before a reload):
+    a running one shows its progress and Cancel, a finished one its result."""
+    results = {}
+
+    def usable(record: jobs.JobRecord) -> bool:
+        if record.active:
+            return True
+        found, results[record.id] = _finished_result(record, load_result) if record.state == "done" else (False, None)
+        return found
+
+    record = jobs.latest(kind, _job_params(key, params), accept=usable)
+    if record is None:
+        return
+    slot = _job_slot(key)
+    slot["last_id"], slot["params"], slot["cancelled_note"] = record.id, params, cancelled_note
+    if record.active:
+        slot["id"] = record.id
+    else:
+        slot["result"], slot["result_params"] = results[record.id], params
+
+
+def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], unit: str, cancelled_note: str | None,
+               keep_result: bool = False) -> None:
     """Button callback (the script thread, where st.cache_* is safe): build the work, then submit it."""
     slot = _job_slot(key)
     slot.pop("message", None)
@@ -169,11 +212,11 @@ def _start_job(key: str, kind: str, params, make_work: Callable[[], Callable], u
         slot["message"] = str(err)
         return
     # last_id outlives the run (tests and the log find the record by it); id marks a job still to collect.
-    slot["id"] = slot["last_id"] = jobs.submit(kind, {"page_key": key, "params": repr(params)}, work, unit=unit).id
+    slot["id"] = slot["last_id"] = jobs.submit(kind, _job_params(key, params), work, unit=unit, keep_result=keep_result).id
     slot["params"], slot["cancelled_note"] = params, cancelled_note
 
 
-def _collect(key: str) -> None:
+def _collect(key: str, load_result: Callable[[dict], object] | None = None) -> None:
     """Move a finished job's result (or its error) into the page state."""
     slot = _job_slot(key)
     job_id = slot.get("id")
@@ -182,8 +225,7 @@ def _collect(key: str) -> None:
         return
     slot.pop("id")
     if record is not None and record.state == "done":
-        handle = jobs.get(job_id)
-        slot["result"], slot["result_params"] = (handle.result if handle else None), slot.get("params")
+        slot["result"], slot["result_params"] = _finished_result(record, load_result)[1], slot.get("params")
     elif record is None:
         slot["message"] = JOB_STATE_MESSAGES["killed"]
     else:
@@ -192,8 +234,7 @@ def _collect(key: str) -> None:
 
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
-    stage = record.message or ("waiting to start" if record.state == "queued" else "")
-    st.progress(record.fraction, text=markdown_text(f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip()))
+    st.progress(record.fraction, text=markdown_text(record.progress_text))
     if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
         jobs.cancel(record.id)
 
@@ -209,7 +250,7 @@ def _job_panel(key: str) -> None:
 
 def job_controls(key: str, label: str, params, make_work: Callable[[], Callable], *, kind: str | None = None,
                  unit: str = "items", disabled: bool = False, cancelled_note: str | None = None,
-                 autostart: bool = False, hide_stale: bool = False):
+                 autostart: bool = False, hide_stale: bool = False, load_result: Callable[[dict], object] | None = None):
     """Start / progress / cancel / result for one long piece of work on a page.
 
     `make_work()` runs in the button's callback and returns `work(progress, should_stop)` for core.jobs (load
@@ -217,17 +258,24 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
     second without rerunning the page. Returns the kept result, or None before the first one; when `params`
     differ from the ones the result was computed with, a caption says so (or, with `hide_stale`, None is
     returned). `autostart`: start at once when there is no result for `params` (not again after a cancel or error).
+
+    Without a result or a job of its own for `params`, the page follows the newest job for the same settings from
+    any session (core.jobs.latest over the durable records): a new tab or a reload shows a job started elsewhere,
+    running or finished. A result lives in this server's memory; with `load_result` (the result type's from_json)
+    it is also saved as result.json and read back after a server restart.
     """
-    _collect(key)
+    _collect(key, load_result)
     slot = _job_slot(key)
+    if not slot.get("id") and not ("result" in slot and slot["result_params"] == params):
+        _reattach(key, kind or key, params, load_result, cancelled_note)
     fresh = "result" in slot and slot["result_params"] == params
     if autostart and not fresh and not slot.get("id") and not slot.get("message"):
-        _start_job(key, kind or key, params, make_work, unit, cancelled_note)
+        _start_job(key, kind or key, params, make_work, unit, cancelled_note, load_result is not None)
     if slot.get("id"):
         _job_panel(key)
     else:
         st.button(label, key=f"{key}.run", type="primary", icon=":material/play_arrow:", disabled=disabled,
-                  on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
+                  on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note, load_result is not None))
     if slot.get("message"):
         st.warning(markdown_text(slot["message"]))
     if "result" not in slot or (hide_stale and not fresh):

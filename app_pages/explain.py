@@ -9,6 +9,7 @@ from app_pages.explain_view import cached_explainer, cached_explanation, show
 from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
 from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods, prepare
+from core.faithfulness import Faithfulness
 from core.models import ModelUnavailable
 from core.safe_text import markdown_text
 
@@ -88,7 +89,8 @@ else:
         return lambda progress, should_stop: faithfulness(cached_explainer(ref), items, methods=METHODS, steps=int(fsteps),
                                                           corpus=corpus.name, progress=progress, should_stop=should_stop)
 
-    result = job_controls(K + "faith", "Score every method", params, make_work, unit="inputs", disabled=corpus is None)
+    result = job_controls(K + "faith", "Score every method", params, make_work, unit="inputs", disabled=corpus is None,
+                          load_result=Faithfulness.from_json)
     if result is not None:
         table = result.table()
         st.dataframe(table, hide_index=True)

@@ -103,6 +103,11 @@ intro(
 )
 
 
+def active_phases(runs) -> dict[str, str]:
+    """{name: phase} of the queued and running runs: what the runs table and the progress lines must agree on."""
+    return {r.name: report.phase(r) for r in runs if r.state in ("queued", "running")}
+
+
 def render_runs() -> None:
     """The "Runs" tab: launch, follow, compare and use training runs."""
 
@@ -247,12 +252,12 @@ def render_runs() -> None:
 
     def live_runs() -> None:
         """Progress of queued and running runs; polled every 2 s by a fragment while any run is active."""
-        runs = list_runs()
-        active = [r for r in runs if r.state in ("queued", "running")]
-        was_active = set(st.session_state.get(K + "active", []))
-        st.session_state[K + "active"] = [r.name for r in active]
-        if was_active - {r.name for r in active}:
-            st.rerun(scope="app")  # a run just ended: refresh the tables below
+        active = [r for r in list_runs() if r.state in ("queued", "running")]
+        # The runs table below is drawn by the page, not by this fragment: when a run moves on (queued -> loading
+        # model -> training -> ended, or one started elsewhere) the whole page reruns, so the table never says
+        # another phase than the progress line.
+        if active_phases(active) != st.session_state.get(K + "table_phases"):
+            st.rerun(scope="app")
         if not active:
             return
         st.subheader("In progress")
@@ -260,16 +265,9 @@ def render_runs() -> None:
             s = r.status
             c1, c2 = st.columns([4, 1])
             if r.state == "queued":
-                c1.write(f"**{r.name}** — waiting (position {queue_position(r.name) or '?'} in the queue)")
+                c1.write(f"**{r.name}** — {report.progress_text(r, queue_position(r.name))}")
             else:
-                eta = s.get("eta_seconds")
-                c1.progress(
-                    r.progress_fraction(),
-                    text=f"**{r.name}** — {s.get('phase', '')}, step {s.get('step', 0)}/{s.get('total_steps') or '?'}, "
-                    f"epoch {s.get('epoch', 1)}/{s.get('epochs') or r.recipe.get('epochs')}, "
-                    f"loss {s.get('loss') or float('nan'):.4f}, {s.get('examples_per_second') or 0:.1f} examples/s"
-                    + (f", about {eta:.0f} s left" if eta is not None else ""),
-                )
+                c1.progress(r.progress_fraction(), text=f"**{r.name}** — {report.progress_text(r)}")
             if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/stop:"):
                 cancel(r.name)
                 st.toast(f"Asked {r.name} to stop.")
@@ -278,7 +276,9 @@ def render_runs() -> None:
                 st.altair_chart(finetune_charts.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
 
 
-    any_active = any(r.state in ("queued", "running") for r in list_runs())
+    runs = list_runs()  # read once for the table below and the phases it shows
+    st.session_state[K + "table_phases"] = active_phases(runs)
+    any_active = bool(st.session_state[K + "table_phases"])
     # Poll only while something runs: an idle page stays still (a run started from a terminal shows on Refresh).
     st.fragment(run_every="2s" if any_active else None)(live_runs)()
     if not any_active:
@@ -286,7 +286,6 @@ def render_runs() -> None:
 
     # ---- finished runs ------------------------------------------------------------------------------------
 
-    runs = list_runs()
     st.subheader("Runs")
     if not runs:
         st.info("No runs yet. Start one above, or from a terminal: "

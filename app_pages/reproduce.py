@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages import url_state
 from app_pages.common import export_buttons, intro, job_controls, model_ref
 from core import protocols, references, studies
 from core.charts import reproduce as reproduce_charts
@@ -33,7 +34,7 @@ if st.session_state.get(P + "study") not in names:
     st.session_state[P + "study"] = names[0]
 catalogue = {name: studies.get(name) for name in names}
 name = st.selectbox("Study", names, key=P + "study", format_func=lambda n: f"{n} — {catalogue[n].title}")
-st.query_params["study"] = name  # now, not after the page: a run that ends in st.stop() drops later URL writes
+url_state.write_now("reproduce")  # now, not after the page: a run that ends in st.stop() drops later URL writes
 study = catalogue[name]
 
 with st.container(border=True):
@@ -80,13 +81,14 @@ def make_work():
 
 chosen = loadable.get(model) or availability(model or "")
 if not chosen.loadable:
-    st.warning(f"Pick a model that loads now to run this study: {chosen.reason}")
+    st.warning(f"Pick a model that loads now to run this study: {markdown_text(chosen.reason)}")
 elif not references.same_model_name(model, study.model):
     compared = ("the verdict will compare the shape of the paper's curves with yours, not the numbers"
                 if references.for_study(name) else "compare your figures with the paper's in shape only")
-    st.info(f"**Different model: shape only** — `{model}` is not the paper's model (`{study.model}`): {compared}.")
+    st.info(f"**Different model: shape only** — {markdown_code(model)} is not the paper's model ({markdown_code(study.model)}): {compared}.")
 result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
-                      unit="steps", hide_stale=True, disabled=not chosen.loadable)
+                      unit="steps", hide_stale=True, disabled=not chosen.loadable,
+                      load_result=studies.StudyResult.from_json)
 if result is None:
     if chosen.loadable:  # otherwise the warning above is the next step, not "Press Run"
         st.info("Press **Run the study** to measure (nothing is computed until then).")

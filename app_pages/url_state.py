@@ -3,6 +3,11 @@
 The router (app_pages/router.py) calls restore(page) before the page runs and sync(page) after it, so a page needs no code of its own:
 a new page only adds its params to core.views.VIEWS. Streamlit has already put a changed widget's value into
 st.session_state when the rerun starts, so writing the URL before or after the page both see the same values.
+
+A page that ends in st.stop() gets no after-run sync: once a stop is asked for, Streamlit raises StopException on
+every session-state read, the router's `finally` included. So a page that must put a value into the URL before it
+may stop calls write_now(page), never st.query_params directly: restore() takes a URL that differs from what this
+session last wrote for a new link, and a write it did not record would be applied over the user's next change.
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ def _page_query(page: str) -> dict[str, str]:
 def apply(page: str, query: dict[str, str], *, shared: bool = True) -> tuple[str, ...]:
     """Put a view's params into session state; the notices of what was ignored.
 
-    The page's settings missing from the query go back to the page's own defaults (their keys are dropped), so
-    a link or a lesson step shows its view, not a mix with what was on screen before. With `shared`, the
-    sidebar's model and sentences come from the query too (a sentence it lacks is emptied; no model: keep).
+    The page's settings missing from the query go back to the page's own defaults, so a link or a lesson step
+    shows its view, not a mix with what was on screen before. A registered default is assigned, not left to the
+    widget: the browser keeps the value a widget already shows unless the run assigns one, so a dropped key
+    drew the default while the widget still showed the previous step's value. A param without a registered
+    default (the page picks it) is dropped. With `shared`, the sidebar's model and sentences come from the query
+    too (a sentence it lacks is emptied; no model: keep).
     """
     for param in views.VIEWS.get(page.strip("/"), ()):
-        st.session_state.pop(param.key, None)
+        if param.default is not None and param.key in st.session_state:
+            st.session_state[param.key] = param.default
+        else:
+            st.session_state.pop(param.key, None)
     if shared:
         if query.get("model"):
             st.session_state[MODEL_KEY] = query["model"]
@@ -45,6 +56,8 @@ def apply(page: str, query: dict[str, str], *, shared: bool = True) -> tuple[str
 def restore(page: str) -> None:
     """Apply the URL's settings when they are new to this session (a pasted link, a lesson step); show notices."""
     page = page.strip("/")
+    # Left by a run that stopped before its after-run check: it is about a value the user may have changed since.
+    st.session_state.pop(_APPLIED, None)
     if page not in views.VIEWS:
         return
     query = _page_query(page)
@@ -87,6 +100,11 @@ def sync(page: str, *, after_run: bool = True) -> None:
     if stale:
         st.caption("Not available now, so the page chose instead: " + ", ".join(stale) + ".")
     _write(page)
+
+
+def write_now(page: str) -> None:
+    """Write the page's settings into the URL now, from inside the page (before a possible st.stop())."""
+    _write(page.strip("/"))
 
 
 def _write(page: str) -> None:

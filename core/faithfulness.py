@@ -81,9 +81,20 @@ class Faithfulness:
         return {"comprehensiveness": float(self.aopc_comprehensiveness[i]), "sufficiency": float(self.aopc_sufficiency[i])}
 
     def to_json(self) -> dict:
+        """The AOPC per method ("methods", "random") and, per method in order, the curve at each fraction."""
         return {"corpus": self.corpus, "model": self.model, "examples": self.examples, "skipped": self.skipped,
                 "fractions": list(self.fractions), "steps": self.steps,
-                "methods": {m: self.row(m) for m in self.methods if m != RANDOM}, "random": self.row(RANDOM)}
+                "methods": {m: self.row(m) for m in self.methods if m != RANDOM}, "random": self.row(RANDOM),
+                "curves": {m: {"comprehensiveness": self.comprehensiveness[i].tolist(),
+                               "sufficiency": self.sufficiency[i].tolist()} for i, m in enumerate(self.methods)}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Faithfulness":
+        """The result to_json wrote (the page reads a finished job's result.json back after a server restart)."""
+        curves = d["curves"]
+        return cls(d["corpus"], d["model"], tuple(curves), tuple(d["fractions"]),
+                   np.array([c["comprehensiveness"] for c in curves.values()]),
+                   np.array([c["sufficiency"] for c in curves.values()]), d["examples"], d["skipped"], d["steps"])
 
     def table(self):
         import pandas as pd

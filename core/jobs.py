@@ -21,7 +21,7 @@ Every job leaves a durable record, written only by the job itself, in `settings.
                    created_at, started_at, finished_at, updated_at}
     work.json     process jobs: the function and its arguments
     output.log    process jobs: the child's stdout and stderr
-    result.json   process jobs: the result's to_json(), when it has one
+    result.json   the result's to_json(), when it has one: process jobs, and thread jobs submitted with keep_result
     cancel        present once a cancel was asked for
 
 state is queued | running | done | failed | cancelled. Reading never writes: a record left "queued" or "running"
@@ -34,6 +34,7 @@ import functools
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,6 +92,14 @@ class JobRecord:
     @property
     def fraction(self) -> float:
         return min(1.0, self.done / self.total) if self.total else 0.0
+
+    @property
+    def progress_text(self) -> str:
+        """The line under a progress bar: the stage, then done / total once the work has counted anything
+        ("starting…" before, never "0 / … items")."""
+        if self.active and not (self.done or self.total):
+            return f"{self.message or ('waiting to start' if self.state == 'queued' else 'starting')}…"
+        return f"{self.message} {self.done} / {self.total or '…'} {self.unit}".strip()
 
     def to_json(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -192,8 +201,14 @@ _live: dict[str, Job] = {}
 _live_lock = threading.Lock()
 
 
+def _id_part(kind: str) -> str:
+    """The kind as it appears in a job id (a folder name): a kind holding a path ("pca.background./a/model") made
+    nested folders, which list_records and latest could not see."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", kind)
+
+
 def _new_id(kind: str) -> str:
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{uuid.uuid4().hex[:6]}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{_id_part(kind)}-{uuid.uuid4().hex[:6]}"
 
 
 def _work_spec(work: Callable) -> dict:
@@ -233,8 +248,24 @@ def _prune() -> None:
         folder.rmdir()
 
 
-def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False) -> Job:
-    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return."""
+def _save_result(folder: Path, result: Any) -> None:
+    """result.json: the result's to_json() (or a plain dict); a result that is not JSON is kept by the work itself
+    (a run folder, an experiment folder)."""
+    if result is None:
+        return
+    data = result.to_json() if hasattr(result, "to_json") else result
+    try:
+        write_json_atomic(folder / RESULT, data)
+    except TypeError:
+        pass
+
+
+def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False,
+           keep_result: bool = False) -> Job:
+    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return.
+
+    A process job's result is always saved as result.json; a thread job's only with `keep_result` (its result is
+    in memory otherwise), so that it outlives the server (a page reads it back with its result type's from_json)."""
     json.dumps(params, default=str)  # params go into the record: fail here, not in the worker
     spec = _work_spec(work) if process else None
     _prune()
@@ -263,8 +294,13 @@ def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", proc
         reporter.write()
         job = Job(job_id, kind, params, folder, False, reporter=reporter)
 
+        def keep(result) -> None:
+            if keep_result:
+                _save_result(folder, result)
+            job.result = result
+
         def run() -> None:
-            reporter.execute(work, keep=lambda result: setattr(job, "result", result))
+            reporter.execute(work, keep=keep)
 
         job.thread = threading.Thread(target=run, name=f"job-{job_id}", daemon=True)
         job.thread.start()
@@ -297,7 +333,7 @@ def status(job_id: str) -> JobRecord | None:
 
 
 def result_json(job_id: str) -> dict | None:
-    """A finished process job's result.json (None for thread jobs or before it exists)."""
+    """A finished job's result.json (process jobs; thread jobs submitted with keep_result), None before or without."""
     return read_json(jobs_dir() / job_id / RESULT)
 
 
@@ -307,6 +343,25 @@ def list_records(kind: str | None = None) -> list[JobRecord]:
     records = [status(folder.name) for folder in root.iterdir()] if root.is_dir() else []
     found = [r for r in records if r is not None and (kind is None or r.kind == kind)]
     return sorted(found, key=lambda r: (r.created_at, r.id))
+
+
+def latest(kind: str, where: dict, accept: Callable[[JobRecord], bool] = lambda record: record.active or record.state == "done"
+           ) -> JobRecord | None:
+    """The newest job of `kind` whose params hold every item of `where` and that `accept`s (default: queued,
+    running or done): how a page finds the job for its settings from any session, a new tab or a reload.
+
+    Read from the durable records, newest first; a folder's name (the id starts with the time and the kind) is
+    checked before its record is read, so a lookup reads only that kind's records."""
+    root = jobs_dir()
+    if not root.is_dir():
+        return None
+    marker = f"-{_id_part(kind)}-"
+    for name in sorted((f.name for f in root.iterdir() if marker in f.name), reverse=True):
+        record = status(name)
+        if (record is not None and record.kind == kind and all(record.params.get(k) == v for k, v in where.items())
+                and accept(record)):
+            return record
+    return None
 
 
 def cancel(job_id: str) -> bool:
@@ -382,16 +437,7 @@ def run_child(job_id: str) -> int:
         reporter.write(state="failed", error=f"cannot load the job's work: {err}", finished_at=time.time())
         return 1
 
-    def keep(result) -> None:
-        if result is None:
-            return
-        data = result.to_json() if hasattr(result, "to_json") else result
-        try:
-            write_json_atomic(folder / RESULT, data)
-        except TypeError:
-            pass  # not JSON: the work keeps its own output (a run folder, an experiment folder)
-
-    reporter.execute(work, keep)
+    reporter.execute(work, functools.partial(_save_result, folder))
     return {"done": 0, "cancelled": 130}.get(reporter.record["state"], 1)
 
 

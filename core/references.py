@@ -61,6 +61,15 @@ class Reference:
             "layer_note": self.layer_note, "note": self.note,
         }
 
+    @classmethod
+    def from_json(cls, d: dict) -> "Reference":
+        return cls(**{**{k: v for k, v in d.items() if k in cls.__dataclass_fields__}, "values": json_keyed(d["values"])})
+
+
+def json_keyed(values: Mapping[str, float]) -> dict[int | str, float]:
+    """A series written by to_json (keys as text) with its layer keys back as ints ("3" -> 3; "nsubj" stays)."""
+    return {int(k) if k.isdigit() else k: float(v) for k, v in values.items()}
+
 
 def _model_name(ref: str) -> str:
     """'bert-base-cased', 'google-bert/bert-base-cased', '/x/models_cache/hub/bert-base-cased' -> 'bert-base-cased'."""
@@ -105,6 +114,10 @@ class ComparisonRow:
         return {"measure": self.measure, "key": self.key, "paper": self.paper, "measured": self.measured,
                 "tolerance": self.tolerance, "within": self.within}
 
+    @classmethod
+    def from_json(cls, d: dict) -> "ComparisonRow":
+        return cls(d["measure"], d["key"], d["paper"], d["measured"], d["tolerance"])
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -121,6 +134,11 @@ class Comparison:
     def to_json(self) -> dict:
         return {"reference": self.reference.to_json(), "rows": [r.to_json() for r in self.rows], "kind": self.kind,
                 "verdict": self.verdict, "shape_correlation": self.shape_correlation}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Comparison":
+        return cls(Reference.from_json(d["reference"]), tuple(ComparisonRow.from_json(r) for r in d["rows"]), d["kind"],
+                   d["verdict"], d["shape_correlation"])
 
 
 def compare(reference: Reference, measured: Mapping[int | str, float], model: str, protocol: str) -> Comparison:

@@ -11,7 +11,7 @@ from pathlib import Path
 from core import validation
 from core.distributed import launched_world_size
 from core.files import write_text_atomic
-from core.training import Recipe, cancel, finetune, list_runs, submit
+from core.training import Recipe, cancel, finetune, list_runs, report, submit
 from core.training.jobs import SignalStop
 from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_layer_set
 
@@ -166,18 +166,15 @@ def run_finetune(args) -> int:
 
 
 def _describe(run) -> str:
-    s, m = run.status, run.metrics or {}
-    if run.state == "running":
-        eta = s.get("eta_seconds")
-        return (f"{s.get('phase', '')} step {s.get('step', 0)}/{s.get('total_steps', '?')} loss "
-                f"{s.get('loss') or float('nan'):.4f} {s.get('examples_per_second') or 0:.1f} ex/s"
-                + (f" ETA {eta:.0f} s" if eta is not None else ""))
+    m = run.metrics or {}
+    if run.state in ("queued", "running"):
+        return report.progress_text(run)
     if run.state == "done":
         acc = m.get("accuracy")
         return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
     if run.state in ("failed", "cancelled"):
         return run.error_line  # the whole traceback stays in the run folder's traceback.txt
-    return "waiting for the run before it"
+    return run.state
 
 
 def run_list(args) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from core.progress import ProgressCallback, StopCheck
-from core.references import Comparison, Verdict
+from core.references import Comparison, Verdict, json_keyed
 
 # The order of the Reproduce page and of `reproduce --list`.
 NAMES = (
@@ -72,6 +72,15 @@ class StudyResult:
             "measured": {name: {str(k): float(v) for k, v in series.items()} for name, series in self.measured.items()},
             "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "StudyResult":
+        """The result to_json wrote (a finished study's result.json, read back after the server restarted); fields
+        that JSON keeps as they are pass through by name."""
+        plain = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        return cls(**{**plain, "comparisons": tuple(Comparison.from_json(c) for c in d["comparisons"]),
+                      "measured": {name: json_keyed(series) for name, series in d["measured"].items()},
+                      "notes": tuple(d["notes"])})
 
 
 @dataclass(frozen=True)

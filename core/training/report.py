@@ -41,15 +41,48 @@ def frozen_description(recipe: dict) -> str:
     return ", ".join(parts)
 
 
+# status.json's phase as a person reads it; "loading" is the engine's first word, before it knows what it loads.
+PHASE_TITLES = {"loading": "starting", "queued": "starting"}
+
+
+def phase(run: RunInfo) -> str:
+    """Where a run is, in one word or two: the runs table's state column, the progress line and the CLI all say
+    this. queued (not started), starting, loading data, loading model, tokenizing, training, evaluating, saving
+    while it runs; done, failed or cancelled after."""
+    if run.state != "running":
+        return run.state
+    status_phase = run.status.get("phase") or "starting"
+    return PHASE_TITLES.get(status_phase, status_phase)
+
+
+def progress_text(run: RunInfo, queue_position: int | None = None) -> str:
+    """The line under an active run's progress bar. Loss and speed only once a training step is done: before it
+    they are no numbers yet (the line said "loss nan, 0.0 examples/s" while the model loaded)."""
+    if run.state == "queued" and queue_position:
+        return f"queued, waiting (position {queue_position} in the queue)"
+    if run.state == "queued":
+        return "queued, waiting for the run before it"
+    now = phase(run)
+    s = run.status
+    step = int(s.get("step") or 0)
+    if now != "training" or not step or s.get("loss") is None:
+        return f"{now}…"
+    eta = s.get("eta_seconds")
+    return (f"training, step {step}/{s.get('total_steps') or '?'}, epoch {s.get('epoch', 1)}/"
+            f"{s.get('epochs') or run.recipe.get('epochs') or '?'}, loss {s['loss']:.4f}, "
+            f"{s.get('examples_per_second') or 0:.1f} examples/s" + (f", about {eta:.0f} s left" if eta is not None else ""))
+
+
 def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
-    """One row per run: name, state, task, model, objective, layers, head, accuracy, train time, speed."""
+    """One row per run: name, state (`phase`: the same words as the progress line), task, model, objective, layers,
+    head, accuracy, train time, speed."""
     rows = []
     for r in runs:
         m, rec = r.metrics or {}, r.recipe
         rows.append(
             {
                 "run": r.name,
-                "state": r.state,
+                "state": phase(r),
                 "task": rec.get("task"),
                 "model": rec.get("model"),
                 "objective": rec.get("objective"),

@@ -192,3 +192,31 @@ def test_paper_protocol_switch_uses_the_slides_filter_and_recipe(make_app, minil
     (spec,) = launched
     assert (spec.protocol, spec.lr, spec.epochs, spec.batch_size) == ("slides", 5e-5, 2, 32)
     assert spec.recipe("full").weight_decay == 0.0
+
+
+def test_reopened_form_shows_the_settings_of_the_results_shown(make_app, minilm_dir, data_dir):
+    """Issue 37: reopened, the form said 2,000 / 1,000 pairs beside results computed with 1,000 / 500."""
+    older = bias.ExperimentSpec(name="bias-older", model=str(minilm_dir), train_limit=300, test_limit=100, seed=4,
+                                epochs=3, max_length=96, created_at=time.time() - 60)
+    quick = bias.ExperimentSpec(name="bias-quick", model=str(minilm_dir), words=("woman", "girl"), train_limit=1000,
+                                test_limit=500, seed=3, epochs=1, max_length=64, lr=3e-5, batch_size=16, head="mlp")
+    for spec in (older, quick):
+        bias.prepare(spec)
+
+    at = open_page(make_app, minilm_dir)  # a fresh session: nothing typed yet
+    assert at.selectbox(key="bias.experiment").value == "bias-quick"
+    shown = {key: at.session_state[f"bias.{key}"] for key in ("train_limit", "test_limit", "seed", "epochs",
+                                                              "max_length", "lr", "batch_size", "head", "words")}
+    assert shown == {"train_limit": 1000, "test_limit": 500, "seed": 3, "epochs": 1, "max_length": 64, "lr": 3e-5,
+                     "batch_size": 16, "head": "mlp", "words": "woman, girl"}
+    assert at.number_input(key="bias.train_limit").value == 1000 and at.number_input(key="bias.epochs").value == 1
+
+    at.selectbox(key="bias.experiment").set_value("bias-older").run()
+    assert not at.exception, at.exception
+    assert (at.number_input(key="bias.train_limit").value, at.number_input(key="bias.test_limit").value,
+            at.number_input(key="bias.epochs").value) == (300, 100, 3)
+    assert at.text_input(key="bias.words").value == ", ".join(bias.DEFAULT_WORDS)
+
+    linked = open_page(make_app, minilm_dir, train_limit=1500)  # a setting the session (or a link) holds is kept
+    assert linked.number_input(key="bias.train_limit").value == 1500
+    assert linked.number_input(key="bias.test_limit").value == 500

@@ -200,3 +200,33 @@ def test_processes_field_defaults_to_one_on_cpu_and_goes_into_the_recipe(page, m
     work = json.loads((jobs.jobs_dir() / launched[0][-1] / jobs.WORK).read_text())
     recipe = json.loads(open(work["args"][0]).read())
     assert recipe["processes"] == 2 and recipe["gradient_accumulation"] == 4
+
+
+def test_runs_table_and_progress_line_say_the_same_phase(page, monkeypatch):
+    """Issue 37: the table said "queued" while the progress line said "loading model", and the line began with
+    "loss nan, 0.0 examples/s". The worker is faked: its status.json is written here as the engine writes it."""
+    from core.training import runs
+
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
+    at = page()
+    at.text_input(key="finetune.run_name").input("phase-run")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    table = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    assert table.set_index("run").loc["phase-run", "state"] == "queued"
+
+    folder = runs.RunFolder("phase-run")
+    folder.write_status(state="running", phase="loading model", pid=os.getpid(), step=0, loss=None,
+                        examples_per_second=0.0)
+    at.run()
+    table = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    assert table.set_index("run").loc["phase-run", "state"] == "loading model"
+    (line,) = [p.proto.text for p in at.get("progress") if "phase-run" in p.proto.text]
+    assert "loading model…" in line and "nan" not in line and "examples/s" not in line
+
+    folder.write_status(phase="training", step=4, total_steps=8, epoch=1, epochs=2, loss=0.5, examples_per_second=9.0)
+    at.run()
+    table = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    assert table.set_index("run").loc["phase-run", "state"] == "training"
+    (line,) = [p.proto.text for p in at.get("progress") if "phase-run" in p.proto.text]
+    assert "step 4/8" in line and "loss 0.5000" in line and "9.0 examples/s" in line

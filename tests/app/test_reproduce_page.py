@@ -24,6 +24,17 @@ def _run(at):
     return at.run()
 
 
+def start_slow(at) -> str:
+    """Press Run on a study slowed down to 0.05 s a step and wait until it has reported progress; its job id."""
+    at.button(key="reproduce.fake.run").click().run()
+    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
+    deadline = time.time() + 30
+    while jobs.status(job_id).done == 0:
+        assert time.time() < deadline, "the study never reported progress"
+        time.sleep(0.02)
+    return job_id
+
+
 def test_study_card_and_default_model(make_app, monkeypatch):
     at = _open(make_app, monkeypatch)
     assert not at.exception, at.exception
@@ -67,12 +78,7 @@ def test_url_reopens_the_study(make_app, monkeypatch):
 def test_cancel_keeps_nothing(make_app, monkeypatch):
     monkeypatch.setattr(fake_study, "STEP_SECONDS", 0.05)
     at = _open(make_app, monkeypatch, **{"reproduce.fake.limit": 400})
-    at.button(key="reproduce.fake.run").click().run()
-    job_id = at.session_state["reproduce.fake.jobstate"]["last_id"]
-    deadline = time.time() + 30
-    while jobs.status(job_id).done == 0:
-        assert time.time() < deadline, "the study never reported progress"
-        time.sleep(0.02)
+    job_id = start_slow(at)
     at.run()
     assert at.get("progress"), "no progress bar while the study runs"
     at.button(key="reproduce.fake.cancel").click().run()
@@ -101,3 +107,28 @@ def test_offline_the_paper_model_gives_way_to_a_local_one_said_shape_only_before
     assert at.button(key=f"reproduce.{study}.run").disabled
     assert not any("Press **Run the study**" in i.value for i in at.info)  # the warning is the next step
     assert not any("ModelUnavailable" in e.value for e in [*at.warning, *at.error, *at.info])
+
+
+def test_the_study_dropdown_takes_the_first_change(make_app, monkeypatch):
+    """Issue 37: the first change of the dropdown was undone. The page ends in st.stop() before Run, so the
+    router's after-run URL sync never ran; the URL the page wrote itself was then taken for a new link."""
+    at = _open(make_app, monkeypatch)
+    at.selectbox(key="reproduce.study").set_value("clark").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="reproduce.study").value == "clark"
+    assert at.query_params["study"] in ("clark", ["clark"])
+    assert any(studies.get("clark").title in m.value for m in at.markdown)
+
+
+def test_no_stale_fallback_notice_after_a_link_and_a_change(make_app, monkeypatch):
+    """A link's value checked after a later run said "Not available now, so the page chose instead: study=…"
+    for a study the user had simply moved away from."""
+    fake_study.install(monkeypatch)
+    at = make_app("fake-bert")
+    at.query_params["study"] = "clark"
+    at.switch_page("app_pages/reproduce.py")
+    at.run()
+    at.selectbox(key="reproduce.study").set_value("fake").run()
+    at = _run(at)
+    assert at.selectbox(key="reproduce.study").value == "fake"
+    assert not [c.value for c in at.caption if "Not available now" in c.value]

@@ -176,3 +176,40 @@ def test_a_page_that_stops_early_still_writes_its_url(tiny_bert_dir):
     at = open_link("anisotropy", {"model": str(tiny_bert_dir), "models": str(tiny_bert_dir), "seed": "3"})
     at.number_input(key="anisotropy.seed").set_value(11).run()
     assert at.query_params["seed"] == "11"
+
+
+WIDGET_TYPES = ("selectbox", "radio", "multiselect", "checkbox", "toggle", "slider", "number_input", "text_input",
+                "text_area", "select_slider", "button_group")
+
+
+def _browser_disagrees(at, shown: dict) -> list[str]:
+    """Update `shown` ({widget id: value the browser shows}) after a run as Streamlit's frontend does (it keeps the
+    value it holds for a widget id unless the run sent `set_value`: a value assigned through st.session_state), and
+    list the keyed widgets whose shown value is not the value the page ran with."""
+    wrong = []
+    for kind in WIDGET_TYPES:
+        for widget in at.get(kind):
+            if not getattr(widget, "key", None) or widget.key.startswith("$$"):
+                continue
+            value = widget.value
+            if widget.proto.set_value or widget.id not in shown:
+                shown[widget.id] = value
+            elif shown[widget.id] != value:
+                wrong.append(f"{widget.key}: shows {shown[widget.id]!r}, drawn with {value!r}")
+    return wrong
+
+
+def test_presenter_every_widget_shows_what_its_step_draws():
+    """Issue 37: step 1 draws a heatmap; step 2 (no style in its link), reached with →, drew lines while the radio
+    still showed "Heatmap" (apply() dropped the key: the server fell back to the default, the browser kept its
+    value). Every keyed widget of the attention steps, forwards and back: the browser's value is the one drawn."""
+    at = open_link("present", {"lesson": "bert-in-ten-views", "step": "1"})
+    shown: dict = {}
+    assert _browser_disagrees(at, shown) == [] and at.session_state["attention.style"] == "Heatmap"
+    for button, step in (("next", 2), ("next", 3), ("next", 4), ("prev", 3), ("prev", 2), ("prev", 1)):
+        at.button(key=f"present.{button}").click().run()
+        assert not at.exception, at.exception
+        assert at.query_params["step"] == str(step)
+        assert _browser_disagrees(at, shown) == [], f"step {step}"
+        if step == 2:
+            assert at.session_state["attention.style"] == "Lines"

@@ -34,3 +34,26 @@ def test_heads_over_a_dataset(page, app_url, data_dir):
     page.get_by_text("Example maps of each type").wait_for()
     assert_no_streamlit_exception(page)
     screenshot(page, "attention_dataset_patterns")
+
+
+def test_a_finished_pass_shows_in_a_new_tab(page, browser, app_url, data_dir):
+    """Issue 37: a job's result did not appear in a new tab. Run the pass in one tab, open the same link in a new
+    one (a new session): the chart is there, and no Run button for the same settings."""
+    page.goto(f"{app_url}/attention?tab={TAB.replace(' ', '+')}&heads_n=6")
+    wait_for_app(page)
+    page.get_by_role("button", name=re.compile(r"Run .* over 6 examples")).click()
+    page.get_by_text(re.compile(r"6 inputs \(6 pairs")).wait_for(timeout=180_000)
+    wait_for_app(page)
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(120_000)
+        tab.goto(page.url)
+        wait_for_app(tab)
+        tab.get_by_text(re.compile(r"6 inputs \(6 pairs")).wait_for()
+        tab.locator('[data-testid="stVegaLiteChart"]').filter(has=tab.locator("canvas, svg")).first.wait_for()
+        assert_no_streamlit_exception(tab)
+        screenshot(tab, "attention_dataset_new_tab")
+    finally:
+        context.close()

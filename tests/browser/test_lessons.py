@@ -92,3 +92,20 @@ def test_lesson_editor_with_the_builtin_lesson(page, app_url):
     assert page.get_by_label("Step 10").input_value() == "Why a prediction?"
     assert_no_streamlit_exception(page)
     screenshot(page, "lessons_editor")
+
+
+def test_presenter_next_step_shows_the_style_it_draws(page, app_url):
+    """Issue 37: step 1 is a heatmap; step 2 (no style in its link), reached with →, drew lines while the radio
+    still showed "Heatmap"."""
+    n = len(lessons.builtin()["bert-in-ten-views"].steps)
+    page.goto(f"{app_url}/present?lesson=bert-in-ten-views&step=1")
+    wait_for_slide(page)
+    radio = page.get_by_role("radiogroup", name="Draw as")
+    expect(radio.get_by_role("radio", name="Heatmap")).to_be_checked()
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("ArrowRight")
+    page.get_by_text(_step_text(1, n)).wait_for(timeout=180_000)
+    wait_for_slide(page)
+    expect(radio.get_by_role("radio", name="Lines")).to_be_checked()
+    assert page.get_by_text("Show all lines").is_visible()  # drawn only under the lines view
+    screenshot(page, "present_step02_after_arrow")

@@ -111,3 +111,50 @@ def _wait_until(condition, timeout: float = 30.0) -> None:
     while not condition():
         assert time.time() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_latest_finds_the_newest_usable_job_for_the_same_settings():
+    """Issue 37: a page in a new tab finds the job for its settings among the durable records."""
+    def value(v):
+        return lambda progress, should_stop: v
+
+    def fail(progress, should_stop):
+        raise ValueError("no")
+
+    older = jobs.submit("survey", {"page_key": "p", "params": "(1,)"}, value("old"))
+    jobs.wait(older.id)
+    time.sleep(1.1)  # ids carry the second: the newer job sorts after
+    newer = jobs.submit("survey", {"page_key": "p", "params": "(1,)", "prefetch": "step 2"}, value("new"))
+    jobs.wait(newer.id)
+    other = jobs.submit("survey", {"page_key": "p", "params": "(2,)"}, value("other"))
+    jobs.wait(other.id)
+    time.sleep(1.1)
+    failed = jobs.submit("survey", {"page_key": "p", "params": "(1,)"}, fail)
+    assert jobs.wait(failed.id).state == "failed"
+
+    found = jobs.latest("survey", {"page_key": "p", "params": "(1,)"})
+    assert found.id == newer.id  # the failed one is newer but shows nothing; extra params (prefetch) do not matter
+    assert jobs.latest("survey", {"page_key": "p", "params": "(1,)"}, accept=lambda r: r.id == older.id).id == older.id
+    assert jobs.latest("survey", {"page_key": "p", "params": "(3,)"}) is None
+    assert jobs.latest("other-kind", {"page_key": "p", "params": "(1,)"}) is None
+
+
+def test_a_kind_holding_a_path_makes_one_flat_job_folder():
+    """The PCA page's job key holds the model's folder path: its id made nested folders nobody could list."""
+    job = jobs.submit("pca.background./data/models/mini", {"page_key": "k"}, lambda progress, should_stop: 1)
+    jobs.wait(job.id)
+    assert "/" not in job.id and (jobs.jobs_dir() / job.id / jobs.RECORD).is_file()
+    assert [r.id for r in jobs.list_records("pca.background./data/models/mini")] == [job.id]
+    assert jobs.latest("pca.background./data/models/mini", {"page_key": "k"}).id == job.id
+
+
+def test_progress_text_says_starting_until_the_work_counts_something():
+    def record(state, done=0, total=0, message=""):
+        return jobs.JobRecord("id", "k", {}, state, done=done, total=total, unit="inputs", message=message)
+
+    assert record("queued").progress_text == "waiting to start…"
+    assert record("running").progress_text == "starting…"
+    assert record("running", message="loading model").progress_text == "loading model…"
+    assert record("running", 3, 10, "Scoring:").progress_text == "Scoring: 3 / 10 inputs"
+    assert record("running", 3).progress_text == "3 / … inputs"
+    assert record("done", 10, 10).progress_text == "10 / 10 inputs"

@@ -90,3 +90,16 @@ def test_chart_data_holds_paper_and_measured():
     rows = bars["datasets"][bars["data"]["name"]]
     assert {(r["key"], r["source"]) for r in rows} == {("full", "paper"), ("biased", "paper"),
                                                         ("full", "measured (minilm)"), ("biased", "measured (minilm)")}
+
+
+def test_a_study_result_reads_back_from_its_json():
+    """A finished study's result.json rebuilds the same result (the Reproduce page after a server restart)."""
+    import json
+
+    from core import studies
+    from tests import fake_study
+
+    result = fake_study.run(studies.StudyOptions(model="other-bert", extra={"shift": 0.5}))
+    again = studies.StudyResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again == result
+    assert again.verdict == result.verdict and again.comparisons[0].reference.values == fake_study.PAPER_CURVE

@@ -319,3 +319,34 @@ def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
     assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
         "layers 0-1,5,11 (0-based), embeddings"
     assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""
+
+
+def test_progress_line_and_runs_table_say_the_same_phase_and_no_numbers_before_a_step():
+    """Issue 37: the line read "loss nan, 0.0 examples/s" while the model loaded, and the runs table said "queued"
+    while the progress said "loading model"."""
+    from core.training import report
+    from core.training.runs import RunInfo
+
+    def run(state, **status):
+        return RunInfo("r", state, "/x", {"epochs": 2}, status, None, "")
+
+    queued = run("queued", phase="queued")
+    starting = run("running", phase="loading")
+    loading = run("running", phase="loading model", step=0, loss=None, examples_per_second=0.0)
+    zero = run("running", phase="training", step=0, total_steps=10, loss=None, examples_per_second=0.0)
+    training = run("running", phase="training", step=3, total_steps=10, epoch=1, loss=0.6931, examples_per_second=12.5,
+                   eta_seconds=7.4)
+    evaluating = run("running", phase="evaluating", step=10, total_steps=10, loss=0.5, examples_per_second=12.0)
+    assert report.progress_text(queued, 2) == "queued, waiting (position 2 in the queue)"
+    assert report.progress_text(queued) == "queued, waiting for the run before it"
+    assert report.progress_text(starting) == "starting…"
+    assert report.progress_text(loading) == "loading model…"
+    assert report.progress_text(zero) == "training…"
+    assert report.progress_text(training) == ("training, step 3/10, epoch 1/2, loss 0.6931, 12.5 examples/s, "
+                                              "about 7 s left")
+    assert report.progress_text(evaluating) == "evaluating…"
+    for r in (queued, starting, loading, zero, training, evaluating):
+        assert "nan" not in report.progress_text(r) and "0.0 examples/s" not in report.progress_text(r)
+        assert report.runs_table([r])["state"].tolist() == [report.phase(r)]
+        assert report.progress_text(r).startswith(report.phase(r))
+    assert report.runs_table([loading])["state"].tolist() == ["loading model"]
