@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import export_buttons, intro, model_ref
+from app_pages.common import export_buttons, flag_degenerate, intro, model_ref
 from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
@@ -221,6 +221,8 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     k2.metric("Full run", f"{full.overall.accuracy:.2%}")
     k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
     k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+    for arm in bias.ARMS:
+        flag_degenerate(result.runs[arm].degeneracy(result.labels), f"The {ARM_TITLES[arm]} run")
     reference = references.get("slides-bias-accuracy")
     st.caption(
         f"The slides' reference — {references.overlay_label(reference, spec.model, result.protocol)}: "

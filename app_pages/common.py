@@ -6,6 +6,7 @@ Not a page itself: the router lists the pages explicitly.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from typing import Callable
 
@@ -99,6 +100,15 @@ def model_or_error() -> LoadedModel | None:
 def intro(what: str, how: str) -> None:
     """The two plain sentences every page opens with."""
     st.markdown(f"{what} {how}")
+
+
+def flag_degenerate(degeneracy, run: str | None = None) -> None:
+    """The "learned (almost) nothing" warning of a run (core.training.evaluation.Degeneracy; None: nothing to say).
+    Run names and class labels come from users, so Markdown's special characters are shown as typed."""
+    if degeneracy is None or not degeneracy.flagged:
+        return
+    text = f"{run}: {degeneracy.message}" if run else degeneracy.message
+    st.warning(re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", text), icon=":material/warning:")
 
 
 def set_example(text_a: str, text_b: str | None) -> None:

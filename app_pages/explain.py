@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences
+from app_pages.common import example_buttons, export_buttons, flag_degenerate, intro, job_controls, model_ref, sentences
 from app_pages.explain_view import cached_explainer, cached_explanation, show
 from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
 from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods
 from core.models import ModelUnavailable
+from core.training.runs import saved_degeneracy
 
 K = "explain."
 EXAMPLES = {
@@ -32,6 +33,7 @@ except ModelUnavailable as err:
     st.stop()
 if not explainer.has_head:
     st.warning(explainer.head_message)
+flag_degenerate(saved_degeneracy(ref), ref)
 text_a, text_b = sentences()
 methods = available_methods(explainer)
 columns = st.columns(3)

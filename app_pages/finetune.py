@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, intro, model_ref, sentences
+from app_pages.common import example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences
 from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -27,6 +27,7 @@ from core.training import (
     report,
     submit,
 )
+from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
@@ -319,6 +320,8 @@ def render_runs() -> None:
     st.subheader("Side by side")
     shown = sorted({r.recipe.get("protocol", "bertlens") for r in selected})
     st.caption(" ".join(describe(p) for p in shown))
+    for r in selected:
+        flag_degenerate(run_degeneracy(r.metrics), r.name)
     comparison = report.compare_table(selected)
     st.dataframe(comparison, width="stretch")
     export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")

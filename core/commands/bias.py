@@ -8,6 +8,7 @@ import sys
 import time
 
 from core import jobs
+from core.commands import warn_degenerate
 from core.bias import (
     ARMS,
     DEFAULT_WORDS,
@@ -110,6 +111,8 @@ def run_bias(args) -> int:
                 print(f"{time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
         result = jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)
+    for arm in ARMS:
+        warn_degenerate(result.runs[arm].degeneracy(result.labels), f"the {arm} run")
     if args.json:
         print(json.dumps(result.to_json()))
         return 0

@@ -102,6 +102,11 @@ class Degeneracy:
             return ""
         return f"This run learned (almost) nothing: {'; '.join(self.reasons)}. Comparisons with it are not meaningful."
 
+    @classmethod
+    def from_json(cls, d: dict) -> "Degeneracy":
+        return cls(int(d["n"]), float(d["accuracy"]), float(d["majority_accuracy"]), str(d["majority_label"]),
+                   float(d["standard_error"]), str(d["dominant_label"]), float(d["dominant_share"]), tuple(d["reasons"]))
+
     def to_json(self) -> dict:
         return {"flagged": self.flagged, "reasons": list(self.reasons), "message": self.message, "n": self.n,
                 "accuracy": self.accuracy, "majority_accuracy": self.majority_accuracy,
