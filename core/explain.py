@@ -69,7 +69,7 @@ class Explainer:
 def no_head_message(ref: str) -> str:
     return (f"'{ref}' has no classifier head: it is a plain encoder, so there is no prediction to explain. "
             "Attention rollout, value zeroing and raw attention still show how tokens mix; pick a fine-tuned "
-            "classification run (Fine-tuning comparison page, or `python -m core train`) for the gradient methods.")
+            "classification run (Fine-tuning comparison page, or `python -m core finetune`) for the gradient methods.")
 
 
 def _sequence_classification_folder(folder: Path) -> bool:
