@@ -48,7 +48,7 @@ def set_words(words: tuple[str, ...]) -> None:
 
 def quick_demo() -> None:
     set_words(bias.DEFAULT_WORDS)
-    st.session_state.update({P + "train_limit": 1000, P + "test_limit": 500, P + "epochs": 1, P + "max_length": 64})
+    st.session_state.update({P + name: value for name, value in bias.QUICK_DEMO.items()})
 
 
 def limit(value: int) -> int | None:
@@ -80,13 +80,14 @@ st.caption(describe(protocol) + (f" Filter: {bias.FILTER_TITLES[protocol]}." if 
 st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
 st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
 for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
-                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear"}.items():
+                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear", "cpu_threads": 0}.items():
     st.session_state.setdefault(P + key, value)
 
 c1, c2, c3 = st.columns(3)
 c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), width="stretch")
 c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), width="stretch")
-c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quick_demo, width="stretch")
+c3.button(f"Quick demo ({bias.QUICK_DEMO['train_limit']:,} pairs, {bias.QUICK_DEMO['epochs']} epoch)", key=P + "ex.quick",
+          on_click=quick_demo, width="stretch")
 
 # ---- the words and what they match -------------------------------------------------------------------
 
@@ -148,12 +149,14 @@ with st.form(P + "recipe"):
     fixed = protocol == "slides"
     if fixed:
         st.caption("Paper protocol: epochs, learning rate and batch size are the slides' (2, 5e-5, 32).")
-    r1, r2, r3, r4, r5 = st.columns(5)
+    r1, r2, r3, r4, r5, r6 = st.columns(6)
     r1.number_input("Epochs", min_value=1, max_value=20, key=P + "epochs", disabled=fixed)
     r2.number_input("Learning rate", min_value=1e-7, max_value=1e-2, step=1e-5, format="%.0e", key=P + "lr", disabled=fixed)
     r3.number_input("Batch size", min_value=1, max_value=512, key=P + "batch_size", disabled=fixed)
     r4.number_input("Max tokens", min_value=16, max_value=512, step=16, key=P + "max_length")
     r5.selectbox("Head", ["linear", "mlp"], key=P + "head", format_func=lambda h: {"linear": "linear", "mlp": "MLP (→50→classes)"}[h])
+    r6.number_input("CPU threads (0 = all)", min_value=0, max_value=256, key=P + "cpu_threads",
+                    help="On a shared or small processor 1 thread is often several times faster (the quick demo uses 1).")
     launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
 
 if launched:
@@ -162,6 +165,7 @@ if launched:
             name=bias.new_experiment_name(), model=model_ref(), task=task, words=words,
             swaps=bias.parse_swaps(st.session_state[P + "swaps"]), train_limit=train_limit, test_limit=test_limit,
             seed=seed, max_length=int(st.session_state[P + "max_length"]), head=st.session_state[P + "head"],
+            cpu_threads=int(st.session_state[P + "cpu_threads"]) or None,
             protocol=protocol, **(SLIDES_RECIPE if protocol == "slides" else {
                 "epochs": int(st.session_state[P + "epochs"]), "lr": float(st.session_state[P + "lr"]),
                 "batch_size": int(st.session_state[P + "batch_size"])}),

@@ -30,6 +30,7 @@ deriving failed / cancelled / killed from the runs' states and that record.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -66,6 +67,13 @@ ENDED_STATES = ("done", "failed", "cancelled", "killed")
 RUN_NAME_TAKEN = ("queued", "running", "done")
 
 
+# The bias page's quick demo, as ExperimentSpec values: three MiniLM-L6 runs sized like the fine-tuning page's
+# quick example (core.training.recipe.QUICK_FINETUNE), so each arm beats the majority baseline (measured in
+# bench/quick_presets.py, figures in bench/RESULTS.md).
+QUICK_DEMO = {"train_limit": 1000, "test_limit": 500, "epochs": 1, "max_length": 64, "lr": 1e-4, "batch_size": 16,
+              "cpu_threads": 1}
+
+
 @dataclass(frozen=True)
 class ExperimentSpec:
     """One experiment: the data, the word and swap lists, and the recipe the three runs share.
@@ -91,6 +99,7 @@ class ExperimentSpec:
     max_length: int = 128
     head: str = "linear"
     device: str | None = None
+    cpu_threads: int | None = None  # torch CPU threads for training and scoring (None: torch's default, all cores)
     bootstrap: int = 1000
     protocol: str = "bertlens"
     created_at: float = field(default_factory=time.time)
@@ -116,7 +125,8 @@ class ExperimentSpec:
     def recipe(self, arm: str) -> training.Recipe:
         values = dict(model=self.model, task=str(data_file(self.name, arm)), run_name=self.run_name(arm),
                       epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, max_length=self.max_length,
-                      seed=self.seed, head=self.head, device=self.device, data_source="local")
+                      seed=self.seed, head=self.head, device=self.device, cpu_threads=self.cpu_threads,
+                      data_source="local")
         if self.protocol == "slides":
             fixed = PAPER_SETTINGS["slides"]
             wrong = [f"{k}={fixed[k]!r} (got {values[k]!r})" for k in ("epochs", "lr", "batch_size") if values[k] != fixed[k]]
@@ -258,6 +268,20 @@ def predict_labels(clf, examples: Sequence[Example], labels: Sequence[str], *, b
     return out
 
 
+@contextlib.contextmanager
+def _torch_threads(threads: int | None):
+    """torch's CPU threads set to `threads` for a block (None: unchanged), as the training engine does per run."""
+    import torch
+
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress: ProgressCallback = None,
              should_stop: StopCheck = None) -> ExperimentResult:
     """Predict the test set and its swapped copies with the three finished runs; write results.json.
@@ -286,8 +310,9 @@ def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress:
 
         clf = training.load_classifier(run.name, device=spec.device, attention="sdpa")
         options = {"batch_size": spec.batch_size * 2, "max_length": spec.max_length, "should_stop": should_stop}
-        predictions[arm] = predict_labels(clf, data.test, data.labels, progress=step(0), **options)
-        swapped[arm] = predict_labels(clf, cf.examples, data.labels, progress=step(len(data.test)), **options)
+        with _torch_threads(spec.cpu_threads):
+            predictions[arm] = predict_labels(clf, data.test, data.labels, progress=step(0), **options)
+            swapped[arm] = predict_labels(clf, cf.examples, data.labels, progress=step(len(data.test)), **options)
         del clf
         write_json_atomic(folder / f"predictions_{arm}.json", {
             "labels": list(data.labels), "n_test": len(data.test), "n_swapped": len(cf.examples),

@@ -57,6 +57,7 @@ def register(subparsers) -> None:
                    "batch 32); bertlens (default): whole words in any case in premise or hypothesis (28.6%%), BERT "
                    "Lens's recipe")
     p.add_argument("--device", default=None)
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for training and scoring (default: all cores)")
     p.add_argument("--name", default=None, help="experiment name (default: bias-DATE-TIME)")
     p.add_argument("--attach", metavar="NAME", default=None,
                    help="wait for an experiment's three runs and score them in this process (e.g. after its scorer died)")
@@ -99,7 +100,7 @@ def run_bias(args) -> int:
         spec = ExperimentSpec(
             name=args.name or new_experiment_name(), model=args.model, task=args.task, words=args.words,
             train_limit=args.train_limit, test_limit=args.test_limit, epochs=args.epochs, seed=args.seed, lr=args.lr,
-            batch_size=args.batch_size, max_length=args.max_length, head=args.head, device=args.device,
+            batch_size=args.batch_size, max_length=args.max_length, head=args.head, device=args.device, cpu_threads=args.threads,
             bootstrap=args.bootstrap, protocol=args.protocol,
         )
         shown = {}
