@@ -89,7 +89,8 @@ else:
     st.info(f"**No published numbers to compare with** — `{result.model}` on {result.corpus}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for run, found in result.degenerate.items():
-    flag_degenerate(Degeneracy.from_json(found), run)
+    if run != model:  # the model measured is flagged above, beside its choice
+        flag_degenerate(Degeneracy.from_json(found), run)
 for note in result.notes:
     st.caption(note)
 layer_chart = reproduce_charts.layer_comparison_chart(result)

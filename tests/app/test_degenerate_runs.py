@@ -101,3 +101,23 @@ def test_bias_page_flags_an_arm_that_always_answers_one_class(make_app, minilm_d
     flagged = [w for w in shown(at.warning) if FLAG in w]
     assert len(flagged) == 1 and flagged[0].startswith("The full (all data) run: ")
     assert f"'{result.labels[0]}' for 100.0%" in flagged[0]
+
+
+def test_reproduce_page_flags_a_measured_run_once(make_app, runs, monkeypatch):
+    from core import jobs
+    from tests import fake_study
+
+    fake_study.install(monkeypatch)
+    at = make_app("tiny-noise")
+    at.session_state["reproduce.fake.model"] = "tiny-noise"
+    at.switch_page("app_pages/reproduce.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert [w for w in shown(at.warning) if FLAG in w and w.startswith("tiny-noise: ")]
+    at.button(key="reproduce.fake.run").click().run()
+    assert jobs.wait(at.session_state["reproduce.fake.jobstate"]["last_id"], timeout=60).state == "done"
+    at.run()
+    assert not at.exception, at.exception
+    result = at.session_state["reproduce.fake.jobstate"]["result"]
+    assert result.degenerate["tiny-noise"]["flagged"] is True
+    assert len([w for w in shown(at.warning) if FLAG in w]) == 1  # beside the model's choice, not twice
