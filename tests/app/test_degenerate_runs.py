@@ -121,3 +121,28 @@ def test_reproduce_page_flags_a_measured_run_once(make_app, runs, monkeypatch):
     result = at.session_state["reproduce.fake.jobstate"]["result"]
     assert result.degenerate["tiny-noise"]["flagged"] is True
     assert len([w for w in shown(at.warning) if FLAG in w]) == 1  # beside the model's choice, not twice
+
+
+def test_ablation_flags_a_run_that_learned_nothing(minilm_dir, tiny_bert_dir, data_dir):
+    """A tiny random classifier (random head) on 20 SNLI dev pairs, whose own predictions meet the rule (worked out
+    here): the page warns after the sweep."""
+    import numpy as np
+
+    from core.ablation import load_for_ablation, run_eval_sample
+    from tests.app.test_attention_dataset import _app, _classifier_run, _finish
+
+    run = _classifier_run(tiny_bert_dir)
+    clf = load_for_ablation(run)
+    sample = run_eval_sample(clf)
+    predicted = clf.predict_proba([(e.text, e.text_b) for e in sample.examples]).argmax(1)
+    truth = [clf.labels.index(e.label) for e in sample.examples]
+    confusion = np.zeros((3, 3), dtype=int)
+    np.add.at(confusion, (truth, predicted), 1)
+    assert learned_nothing(confusion.tolist())  # the premise: a random head learned nothing
+    at = _app(str(minilm_dir))
+    at.session_state["heads.part"] = "Ablation"
+    at.session_state["heads.ablation_limit"] = 0
+    at.run()
+    at.button(key="heads.ablation.run").click().run()
+    _finish(at, "ablation")
+    assert any(FLAG in w and w.startswith(run) for w in shown(at.warning))
