@@ -80,7 +80,8 @@ st.caption(describe(protocol) + (f" Filter: {bias.FILTER_TITLES[protocol]}." if 
 st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
 st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
 for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
-                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear", "cpu_threads": 0}.items():
+                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear", "cpu_threads": 0,
+                   "freeze_layers": 0, "freeze_embeddings": False}.items():
     st.session_state.setdefault(P + key, value)
 
 c1, c2, c3 = st.columns(3)
@@ -157,6 +158,10 @@ with st.form(P + "recipe"):
     r5.selectbox("Head", ["linear", "mlp"], key=P + "head", format_func=lambda h: {"linear": "linear", "mlp": "MLP (→50→classes)"}[h])
     r6.number_input("CPU threads (0 = all)", min_value=0, max_value=256, key=P + "cpu_threads",
                     help="On a shared or small processor 1 thread is often several times faster (the quick demo uses 1).")
+    f1, f2, _ = st.columns([1, 1, 3])
+    f1.number_input("Freeze the lowest N layers", min_value=0, max_value=48, key=P + "freeze_layers",
+                    help="Kept fixed in all three runs: fewer weights to train, about half the time for 3 of 6 layers.")
+    f2.checkbox("Freeze embeddings", key=P + "freeze_embeddings")
     launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
 
 if launched:
@@ -166,6 +171,8 @@ if launched:
             swaps=bias.parse_swaps(st.session_state[P + "swaps"]), train_limit=train_limit, test_limit=test_limit,
             seed=seed, max_length=int(st.session_state[P + "max_length"]), head=st.session_state[P + "head"],
             cpu_threads=int(st.session_state[P + "cpu_threads"]) or None,
+            freeze_layers=int(st.session_state[P + "freeze_layers"]),
+            freeze_embeddings=bool(st.session_state[P + "freeze_embeddings"]),
             protocol=protocol, **(SLIDES_RECIPE if protocol == "slides" else {
                 "epochs": int(st.session_state[P + "epochs"]), "lr": float(st.session_state[P + "lr"]),
                 "batch_size": int(st.session_state[P + "batch_size"])}),

@@ -27,20 +27,29 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from core.bias.experiment import QUICK_DEMO  # noqa: E402
-from core.training.recipe import QUICK_FINETUNE  # noqa: E402
+from core.training.recipe import QUICK_FINETUNE, format_layer_set  # noqa: E402
 
 TARGET_SECONDS, TARGET_POINTS = 120.0, 10.0
-FLAGS = {"cpu_threads": "--threads"}  # preset keys whose command-line option is not --key-with-dashes
+# Preset keys whose command-line option is not --key-with-dashes: (finetune's, bias's).
+FLAGS = {"cpu_threads": ("--threads", "--threads"), "frozen_layers": ("--freeze-layers", None),
+         "freeze_layers": ("--freeze-lowest", "--freeze-lowest")}
 
 
 def load() -> str:
-    return os.getloadavg().__repr__()
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def command_line(values: dict) -> list[str]:
+def command_line(values: dict, command: str) -> list[str]:
+    """The subcommand's options for preset values (Recipe / ExperimentSpec field names)."""
     out = []
     for key, value in values.items():
-        out += [FLAGS.get(key, "--" + key.replace("_", "-")), str(value)]
+        flag = FLAGS.get(key, ("--" + key.replace("_", "-"),) * 2)[command == "bias"]
+        if isinstance(value, bool):
+            out += [flag] if value else []
+        elif isinstance(value, (tuple, list)):
+            out += [flag, format_layer_set(value)]
+        else:
+            out += [flag, str(value)]
     return out
 
 
@@ -58,7 +67,7 @@ def timed_json(args: list[str], cache: str) -> tuple[float, dict]:
 def report(name: str, seconds: float, scores: dict[str, tuple[float, float]], before: str) -> None:
     """scores: arm -> (accuracy, majority accuracy)."""
     print(f"{name}: {seconds:.1f} s (target <= {TARGET_SECONDS:.0f} s: {'met' if seconds <= TARGET_SECONDS else 'missed'}); "
-          f"load average before {before}, after {load()}")
+          f"load average (1, 5, 15 min) before {before}, after {load()}")
     for arm, (accuracy, majority) in scores.items():
         points = 100 * (accuracy - majority)
         print(f"  {arm}: accuracy {accuracy:.4f}, majority {majority:.4f}, {points:+.1f} points "
@@ -80,7 +89,7 @@ def main() -> None:
             print(f"fine-tuning quick example: {values}")
             before = load()
             seconds, metrics = timed_json(["finetune", "--model", args.model, "--run", "quick", "--source", "local",
-                                           *command_line(values)], cache)
+                                           *command_line(values, "finetune")], cache)
             report("fine-tuning quick example", seconds, {"run": (metrics["accuracy"], metrics["majority_accuracy"])},
                    before)
             print(f"  train {metrics['train_seconds']:.1f} s, eval {metrics['eval_seconds']:.1f} s, "
@@ -89,7 +98,7 @@ def main() -> None:
             values = {**QUICK_DEMO, **{k: v for k, v in overrides.items() if k != "eval_limit"}}
             print(f"bias quick demo: {values}")
             before = load()
-            seconds, result = timed_json(["bias", "--model", args.model, *command_line(values)], cache)
+            seconds, result = timed_json(["bias", "--model", args.model, *command_line(values, "bias")], cache)
             report("bias quick demo", seconds, {arm: (r["accuracy"], r["degenerate"]["majority_accuracy"])
                                                 for arm, r in result["runs"].items()}, before)
             print("  train seconds " + ", ".join(f"{arm} {r['train_seconds']:.1f}" for arm, r in result["runs"].items()))

@@ -71,7 +71,7 @@ RUN_NAME_TAKEN = ("queued", "running", "done")
 # quick example (core.training.recipe.QUICK_FINETUNE), so each arm beats the majority baseline (measured in
 # bench/quick_presets.py, figures in bench/RESULTS.md).
 QUICK_DEMO = {"train_limit": 1000, "test_limit": 500, "epochs": 1, "max_length": 64, "lr": 1e-4, "batch_size": 16,
-              "cpu_threads": 1}
+              "freeze_layers": 3, "freeze_embeddings": True, "cpu_threads": 1}
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,8 @@ class ExperimentSpec:
     batch_size: int = 32
     max_length: int = 128
     head: str = "linear"
+    freeze_layers: int = 0  # the lowest N encoder layers kept fixed in all three runs
+    freeze_embeddings: bool = False
     device: str | None = None
     cpu_threads: int | None = None  # torch CPU threads for training and scoring (None: torch's default, all cores)
     bootstrap: int = 1000
@@ -125,7 +127,8 @@ class ExperimentSpec:
     def recipe(self, arm: str) -> training.Recipe:
         values = dict(model=self.model, task=str(data_file(self.name, arm)), run_name=self.run_name(arm),
                       epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, max_length=self.max_length,
-                      seed=self.seed, head=self.head, device=self.device, cpu_threads=self.cpu_threads,
+                      seed=self.seed, head=self.head, freeze_layers=self.freeze_layers,
+                      freeze_embeddings=self.freeze_embeddings, device=self.device, cpu_threads=self.cpu_threads,
                       data_source="local")
         if self.protocol == "slides":
             fixed = PAPER_SETTINGS["slides"]

@@ -50,6 +50,8 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--head", default="linear", choices=["linear", "mlp"])
+    p.add_argument("--freeze-lowest", type=int, default=0, metavar="N", help="keep the lowest N encoder layers fixed")
+    p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
                    help="slides: the CS4650 slides' filter (case-sensitive whole space-separated tokens of the premise "
@@ -100,7 +102,8 @@ def run_bias(args) -> int:
         spec = ExperimentSpec(
             name=args.name or new_experiment_name(), model=args.model, task=args.task, words=args.words,
             train_limit=args.train_limit, test_limit=args.test_limit, epochs=args.epochs, seed=args.seed, lr=args.lr,
-            batch_size=args.batch_size, max_length=args.max_length, head=args.head, device=args.device, cpu_threads=args.threads,
+            batch_size=args.batch_size, max_length=args.max_length, head=args.head, freeze_layers=args.freeze_lowest,
+            freeze_embeddings=args.freeze_embeddings, device=args.device, cpu_threads=args.threads,
             bootstrap=args.bootstrap, protocol=args.protocol,
         )
         shown = {}

@@ -41,7 +41,8 @@ def test_bias_quick_demo_launches_the_preset(make_app, minilm_dir, data_dir):
     assert not at.exception, at.exception
     spec = bias.load_spec(at.selectbox(key="bias.experiment").value)
     assert {k: getattr(spec, k) for k in bias.QUICK_DEMO} == bias.QUICK_DEMO
-    assert spec.recipe("full").cpu_threads == bias.QUICK_DEMO["cpu_threads"]
+    recipe = spec.recipe("full")
+    assert (recipe.cpu_threads, recipe.freeze_layers, recipe.freeze_embeddings) == (1, 3, True)
     bias.cancel_experiment(spec.name)
     from core.training import get_run
 
