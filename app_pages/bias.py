@@ -87,7 +87,7 @@ for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_lim
 c1, c2, c3 = st.columns(3)
 c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), width="stretch")
 c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), width="stretch")
-c3.button(f"Quick demo ({bias.QUICK_DEMO['train_limit']:,} pairs, {bias.QUICK_DEMO['epochs']} epoch)", key=P + "ex.quick",
+c3.button(f"Quick demo ({bias.QUICK_DEMO['train_limit']:,} pairs, {bias.QUICK_DEMO['epochs']} epochs)", key=P + "ex.quick",
           on_click=quick_demo, width="stretch")
 
 # ---- the words and what they match -------------------------------------------------------------------

@@ -97,7 +97,7 @@ def use_quick_example() -> None:
 THREADS_HELP = ("Threads torch trains with on a processor. On a shared or small machine 1 is often several times "
                 "faster than all cores (no OpenMP spin-waiting); the quick example uses 1.")
 QUICK_LABEL = (f"Quick example: SNLI, {QUICK_FINETUNE['train_limit']:,} pairs, {QUICK_FINETUNE['epochs']} epoch "
-               "(about 2 minutes on 2 cores)")
+               "(about a minute on 2 cores)")
 
 
 st.title("Fine-tuning comparison")
