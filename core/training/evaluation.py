@@ -130,8 +130,8 @@ def degeneracy_from_confusion(confusion: np.ndarray, labels: tuple[str, ...]) ->
     if dominant_share >= DOMINANT_SHARE:
         reasons.append(f"it predicts '{labels[dominant]}' for {dominant_share:.1%} of the {n} evaluation examples")
     if accuracy - majority_accuracy <= STANDARD_ERRORS * standard_error:
-        reasons.append(f"its accuracy {accuracy:.1%} is within two standard errors (2 x {standard_error:.1%}) of, or "
-                       f"below, always answering '{labels[majority]}' ({majority_accuracy:.1%})")
+        reasons.append(f"its accuracy {accuracy:.1%} is not two standard errors (2 x {standard_error:.1%}) above always "
+                       f"answering '{labels[majority]}' ({majority_accuracy:.1%})")
     return Degeneracy(n, accuracy, majority_accuracy, labels[majority], standard_error, labels[dominant],
                       dominant_share, tuple(reasons))
 

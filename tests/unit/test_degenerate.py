@@ -47,7 +47,8 @@ def test_the_two_standard_error_boundary_matches_the_formula():
 
 def test_a_run_below_the_majority_baseline_is_flagged():
     result = degeneracy(*predictions_with(120), ("a", "b"))  # 30 % on a 50 % baseline
-    assert result.flagged and "below" in result.reasons[0]
+    assert result.flagged and result.reasons == (
+        "its accuracy 30.0% is not two standard errors (2 x 2.3%) above always answering 'a' (50.0%)",)
 
 
 def test_predicting_one_class_for_ninety_percent_is_flagged_even_when_accurate():
