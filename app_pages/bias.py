@@ -197,7 +197,9 @@ def cancel_clicked(experiment: str) -> None:
 def draw_progress(status: bias.ExperimentStatus) -> None:
     spec = status.spec
     st.caption(f"{spec.model} on {spec.task}: words {', '.join(spec.words)}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
-               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}. {describe(spec.protocol)}")
+               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}"
+               + (f", lowest {spec.freeze_layers} layer(s) frozen" if spec.freeze_layers else "")
+               + (", embeddings frozen" if spec.freeze_embeddings else "") + f". {describe(spec.protocol)}")
     for arm in bias.ARMS:
         run = status.runs[arm]
         if run is None:

@@ -30,7 +30,6 @@ deriving failed / cancelled / killed from the runs' states and that record.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -272,20 +271,6 @@ def predict_labels(clf, examples: Sequence[Example], labels: Sequence[str], *, b
     return out
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None):
-    """torch's CPU threads set to `threads` for a block (None: unchanged), as the training engine does per run."""
-    import torch
-
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress: ProgressCallback = None,
              should_stop: StopCheck = None) -> ExperimentResult:
     """Predict the test set and its swapped copies with the three finished runs; write results.json.
@@ -314,7 +299,7 @@ def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress:
 
         clf = training.load_classifier(run.name, device=spec.device, attention="sdpa")
         options = {"batch_size": spec.batch_size * 2, "max_length": spec.max_length, "should_stop": should_stop}
-        with _torch_threads(spec.cpu_threads):
+        with training.torch_threads(spec.cpu_threads):
             predictions[arm] = predict_labels(clf, data.test, data.labels, progress=step(0), **options)
             swapped[arm] = predict_labels(clf, cf.examples, data.labels, progress=step(len(data.test)), **options)
         del clf

@@ -319,3 +319,14 @@ def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
     assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
         "layers 0-1,5,11 (0-based), embeddings"
     assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""
+
+
+def test_torch_threads_sets_and_restores_the_thread_count():
+    from core.training import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
