@@ -87,10 +87,10 @@ else:
                            n_label="Examples to score (a seeded sample)", default_n=50)
     columns = st.columns(2)
     if st.session_state[K + "faith.source"] in DATASETS:
-        size = None  # the picker's sample is the one count
+        size, steps_column = None, columns[0]  # the picker's sample is the one count
     else:
-        size = columns[0].number_input("Examples to score (the first N)", 5, 1000, 50, key=K + "size")
-    fsteps = columns[1].number_input("IG steps", 5, 200, 20, key=K + "fsteps")
+        size, steps_column = columns[0].number_input("Examples to score (the first N)", 5, 1000, 50, key=K + "size"), columns[1]
+    fsteps = steps_column.number_input("IG steps", 5, 200, 20, key=K + "fsteps")
     params = (ref, corpus.digest if corpus is not None else None, None if size is None else int(size), int(fsteps))
 
     def make_work():

@@ -42,3 +42,37 @@ def test_the_warning_is_drawn_on_the_finetune_and_bias_pages(page, app_server, a
     assert warning.count() == 1 and "The full (all data) run" in warning.first.inner_text()
     warning.first.scroll_into_view_if_needed()
     screenshot(page, "bias-degenerate")
+
+
+def test_faithfulness_form_of_an_snli_run_and_the_bias_quick_demo(page, app_server, app_url, tiny_bert_dir,
+                                                                 monkeypatch, data_dir):
+    """The faithfulness form starts an SNLI run on SNLI dev pairs with one count; the quick demo fills the recipe
+    form with the preset (threads, frozen layers). Screenshots to look at."""
+    from urllib.parse import quote
+
+    from core import bias
+
+    monkeypatch.setenv("BERTLENS_CACHE", str(app_server.log.parent))
+    finetune(Recipe(model=str(tiny_bert_dir), task="snli", run_name="tiny_snli", epochs=1, train_limit=32,
+                    eval_limit=16, batch_size=16, max_length=32, cpu_threads=1, data_source="local"))
+    page.goto(f"{app_url}/explain?model=tiny_snli&a={quote('A man plays a guitar.')}&b={quote('Someone makes music.')}")
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("How faithful is each explanation?").scroll_into_view_if_needed()
+    assert main.get_by_role("spinbutton", name="Examples to score (a seeded sample)").count() == 1
+    assert main.get_by_role("spinbutton", name="Examples to score (the first N)").count() == 0
+    page.wait_for_timeout(300)
+    screenshot(page, "explain-faithfulness-snli")
+
+    page.goto(f"{app_url}/bias")
+    wait_for_app(page)
+    page.get_by_role("button", name="Quick demo").click()
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    threads = page.get_by_role("spinbutton", name="CPU threads (0 = all)")
+    assert threads.input_value() == str(bias.QUICK_DEMO["cpu_threads"])
+    assert page.get_by_role("spinbutton", name="Freeze the lowest N layers").input_value() == str(bias.QUICK_DEMO["freeze_layers"])
+    threads.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    screenshot(page, "bias-quick-demo-form")
