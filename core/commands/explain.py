@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core import corpus as corpora
-from core.commands import stderr_progress
+from core.commands import stderr_progress, warn_degenerate
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
 
@@ -35,13 +35,23 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_faithfulness)
 
 
+def _warn_if_degenerate(model: str) -> dict | None:
+    """Whether the run explained learned (almost) nothing (warned on stderr); its JSON, None for no finished run."""
+    from core.training.runs import saved_degeneracy
+
+    found = saved_degeneracy(model)
+    warn_degenerate(found, model)
+    return None if found is None else found.to_json()
+
+
 def run_explain(args) -> int:
     from core.explain import explain, load_explainer
 
     explainer = load_explainer(args.model, device=args.device)
     result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
+    degenerate = _warn_if_degenerate(args.model)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), "degenerate": degenerate}))
         return 0
     if result.predicted is not None:
         probs = ", ".join(f"{label} {p:.3f}" for label, p in zip(result.labels, result.probabilities))
@@ -66,8 +76,9 @@ def run_faithfulness(args) -> int:
     explainer = load_explainer(args.model, device=args.device)
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
                           progress=stderr_progress(args))
+    degenerate = _warn_if_degenerate(args.model)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), "degenerate": degenerate}))
         return 0
     print(f"{explainer.lm.ref}: {result.examples} inputs from {args.corpus} (AOPC over top "
           f"{', '.join(f'{f:.0%}' for f in result.fractions)} of words)")

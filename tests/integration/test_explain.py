@@ -226,10 +226,12 @@ def test_cli_explain_json_keys(seqcls, capsys):
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--text-b", "a dog",
                  "--method", "ig", "--steps", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "completeness_gap"}
+    # "degenerate": whether the run learned (almost) nothing (None: not a BERT Lens run with metrics.json)
+    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "completeness_gap",
+                        "degenerate"}
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--method", "rollout", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix"}
+    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix", "degenerate"}
     assert np.array(out["matrix"]).shape == (5, 5)
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat", "--target", "nope", "--method", "ig"]) == 2
 
