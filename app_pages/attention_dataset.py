@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
+from app_pages.common import cached_model, export_buttons, flag_degenerate, intro, job_controls, model_ref
 from app_pages.corpus_picker import MRPC, SNLI, UD, cached_resolve, corpus_picker, named_spec
 from core import heads as hd
 from core.charts import attention as attention_charts
@@ -211,6 +211,7 @@ def cached_run_sample(ref: str, limit: int | None):
 
 def ablation_part() -> None:
     from core.ablation import ablation_sweep, predict_disabled
+    from core.training.runs import saved_degeneracy
 
     runs = classification_runs()
     sidebar = model_ref()
@@ -244,9 +245,11 @@ def ablation_part() -> None:
 
     kept = job_controls(P + "ablation", "Run the ablation sweep", params, lambda: work, kind="heads", unit="batch passes")
     if kept is None:
+        flag_degenerate(saved_degeneracy(ref), ref)
         st.info("Press the button to disable each head and each layer in turn.")
     else:
         result = kept
+        flag_degenerate(result.degenerate, ref)
         m1, m2, m3 = st.columns(3)
         m1.metric("Intact accuracy", f"{result.base_accuracy:.3f}")
         if sample.run_accuracy is not None and sample.complete:

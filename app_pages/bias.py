@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import export_buttons, intro, model_ref
+from app_pages.common import export_buttons, flag_degenerate, intro, model_ref
 from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
@@ -50,7 +50,7 @@ def set_words(words: tuple[str, ...]) -> None:
 
 def quick_demo() -> None:
     set_words(bias.DEFAULT_WORDS)
-    st.session_state.update({P + "train_limit": 1000, P + "test_limit": 500, P + "epochs": 1, P + "max_length": 64})
+    st.session_state.update({P + name: value for name, value in bias.QUICK_DEMO.items()})
 
 
 def limit(value: int) -> int | None:
@@ -114,13 +114,15 @@ st.caption(describe(protocol) + (f" Filter: {bias.FILTER_TITLES[protocol]}." if 
 st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
 st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
 for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
-                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear"}.items():
+                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear", "cpu_threads": 0,
+                   "freeze_layers": 0, "freeze_embeddings": False}.items():
     st.session_state.setdefault(P + key, value)
 
 c1, c2, c3 = st.columns(3)
 c1.button("The slides' female words", key=P + "ex.female", on_click=set_words, args=(bias.DEFAULT_WORDS,), width="stretch")
 c2.button("The male counterparts", key=P + "ex.male", on_click=set_words, args=(MALE_WORDS,), width="stretch")
-c3.button("Quick demo (1,000 pairs, 1 epoch)", key=P + "ex.quick", on_click=quick_demo, width="stretch")
+c3.button(f"Quick demo ({bias.QUICK_DEMO['train_limit']:,} pairs, {bias.QUICK_DEMO['epochs']} epochs)", key=P + "ex.quick",
+          on_click=quick_demo, width="stretch")
 
 # ---- the words and what they match -------------------------------------------------------------------
 
@@ -182,12 +184,18 @@ with st.form(P + "recipe"):
     fixed = protocol == "slides"
     if fixed:
         st.caption("Paper protocol: epochs, learning rate and batch size are the slides' (2, 5e-5, 32).")
-    r1, r2, r3, r4, r5 = st.columns(5)
+    r1, r2, r3, r4, r5, r6 = st.columns(6)
     r1.number_input("Epochs", min_value=1, max_value=20, key=P + "epochs", disabled=fixed)
     r2.number_input("Learning rate", min_value=1e-7, max_value=1e-2, step=1e-5, format="%.0e", key=P + "lr", disabled=fixed)
     r3.number_input("Batch size", min_value=1, max_value=512, key=P + "batch_size", disabled=fixed)
     r4.number_input("Max tokens", min_value=16, max_value=512, step=16, key=P + "max_length")
     r5.selectbox("Head", ["linear", "mlp"], key=P + "head", format_func=lambda h: {"linear": "linear", "mlp": "MLP (→50→classes)"}[h])
+    r6.number_input("CPU threads (0 = all)", min_value=0, max_value=256, key=P + "cpu_threads",
+                    help="On a shared or small processor 1 thread is often several times faster (the quick demo uses 1).")
+    f1, f2, _ = st.columns([1, 1, 3])
+    f1.number_input("Freeze the lowest N layers", min_value=0, max_value=48, key=P + "freeze_layers",
+                    help="Kept fixed in all three runs: fewer weights to train, about half the time for 3 of 6 layers.")
+    f2.checkbox("Freeze embeddings", key=P + "freeze_embeddings")
     launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
 
 if launched:
@@ -196,6 +204,9 @@ if launched:
             name=bias.new_experiment_name(), model=model_ref(), task=task, words=words,
             swaps=bias.parse_swaps(st.session_state[P + "swaps"]), train_limit=train_limit, test_limit=test_limit,
             seed=seed, max_length=int(st.session_state[P + "max_length"]), head=st.session_state[P + "head"],
+            cpu_threads=int(st.session_state[P + "cpu_threads"]) or None,
+            freeze_layers=int(st.session_state[P + "freeze_layers"]),
+            freeze_embeddings=bool(st.session_state[P + "freeze_embeddings"]),
             protocol=protocol, **(SLIDES_RECIPE if protocol == "slides" else {
                 "epochs": int(st.session_state[P + "epochs"]), "lr": float(st.session_state[P + "lr"]),
                 "batch_size": int(st.session_state[P + "batch_size"])}),
@@ -220,7 +231,9 @@ def cancel_clicked(experiment: str) -> None:
 def draw_progress(status: bias.ExperimentStatus) -> None:
     spec = status.spec
     st.caption(f"{markdown_text(spec.model)} on {spec.task}: words {markdown_text(', '.join(spec.words))}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
-               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}. {describe(spec.protocol)}")
+               f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}"
+               + (f", lowest {spec.freeze_layers} layer(s) frozen" if spec.freeze_layers else "")
+               + (", embeddings frozen" if spec.freeze_embeddings else "") + f". {describe(spec.protocol)}")
     for arm in bias.ARMS:
         run = status.runs[arm]
         if run is None:
@@ -252,6 +265,8 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     k2.metric("Full run", f"{full.overall.accuracy:.2%}")
     k3.metric("Biased run", f"{biased_run.overall.accuracy:.2%}", f"{(biased_run.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
     k4.metric("Control run", f"{control.overall.accuracy:.2%}", f"{(control.overall.accuracy - full.overall.accuracy) * 100:+.2f} points")
+    for arm in bias.ARMS:
+        flag_degenerate(result.runs[arm].degeneracy(result.labels), f"The {ARM_TITLES[arm]} run")
     reference = references.get("slides-bias-accuracy")
     st.caption(
         f"The slides' reference — {references.overlay_label(reference, spec.model, result.protocol)}: "

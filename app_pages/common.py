@@ -120,6 +120,15 @@ def intro(what: str, how: str) -> None:
     st.markdown(f"{what} {how}")
 
 
+def flag_degenerate(degeneracy, run: str | None = None) -> None:
+    """The "learned (almost) nothing" warning of a run (core.training.evaluation.Degeneracy; None: nothing to say).
+    Run names and class labels come from users, so Markdown's special characters are shown as typed."""
+    if degeneracy is None or not degeneracy.flagged:
+        return
+    text = f"{run}: {degeneracy.message}" if run else degeneracy.message
+    st.warning(markdown_text(text), icon=":material/warning:")
+
+
 def set_example(text_a: str, text_b: str | None) -> None:
     """Button callback: put an example into the shared sidebar sentences."""
     st.session_state[SENTENCE_A_KEY] = text_a

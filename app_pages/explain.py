@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences, warn_if_truncated
+from app_pages.common import (example_buttons, export_buttons, flag_degenerate, intro, job_controls, model_ref, sentences,
+                               warn_if_truncated)
 from app_pages.explain_view import cached_explainer, cached_explanation, show
-from app_pages.corpus_picker import corpus_picker
+from app_pages.corpus_picker import BUILTIN, DATASETS, corpus_picker
 from core.charts import explain as charts
 from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods, prepare
-from core.faithfulness import Faithfulness
+from core.faithfulness import Faithfulness, default_dataset
 from core.models import ModelUnavailable
 from core.safe_text import markdown_text
+from core.training.runs import saved_degeneracy
 
 K = "explain."
 EXAMPLES = {
@@ -34,6 +36,7 @@ except ModelUnavailable as err:
     st.stop()
 if not explainer.has_head:
     st.warning(explainer.head_message)
+flag_degenerate(saved_degeneracy(ref), ref)
 text_a, text_b = sentences()
 methods = available_methods(explainer)
 columns = st.columns(3)
@@ -75,17 +78,28 @@ st.markdown("Comprehensiveness: how much the predicted class's probability drops
 if not explainer.has_head:
     st.info("Faithfulness needs a prediction: pick a classification run.")
 else:
+    if st.session_state.get(K + "faith.default_for") != ref:
+        # Another model starts on its own task's pairs (SNLI / MRPC dev for a pair run), not on single sentences;
+        # on the first visit a source already chosen (a link, a test) is kept.
+        first_visit = K + "faith.default_for" not in st.session_state
+        st.session_state[K + "faith.default_for"] = ref
+        if not (first_visit and K + "faith.source" in st.session_state):
+            dataset = default_dataset(explainer)
+            st.session_state[K + "faith.source"] = next((s for s, d in DATASETS.items() if d == dataset), BUILTIN)
     corpus = corpus_picker(K + "faith.", label="Dataset (SNLI / MRPC pairs, the built-in sentences, or your own CSV / JSONL / text)",
-                           default_n=50)
+                           n_label="Examples to score (a seeded sample)", default_n=50)
     columns = st.columns(2)
-    size = columns[0].number_input("Examples to score (at most)", 5, 1000, 50, key=K + "size")
-    fsteps = columns[1].number_input("IG steps", 5, 200, 20, key=K + "fsteps")
-    params = (ref, corpus.digest if corpus is not None else None, int(size), int(fsteps))
+    if st.session_state[K + "faith.source"] in DATASETS:
+        size, steps_column = None, columns[0]  # the picker's sample is the one count
+    else:
+        size, steps_column = columns[0].number_input("Examples to score (the first N)", 5, 1000, 50, key=K + "size"), columns[1]
+    fsteps = steps_column.number_input("IG steps", 5, 200, 20, key=K + "fsteps")
+    params = (ref, corpus.digest if corpus is not None else None, None if size is None else int(size), int(fsteps))
 
     def make_work():
         from core.faithfulness import faithfulness
 
-        items = corpus.items[: int(size)]
+        items = corpus.items if size is None else corpus.items[: int(size)]
         return lambda progress, should_stop: faithfulness(cached_explainer(ref), items, methods=METHODS, steps=int(fsteps),
                                                           corpus=corpus.name, progress=progress, should_stop=should_stop)
 

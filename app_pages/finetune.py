@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, intro, model_ref, sentences
+from app_pages.common import example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences
 from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -28,12 +28,14 @@ from core.training import (
     report,
     submit,
 )
+from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
 from core.safe_text import markdown_text
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
     PAPER_SETTINGS,
     PROTOCOLS,
+    QUICK_FINETUNE,
     paper_recipe,
     parse_layer_set,
     protocol_table,
@@ -90,8 +92,14 @@ def paper_protocol_for(objective: str) -> str:
 
 
 def use_quick_example() -> None:
-    st.session_state.update({K + "task": "snli", K + "train_limit": 2000, K + "eval_limit": 1000,
-                             K + "epochs": 1, K + "max_length": 64, K + "objective": "classify"})
+    st.session_state.update({K + name: value for name, value in QUICK_FINETUNE.items()})
+    st.session_state[K + "objective"] = "classify"
+
+
+THREADS_HELP = ("Threads torch trains with on a processor. On a shared or small machine 1 is often several times "
+                "faster than all cores (no OpenMP spin-waiting); the quick example uses 1.")
+QUICK_LABEL = (f"Quick example: SNLI, {QUICK_FINETUNE['train_limit']:,} pairs, {QUICK_FINETUNE['epochs']} epoch "
+               "(about a minute on 2 cores)")
 
 
 st.title("Fine-tuning comparison")
@@ -132,7 +140,7 @@ def render_runs() -> None:
                    + "; ".join(BERTLENS_DIFFERENCES) + ". Turn on the paper protocol to reproduce the papers' runs.")
 
     with st.expander("Start a run", expanded=not list_runs(), icon=":material/play_arrow:"):
-        st.button("Quick example: SNLI, 2,000 pairs, 1 epoch", key=K + "quick", on_click=use_quick_example)
+        st.button(QUICK_LABEL, key=K + "quick", on_click=use_quick_example)
         with st.form(K + "form"):
             if paper:
                 st.caption("Paper protocol on: the values it fixes (table above: the slides' for classification, Gao "
@@ -168,7 +176,7 @@ def render_runs() -> None:
                                         help="Encoder layers kept fixed during training, counted from 0 after "
                                         "dropping; on a 12-layer BERT the slides' 'layer 12' is 11.")
             freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
-            c1, c2, _, _ = st.columns(4)
+            c1, c2, c3, _ = st.columns(4)
             gpus = visible_gpus()
             processes = c1.number_input(
                 "Processes / GPUs", 1, 64, max(1, gpus), key=K + "processes",
@@ -177,6 +185,7 @@ def render_runs() -> None:
             accumulation = c2.number_input(
                 "Gradient accumulation", 1, 256, 1, key=K + "accumulation",
                 help="Batches whose gradients add up to one optimizer step: effective batch = batch size × this.")
+            threads = c3.number_input("CPU threads (0 = all cores)", 0, 256, 0, key=K + "cpu_threads", help=THREADS_HELP)
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
                     if task == FILE_TASK and upload is None:
@@ -189,7 +198,7 @@ def render_runs() -> None:
                         max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
                         seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
                         freeze_embeddings=bool(freeze_embeddings), processes=int(processes),
-                        gradient_accumulation=int(accumulation),
+                        gradient_accumulation=int(accumulation), cpu_threads=int(threads) or None,
                     )
                     # The protocol's own values replace the form's (the toggle's help says so).
                     recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})
@@ -320,6 +329,8 @@ def render_runs() -> None:
     st.subheader("Side by side")
     shown = sorted({r.recipe.get("protocol", "bertlens") for r in selected})
     st.caption(" ".join(describe(p) for p in shown))
+    for r in selected:
+        flag_degenerate(run_degeneracy(r.metrics), r.name)
     comparison = report.compare_table(selected)
     st.dataframe(comparison, width="stretch")
     export_buttons(None, comparison.reset_index(names="metric"), "runs-compared", key=K + "compare_export")

@@ -10,12 +10,14 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import url_state
-from app_pages.common import export_buttons, intro, job_controls, model_ref
+from app_pages.common import export_buttons, flag_degenerate, intro, job_controls, model_ref
 from core import protocols, references, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
 from core.models import availability, available_models
 from core.safe_text import markdown_code, markdown_text
+from core.training.evaluation import Degeneracy
+from core.training.runs import saved_degeneracy
 
 P = "reproduce."
 VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
@@ -68,6 +70,7 @@ corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{na
                        help="Leave as is for the study's default. " + GRAMMAR, disabled=study.default_corpus is None)
 limit = c3.number_input("Items (0 = default)", 0, 1_000_000, 0, key=P + f"{name}.limit")
 seed = c4.number_input("Seed", 0, 1_000_000, 0, key=P + f"{name}.seed")
+flag_degenerate(saved_degeneracy(model or ""), model)
 options = studies.StudyOptions(model=model or None, corpus=(corpus.strip() or None) if study.default_corpus else None,
                                seed=int(seed), limit=int(limit) or None)
 
@@ -100,6 +103,9 @@ if result.comparisons:
 else:
     st.info(f"**No published numbers to compare with** — {markdown_code(result.model)} on {markdown_text(result.corpus)}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
+for run, found in result.degenerate.items():
+    if run != model:  # the model measured is flagged above, beside its choice
+        flag_degenerate(Degeneracy.from_json(found), run)
 for note in result.notes:
     st.caption(note)
 layer_chart = reproduce_charts.layer_comparison_chart(result)

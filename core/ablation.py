@@ -28,6 +28,7 @@ import torch
 
 from core.datasets import Example, seeded_subset
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.training.evaluation import Degeneracy, degeneracy
 
 MODES = ("uniform", "mask")
 # The hooks of one model are switched between conditions; two passes on the same model at once would mix them,
@@ -208,6 +209,7 @@ class AblationResult:
     mode            "uniform" or "mask"; n_examples; labels of the classes
     task, eval_split, run_accuracy  the run's task, the split the sample came from and the accuracy its
                     metrics.json reports, when known (None otherwise)
+    degenerate      whether the intact model learned (almost) nothing on the sample (core.training.evaluation)
     """
 
     model: str
@@ -220,6 +222,7 @@ class AblationResult:
     task: str | None = None
     eval_split: str | None = None
     run_accuracy: float | None = None
+    degenerate: Degeneracy | None = None
 
     @property
     def head_delta(self) -> np.ndarray:
@@ -236,7 +239,8 @@ class AblationResult:
         return {"model": self.model, "mode": self.mode, "base_accuracy": self.base_accuracy,
                 "head_delta": clean(self.head_delta), "layer_delta": clean(self.layer_delta),
                 "n_examples": self.n_examples, "labels": list(self.labels),
-                "task": self.task, "eval_split": self.eval_split, "run_accuracy": self.run_accuracy}
+                "task": self.task, "eval_split": self.eval_split, "run_accuracy": self.run_accuracy,
+                "degenerate": None if self.degenerate is None else self.degenerate.to_json()}
 
 
 def conditions(layers: int, heads: int, sweep_heads: bool = True, sweep_layers: bool = True) -> list[tuple[int, tuple[int, ...]]]:
@@ -279,6 +283,7 @@ def ablation_sweep(
     truth = np.array([index[e.label] for e in examples])
     batches = list(_batches(clf, items, batch_size, _max_length(clf)))
     base_correct = 0
+    base_predicted = np.zeros(len(examples), dtype=np.int64)  # the intact model's class per example
     correct = np.zeros(len(todo), dtype=np.int64)
     encoder = clf.model.encoder
     layer_modules = _layer_modules(encoder)
@@ -298,7 +303,8 @@ def ablation_sweep(
                 handle.remove()
             layer_inputs = out.hidden_states  # [layers + 1] of [batch, tokens, hidden]; index l = input of layer l
             true = truth[chunk]
-            base_correct += int((_logits_from_hidden(clf, out.last_hidden_state).argmax(-1).cpu().numpy() == true).sum())
+            base_predicted[chunk] = _logits_from_hidden(clf, out.last_hidden_state).argmax(-1).cpu().numpy()
+            base_correct += int((base_predicted[chunk] == true).sum())
             done += 1
             for k, (layer, heads) in enumerate(todo):
                 check_stop(should_stop)
@@ -324,7 +330,8 @@ def ablation_sweep(
             head_accuracy[layer, heads[0]] = correct[k] / n
         else:
             layer_accuracy[layer] = correct[k] / n
-    return AblationResult(clf.encoder.ref, mode, base_correct / n, head_accuracy, layer_accuracy, n, tuple(clf.labels))
+    return AblationResult(clf.encoder.ref, mode, base_correct / n, head_accuracy, layer_accuracy, n, tuple(clf.labels),
+                          degenerate=degeneracy(truth, base_predicted, tuple(clf.labels)))
 
 
 # ---- the run's own evaluation sample ----------------------------------------------------------------------

@@ -49,13 +49,15 @@ class Explainer:
 
     lm: the encoder and its tokenizer (attention methods read it). labels [C] and logits_from_embeds
     ((word embeddings [n, T, D], token type ids [n, T], attention mask [n, T]) -> logits [n, C]) are None for
-    a model without a classifier head; head_message then says why. embeddings: the word-embedding table."""
+    a model without a classifier head; head_message then says why. embeddings: the word-embedding table.
+    task: the task a BERT Lens run was trained on (its head.json; a built-in name or a file path), else None."""
 
     lm: LoadedModel
     labels: tuple[str, ...] | None
     logits_from_embeds: Callable | None
     embeddings: object | None
     head_message: str = ""
+    task: str | None = None
 
     @property
     def has_head(self) -> bool:
@@ -69,7 +71,7 @@ class Explainer:
 def no_head_message(ref: str) -> str:
     return (f"'{ref}' has no classifier head: it is a plain encoder, so there is no prediction to explain. "
             "Attention rollout, value zeroing and raw attention still show how tokens mix; pick a fine-tuned "
-            "classification run (Fine-tuning comparison page, or `python -m core train`) for the gradient methods.")
+            "classification run (Fine-tuning comparison page, or `python -m core finetune`) for the gradient methods.")
 
 
 def _sequence_classification_folder(folder: Path) -> bool:
@@ -103,7 +105,8 @@ def load_explainer(ref: str, *, device: str | None = None) -> Explainer:
         def logits(embeds, type_ids, mask):
             return model(inputs_embeds=embeds, attention_mask=mask, **({"token_type_ids": type_ids} if types else {}))
 
-        return Explainer(clf.encoder, tuple(clf.labels), logits, clf.encoder.model.get_input_embeddings())
+        return Explainer(clf.encoder, tuple(clf.labels), logits, clf.encoder.model.get_input_embeddings(),
+                         task=clf.head.get("task"))
     if folder is not None and _sequence_classification_folder(folder):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

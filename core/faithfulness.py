@@ -33,6 +33,23 @@ DEFAULT_METHODS = ("grad-input", "saliency", "ig", "rollout", "value-zeroing", "
 HUMAN_RATIONALES: dict[str, Callable[[Sequence], list]] = {}
 
 
+# Tasks whose own labelled sentence pairs are the natural faithfulness set: task -> corpus dataset (core.corpus).
+PAIR_TASKS = {"snli": "snli", "mrpc": "mrpc"}
+SNLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+def default_dataset(explainer: Explainer) -> str | None:
+    """The dataset faithfulness is scored on by default: the run's own task's pairs ("snli" or "mrpc", whose
+    first split in core.corpus.DATASET_SPLITS is dev / validation) for a sentence-pair run, or for a model whose
+    classes are SNLI's; None (single sentences, the built-in ones) otherwise. A pair classifier fed single
+    sentences is scored on inputs it never saw."""
+    if explainer.task in PAIR_TASKS:
+        return PAIR_TASKS[explainer.task]
+    if explainer.task is None and explainer.labels is not None and tuple(l.lower() for l in explainer.labels) == SNLI_LABELS:
+        return "snli"
+    return None
+
+
 def rationale_precision(word_scores: np.ndarray, rationale: np.ndarray) -> float:
     """Precision of the top-|rationale| words by score against a human 0/1 rationale [W] (plausibility)."""
     rationale = np.asarray(rationale, dtype=bool)

@@ -35,6 +35,7 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         study="fake", model=model, corpus=options.corpus or "fake corpus", protocol="ethayarajh",
         comparisons=(references.compare(CURVE, curve, model, "ethayarajh"), references.compare(TABLE, table, model, "ethayarajh")),
         measured={"random_cosine": curve, "extra_measure": {0: 1.0, 1: 2.0}}, notes=("Fake data: for tests only.",),
+        degenerate=studies.degeneracy_of(model),  # when the "model" is a classification run
     )
 
 

@@ -16,6 +16,7 @@ from core.bias.experiment import (
     ENDED_STATES,
     EXPERIMENT_NAME,
     JOB_KIND,
+    QUICK_DEMO,
     TASKS,
     ExperimentData,
     ExperimentSpec,

@@ -69,6 +69,14 @@ ENDED_STATES = ("done", "failed", "cancelled", "killed")
 RUN_NAME_TAKEN = ("queued", "running", "done")
 
 
+# The bias page's quick demo, as ExperimentSpec values: three MiniLM-L6 runs on 1,000 / ~714 / ~714 pairs, each of
+# which must beat the majority baseline by 10 points (bench/quick_presets.py; figures in bench/RESULTS.md). One
+# epoch left the ~714-pair arms at +4 to +10 points (the control once predicted one class); two epochs with the
+# lowest 3 layers and the embeddings frozen (about half the time per step) gave +14 to +26.
+QUICK_DEMO = {"train_limit": 1000, "test_limit": 500, "epochs": 2, "max_length": 64, "lr": 1e-4, "batch_size": 16,
+              "freeze_layers": 3, "freeze_embeddings": True, "cpu_threads": 1}
+
+
 @dataclass(frozen=True)
 class ExperimentSpec:
     """One experiment: the data, the word and swap lists, and the recipe the three runs share.
@@ -93,7 +101,10 @@ class ExperimentSpec:
     batch_size: int = 32
     max_length: int = 128
     head: str = "linear"
+    freeze_layers: int = 0  # the lowest N encoder layers kept fixed in all three runs
+    freeze_embeddings: bool = False
     device: str | None = None
+    cpu_threads: int | None = None  # torch CPU threads for training and scoring (None: torch's default, all cores)
     bootstrap: int = 1000
     protocol: str = "bertlens"
     created_at: float = field(default_factory=time.time)
@@ -118,7 +129,9 @@ class ExperimentSpec:
     def recipe(self, arm: str) -> training.Recipe:
         values = dict(model=self.model, task=str(data_file(self.name, arm)), run_name=self.run_name(arm),
                       epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, max_length=self.max_length,
-                      seed=self.seed, head=self.head, device=self.device, data_source="local")
+                      seed=self.seed, head=self.head, freeze_layers=self.freeze_layers,
+                      freeze_embeddings=self.freeze_embeddings, device=self.device, cpu_threads=self.cpu_threads,
+                      data_source="local")
         if self.protocol == "slides":
             fixed = PAPER_SETTINGS["slides"]
             wrong = [f"{k}={fixed[k]!r} (got {values[k]!r})" for k in ("epochs", "lr", "batch_size") if values[k] != fixed[k]]
@@ -285,8 +298,9 @@ def evaluate(spec: ExperimentSpec, data: ExperimentData | None = None, progress:
 
         clf = training.load_classifier(run.name, device=spec.device, attention="sdpa")
         options = {"batch_size": spec.batch_size * 2, "max_length": spec.max_length, "should_stop": should_stop}
-        predictions[arm] = predict_labels(clf, data.test, data.labels, progress=step(0), **options)
-        swapped[arm] = predict_labels(clf, cf.examples, data.labels, progress=step(len(data.test)), **options)
+        with training.torch_threads(spec.cpu_threads):
+            predictions[arm] = predict_labels(clf, data.test, data.labels, progress=step(0), **options)
+            swapped[arm] = predict_labels(clf, cf.examples, data.labels, progress=step(len(data.test)), **options)
         del clf
         write_json_atomic(folder / f"predictions_{arm}.json", {
             "labels": list(data.labels), "n_test": len(data.test), "n_swapped": len(cf.examples),

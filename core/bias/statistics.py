@@ -10,6 +10,7 @@ import numpy as np
 
 from core import references
 from core.training import evaluate_predictions
+from core.training.evaluation import Degeneracy, degeneracy_from_confusion
 
 ARMS = ("full", "biased", "control")
 SLICES = ("with_words", "without_words")
@@ -112,6 +113,7 @@ class RunResult:
     overall and slices[name] (with_words / without_words): SliceScores on the test set.
     flip_rate: share of the `swapped` counterfactual examples whose predicted class changed (`flips` of them).
     engine_accuracy: the accuracy the training engine itself reported on the same test rows.
+    degeneracy(labels): whether the run learned (almost) nothing on the whole test set (core.training.evaluation).
     """
 
     arm: str
@@ -125,9 +127,13 @@ class RunResult:
     engine_accuracy: float | None = None
     train_seconds: float | None = None
 
+    def degeneracy(self, labels: Sequence[str]) -> Degeneracy:
+        return degeneracy_from_confusion(self.overall.confusion, tuple(labels))
+
     def to_json(self, labels: Sequence[str]) -> dict:
         return {
             "run": self.run, "train_size": self.train_size, **self.overall.to_json(labels),
+            "degenerate": self.degeneracy(labels).to_json(),
             "slices": {name: s.to_json(labels) for name, s in self.slices.items()},
             "flip_rate": self.flip_rate, "flips": self.flips, "swapped": self.swapped,
             "engine_accuracy": self.engine_accuracy, "train_seconds": self.train_seconds,

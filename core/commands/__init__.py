@@ -27,3 +27,10 @@ def stderr_progress(args):
             print(f"\r{done}/{total} ({percent}%)", end="\n" if done >= total else "", file=sys.stderr, flush=True)
 
     return report
+
+
+def warn_degenerate(degeneracy, run: str | None = None) -> None:
+    """The "learned (almost) nothing" warning (core.training.evaluation.Degeneracy) on stderr, so a terminal
+    user sees it as a page user does; stdout stays clean for --json, whose output carries "degenerate"."""
+    if degeneracy is not None and degeneracy.flagged:
+        print(f"warning: {run + ': ' if run else ''}{degeneracy.message}", file=sys.stderr)

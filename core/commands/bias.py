@@ -7,6 +7,7 @@ import sys
 import time
 
 from core import jobs, validation
+from core.commands import warn_degenerate
 from core.bias import (
     ARMS,
     DEFAULT_WORDS,
@@ -50,6 +51,8 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=validation.positive, default=32)
     p.add_argument("--max-length", type=validation.positive, default=128)
     p.add_argument("--head", default="linear", choices=["linear", "mlp"])
+    p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help="keep the lowest N encoder layers fixed")
+    p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--bootstrap", type=validation.positive, default=1000, help="bootstrap resamples for the intervals")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
                    help="slides: the CS4650 slides' filter (case-sensitive whole space-separated tokens of the premise "
@@ -57,6 +60,7 @@ def register(subparsers) -> None:
                    "batch 32); bertlens (default): whole words in any case in premise or hypothesis (28.6%%), BERT "
                    "Lens's recipe")
     p.add_argument("--device", default=None)
+    p.add_argument("--threads", type=validation.positive, default=None, help="CPU threads for training and scoring (default: all cores)")
     experiment_name = validation.name_type(EXPERIMENT_NAME, EXPERIMENT_NAME_RULE)
     p.add_argument("--name", type=experiment_name, default=None, help="experiment name (default: bias-DATE-TIME)")
     p.add_argument("--attach", metavar="NAME", type=experiment_name, default=None,
@@ -100,7 +104,8 @@ def run_bias(args) -> int:
         spec = ExperimentSpec(
             name=args.name or new_experiment_name(), model=args.model, task=args.task, words=args.words,
             train_limit=args.train_limit, test_limit=args.test_limit, epochs=args.epochs, seed=args.seed, lr=args.lr,
-            batch_size=args.batch_size, max_length=args.max_length, head=args.head, device=args.device,
+            batch_size=args.batch_size, max_length=args.max_length, head=args.head, freeze_layers=args.freeze_lowest,
+            freeze_embeddings=args.freeze_embeddings, device=args.device, cpu_threads=args.threads,
             bootstrap=args.bootstrap, protocol=args.protocol,
         )
         shown = {}
@@ -112,6 +117,8 @@ def run_bias(args) -> int:
                 print(f"{time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
         result = jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)
+    for arm in ARMS:
+        warn_degenerate(result.runs[arm].degeneracy(result.labels), f"the {arm} run")
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

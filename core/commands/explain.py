@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import stderr_progress
+from core.commands import stderr_progress, warn_degenerate
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
 
@@ -34,14 +34,24 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_faithfulness)
 
 
+def _warn_if_degenerate(model: str) -> dict | None:
+    """Whether the run explained learned (almost) nothing (warned on stderr); its JSON, None for no finished run."""
+    from core.training.runs import saved_degeneracy
+
+    found = saved_degeneracy(model)
+    warn_degenerate(found, model)
+    return None if found is None else found.to_json()
+
+
 def run_explain(args) -> int:
     from core.explain import explain, load_explainer
 
     explainer = load_explainer(args.model, device=args.device)
     result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
+    degenerate = _warn_if_degenerate(args.model)
     if args.json:
         truncated = validation.input_truncation(explainer.lm, args.text, args.text_b)
-        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated, "degenerate": degenerate}, args.out)
         return 0
     if result.predicted is not None:
         probs = ", ".join(f"{label} {p:.3f}" for label, p in zip(result.labels, result.probabilities))
@@ -66,8 +76,9 @@ def run_faithfulness(args) -> int:
     explainer = load_explainer(args.model, device=args.device)
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
                           progress=stderr_progress(args))
+    degenerate = _warn_if_degenerate(args.model)
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        validation.dump_json({**result.to_json(), "degenerate": degenerate}, args.out)
         return 0
     print(f"{explainer.lm.ref}: {result.examples} inputs from {args.corpus} (AOPC over top "
           f"{', '.join(f'{f:.0%}' for f in result.fractions)} of words)")

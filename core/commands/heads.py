@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress
+from core.commands import add_model_argument, stderr_progress, warn_degenerate
 from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
 from core.protocols import DEFAULT, describe
 
@@ -110,6 +110,7 @@ def run_ablate(args) -> int:
     result = ablation_sweep(clf, sample.examples, mode=args.mode, sweep_layers=not args.no_layers,
                             batch_size=args.batch_size, progress=stderr_progress(args))
     result = replace(result, task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
+    warn_degenerate(result.degenerate, clf.encoder.ref)
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

@@ -6,7 +6,7 @@ import json
 import sys
 
 from core import jobs, studies, validation
-from core.commands import stderr_progress
+from core.commands import stderr_progress, warn_degenerate
 
 
 def register(subparsers) -> None:
@@ -68,6 +68,11 @@ def run_reproduce(args) -> int:
     if not args.json or sys.stderr.isatty():
         print(f"{study.name}: job {job.id}", file=sys.stderr)
     result = jobs.wait_in_foreground(job)
+    if result.degenerate:
+        from core.training.evaluation import Degeneracy  # here: torch stays unimported for --list
+
+        for run, found in result.degenerate.items():
+            warn_degenerate(Degeneracy.from_json(found), run)
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

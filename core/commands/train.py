@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 from core import validation
+from core.commands import warn_degenerate
 from core.distributed import launched_world_size
 from core.files import write_text_atomic
 from core.training import Recipe, cancel, finetune, list_runs, report, submit
+from core.training.evaluation import run_degeneracy
 from core.training.jobs import SignalStop
 from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_layer_set
 
@@ -149,6 +151,7 @@ def run_finetune(args) -> int:
     if metrics.get("world_size", 1) != recipe.processes:
         print(f"warning: asked for {recipe.processes} processes, ran on {metrics.get('world_size', 1)} "
               "(world_size in metrics.json)", file=sys.stderr)
+    warn_degenerate(run_degeneracy(metrics), recipe.run_name)
     if args.json:
         validation.dump_json(metrics, args.out, indent=2)
     elif metrics.get("accuracy") is not None:

@@ -43,7 +43,9 @@ class StudyResult:
 
     comparisons: one per reference the study checks (paper vs measured rows, per layer where the paper reports
     per layer); measured: every measured series by name (layer -> value, or row -> value), including ones the
-    paper has no number for; notes: plain sentences on what differs from the paper (stand-in data, sizes).
+    paper has no number for; notes: plain sentences on what differs from the paper (stand-in data, sizes);
+    degenerate: for each classification run the study trained or read, core.training.evaluation's
+    Degeneracy.to_json() (whether it learned (almost) nothing, so comparisons with it are not meaningful).
     """
 
     study: str
@@ -53,6 +55,7 @@ class StudyResult:
     comparisons: tuple[Comparison, ...]
     measured: Mapping[str, Mapping[int | str, float]]
     notes: tuple[str, ...]
+    degenerate: Mapping[str, dict] = field(default_factory=dict)
 
     @property
     def verdict(self) -> Verdict:
@@ -70,7 +73,7 @@ class StudyResult:
             "study": self.study, "model": self.model, "corpus": self.corpus, "protocol": self.protocol,
             "verdict": self.verdict, "comparisons": [c.to_json() for c in self.comparisons],
             "measured": {name: {str(k): float(v) for k, v in series.items()} for name, series in self.measured.items()},
-            "notes": list(self.notes),
+            "notes": list(self.notes), "degenerate": dict(self.degenerate),
         }
 
     @classmethod
@@ -108,6 +111,15 @@ class Study:
             "default_corpus": self.default_corpus, "protocol": self.protocol, "cost_cpu": self.cost_cpu,
             "cost_gpu": self.cost_gpu, "summary": self.summary,
         }
+
+
+def degeneracy_of(*runs: str) -> dict[str, dict]:
+    """Degeneracy.to_json() of each of `runs` that is a finished classification run (core.training.runs), for
+    StudyResult.degenerate; other models are left out. Imported lazily: this package imports no torch."""
+    from core.training.runs import saved_degeneracy
+
+    found = {run: saved_degeneracy(run) for run in runs}
+    return {run: d.to_json() for run, d in found.items() if d is not None}
 
 
 def get(name: str) -> Study:

@@ -83,7 +83,7 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
                   "change rank (1 = changed most)": ranks, "last two layers change most": claim,
                   "fine-tuned last-layer [CLS] row by token type (mean over heads)": shares,
                   "last-layer [CLS] attends most to [SEP]": sep_claim},
-        notes=notes,
+        notes=notes, degenerate=studies.degeneracy_of(finetuned),
     )
 
 

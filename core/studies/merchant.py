@@ -9,7 +9,7 @@ yes/no; the paper's per-layer RSA values are figures without published numbers a
 from __future__ import annotations
 
 from core.progress import ProgressCallback, StopCheck
-from core.studies import Study, StudyOptions, StudyResult
+from core.studies import Study, StudyOptions, StudyResult, degeneracy_of
 
 PAPER_MODEL = "bert-base-uncased"
 PROTOCOL = "merchant"
@@ -67,6 +67,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
     return StudyResult(
         study=STUDY.name, model=f"{base.ref} vs {tuned.ref}", corpus=spec, protocol=PROTOCOL,
         comparisons=(comparison,), measured={"RSA": rsa, "linear CKA": cka, "finding": claim}, notes=notes,
+        degenerate=degeneracy_of(str(finetuned)),
     )
 
 

@@ -90,7 +90,8 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
     ]
     if result.protocol != "slides":
         notes.append(f"The reused experiment follows protocol '{result.protocol}', not the slides'.")
-    return StudyResult(STUDY.name, model, "snli", result.protocol, comparisons, measured, tuple(notes))
+    degenerate = {result.runs[arm].run: result.runs[arm].degeneracy(result.labels).to_json() for arm in ARMS}
+    return StudyResult(STUDY.name, model, "snli", result.protocol, comparisons, measured, tuple(notes), degenerate)
 
 
 STUDY = Study(

@@ -142,7 +142,10 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
                      "was 'much faster' with 'no much difference', no numbers.")
         comparisons += (references.compare(references.SLIDES_FREEZE_FASTER, {"claim": float(ratio < 1)}, model,
                                            protocol),)
-    return StudyResult(STUDY.name, model, task, protocol, comparisons, measured, tuple(notes))
+    from core.training.evaluation import run_degeneracy
+
+    degenerate = {m["run"]: run_degeneracy(m).to_json() for m in (full, minus, frozen) if run_degeneracy(m) is not None}
+    return StudyResult(STUDY.name, model, task, protocol, comparisons, measured, tuple(notes), degenerate)
 
 
 STUDY = Study(

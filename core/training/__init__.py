@@ -16,7 +16,7 @@ report (tables of runs for the page; their charts are in core.charts.finetune).
 """
 
 from core.training.classifier import Classifier, LoadedClassifier, is_classifier_folder, load_classifier
-from core.training.engine import drop_last_layers, finetune, freeze, simcse_loss
+from core.training.engine import drop_last_layers, finetune, freeze, simcse_loss, torch_threads
 from core.training.evaluation import EvalMetrics, evaluate_predictions
 from core.training.jobs import cancel, queue_position, queue_turn, submit, wait
 from core.training.recipe import HEADS, OBJECTIVES, Recipe
@@ -27,5 +27,5 @@ __all__ = [
     "BUILTIN_TASKS", "Classifier", "EvalMetrics", "HEADS", "LoadedClassifier", "OBJECTIVES", "Recipe", "RunExists",
     "RunInfo", "TASK_LABELS", "TASK_TITLES", "TaskData", "TaskError", "cancel", "delete_run", "drop_last_layers",
     "evaluate_predictions", "finetune", "freeze", "get_run", "is_classifier_folder", "list_runs", "load_classifier",
-    "load_contrastive", "load_task", "queue_position", "queue_turn", "simcse_loss", "submit", "wait",
+    "load_contrastive", "load_task", "queue_position", "queue_turn", "simcse_loss", "submit", "torch_threads", "wait",
 ]

@@ -32,6 +32,19 @@ STATUS_EVERY_SECONDS = 1.0
 MEGA_BATCHES = 50
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """torch's CPU threads set to `threads` for a block (None or 0: unchanged). On a shared or small CPU, fewer threads
+    than cores avoids OpenMP spin-waiting (5-10x slower here under load: bench/RESULTS.md)."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
     """Train as the recipe says and save the run as runs_dir()/NAME; returns its metrics (metrics.json).
 
@@ -56,14 +69,8 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
             folder.write_status(state="running", phase="loading", started_at=time.time())
             folder.log("started")
             train = _train_contrastive if recipe.is_contrastive else _train_classifier
-            threads = torch.get_num_threads()
-            if recipe.cpu_threads:
-                # On a shared or small CPU, fewer threads than cores avoids OpenMP spin-waiting (5x slower here).
-                torch.set_num_threads(recipe.cpu_threads)
-            try:
+            with torch_threads(recipe.cpu_threads):
                 metrics = train(recipe, folder, progress, stop)
-            finally:
-                torch.set_num_threads(threads)
             folder.finish(metrics)
         return metrics
     except Cancelled:

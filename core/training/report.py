@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core import references
+from core.training.evaluation import run_degeneracy
 from core.training.runs import RunInfo
 
 
@@ -111,6 +112,12 @@ def _cell(value) -> str:
     return str(value)
 
 
+def _learned_nothing(metrics: dict) -> str | None:
+    """"yes" / "no" by core.training.evaluation's rule; None for a run without a confusion matrix."""
+    found = run_degeneracy(metrics)
+    return None if found is None else ("yes" if found.flagged else "no")
+
+
 def _split(metrics: dict) -> str | None:
     """'test (9824 examples)': which split the accuracy is on, so a dev score is never read as a test score."""
     split = metrics.get("eval_split")
@@ -138,6 +145,7 @@ def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
             "eval split": _split(m),
             "accuracy": m.get("accuracy"),
             "majority baseline": m.get("majority_accuracy"),
+            "learned (almost) nothing": _learned_nothing(m),
             "macro F1": m.get("macro_f1"),
             "train seconds": m.get("train_seconds"),
             "examples/s": m.get("examples_per_second"),

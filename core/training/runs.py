@@ -26,6 +26,7 @@ from pathlib import Path
 
 from core import settings
 from core.files import finish_rename, pid_alive, read_json, write_json_atomic, write_text_atomic
+from core.training.evaluation import Degeneracy, run_degeneracy
 from core.training.recipe import Recipe
 
 ACTIVE_STATES = ("queued", "running")
@@ -268,6 +269,15 @@ def get_run(name: str) -> RunInfo | None:
     return next((r for r in list_runs() if r.name == name and r.state in ACTIVE_STATES + ("done",)), None) or next(
         (r for r in list_runs() if r.name == name), None
     )
+
+
+def saved_degeneracy(ref: str) -> Degeneracy | None:
+    """Whether the classifier `ref` (a run's name or its folder) learned (almost) nothing, by the rule of
+    core.training.evaluation on its metrics.json; None when `ref` is no finished classification run."""
+    for folder in (final_dir(ref), Path(ref)):
+        if ref and (folder / METRICS).is_file():
+            return run_degeneracy(read_json(folder / METRICS))
+    return None
 
 
 def delete_run(name: str) -> None:

@@ -61,15 +61,19 @@ def test_bad_word_list_is_named_and_launch_disabled(make_app, minilm_dir, data_d
     assert launch.disabled
 
 
-def write_finished_experiment(name: str) -> bias.ExperimentResult:
-    """A finished experiment with made-up predictions (no training): the page must show exactly these scores."""
+def write_finished_experiment(name: str, skills: dict | None = None) -> bias.ExperimentResult:
+    """A finished experiment with made-up predictions (no training): the page must show exactly these scores.
+    skills[arm]: the share of test pairs the arm gets right (the rest guessed); None: it always answers class 0."""
     spec = bias.ExperimentSpec(name=name, model="all-MiniLM-L6-v2", train_limit=200, test_limit=120, seed=1, bootstrap=200)
     data = bias.prepare(spec)
     rng = np.random.default_rng(0)
     true = np.array([data.labels.index(e.label) for e in data.test])
     predictions, swapped = {}, {}
-    for arm, skill in (("full", 0.8), ("biased", 0.5), ("control", 0.7)):
-        predictions[arm] = np.where(rng.random(true.size) < skill, true, rng.integers(0, 3, true.size))
+    for arm, skill in (skills or {"full": 0.8, "biased": 0.5, "control": 0.7}).items():
+        if skill is None:
+            predictions[arm] = np.zeros_like(true)
+        else:
+            predictions[arm] = np.where(rng.random(true.size) < skill, true, rng.integers(0, 3, true.size))
         swapped[arm] = np.where(rng.random(len(data.counterfactuals.indices)) < 0.2,
                                 (predictions[arm][data.counterfactuals.indices] + 1) % 3,
                                 predictions[arm][data.counterfactuals.indices])

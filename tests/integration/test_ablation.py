@@ -156,3 +156,25 @@ def test_cli_ablate_json(tiny_run, capsys):
     assert 0.0 <= out["base_accuracy"] <= 1.0
     assert main(["ablate", "--model", str(tiny_run.parent / "no-such-run"), "--quiet"]) == 2
     assert "no-such-run" in capsys.readouterr().err
+
+
+def test_sweep_and_cli_say_whether_the_intact_run_learned_nothing(classifier, tiny_run, capsys):
+    """The rule (one class >= 90 %, or accuracy within 2 sqrt(p (1 - p) / n) of the majority) worked out here from
+    the intact model's own predictions."""
+    from core.__main__ import main
+
+    sample = run_eval_sample(classifier)
+    result = ablation_sweep(classifier, sample.examples, sweep_heads=False)
+    items = [(e.text, e.text_b) for e in sample.examples]
+    truth = np.array([classifier.labels.index(e.label) for e in sample.examples])
+    predicted = predict_disabled(classifier, items, {}).argmax(1)
+    n, accuracy = truth.size, float((predicted == truth).mean())
+    dominant = np.bincount(predicted, minlength=3).max() / n
+    majority = np.bincount(truth, minlength=3).max() / n
+    expected = dominant >= 0.9 or accuracy - majority <= 2 * np.sqrt(accuracy * (1 - accuracy) / n)
+    assert result.degenerate.flagged == expected
+    assert (result.degenerate.accuracy, result.degenerate.dominant_share) == pytest.approx((accuracy, dominant))
+    assert main(["ablate", "--model", str(tiny_run), "--no-layers", "--quiet", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["degenerate"]["flagged"] == expected
+    assert ("learned (almost) nothing" in captured.err) == expected

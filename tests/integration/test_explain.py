@@ -227,10 +227,10 @@ def test_cli_explain_json_keys(seqcls, capsys):
                  "--method", "ig", "--steps", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "completeness_gap",
-                        "truncated"}
+                        "truncated", "degenerate"}
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--method", "rollout", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix", "truncated"}
+    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix", "truncated", "degenerate"}
     assert np.array(out["matrix"]).shape == (5, 5)
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat", "--target", "nope", "--method", "ig"]) == 2
 

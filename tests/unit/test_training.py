@@ -350,3 +350,14 @@ def test_progress_line_and_runs_table_say_the_same_phase_and_no_numbers_before_a
         assert report.runs_table([r])["state"].tolist() == [report.phase(r)]
         assert report.progress_text(r).startswith(report.phase(r))
     assert report.runs_table([loading])["state"].tolist() == ["loading model"]
+
+
+def test_torch_threads_sets_and_restores_the_thread_count():
+    from core.training import torch_threads
+
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
