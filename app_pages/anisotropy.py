@@ -11,7 +11,7 @@ import streamlit as st
 
 from app_pages import anisotropy_job, prefetch
 from app_pages.anisotropy_job import shared_results
-from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
+from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, job_running, model_ref
 from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
 from core.charts import anisotropy as anisotropy_charts
@@ -67,9 +67,9 @@ intro(
     "sampling) and adds MEV.",
 )
 examples = st.columns(3)
-examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), use_container_width=True)
-examples[1].button("SNLI pairs: alignment & uniformity", key=P + "ex.snli", on_click=use_example, args=("SNLI", "", 300, "uniformity"), use_container_width=True)
-examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_click=use_example, args=("Built-in sentences", "bank"), use_container_width=True)
+examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), width="stretch")
+examples[1].button("SNLI pairs: alignment & uniformity", key=P + "ex.snli", on_click=use_example, args=("SNLI", "", 300, "uniformity"), width="stretch")
+examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_click=use_example, args=("Built-in sentences", "bank"), width="stretch")
 
 # --- models -------------------------------------------------------------------------------------------------
 sidebar_model = model_ref()
@@ -156,7 +156,7 @@ if reference is not None:
         reference_rows = anisotropy_charts.reference_frame(reference, judged, protocol)
 st.caption(MEASURE_HELP[measure])
 chart = anisotropy_charts.layer_chart(frame, measure, reference=reference_rows, protocol=protocol)
-st.altair_chart(chart, key=P + "chart")
+draw_chart(chart, key=P + "chart")
 st.caption(protocols.describe(protocol))
 if reference_rows is not None:
     st.caption(f"Dashed: {refs.overlay_label(reference, judged, protocol)}. Source: {reference.source}. "
@@ -214,7 +214,7 @@ if word.strip():
         st.stop()
     word_frame = anisotropy_charts.word_frame(drill, profile, frame)
     word_chart = anisotropy_charts.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")
-    st.altair_chart(word_chart, key=P + "word_chart")
+    draw_chart(word_chart, key=P + "word_chart")
     cols = st.columns([3, 1])
     context = cols[0].selectbox("Sentence", range(len(drill.contexts)), format_func=lambda i: drill.contexts[i], key=P + "context")
     layer = cols[1].selectbox("Layer", list(profile.layers), index=last, key=P + "word_layer")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, intro, job_controls, model_ref, sentences
+from app_pages.common import draw_chart, example_buttons, export_buttons, intro, job_controls, model_ref, sentences
 from app_pages.explain_view import cached_explainer, cached_explanation, show
 from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
@@ -62,7 +62,7 @@ else:
         with st.expander("Whole-model token flow (the full token × token matrix)"):
             layer = st.slider("Layer", 0, len(flows[0].matrix) - 1, len(flows[0].matrix) - 1, key=K + "layer")
             for result in flows:
-                st.altair_chart(charts.flow_matrix(result, layer), use_container_width=False)
+                draw_chart(charts.flow_matrix(result, layer))
 
 st.header("How faithful is each explanation?")
 st.markdown("Comprehensiveness: how much the predicted class's probability drops when a method's top 10 %, 20 %, … "
@@ -91,5 +91,5 @@ else:
         table = result.table()
         st.dataframe(table, hide_index=True)
         chart = charts.faithfulness_chart(result)
-        st.altair_chart(chart, use_container_width=False)
+        draw_chart(chart)
         export_buttons(chart, charts.faithfulness_frame(result), "faithfulness", K + "faith.export")

@@ -18,8 +18,14 @@ STATE_KEY = "_page_report.charts"
 
 
 def collect(name: str, chart: alt.TopLevelMixin) -> None:
-    """Remember a chart drawn on this run (the PDF is made only when the button is clicked)."""
-    st.session_state.setdefault(STATE_KEY, []).append((name, chart))
+    """Remember a chart drawn on this run (the PDF is made only when the button is clicked). A chart collected
+    again (drawn, then offered for export) counts once, under the later (export) name."""
+    collected = st.session_state.setdefault(STATE_KEY, [])
+    for i, (_, seen) in enumerate(collected):
+        if seen is chart:
+            collected[i] = (name, chart)
+            return
+    collected.append((name, chart))
 
 
 def report_button(title: str) -> None:

@@ -16,6 +16,7 @@ from app_pages.common import (
     cached_encoding,
     cached_model,
     current_model,
+    draw_chart,
     export_buttons,
     intro,
     job_controls,
@@ -66,7 +67,7 @@ intro(
 examples = {"“bank” in three senses, one input each": (BANK_SENTENCES[0], None, "\n".join(BANK_SENTENCES[1:]))}
 examples.update({label: (a, b, "") for label, (a, b) in EXAMPLES.items()})
 for column, (label, args) in zip(st.columns(len(examples)), examples.items()):
-    column.button(label, key=f"pca.example.{label}", on_click=load_example, args=args, use_container_width=True)
+    column.button(label, key=f"pca.example.{label}", on_click=load_example, args=args, width="stretch")
 
 st.session_state.setdefault("pca.extra", "")
 st.text_area(
@@ -263,7 +264,7 @@ def layer_view() -> None:
     controls[1].button(
         "Pause" if st.session_state["pca.playing"] else "Play",
         icon=":material/pause:" if st.session_state["pca.playing"] else ":material/play_arrow:",
-        key="pca.play", on_click=toggle_play, use_container_width=True,
+        key="pca.play", on_click=toggle_play, width="stretch",
     )
     columns = st.columns(len(projections))
     for index, (column, (ref, projection)) in enumerate(zip(columns, projections.items())):
@@ -273,10 +274,10 @@ def layer_view() -> None:
         with column:
             chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", names=sentence_names(items),
                                colour=colour, chosen_word=chosen_word, show_labels=show_labels)
-            st.altair_chart(chart, key=f"pca.chart.{index}")
+            draw_chart(chart, key=f"pca.chart.{index}")
             st.caption(variance_note(projection, shown_layer))
             if projection.method != "tsne":
-                st.altair_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
+                draw_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
             export_buttons(chart, projection_frame(projection), f"pca_{name}_{projection.method}_L{shown_layer}", key=f"pca.export.{index}")
 
 

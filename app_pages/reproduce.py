@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import export_buttons, intro, job_controls, model_ref
+from app_pages.common import draw_chart, export_buttons, intro, job_controls, model_ref
 from core import protocols, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
@@ -89,10 +89,10 @@ for note in result.notes:
     st.caption(note)
 layer_chart = reproduce_charts.layer_comparison_chart(result)
 if layer_chart is not None:
-    st.altair_chart(layer_chart, key=P + "layer_chart")
+    draw_chart(layer_chart, key=P + "layer_chart")
 table_chart = reproduce_charts.table_comparison_chart(result)
 if table_chart is not None:
-    st.altair_chart(table_chart, key=P + "table_chart")
+    draw_chart(table_chart, key=P + "table_chart")
 for comparison in result.comparisons:
     ref = comparison.reference
     shape = "" if comparison.shape_correlation is None else f"; shape correlation r = {comparison.shape_correlation:.2f}"
@@ -107,7 +107,7 @@ measured_chart = reproduce_charts.measured_chart(result)
 if not measured.empty:
     with st.expander("Everything measured", expanded=not result.comparisons):
         if measured_chart is not None:
-            st.altair_chart(measured_chart, key=P + "measured_chart")
+            draw_chart(measured_chart, key=P + "measured_chart")
         st.dataframe(measured.pivot_table(index="key", columns="series", values="value", sort=False).reset_index(), hide_index=True)
 export_buttons(layer_chart or table_chart or measured_chart, table if result.comparisons else measured, f"reproduce_{name}",
                key=P + "export")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core.attention import LINE_THRESHOLD, LINE_TOP_K, AttentionView, head_entropy, visible_pairs
+from core.charts import layout
 
 BLUES_LOW, BLUES_HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])
 
@@ -58,17 +59,16 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
     if view.weights.size > HEATMAP_IMAGE_CELLS:
         return attention_heatmap_image(view, title)
     frame = view_frame(view)
-    size = max(220, min(640, 16 * max(view.weights.shape)))
-    return (
+    return layout.fixed_size(
         alt.Chart(frame, title=title)
         .mark_rect()
         .encode(
-            x=alt.X("key:N", sort=list(view.key_labels), title="attends to (key)", axis=alt.Axis(labelAngle=-60)),
-            y=alt.Y("query:N", sort=list(view.query_labels), title="from (query)"),
+            x=alt.X("key:N", sort=list(view.key_labels), title="attends to (key)", axis=layout.token_axis(angle=-60)),
+            y=alt.Y("query:N", sort=list(view.query_labels), title="from (query)", axis=layout.token_axis()),
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="attention"),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(width=size, height=size)
+        .properties(width=layout.token_step(), height=layout.token_step())
     )
 
 
