@@ -121,11 +121,12 @@ PRESENTING: contextvars.ContextVar[bool] = contextvars.ContextVar("presenting", 
 
 def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     """st.altair_chart for every page: a chart its builder sized (core.charts.layout.fixed_size) is drawn at that
-    size (width="content"), not stretched or squeezed by the container; in presenter mode with larger type. The
+    size (width="content"), not stretched or squeezed by the container (others as st.altair_chart draws them); in
+    presenter mode with larger type. The
     chart joins the page's PDF report under `name` (default: its key or title). Returns st.altair_chart's value."""
     page_report.collect(name or options.get("key") or _chart_title(chart) or "chart", chart)
-    fixed = getattr(chart, "autosize", alt.Undefined) is not alt.Undefined
-    options.setdefault("width", "content" if fixed else "stretch")
+    if getattr(chart, "autosize", alt.Undefined) is not alt.Undefined:
+        options["width"] = "content"  # stretching would widen the plot past the container: the right edge cut off
     return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
 
 
