@@ -18,6 +18,7 @@ from app_pages.corpus_picker import MRPC, SNLI, UD, cached_resolve, corpus_picke
 from core import heads as hd
 from core.charts import attention as attention_charts
 from core.charts import classification
+from core.models import display_name
 from core.protocols import DEFAULT, describe
 
 P = "heads."
@@ -116,13 +117,13 @@ def survey_part(show: str) -> None:
         return
     work = survey_work(lm, inputs, protocol)
     prefetch.adopt(SURVEY_KEY, params)  # presenter mode may have started this very pass ahead of the slide
-    kept = job_controls(SURVEY_KEY, f"Run {ref} over {len(inputs)} examples", params, lambda: work, kind=SURVEY_KIND,
+    kept = job_controls(SURVEY_KEY, f"Run {display_name(ref)} over {len(inputs)} examples", params, lambda: work, kind=SURVEY_KIND,
                         unit=SURVEY_UNIT)
     if kept is None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")
         return
     survey: hd.HeadSurvey = kept
-    st.caption(f"{survey.model}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
+    st.caption(f"{display_name(survey.model)}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
                + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + "). "
                + describe(survey.protocol))
     if show == "Statistics":

@@ -24,7 +24,7 @@ from core import explorer as ex
 from core import vector_index as vi
 from core.charts import explorer as charts
 from core.datasets import DataUnavailable
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 
 SOURCES = {"snli:dev": "SNLI dev", "snli:test": "SNLI test", "mrpc:validation": "MRPC dev", "mrpc:test": "MRPC test",
            "ud:dev": "UD EWT dev", "builtin": "Built-in sentences", "upload": "Upload a .csv / .jsonl / .txt"}
@@ -153,7 +153,7 @@ with projector_tab:
         results = {}
         for col, r in zip(run_cols, refs):
             with col:
-                results[r] = model_run(r, examples, layer, method, pooling, "this model" if r == ref else r)
+                results[r] = model_run(r, examples, layer, method, pooling, "this model" if r == ref else display_name(r))
         if examples.labels is None:
             st.caption("This corpus has no gold labels, so the label colourings and accuracies are hidden.")
         first = next((r for r in results.values() if r is not None), None)

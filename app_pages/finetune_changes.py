@@ -29,7 +29,7 @@ from core.charts.finetune import (
     similarity_frame,
 )
 from core.datasets import DataUnavailable
-from core.models import LoadedModel, ModelUnavailable, available_models
+from core.models import LoadedModel, ModelUnavailable, available_models, display_name
 from core.probe import ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import describe
@@ -283,7 +283,7 @@ def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], 
     is_control = entries[which][2]
     lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
     parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index], result.protocol)
-    chart = arcs_chart(parse, f"{ref}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
+    chart = arcs_chart(parse, f"{display_name(ref)}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
     draw_chart(chart, width="content")
     edges = pd.DataFrame(
         [{"tree": "gold", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": True} for i, j in sorted(parse.gold_edges)]

@@ -11,7 +11,7 @@ import streamlit as st
 from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import SNLI, UD, corpus_picker
 from core.charts import head_studies as charts
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 
 P = "studies."
 PARTS = ("Linguistic features", "[CLS] by token type", "Aspect heads", "Head map")
@@ -87,7 +87,7 @@ def features_part(refs: list[str]) -> None:
     feature = st.selectbox("Feature", FEATURES, key=P + "feature", format_func=FEATURE_TITLES.get)
     chart, _ = charts.features_chart(result, feature)
     draw_chart(chart, key=P + "features_chart")
-    st.caption(" · ".join(f"{charts.short(r.model)}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
+    st.caption(" · ".join(f"{display_name(r.model)}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
                           f"have the feature ({r.n_skipped} too long)" for r in result)
                + ". Features from the treebank's tags (nouns NOUN/PROPN, verbs VERB, pronouns PRON), relations "
                  "(subjects nsubj/csubj, objects obj/iobj) and a list of negation words.")
@@ -154,7 +154,7 @@ def aspect_part(refs: list[str]) -> None:
         return
     chart, frame = charts.aspect_chart(result)
     draw_chart(chart, key=P + "aspect_chart")
-    st.caption(" · ".join(f"{charts.short(r.model)}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
+    st.caption(" · ".join(f"{display_name(r.model)}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
                           + ", ".join(f"{l}-{h} ({s:.2f})" for l, h, s in r.top_heads(3)) for r in result)
                + ". Scored only where the review names one category, so its aspect terms are that category's.")
     absent, _ = charts.absent_chart(result, "sep")

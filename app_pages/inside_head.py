@@ -25,6 +25,7 @@ from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
 from core.charts import inside_head as charts
 from core.examples import EXAMPLES
+from core.models import display_name
 
 P = "inside."
 WEIGHTS_KEY = "attention.weights"
@@ -160,7 +161,7 @@ def dataset_part() -> None:
 
         return work
 
-    kept = job_controls(P + "shares", f"Run {ref} over {len(inputs)} examples", params, make_work,
+    kept = job_controls(P + "shares", f"Run {display_name(ref)} over {len(inputs)} examples", params, make_work,
                         kind="attention-norms", unit="examples")
     if kept is None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")

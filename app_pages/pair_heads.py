@@ -11,6 +11,7 @@ import streamlit as st
 from app_pages.common import cached_encoding, cached_model, draw_chart, export_buttons, intro, job_controls, model_ref, set_example
 from core.charts import attention as attention_charts
 from core.charts import pair_attention as charts
+from core.models import display_name
 from core.pair_attention import DIRECTION_TITLES, DIRECTIONS, PairHeads, mrpc_pairs, pair_heads
 
 P = "pairheads."
@@ -80,7 +81,7 @@ def render() -> None:
     n = result.n_pairs
     chart, frame = charts.separation_chart(result)
     draw_chart(chart, key=P + "grid")
-    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {result.corpus}, model {result.model}; layers "
+    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {result.corpus}, model {display_name(result.model)}; layers "
                "and heads from 0. AUC: the chance that a random paraphrase pair has a larger share than a random "
                "non-paraphrase pair (0.5 = no difference).")
     export_buttons(chart, frame, "paraphrase-heads", P + "grid_export")

@@ -26,7 +26,7 @@ from app_pages.common import (
 from core import corpus as corpora
 from core.datasets import DataUnavailable
 from core.examples import EXAMPLES
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 from core.projection import (
     LayerProjection,
     background_vectors,
@@ -269,7 +269,7 @@ def layer_view() -> None:
     columns = st.columns(len(projections))
     for index, (column, (ref, projection)) in enumerate(zip(columns, projections.items())):
         shown_layer = min(layer, len(projection.layers) - 1)
-        name = ref.rstrip("/").split("/")[-1]
+        name = display_name(ref)
         note = "" if shown_layer == layer else f" (its last layer; it has {len(projection.layers) - 1})"
         with column:
             chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", names=sentence_names(items),

@@ -16,6 +16,7 @@ import pandas as pd
 
 from core.attention import LINE_THRESHOLD, LINE_TOP_K, AttentionView, head_entropy, visible_pairs
 from core.charts import layout
+from core.models import display_name
 
 BLUES_LOW, BLUES_HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])
 
@@ -296,7 +297,7 @@ def layer_means_frame(survey, name: str) -> pd.DataFrame:
 
     means = survey.layer_means(name)
     frame = pd.DataFrame({"layer": np.arange(1, len(means) + 1), "value": means,
-                          "series": f"measured: {survey.model.rstrip('/').split('/')[-1]}"})
+                          "series": f"measured: {display_name(survey.model)}"})
     key = LAYER_REFERENCES.get(name)
     if key is None:
         return frame
@@ -311,10 +312,11 @@ def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.Data
     chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
         x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("value:Q", title="mean over heads"),
-        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", labelLimit=600, title=None)),
+        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, title=None)),
         strokeDash=alt.StrokeDash("series:N", legend=None),
         tooltip=["series", "layer", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=420, height=220)
+    chart = layout.fixed_size(chart)
     return chart, frame
 
 

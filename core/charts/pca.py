@@ -10,6 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
 from core.projection import METHOD_LABELS, LayerProjection
 from core.protocols import describe
 
@@ -82,7 +83,7 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
         y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
     else:
         x_scale = y_scale = alt.Scale(zero=False)
-    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 90))
+    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 70))
     base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
@@ -115,16 +116,16 @@ def fit_caption(projection: LayerProjection) -> str:
 
 def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
     title = alt.TitleParams("Share of each layer's variance on the two axes",
-                            subtitle=textwrap.wrap(fit_caption(projection), 90))
-    return (
+                            subtitle=textwrap.wrap(fit_caption(projection), 70))
+    return layout.fixed_size(
         alt.Chart(variance_frame(projection, layer), title=title)
         .mark_bar()
         .encode(
-            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),
+            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=layout.token_axis()),
             y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
             color=alt.Color("axis:N", title=None),
             opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
             tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width="container", height=240)
+        .properties(width=alt.Step(32), height=240)
     )
