@@ -15,6 +15,8 @@ from core.projection import METHOD_LABELS, LayerProjection
 from core.protocols import describe
 
 OTHER = "other words"
+# Characters per subtitle line: ~270 px at 12 px, inside the narrowest chart (the notebook's default 300 px).
+SUBTITLE_CHARS = 48
 
 
 def projection_frame(projection: LayerProjection, layers: Sequence[int] | None = None) -> pd.DataFrame:
@@ -83,7 +85,9 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
         y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
     else:
         x_scale = y_scale = alt.Scale(zero=False)
-    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 70))
+    # left-aligned and wrapped to the narrowest column the page draws it in (two models side by side), so a
+    # centred title wider than the plot is not cut on both sides
+    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
     base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
@@ -116,7 +120,7 @@ def fit_caption(projection: LayerProjection) -> str:
 
 def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
     title = alt.TitleParams("Share of each layer's variance on the two axes",
-                            subtitle=textwrap.wrap(fit_caption(projection), 70))
+                            subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
     return layout.fixed_size(
         alt.Chart(variance_frame(projection, layer), title=title)
         .mark_bar()
