@@ -49,12 +49,20 @@ class Drawing:
         return [t.text for t in self.texts if role is None or t.role == role]
 
 
+# The parts of Streamlit's chart theme (frontend CustomTheme: axis config) that decide which axis labels are
+# drawn: it culls overlapping labels and cuts them at 100 px unless the chart's own axis says otherwise.
+STREAMLIT_AXIS_THEME = {"labelOverlap": True, "labelLimit": 100, "labelSeparation": 2, "labelFlush": True}
+
+
 def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
-    """The spec st.altair_chart sends (Streamlit adds `autosize: fit` unless the chart sets its own)."""
+    """The spec as the app draws it: Streamlit adds `autosize: fit` unless the chart sets its own
+    (_prepare_vega_lite_spec), and its theme's axis config lies under the chart's own config."""
     from streamlit.elements.vega_charts import _prepare_vega_lite_spec
 
-    spec = chart.to_dict() if not isinstance(chart, dict) else chart
-    return _prepare_vega_lite_spec(spec, use_container_width=False)
+    spec = _prepare_vega_lite_spec(chart.to_dict() if not isinstance(chart, dict) else chart, use_container_width=False)
+    config = dict(spec.get("config", {}))
+    config["axis"] = {**STREAMLIT_AXIS_THEME, **config.get("axis", {})}
+    return {**spec, "config": config}
 
 
 def _translate(transform: str | None) -> tuple[float, float, float]:

@@ -29,9 +29,10 @@ def token_step() -> alt.Step:
 
 
 def token_axis(*, angle: int = 0, **options) -> alt.Axis:
-    """An axis of tokens (or other names) on which every label is drawn: no overlap culling, long ones cut with "…"."""
-    return alt.Axis(**{"labelOverlap": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle, "labelPadding": 3,
-                       **options})
+    """An axis of tokens (or other names) on which every label is drawn, each beside its own row: no overlap
+    culling and no flush first/last label (Streamlit's theme turns both on), long ones cut with "…"."""
+    return alt.Axis(**{"labelOverlap": False, "labelFlush": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle,
+                       "labelPadding": 3, **options})
 
 
 def extent(n_rows: int, minimum: int = 0) -> int:
