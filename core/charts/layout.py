@@ -45,7 +45,8 @@ def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     return chart.properties(autosize=PAD)
 
 
-_FONT_KEYS = ("fontSize", "labelFontSize", "titleFontSize", "size", "symbolSize", "subtitleFontSize")
+_FONT_KEYS = frozenset({"fontSize", "labelFontSize", "titleFontSize", "size", "subtitleFontSize"})
+_PIXEL_KEYS = frozenset({"width", "height", "labelLimit"})
 _PRESENTATION_CONFIG = {
     "axis": {"labelFontSize": 15, "titleFontSize": 16},
     "legend": {"labelFontSize": 15, "titleFontSize": 16},
@@ -55,36 +56,49 @@ _PRESENTATION_CONFIG = {
 }
 
 
-def _scaled(node, scale: float, key: str | None = None):
-    if isinstance(node, dict):
-        if set(node) == {"step"} and isinstance(node["step"], (int, float)):
-            return {"step": round(node["step"] * scale)}
-        return {k: v if k in ("datasets", "data") else _scaled(v, scale, k) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_scaled(v, scale, key) for v in node]
-    if key in _FONT_KEYS and isinstance(node, (int, float)) and not isinstance(node, bool):
-        return round(node * scale, 1)
-    if key in ("width", "height", "labelLimit") and isinstance(node, (int, float)) and not isinstance(node, bool):
-        return round(node * scale)
-    return node
-
-
-def presentation_spec(spec: dict, scale: float = PRESENTATION_SCALE) -> dict:
-    """A Vega-Lite spec with larger type (config and every explicit font size) and rows, for a projector."""
-    scaled = _scaled(spec, scale)
-    config = dict(scaled.get("config", {}))
-    for group, values in _PRESENTATION_CONFIG.items():
-        config[group] = {**values, **config.get(group, {})}  # a size the chart set itself, scaled above, wins
-    scaled["config"] = config
-    return scaled
-
-
-_CHART_CLASSES = {"layer": alt.LayerChart, "hconcat": alt.HConcatChart, "vconcat": alt.VConcatChart,
-                  "concat": alt.ConcatChart, "facet": alt.FacetChart, "repeat": alt.RepeatChart}
+def _scale_in_place(node, scale: float) -> None:
+    """Scale every step, explicit font size and fixed pixel size of an altair object tree (data left alone)."""
+    if isinstance(node, (list, tuple)):
+        for item in node:
+            _scale_in_place(item, scale)
+        return
+    if not isinstance(node, alt.SchemaBase):
+        return
+    for key, value in node._kwds.items():
+        if isinstance(value, alt.Step) and isinstance(value.step, (int, float)):
+            node._kwds[key] = alt.Step(round(value.step * scale))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            if key not in ("data", "datasets"):
+                _scale_in_place(value, scale)
+        elif key in _FONT_KEYS:
+            node._kwds[key] = round(value * scale, 1)
+        elif key in _PIXEL_KEYS:
+            node._kwds[key] = round(value * scale)
 
 
 def for_presentation(chart: alt.TopLevelMixin, scale: float = PRESENTATION_SCALE) -> alt.TopLevelMixin:
-    """The chart for presenter mode: presentation_spec of its spec, as an altair chart of the same kind again."""
-    spec = presentation_spec(chart.to_dict(), scale)
-    kind = next((cls for key, cls in _CHART_CLASSES.items() if key in spec), alt.Chart)
-    return kind.from_dict(spec, validate=False)
+    """The chart for presenter mode: larger type (config, and every size the chart sets itself) and rows, for a
+    projector at the back of a room. A copy; its data frames are the same objects (Streamlit ships them as Arrow)."""
+    presented = chart.copy(deep=False)
+    for key in list(presented._kwds):
+        if key not in ("data", "datasets"):
+            presented._kwds[key] = _copy(presented._kwds[key])
+    _scale_in_place(presented, scale)
+    config = presented.config.to_dict() if isinstance(presented.config, alt.SchemaBase) else {}
+    for group, values in _PRESENTATION_CONFIG.items():
+        config[group] = {**values, **config.get(group, {})}  # a size the chart's config set itself, scaled above, wins
+    presented.config = alt.Config.from_dict(config)
+    return presented
+
+
+def _copy(value):
+    """A copy of an altair object tree that shares its data frames."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    if isinstance(value, alt.SchemaBase):
+        copied = value.copy(deep=False)
+        for key in list(copied._kwds):
+            if key not in ("data", "datasets"):
+                copied._kwds[key] = _copy(copied._kwds[key])
+        return copied
+    return value
