@@ -86,7 +86,7 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     # Long inputs: thinner lines and rows. Drawing the lines dominates the browser's time (rasterising thousands of
     # long anti-aliased strokes on a tall canvas: at 512 tokens ~1.3 s at 2 px and 18 px rows; bench/app_latency.py).
     long_input = n > LONG_INPUT_TOKENS
-    height = max(200, (14 if long_input else 18) * n)
+    height = max(200, (layout.MIN_ROW_PX - 2 if long_input else layout.MIN_ROW_PX + 2) * n)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
     hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True,
                                 clear="pointerout", **({"value": [{"query": highlight}]} if highlight else {}))
@@ -122,7 +122,7 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
         .mark_text(align="left", dx=6, fontSize=12)
         .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="key:N")
     )
-    return alt.layer(lines, left, right, title=title).properties(width=360, height=height)
+    return layout.fixed_size(alt.layer(lines, left, right, title=title).properties(width=360, height=height))
 
 
 def heatmap_rgb(matrix: np.ndarray, peak: float = 1.0) -> np.ndarray:
