@@ -19,6 +19,7 @@ EXAMPLES = {
 }
 
 
+st.title("Why this prediction?")
 intro("Which words made the model predict what it predicts? Six explanation methods answer side by side, and a "
       "faithfulness test over a dataset shows which answer the model's own behaviour supports.",
       "Pick a fine-tuned classification run in the sidebar; gradient methods need its classifier head, attention "

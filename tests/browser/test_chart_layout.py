@@ -107,3 +107,7 @@ def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser
     assert charts, "slide 1 draws no token chart"
     assert_rows(charts[0], "presenter slide 1", expected, round(layout.MIN_ROW_PX * layout.PRESENTATION_SCALE))
     assert_not_clipped(charts[0], "presenter slide 1")
+    # Emoji need an emoji font, which many classroom machines (and this one) lack: they were drawn as □.
+    text = page.locator('[data-testid="stMainBlockContainer"]').inner_text()
+    emoji = [c for c in text if 0x2600 <= ord(c) <= 0x27BF or 0x1F300 <= ord(c) <= 0x1FAFF or 0x2B00 <= ord(c) <= 0x2BFF]
+    assert not emoji, f"emoji on the slide: {emoji}"
