@@ -207,7 +207,7 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
     if status.state == "evaluating" and job is not None:
         st.progress(job.fraction, text=f"Scoring: {job.message} {job.done}/{job.total or '?'} predictions")
     if status.active:
-        st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/stop:")
+        st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/cancel:")
     elif status.state in ENDED_TITLES:
         st.error(f"The experiment {ENDED_TITLES[status.state]} ({status.state}): {status.error or ''}")
 

@@ -198,7 +198,7 @@ def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
     stage = record.message or ("waiting to start" if record.state == "queued" else "")
     st.progress(record.fraction, text=f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip())
-    if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
+    if st.button("Cancel", key=cancel_key, icon=":material/cancel:"):
         jobs.cancel(record.id)
 
 

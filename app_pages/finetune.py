@@ -268,7 +268,7 @@ def render_runs() -> None:
                     f"loss {s.get('loss') or float('nan'):.4f}, {s.get('examples_per_second') or 0:.1f} examples/s"
                     + (f", about {eta:.0f} s left" if eta is not None else ""),
                 )
-            if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/stop:"):
+            if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/cancel:"):
                 cancel(r.name)
                 st.toast(f"Asked {r.name} to stop.")
             frame = finetune_charts.loss_frame(s, r.name)

@@ -137,7 +137,7 @@ def _draw_list() -> None:
         icon = STATE_ICONS.get(state, ":material/warning:")
         st.markdown(f"{icon} Step {entry['step'] + 1}, **{entry['title']}** ({entry['page']} page's corpus pass): {line}")
     if any_active():
-        st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/stop:")
+        st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/cancel:")
 
 
 @st.fragment(run_every=1.0)
