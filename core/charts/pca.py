@@ -63,6 +63,30 @@ def points_frame(projection: LayerProjection, layer: int, names: Sequence[str], 
     return frame
 
 
+# Token labels are placed for a plot this size (the narrowest the page draws: two models side by side).
+LABEL_PLOT_PX = (300, 460)
+LABEL_FONT_PX = 11
+
+
+def label_mask(x: np.ndarray, y: np.ndarray, texts: Sequence[str], first: np.ndarray | None = None,
+               plot_px: tuple[int, int] = LABEL_PLOT_PX, font_px: int = LABEL_FONT_PX) -> np.ndarray:
+    """bool [n]: which points get their token written beside them so that no two labels overlap: each label's
+    box (right of its point, as the chart draws it) is placed greedily, `first` (bool [n]) points before the rest,
+    then in order; a label that would touch one already placed is left to the tooltip."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    span = lambda v: (v - v.min()) / ((v.max() - v.min()) or 1.0)  # noqa: E731
+    px, py = span(x) * plot_px[0], (1 - span(y)) * plot_px[1]
+    order = np.argsort(~np.asarray(first, dtype=bool), kind="stable") if first is not None else np.arange(len(x))
+    placed: list[tuple[float, float, float, float]] = []
+    keep = np.zeros(len(x), dtype=bool)
+    for i in order:
+        box = (px[i] + 7, py[i] - 4 - font_px, px[i] + 7 + 0.6 * font_px * len(str(texts[i])), py[i] - 4)
+        if all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3] for b in placed):
+            placed.append(box)
+            keep[i] = True
+    return keep
+
+
 def colour_encoding(colour: str, names: Sequence[str], chosen_word: str | None) -> alt.Color:
     """colour: "sentence", "segment" or "word" (the chosen word red, the rest grey)."""
     if colour == "segment":
@@ -76,6 +100,8 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
             chosen_word: str | None = None, show_labels: bool = True) -> tuple[alt.LayerChart, pd.DataFrame]:
     """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame."""
     frame = points_frame(projection, layer, names, chosen_word)
+    # only labels that overlap no other are written (the chosen word's first): the rest would pile up unreadably
+    frame["labelled"] = label_mask(frame["x"], frame["y"], frame["token"], first=frame["highlight"] != OTHER)
     axis_name = "t-SNE" if projection.method == "tsne" else "PC"
     if projection.method == "joint":
         # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
@@ -96,7 +122,8 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     points = base.mark_circle(size=90, opacity=0.85).encode(color=colour_encoding(colour, names, chosen_word))
     layers = [points]
     if show_labels:
-        layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
+        layers.append(base.transform_filter(alt.datum.labelled).mark_text(
+            align="left", dx=7, dy=-4, fontSize=LABEL_FONT_PX).encode(text="token:N"))
     return alt.layer(*layers).properties(width="container", height=460, title=chart_title), frame
 
 

@@ -276,3 +276,31 @@ def test_every_page_opens_with_its_title():
     assert len(pages) > 5
     untitled = [p for p in pages if "st.title(" not in (repo / p).read_text()]
     assert not untitled, f"pages without st.title: {untitled}"
+
+
+def test_pca_token_labels_never_overlap():
+    from core.charts import pca
+
+    rng = np.random.default_rng(0)
+    x, y = np.concatenate([rng.normal(0, 0.01, 40), rng.uniform(5, 10, 20)]), np.concatenate([rng.normal(0, 0.01, 40), rng.uniform(5, 10, 20)])
+    texts = [f"tok{i}" for i in range(60)]
+    first = np.zeros(60, bool)
+    first[39] = True
+    keep = pca.label_mask(x, y, texts, first=first)
+    assert keep[39] and keep[:40].sum() == 1, "a pile of 40 points gets one label, the chosen word's"
+    # independent check: no two kept label boxes (as the chart draws them) intersect
+    w, h = pca.LABEL_PLOT_PX
+    px, py = (x - x.min()) / np.ptp(x) * w, (1 - (y - y.min()) / np.ptp(y)) * h
+    boxes = [(px[i] + 7, py[i] - 15, px[i] + 7 + 6.6 * len(texts[i]), py[i] - 4) for i in np.flatnonzero(keep)]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], f"{a} overlaps {b}"
+    assert keep[40:].sum() >= 10, "spread points keep their labels"
+
+
+def test_no_page_uses_the_deprecated_use_container_width():
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    users = [str(p.relative_to(repo)) for p in (repo / "app_pages").glob("*.py") if "use_container_width" in p.read_text()]
+    assert not users, f"use_container_width (deprecated: width=) in {users}"
