@@ -48,16 +48,18 @@ def assert_not_clipped(chart: dict, name: str) -> None:
     box, main = chart["box"], chart["main"]
     for kind in ("titles", "labels"):
         for t in chart[kind]:
-            assert t["l"] >= box["l"] - 1 and t["r"] <= box["r"] + 1, f"{name}: {kind[:-1]} {t['text']!r} cut at the chart's edge"
+            # 2 px: a text box spans its glyphs' advance widths, the last glyph's ink ends inside it
+            assert t["l"] >= box["l"] - 2 and t["r"] <= box["r"] + 2, f"{name}: {kind[:-1]} {t['text']!r} cut at the chart's edge"
             assert t["r"] <= main["r"] + 1, f"{name}: {kind[:-1]} {t['text']!r} runs off the page's right edge"
             # a text's box is its line box: the glyphs sit inside it, up to a quarter of its height in from the top
             slack = 1 + 0.25 * (t["b"] - t["t"])
             assert t["t"] >= box["t"] - slack and t["b"] <= box["b"] + slack, f"{name}: {kind[:-1]} {t['text']!r} cut at top/bottom"
 
 
-def assert_rows(chart: dict, name: str, n_tokens: int, row_px: float) -> None:
+def assert_rows(chart: dict, name: str, n_tokens: int | None, row_px: float) -> None:
+    """Token rows at least row_px apart; with n_tokens, exactly that many rows labelled."""
     rows = token_rows(chart)
-    assert len(rows) == n_tokens, f"{name}: {len(rows)} of {n_tokens} token rows labelled"
+    assert n_tokens is None or len(rows) == n_tokens, f"{name}: {len(rows)} of {n_tokens} token rows labelled"
     gap = min(b - a for a, b in zip(rows, rows[1:]))
     assert gap >= row_px - 0.6, f"{name}: token rows {gap:.1f} px apart, squeezed below {row_px} px"
 
@@ -111,3 +113,29 @@ def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser
     text = page.locator('[data-testid="stMainBlockContainer"]').inner_text()
     emoji = [c for c in text if 0x2600 <= ord(c) <= 0x27BF or 0x1F300 <= ord(c) <= 0x1FAFF or 0x2B00 <= ord(c) <= 0x2BFF]
     assert not emoji, f"emoji on the slide: {emoji}"
+
+
+def test_every_page_draws_its_charts_whole(page, app_url):
+    """Every page of the router, opened with the same sentence: no chart is clipped, no token chart squeezed."""
+    from tests.browser.conftest import page_url_paths
+
+    problems = []
+    for path in page_url_paths():
+        if path == "present":
+            continue  # measured above, slide by slide
+        page.goto(f"{app_url}/{path}?{urlencode({'a': SENTENCE})}")
+        wait_for_app(page)
+        assert_no_streamlit_exception(page)
+        if not page.locator('[data-testid="stVegaLiteChart"]').count():
+            continue  # a page that waits for a Run click or a run: nothing drawn to measure yet
+        charts = measure(page)
+        screenshot(page, f"layout_page_{path}")
+        for i, chart in enumerate(c for c in charts if c["svg"]):
+            name = f"{path} chart {i}"
+            try:
+                assert_not_clipped(chart, name)
+                if len(token_rows(chart)) > 1:  # tokens or words: the count is checked view by view above
+                    assert_rows(chart, name, None, layout.MIN_ROW_PX)
+            except AssertionError as err:
+                problems.append(str(err).splitlines()[0])
+    assert not problems, "\n".join(problems)
