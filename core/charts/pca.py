@@ -69,13 +69,16 @@ LABEL_FONT_PX = 11
 
 
 def label_mask(x: np.ndarray, y: np.ndarray, texts: Sequence[str], first: np.ndarray | None = None,
+               domains: tuple[Sequence[float], Sequence[float]] | None = None,
                plot_px: tuple[int, int] = LABEL_PLOT_PX, font_px: int = LABEL_FONT_PX) -> np.ndarray:
     """bool [n]: which points get their token written beside them so that no two labels overlap: each label's
-    box (right of its point, as the chart draws it) is placed greedily, `first` (bool [n]) points before the rest,
-    then in order; a label that would touch one already placed is left to the tooltip."""
+    box (right of its point, as the chart draws it on axes spanning `domains`, default the points' extent) is
+    placed greedily, `first` (bool [n]) points before the rest, then in order; a label that would touch one
+    already placed is left to the tooltip."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    span = lambda v: (v - v.min()) / ((v.max() - v.min()) or 1.0)  # noqa: E731
-    px, py = span(x) * plot_px[0], (1 - span(y)) * plot_px[1]
+    (x0, x1), (y0, y1) = domains or ((x.min(), x.max()), (y.min(), y.max()))
+    px = (x - x0) / ((x1 - x0) or 1.0) * plot_px[0]
+    py = (1 - (y - y0) / ((y1 - y0) or 1.0)) * plot_px[1]
     order = np.argsort(~np.asarray(first, dtype=bool), kind="stable") if first is not None else np.arange(len(x))
     placed: list[tuple[float, float, float, float]] = []
     keep = np.zeros(len(x), dtype=bool)
@@ -100,17 +103,20 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
             chosen_word: str | None = None, show_labels: bool = True) -> tuple[alt.LayerChart, pd.DataFrame]:
     """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame."""
     frame = points_frame(projection, layer, names, chosen_word)
-    # only labels that overlap no other are written (the chosen word's first): the rest would pile up unreadably
-    frame["labelled"] = label_mask(frame["x"], frame["y"], frame["token"], first=frame["highlight"] != OTHER)
     axis_name = "t-SNE" if projection.method == "tsne" else "PC"
+    domains = None
     if projection.method == "joint":
         # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
         lo, hi = projection.coords.min(axis=(0, 1)), projection.coords.max(axis=(0, 1))
         pad = (hi - lo) * 0.05 + 1e-9
-        x_scale = alt.Scale(domain=[float(lo[0] - pad[0]), float(hi[0] + pad[0])], nice=False)
-        y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
+        domains = ([float(lo[0] - pad[0]), float(hi[0] + pad[0])], [float(lo[1] - pad[1]), float(hi[1] + pad[1])])
+        x_scale = alt.Scale(domain=domains[0], nice=False)
+        y_scale = alt.Scale(domain=domains[1], nice=False)
     else:
         x_scale = y_scale = alt.Scale(zero=False)
+    # only labels that overlap no other are written (the chosen word's first): the rest would pile up unreadably
+    frame["labelled"] = label_mask(frame["x"], frame["y"], frame["token"], first=frame["highlight"] != OTHER,
+                                   domains=domains)
     # left-aligned and wrapped to the narrowest column the page draws it in (two models side by side), so a
     # centred title wider than the plot is not cut on both sides
     chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
