@@ -304,3 +304,22 @@ def test_no_page_uses_the_deprecated_use_container_width():
     repo = Path(__file__).resolve().parents[2]
     users = [str(p.relative_to(repo)) for p in (repo / "app_pages").glob("*.py") if "use_container_width" in p.read_text()]
     assert not users, f"use_container_width (deprecated: width=) in {users}"
+
+
+@pytest.mark.parametrize("k", [5, 14, 40])
+def test_nearest_contexts_label_every_match(k):
+    from core.charts import explorer
+    from core.vector_index import Neighbour, NeighboursResult
+
+    rng = np.random.default_rng(k)
+    matches = tuple(Neighbour(sentence=f"{sentence(8, i)} bank {sentence(6, i + 3)}", word="bank", position=8,
+                              similarity=float(s), left=sentence(8, i), right=sentence(6, i + 3), upos="NOUN", deprel="obj")
+                    for i, s in enumerate(sorted(rng.uniform(0.2, 0.9, k), reverse=True)))
+    result = NeighboursResult({"word": "bank", "layer": 3, "mode": "exact"}, matches, pos=(("NOUN", k),), deprel=(("obj", k),))
+    frame = explorer.neighbours_frame(result)
+    drawing = draw(explorer.neighbours_chart(result))
+    contexts = [f"{r}. …{l[-30:]} [{w}] {rt[:30]}…" for r, l, w, rt in zip(frame["rank"], frame["left"], frame["word"], frame["right"])]
+    assert_every_label(drawing, contexts)
+    assert smallest_gap(label_rows(drawing, contexts)) >= ROW
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "similarity")
