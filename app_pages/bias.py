@@ -9,7 +9,7 @@ from app_pages.common import draw_chart, export_buttons, intro, model_ref
 from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
-from core.models import ModelUnavailable, pick_device
+from core.models import ModelUnavailable, display_name, pick_device
 from core.protocols import describe
 from core.training.recipe import PAPER_SETTINGS
 
@@ -143,7 +143,7 @@ with st.expander("Counterfactual swap list (used when scoring)"):
     st.caption("“her” has two partners: “his” before a noun (her hat → his hat) and “him” before a function word, "
                "punctuation or the end (gave her a cup → gave him a cup). Only test pairs a swap changes are counted.")
 with st.form(P + "recipe"):
-    st.caption(f"Model: **{model_ref()}** (the sidebar's). All three runs use this recipe and run one after another "
+    st.caption(f"Model: **{display_name(model_ref())}** (the sidebar's). All three runs use this recipe and run one after another "
                f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
     fixed = protocol == "slides"
     if fixed:

@@ -143,7 +143,7 @@ def encode_background(ref: str, source: str, keep_special: bool, keep_punct: boo
 
     def make_work():
         lm = cached_model(ref)
-        stage = f"Background for {ref}:"
+        stage = f"Background for {display_name(ref)}:"
         return lambda progress, should_stop: background_vectors(
             lm, texts, keep_special=keep_special, keep_punct=keep_punct, should_stop=should_stop,
             progress=lambda done, total: progress(done, total, stage))
@@ -177,7 +177,7 @@ def cached_projection(
 def projection_for(ref: str) -> LayerProjection:
     truncated = [i for i, (a, b) in enumerate(items) if cached_encoding(ref, a, b).truncated]
     if truncated:
-        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {ref} reads: its end was cut off.")
+        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {display_name(ref)} reads: its end was cut off.")
     vectors = None
     if background != "none":
         vectors = encode_background(ref, background, not hide_special, not hide_punct)

@@ -13,7 +13,7 @@ from app_pages.common import draw_chart, export_buttons, intro, job_controls, mo
 from core import protocols, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
-from core.models import available_models
+from core.models import available_models, display_name
 
 P = "reproduce."
 VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
@@ -80,10 +80,10 @@ if result is None:
     st.stop()
 
 if result.comparisons:
-    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
+    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{display_name(result.model)}` on {result.corpus}, "
                                                f"protocol `{result.protocol}`.")
 else:
-    st.info(f"**No published numbers to compare with** — `{result.model}` on {result.corpus}, protocol "
+    st.info(f"**No published numbers to compare with** — `{display_name(result.model)}` on {result.corpus}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for note in result.notes:
     st.caption(note)
