@@ -127,6 +127,10 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     page_report.collect(name or options.get("key") or _chart_title(chart) or "chart", chart)
     if getattr(chart, "autosize", alt.Undefined) is not alt.Undefined:
         options["width"] = "content"  # stretching would widen the plot past the container: the right edge cut off
+    elif isinstance(chart, (alt.Chart, alt.LayerChart)):
+        # as wide as the column, as tall as the builder says plus axes and title: Streamlit's default `fit` would
+        # fit those into the stated height and squeeze the plot (it keeps `pad` for concatenated and faceted charts)
+        chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
 
 
