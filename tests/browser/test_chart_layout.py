@@ -85,6 +85,7 @@ def test_token_charts_on_screen_are_neither_squeezed_nor_clipped(page, app_url, 
     wait_for_app(page)
     assert_no_streamlit_exception(page)
     charts = [c for c in measure(page) if c["svg"]]
+    page.locator('[data-testid="stVegaLiteChart"]').last.scroll_into_view_if_needed()
     screenshot(page, f"layout_{view}")
     token_charts = [c for c in charts if token_rows(c)]
     assert token_charts, f"{view}: no chart with token labels drawn as SVG"
@@ -105,6 +106,7 @@ def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser
     wait_for_app(page)
     assert_no_streamlit_exception(page)
     charts = [c for c in measure(page) if c["svg"] and token_rows(c)]
+    page.locator('[data-testid="stVegaLiteChart"]').first.scroll_into_view_if_needed()
     screenshot(page, "layout_presenter_slide_1")
     assert charts, "slide 1 draws no token chart"
     assert_rows(charts[0], "presenter slide 1", expected, round(layout.MIN_ROW_PX * layout.PRESENTATION_SCALE))
