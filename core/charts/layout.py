@@ -6,7 +6,7 @@ with the full text in the tooltip, and `fixed_size` sets the chart's own autosiz
 spec `autosize: fit`, which squeezes axes, title and legend *into* the stated width and height: a 14-token
 heatmap's rows shrank to 2 px and its title was cut.
 
-`for_presentation` returns the same chart with larger type and rows (presenter mode and slides).
+`for_presentation` returns a copy with larger type and rows (presenter mode; app_pages.common.draw_chart applies it).
 """
 
 from __future__ import annotations
@@ -33,11 +33,6 @@ def token_axis(*, angle: int = 0, **options) -> alt.Axis:
     culling and no flush first/last label (Streamlit's theme turns both on), long ones cut with "…"."""
     return alt.Axis(**{"labelOverlap": False, "labelFlush": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle,
                        "labelPadding": 3, **options})
-
-
-def extent(n_rows: int, minimum: int = 0) -> int:
-    """Pixels for n_rows rows of a continuous axis (a layered chart that cannot use alt.Step)."""
-    return max(minimum, MIN_ROW_PX * n_rows)
 
 
 def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
@@ -79,10 +74,7 @@ def _scale_in_place(node, scale: float) -> None:
 def for_presentation(chart: alt.TopLevelMixin, scale: float = PRESENTATION_SCALE) -> alt.TopLevelMixin:
     """The chart for presenter mode: larger type (config, and every size the chart sets itself) and rows, for a
     projector at the back of a room. A copy; its data frames are the same objects (Streamlit ships them as Arrow)."""
-    presented = chart.copy(deep=False)
-    for key in list(presented._kwds):
-        if key not in ("data", "datasets"):
-            presented._kwds[key] = _copy(presented._kwds[key])
+    presented = _copy(chart)
     _scale_in_place(presented, scale)
     config = presented.config.to_dict() if isinstance(presented.config, alt.SchemaBase) else {}
     for group, values in _PRESENTATION_CONFIG.items():
