@@ -18,6 +18,7 @@ from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
 from core import protocols
 from core import references as refs
+from core.models import display_name
 
 P = "anisotropy."
 MEASURE_HELP = {
@@ -76,7 +77,7 @@ sidebar_model = model_ref()
 options = anisotropy_job.model_options(sidebar_model)
 st.session_state.setdefault(P + "models", [sidebar_model])
 st.session_state[P + "models"] = anisotropy_job.chosen_models(st.session_state[P + "models"], sidebar_model)
-models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
+models = st.multiselect("Models", options, key=P + "models", format_func=display_name, help="Each model becomes one line on the chart. "
                         "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.")
 if not models:
     st.info("Pick at least one model to measure.")
@@ -172,7 +173,7 @@ for p in profiles:
         notes.append(f"{p.n_alignment_pairs} pairs for alignment")
     if p.n_truncated:
         notes.append(f"{p.n_truncated} sentences cut to the model's length")
-    st.caption(f"`{p.model}`: " + ", ".join(notes) + ".")
+    st.caption(f"`{display_name(p.model)}`: " + ", ".join(notes) + ".")
 if any(len(p.words) == 0 for p in profiles):
     st.warning(f"No word occurs in {settings.min_contexts} or more {'times' if paper else 'sentences'}, so "
                "self-similarity is empty: "
@@ -187,7 +188,7 @@ export_buttons(chart, table, f"anisotropy_{measure}", key=P + "export")
 # --- words --------------------------------------------------------------------------------------------------
 st.subheader("Words")
 by_model = {p.model: p for p in profiles}
-pick = st.selectbox("Model for the word views", list(by_model), key=P + "word_model") if len(by_model) > 1 else profiles[0].model
+pick = st.selectbox("Model for the word views", list(by_model), key=P + "word_model", format_func=display_name) if len(by_model) > 1 else profiles[0].model
 profile = by_model[pick]
 last = int(profile.layers[-1])
 if len(profile.words):
