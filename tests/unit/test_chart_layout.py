@@ -323,3 +323,17 @@ def test_nearest_contexts_label_every_match(k):
     assert smallest_gap(label_rows(drawing, contexts)) >= ROW
     assert_titles_inside(drawing)
     assert_no_empty_or_nan(frame, "similarity")
+
+
+def test_bias_confusion_matrices_name_every_class():
+    from core.bias import ARMS
+    from core.charts import bias as bias_charts
+
+    labels = ["entailment", "neutral", "contradiction"]
+    rows = [{"run": arm, "slice": "overall", "true": t, "predicted": p, "count": int(p == "entailment") * 5,
+             "share": float(p == "entailment")} for arm in ARMS for t in labels for p in labels]
+    drawing = draw(bias_charts.confusion_chart(pd.DataFrame(rows), labels, "overall"))
+    for label in labels:  # on each matrix's x axis and on the shared y axis
+        assert drawing.strings("axis-label").count(label) == len(ARMS) + 1, f"{label} missing from an axis"
+    assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+    assert_titles_inside(drawing)
