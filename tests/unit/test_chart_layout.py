@@ -337,3 +337,19 @@ def test_bias_confusion_matrices_name_every_class():
         assert drawing.strings("axis-label").count(label) == len(ARMS) + 1, f"{label} missing from an axis"
     assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
     assert_titles_inside(drawing)
+
+
+def test_masked_guesses_label_every_guess(tmp_path):
+    from tests.tiny_mlm import make_tiny_mlm
+
+    mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm")), masked_lm=True)
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the [MASK] .", top_k=8, view="top", return_data=True)
+    drawing = draw(chart)
+    for mask, part in frame.groupby("mask"):
+        assert_every_label(drawing, list(part["token"]))
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "probability", "mask")
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="layers", mask=0, return_data=True)
+    drawing = draw(chart)
+    assert_titles_inside(drawing)
+    assert min(h for _, h in drawing.rects) >= 20, "guess cells squeezed"
