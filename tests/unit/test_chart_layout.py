@@ -353,3 +353,62 @@ def test_masked_guesses_label_every_guess(tmp_path):
     drawing = draw(chart)
     assert_titles_inside(drawing)
     assert min(h for _, h in drawing.rects) >= 20, "guess cells squeezed"
+
+
+# ---- every other builder: titles inside, every label of a listed (sorted) axis drawn, no empty dataset ----------
+
+def _listed_labels(spec) -> list[str]:
+    """Labels of every x/y axis whose order the builder lists (sort=[...]) and draws (axis not null)."""
+    found = []
+    if isinstance(spec, dict):
+        encoding = spec.get("encoding", {})
+        for channel in ("x", "y"):
+            field = encoding.get(channel, {})
+            if isinstance(field, dict) and isinstance(field.get("sort"), list) and field.get("axis", {}) is not None:
+                found += [str(v) for v in field["sort"]]
+        for value in spec.values():
+            found += _listed_labels(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _listed_labels(value)
+    return found
+
+
+def _other_builders(tiny_bert_dir):
+    from core.bias import ARMS
+    from core.charts import attention as attention_charts
+    from core.charts import bias as bias_charts
+    from core.charts import classification, explorer, finetune
+    from core.charts import explain as explain_charts
+    from core.explain import explain, load_explainer
+    from core.explorer import SliceComparison
+
+    rng = np.random.default_rng(3)
+    labels = ["entailment", "neutral", "contradiction"]
+    explanation = explain(load_explainer(str(tiny_bert_dir)), sentence(12), None, "rollout")
+    grid = attention_charts.grid_frame(rng.uniform(0, 1, (6, 12)), "cls")
+    accuracy = pd.DataFrame([{"run": arm, "slice": s, "n": 100, "accuracy": 0.6, "ci_low": 0.5, "ci_high": 0.7}
+                             for arm in ARMS for s in ("overall", "with_words", "without_words")])
+    return {
+        "model view": lambda: lens.model_view(str(tiny_bert_dir), sentence(12)),
+        "token flow": lambda: explain_charts.flow_matrix(explanation, -1),
+        "head grid": lambda: attention_charts.grid_chart(grid, "cls", "Mean attention to [CLS] per head"),
+        "F1 per class": lambda: classification.f1_chart(pd.DataFrame(
+            [{"run": r, "class": c, "F1": 0.5} for r in ("run-a", "run-b") for c in labels])),
+        "training loss": lambda: finetune.loss_chart(pd.DataFrame({"run": "run-a", "step": range(10), "loss": np.linspace(1, 0.2, 10)})),
+        "bias accuracy": lambda: bias_charts.accuracy_chart(accuracy),
+        "bias flips": lambda: bias_charts.flip_chart(pd.DataFrame(
+            [{"run": arm, "flip_rate": 0.1, "flips": 10, "swapped": 100} for arm in ARMS])),
+        "bias words": lambda: bias_charts.word_count_chart(pd.DataFrame({"word": ["women", "woman", "girl"], "training pairs": [3, 30, 9]})),
+        "slice accuracy": lambda: explorer.slice_chart(SliceComparison("negation", 40, 60, 0.55, 0.7)),
+    }
+
+
+def test_every_other_builder_draws_whole(tiny_bert_dir):
+    for name, build in _other_builders(tiny_bert_dir).items():
+        chart = build()
+        spec = chart.to_dict()
+        assert all(len(rows) for rows in spec.get("datasets", {}).values()), f"{name}: an empty dataset"
+        drawing = draw(chart)
+        assert_titles_inside(drawing)
+        assert_every_label(drawing, list(dict.fromkeys(_listed_labels(spec))))
