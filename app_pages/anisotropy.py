@@ -18,7 +18,7 @@ from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
 from core import protocols
 from core import references as refs
-from core.models import display_name
+from core.models import availability, display_name
 
 P = "anisotropy."
 MEASURE_HELP = {
@@ -77,10 +77,19 @@ sidebar_model = model_ref()
 options = anisotropy_job.model_options(sidebar_model)
 st.session_state.setdefault(P + "models", [sidebar_model])
 st.session_state[P + "models"] = anisotropy_job.chosen_models(st.session_state[P + "models"], sidebar_model)
-models = st.multiselect("Models", options, key=P + "models", format_func=display_name, help="Each model becomes one line on the chart. "
-                        "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.")
+checked = {ref: availability(ref) for ref in options}
+models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
+                        "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.",
+                        format_func=lambda ref: display_name(ref) if checked[ref].loadable else f"{display_name(ref)} (cannot load now)")
 if not models:
     st.info("Pick at least one model to measure.")
+    st.stop()
+# A model that cannot load now is said here, once, and left out of the run: the others still run.
+blocked = [ref for ref in models if not checked[ref].loadable]
+for ref in blocked:
+    st.warning(checked[ref].reason)
+models = [ref for ref in models if checked[ref].loadable]
+if not models:
     st.stop()
 
 # --- corpus -------------------------------------------------------------------------------------------------
@@ -137,7 +146,8 @@ if message:
 
 profiles = [store[keys[ref]] for ref in models if keys[ref] in store]
 if not profiles:
-    st.info("Press **Run** to pass the corpus through the chosen models (nothing is computed until then).")
+    if not message:  # after a load error the next step is that message, not "Press Run"
+        st.info("Press **Run** to pass the corpus through the chosen models (nothing is computed until then).")
     st.stop()
 
 # --- results ------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from app_pages.common import (
     intro,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from core.charts import attention as charts
 from core.attention import PAIR_FILTERS, attention_view
@@ -39,11 +40,7 @@ def render_one_sentence() -> None:
     if model_or_error() is None:
         return
     encoding = cached_encoding(model_ref(), text_a, text_b)
-    if encoding.truncated:
-        st.warning(
-            f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
-            f"{encoding.n_truncated} tokens were cut off and are not shown."
-        )
+    warn_if_truncated(encoding)
 
     n_layers, n_heads = encoding.attentions.shape[:2]
     st.session_state.setdefault("attention.layer", min(n_layers - 1, 2))

@@ -21,11 +21,14 @@ from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_
 from core.charts import layout
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
+from core.validation import truncation_notice
 
 _log = get_logger("bertlens.cache")
 
 # Keys of the shared sidebar widgets (set in the router, read by every page).
 MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY = "model", "sentence_a", "sentence_b"
+# Why the sidebar's model cannot load, as the sidebar showed it this run ("" when it can): a page does not repeat it.
+MODEL_ERROR_KEY = "_model_error"
 
 
 @st.cache_resource
@@ -80,12 +83,25 @@ def sentences() -> tuple[str, str | None]:
     return text_a, text_b
 
 
+def show_model_error(err: ModelUnavailable) -> None:
+    """A loading error on the page; one the sidebar already shows is only pointed at."""
+    if str(err) == st.session_state.get(MODEL_ERROR_KEY):
+        st.info("The model in the sidebar cannot be loaded now (the sidebar says why): pick another one there.")
+    else:
+        st.error(str(err))
+def warn_if_truncated(encodings) -> None:
+    """The one warning of a page whose input was cut to the model's length (Encoding or Tokenized, one or many)."""
+    notice = truncation_notice(encodings)
+    if notice:
+        st.warning(notice)
+
+
 def current_model() -> LoadedModel:
     """The sidebar's model, or an error on the page (and the page stops; the app keeps working)."""
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        show_model_error(err)
         st.stop()
 
 
@@ -94,7 +110,7 @@ def model_or_error() -> LoadedModel | None:
     try:
         return cached_model(model_ref())
     except ModelUnavailable as err:
-        st.error(str(err))
+        show_model_error(err)
         return None
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import draw_chart, example_buttons, export_buttons, intro, job_controls, model_ref, sentences
+from app_pages.common import draw_chart, example_buttons, export_buttons, intro, job_controls, model_ref, sentences, warn_if_truncated
 from app_pages.explain_view import cached_explainer, cached_explanation, show
 from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
-from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods
+from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods, prepare
 from core.models import ModelUnavailable
 
 K = "explain."
@@ -46,6 +46,7 @@ if not text_a:
     st.info("Type sentence A in the sidebar, or press an example.")
 else:
     try:
+        warn_if_truncated(prepare(explainer, text_a, text_b))
         results = [cached_explanation(ref, text_a, text_b, m, None if target == "predicted" else target, steps) for m in chosen]
     except (ValueError, NoClassifierHead) as err:
         st.error(str(err))

@@ -17,6 +17,7 @@ from app_pages.common import (
     job_controls,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from app_pages.explain_view import cached_explainer
 from core import corpus as corpora
@@ -247,6 +248,7 @@ with neighbours_tab:
         except ValueError as err:
             st.error(str(err))
             st.stop()
+        warn_if_truncated(encoding)
         words = list(encoding.words)
         st.session_state.setdefault(P + "nsource", "ud:dev")
         if st.session_state.get(P + "word") not in words:

@@ -13,6 +13,7 @@ from core import settings
 from core.charts import finetune as finetune_charts
 from core.distributed import visible_gpus
 from core.examples import EXAMPLES
+from core.files import write_bytes_atomic
 from core.models import ModelUnavailable, available_models
 from core.protocols import describe
 from core.training import (
@@ -57,7 +58,7 @@ def save_upload(upload) -> str:
     folder = settings.cache_dir() / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{int(time.time())}-{upload.name.replace('/', '_')}"
-    path.write_bytes(upload.getvalue())
+    write_bytes_atomic(path, upload.getvalue())
     return str(path)
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from app_pages.common import cached_model, model_ref
+from app_pages.common import cached_model, model_ref, show_model_error
 from core.models import ModelUnavailable
 
 st.title("BERT Lens")
@@ -38,7 +38,7 @@ st.subheader("The model in use")
 try:
     lm = cached_model(model_ref())
 except ModelUnavailable as err:
-    st.warning(str(err))
+    show_model_error(err)
 else:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Layers", lm.num_layers)

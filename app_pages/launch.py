@@ -5,7 +5,8 @@ sympy and scipy.optimize, then pandas and altair), the model load and a first sl
 browser has connected. `streamlit run app.py` finds the st.App in app.py; its lifespan starts `warm_up` in a thread
 as soon as the server is up, so that work overlaps Streamlit's own start and the browser loading the frontend:
   1. the modules the router and the Attention page need;
-  2. the default model (BERTLENS_MODEL), only when it is already on disk (no download at launch), into the
+  2. the model a new session opens on (BERTLENS_MODEL, or the local model chosen when that one needs a
+     download: core.models.start_model), only when it is on disk (no download at launch), into the
      same store every session reads (app_pages.common.cached_model);
   3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema), only
      while no session has started: on 2 cores it would slow that session's own forward pass.
@@ -76,9 +77,22 @@ def start() -> bool:
 
 @asynccontextmanager
 async def lifespan(_app):
-    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it)."""
-    start()
+    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it). What killed
+    writers left is cleaned at the end of the warm-up, or here when there is no warm-up."""
+    if not start():
+        clean_leftovers()
     yield
+
+
+def clean_leftovers() -> None:
+    from core.files import clean_leftovers as clean
+
+    try:
+        removed = clean()
+        if removed:
+            _log.info("removed %d leftover(s) of killed writers: %s", len(removed), ", ".join(p.name for p in removed))
+    except Exception:  # never stops the server: the next start tries again
+        _log.exception("cleaning leftovers of killed writers failed")
 
 
 def session_started() -> bool:
@@ -128,19 +142,19 @@ def warm_up() -> None:
         _warm_default_model()
     except Exception as err:  # a broken default model is reported to the session that opens it, in its page
         _log.warning("warm-up: default model not warmed: %s", err)
+    clean_leftovers()  # after the first forward, which a waiting visitor needs sooner
     timings["total_s"] = time.perf_counter() - start_time
     _log.info("warm-up done in %.2f s (%s)", timings["total_s"], ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
 
 
 def _warm_default_model() -> None:
     from app_pages.common import cached_model
-    from core import settings
     from core.attention import attention_view
     from core.charts.attention import head_view_lines
     from core.encoding import encode
-    from core.models import resolve
+    from core.models import resolve, start_model
 
-    ref = settings.default_model()
+    ref = start_model().model  # the model a new session opens on: the default, or a local one when offline
     source, _ = resolve(ref)
     if source == "hub":
         _log.info("warm-up: default model %s is not on disk; not downloaded at launch", ref)

@@ -80,10 +80,8 @@ st.session_state[P + "title"] = lesson.title
 st.text_input("Lesson title", key=P + "title", on_change=retitle)
 for line in lessons.notices(lesson):
     st.caption(line)
-missing = lessons.missing_models(lesson)
-if missing:
-    st.warning("Models this lesson uses that are not on this computer; download them before class (needs "
-               "internet once): " + "; ".join(f"`python -m core download {m}`" for m in missing))
+for note in lessons.missing_model_notes(lesson):
+    st.warning(note)
 
 if not lesson.steps:
     st.info("No steps yet: open a page, set up the view and press “Add this view to the lesson” in the sidebar, "

@@ -12,6 +12,7 @@ from app_pages.common import (
     model_or_error,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from core.attention import attention_view
 from core.charts import attention as attention_charts
@@ -20,7 +21,7 @@ from core.masked import (
     EXAMPLES,
     NoMask,
     masked_predictions,
-    mlm_suggestion,
+    mlm_alternatives,
     no_head_message,
     normalise_masks,
     prepare_text,
@@ -40,6 +41,15 @@ def use_model(name: str) -> None:
     st.session_state[MODEL_KEY] = name
 
 
+def offer_models(offers) -> None:
+    """One "Use …" button per model with an MLM head; one that cannot load now is disabled, with the reason."""
+    for offer in offers:
+        st.button(f"Use {offer.ref}", key=f"masked.use.{offer.ref}", on_click=use_model, args=(offer.ref,),
+                  disabled=not offer.loadable, help=offer.reason or None)
+        if not offer.loadable:
+            st.caption(offer.reason)
+
+
 def pick_words(lm, text: str, which: str) -> list[int]:
     """A row of word buttons under a sentence; the picked words are masked. Keyed by the text, so a new
     sentence starts with nothing picked."""
@@ -51,17 +61,17 @@ def pick_words(lm, text: str, which: str) -> list[int]:
 
 
 def render() -> None:
-    text_a, text_b = sentences()
-    if not text_a:
-        st.info("Type a sentence in the sidebar with [MASK] where a word should be guessed, or pick an example above.")
-        return
+    # The model first: a model that cannot load or guess is said before any sentence is typed.
     lm = model_or_error()
     if lm is None:
         return
     if lm.masked_lm is None:
         st.warning(no_head_message(lm))
-        suggestion = mlm_suggestion(getattr(lm.config, "model_type", None))
-        st.button(f"Use {suggestion}", key="masked.use_suggestion", on_click=use_model, args=(suggestion,))
+        offer_models(mlm_alternatives(lm))
+        return
+    text_a, text_b = sentences()
+    if not text_a:
+        st.info("Type a sentence in the sidebar with [MASK] where a word should be guessed, or pick an example above.")
         return
 
     picked_a = pick_words(lm, text_a, "A")
@@ -69,9 +79,7 @@ def render() -> None:
     a = prepare_text(lm, text_a, picked_a)
     b = prepare_text(lm, text_b, picked_b) if text_b else None
     encoding = cached_encoding(model_ref(), a, b)
-    if encoding.truncated:
-        st.warning(f"The input is longer than this model reads ({encoding.max_length} tokens): the last "
-                   f"{encoding.n_truncated} tokens were cut off.")
+    warn_if_truncated(encoding)
     top_k = st.slider("Guesses per mask", 1, 20, 5, key="masked.top_k")
     try:
         pred = masked_predictions(lm, encoding, top_k=top_k)

@@ -46,6 +46,7 @@ st.markdown(
 n = len(lesson.steps)
 step = lesson.steps[index]
 missing = lessons.missing_models(lesson)
+missing_notes = lessons.missing_model_notes(lesson)
 
 
 def prefetch() -> None:
@@ -103,8 +104,7 @@ else:  # Streamlit before st.iframe
     components.html(KEYS, height=0)
 
 if index == 0 and missing:
-    st.warning("Download before class (needs internet once): "
-               + "; ".join(f"`python -m core download {m}`" for m in missing))
+    st.warning(" ".join(missing_notes))
 if index == 0:
     step_jobs.status_list()
 
@@ -118,7 +118,7 @@ with notes.expander("Speaker notes (presenter only)"):
     for notice in st.session_state.get(P + "notices", ()):
         st.caption(notice)
     if missing:
-        st.caption("Missing models: " + "; ".join(f"`python -m core download {m}`" for m in missing))
+        st.caption("Missing models: " + " ".join(missing_notes))
     if step_jobs.step_line(index):
         st.caption(step_jobs.step_line(index))
     st.caption(f"Next: {lesson.steps[index + 1].title}" if index + 1 < n else "Last step.")

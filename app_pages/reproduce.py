@@ -10,10 +10,10 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages.common import draw_chart, export_buttons, intro, job_controls, model_ref
-from core import protocols, studies
+from core import protocols, references, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
-from core.models import available_models, display_name
+from core.models import availability, available_models, display_name
 
 P = "reproduce."
 VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
@@ -47,6 +47,9 @@ with st.container(border=True):
 
 sidebar_model = model_ref()
 model_options = list(dict.fromkeys([study.model, sidebar_model, *(e.name for e in available_models())]))
+loadable = {ref: availability(ref) for ref in model_options}
+# The paper's model when it loads now, else one that does (offline, the paper's model would only fail at Run).
+st.session_state.setdefault(P + f"{name}.model", next((ref for ref in model_options if loadable[ref].loadable), study.model))
 
 
 def use_sidebar_model() -> None:
@@ -57,6 +60,7 @@ c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
 c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=f"`{sidebar_model}`")
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
+                     format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",
                      help="The paper's model needs internet the first time; any model, folder or finished run works.")
 corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
                        help="Leave as is for the study's default. " + GRAMMAR, disabled=study.default_corpus is None)
@@ -73,10 +77,18 @@ def make_work():
     return work
 
 
+chosen = loadable.get(model) or availability(model or "")
+if not chosen.loadable:
+    st.warning(f"Pick a model that loads now to run this study: {chosen.reason}")
+elif not references.same_model_name(model, study.model):
+    compared = ("the verdict will compare the shape of the paper's curves with yours, not the numbers"
+                if references.for_study(name) else "compare your figures with the paper's in shape only")
+    st.info(f"**Different model: shape only** — `{model}` is not the paper's model (`{study.model}`): {compared}.")
 result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
-                      unit="steps", hide_stale=True)
+                      unit="steps", hide_stale=True, disabled=not chosen.loadable)
 if result is None:
-    st.info("Press **Run the study** to measure (nothing is computed until then).")
+    if chosen.loadable:  # otherwise the warning above is the next step, not "Press Run"
+        st.info("Press **Run the study** to measure (nothing is computed until then).")
     st.stop()
 
 if result.comparisons:

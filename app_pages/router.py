@@ -8,9 +8,11 @@ Page paths are relative to app.py's folder (the main script's), like every st.Pa
 import streamlit as st
 
 from app_pages import lesson_bar, page_report, presenter, url_state
-from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
+from app_pages.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
-from core.models import available_models, pick_device
+from core.models import availability, available_models, choose_start_model, pick_device, start_model
+
+START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
 
 def pages() -> list[st.Page]:
     """Built per run: a page object is per session (st.navigation marks the one it runs)."""
@@ -43,7 +45,12 @@ def restore_from_url() -> None:
     for key, param in QUERY_PARAMS.items():
         if param in st.query_params and key not in st.session_state:
             st.session_state[key] = st.query_params[param]
-    st.session_state.setdefault(MODEL_KEY, settings.default_model())
+    if MODEL_KEY not in st.session_state:
+        # No network and the default not on disk: open on the best local model rather than on an error.
+        start = start_model()
+        st.session_state[MODEL_KEY] = start.model
+        if start.fell_back:
+            st.session_state[START_NOTICE_KEY] = start
     st.session_state.setdefault(SENTENCE_A_KEY, "")
     st.session_state.setdefault(SENTENCE_B_KEY, "")
 
@@ -69,9 +76,33 @@ def sidebar() -> None:
             accept_new_options=True,
             help="Models saved on this computer, or type any Hugging Face id (needs internet the first time).",
         )
+        model_status(st.session_state[MODEL_KEY])
         st.caption(f"Runs on: **{pick_device().upper()}**")
         st.text_area("Sentence A", key=SENTENCE_A_KEY, height=100, placeholder="Type a sentence…")
         st.text_area("Sentence B (optional)", key=SENTENCE_B_KEY, height=80, placeholder="A second sentence makes a pair")
+
+
+def use_model(name: str) -> None:
+    st.session_state[MODEL_KEY] = name
+
+
+def model_status(current: str) -> None:
+    """Under the model box, before any sentence is typed: why the model cannot load, or the one-line notice of a
+    first run that opened on a local model instead of the default, with a button back to the default."""
+    start = st.session_state.get(START_NOTICE_KEY)
+    if start is not None and current == start.model:
+        st.info(start.notice, icon=":material/wifi_off:")
+        st.button(f"Use {start.default}", key="router.use_default", on_click=use_model, args=(start.default,),
+                  help="Back to the default model; it cannot load now, and the sidebar will say why.")
+    checked = availability(current)
+    if not checked.loadable:
+        st.error(checked.summary or checked.reason)
+        local = [e for e in available_models() if availability(e.name).loadable]
+        instead = choose_start_model(current, checked, local)
+        if instead.fell_back:
+            st.button(f"Use {instead.model}", key="router.use_local", on_click=use_model, args=(instead.model,),
+                      help="The best model on this computer.")
+    st.session_state[MODEL_ERROR_KEY] = checked.reason
 
 
 def sync_url() -> None:

@@ -13,16 +13,37 @@ import pkgutil
 import sys
 
 import core.commands
+from core import validation
+from core.files import clean_leftovers
 from core.models import ModelUnavailable
 from core.progress import Cancelled
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its error on one line (no usage block), so a script or a test reads exactly what was wrong."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="BERT Lens from the command line.")
+    parser = OneLineParser(prog="python -m core", description="BERT Lens from the command line.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"core.commands.{info.name}").register(subparsers)
+    for sub in subparsers.choices.values():
+        options = sub._option_string_actions
+        if "--json" in options and "--out" not in options:
+            sub.add_argument("--out", metavar="FILE", type=validation.output_file, default=None,
+                             help=f"write the JSON to FILE (temporary name, then renamed) instead of printing it; "
+                             f"needed above {validation.MAX_JSON_BYTES >> 20} MB")
     return parser
+
+
+def one_line(err: BaseException, command: str) -> str:
+    """An error's first line; a longer message (a corpus error lists the whole spec grammar) points to --help."""
+    lines = [line for line in str(err).splitlines() if line.strip()] or [type(err).__name__]
+    return lines[0] + (f" (more: python -m core {command} --help)" if len(lines) > 1 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,15 +55,19 @@ def main(argv: list[str] | None = None) -> int:
 
         ctx = distributed.init(getattr(args, "device", None))
         if not ctx.is_main:
-            # Every rank computes the same reduced result; it is printed once, by the main process.
+            # Every rank computes the same reduced result; it is printed (or written to --out) once, by the main process.
             sys.stdout = open(os.devnull, "w")
+            if hasattr(args, "json"):
+                args.out = None  # the JSON file too: one writer
+    else:
+        clean_leftovers()  # what killed writers left; under a launcher, the process that started the ranks did it
     finished = False
     try:
         code = int(args.func(args) or 0)
         finished = True
         return code
-    except (ModelUnavailable, ValueError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (ModelUnavailable, ValueError, OSError) as err:  # OSError: a path that is a folder, unreadable, ...
+        print(f"error: {one_line(err, args.command)}", file=sys.stderr)
         return 2
     except Cancelled as err:
         print(f"cancelled: {err}", file=sys.stderr)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence, Union
 
 from core import datasets
+from core.validation import check_count
 
 if TYPE_CHECKING:
     from core.treebank import Sentence
@@ -120,7 +121,7 @@ class Corpus:
 
     def head(self, limit: int | None) -> "Corpus":
         """The first `limit` sentences, keeping only the pairs, items and trees that fall inside them."""
-        if limit is None or limit >= len(self.sentences):
+        if limit is None or check_count(limit, "limit") >= len(self.sentences):
             return self
         kept = set(self.sentences[:limit])
         pairs = tuple((i, j) for i, j in self.pairs if i < limit and j < limit)
@@ -132,7 +133,7 @@ class Corpus:
     def take(self, n: int | None) -> "Corpus":
         """The first `n` items (an input count, where `head` counts unique sentences), with their trees and the
         positive pairs among them."""
-        if n is None or n >= len(self.items):
+        if n is None or check_count(n, "limit") >= len(self.items):
             return self
         positive_texts = {(self.sentences[i], self.sentences[j]) for i, j in self.pairs}
         items = self.items[:n]
@@ -209,7 +210,8 @@ def from_csv(data: str, name: str = "uploaded CSV", column: str | None = None, c
         header = [h for h in (reader.fieldnames or []) if h is not None]
         rows = list(reader)
     except csv.Error as err:
-        raise CorpusError(f"{name} is not a readable CSV ({err}, line {reader.line_num}); save it as "
+        # reader.reader: DictReader.line_num is only updated after a row succeeds, so it names the line before.
+        raise CorpusError(f"{name} is not a readable CSV ({err}, line {reader.reader.line_num}); save it as "
                           "comma-separated UTF-8 text with a header row.") from None
     if not header:
         raise CorpusError(f"{name} has no header row: put column names (e.g. 'sentence') on the first line.")

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from core import settings
-from core.files import read_json, write_json_atomic
+from core.files import pid_alive, read_json, write_json_atomic
+from core.models import ModelUnavailable
 from core.progress import Cancelled
 
 ACTIVE_STATES = ("queued", "running")
@@ -58,22 +59,6 @@ KILLED_MESSAGE = "the job's process ended without finishing (killed, crashed or 
 
 def jobs_dir() -> Path:
     return settings.cache_dir() / "jobs"
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # an exited child nobody has waited for yet is a zombie: it still answers kill(pid, 0)
-        stat = Path(f"/proc/{int(pid)}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 @dataclass(frozen=True)
@@ -164,12 +149,18 @@ class _Reporter:
             self.write(state="cancelled", error=f"cancelled: {err}", finished_at=time.time())
             return None
         except BaseException as err:  # recorded for the page; the server keeps working
-            self.write(state="failed", error=f"{type(err).__name__}: {err}", finished_at=time.time())
+            self.write(state="failed", error=describe_error(err), finished_at=time.time())
             if not isinstance(err, Exception):
                 raise
             return None
         self.write(state="done", finished_at=time.time(), **({"done": self.record["total"]} if self.record.get("total") else {}))
         return result
+
+
+def describe_error(err: BaseException) -> str:
+    """A failed job's error as a page shows it: a ModelUnavailable message is written for a person (it names the
+    model and what to do), so it goes without its class name; anything else keeps the class, which says what broke."""
+    return str(err) if isinstance(err, ModelUnavailable) else f"{type(err).__name__}: {err}"
 
 
 @dataclass
@@ -263,6 +254,9 @@ def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", proc
                                      start_new_session=True)
         # Until the child writes its own pid, the record names the launcher; the child's pid replaces it at once.
         write_json_atomic(folder / RECORD, {**record, "pid": popen.pid})
+        # Reaped the moment it exits: otherwise only a page polling this job's status reaps it, and a job whose
+        # tab was closed stays a <defunct> child of the server (issue 37: four were found after a walk).
+        threading.Thread(target=popen.wait, name=f"reap-{job_id}", daemon=True).start()
         job = Job(job_id, kind, params, folder, True, popen=popen)
     else:
         reporter = _Reporter(folder, record)

@@ -18,6 +18,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from core import views
+from core.files import write_text_atomic
+from core.validation import type_problem
 
 VERSION = 1
 BUILTIN_DIR = Path(__file__).resolve().parent / "data" / "lessons"
@@ -60,12 +62,17 @@ def _fail(where: str, why: str) -> None:
     raise LessonError(f"{where}: {why}")
 
 
+def _typed(value, expected, where: str):
+    problem = type_problem(value, expected)
+    if problem:
+        _fail(where, problem)
+    return value
+
+
 def _text(value, where: str, *, required: bool = True) -> str:
     if value is None and not required:
         return ""
-    if not isinstance(value, str):
-        _fail(where, f"must be text, got {type(value).__name__}")
-    return value
+    return _typed(value, str, where)
 
 
 def from_json(data) -> Lesson:
@@ -75,7 +82,7 @@ def from_json(data) -> Lesson:
     unknown = set(data) - {"version", "title", "steps"}
     if unknown:
         _fail("lesson", f"unknown field(s) {', '.join(sorted(unknown))}")
-    if data.get("version") != VERSION:
+    if _typed(data.get("version"), int, "version") != VERSION:  # typed first: `true` equals 1 in Python
         _fail("version", f"must be {VERSION}, got {data.get('version')!r}")
     title = _text(data.get("title"), "title")
     if not title.strip():
@@ -98,7 +105,8 @@ def from_json(data) -> Lesson:
         if not isinstance(params, dict):
             _fail(f"{where}.params", "must be an object of URL parameters")
         for name, value in params.items():
-            if not isinstance(name, str) or not isinstance(value, str):
+            _typed(value, str, f"{where}.params.{name}")  # URL parameters are text; YAML keys may be numbers
+            if not isinstance(name, str):
                 _fail(f"{where}.params.{name}", "names and values must be text (as in a URL)")
         parsed.append(Step(_text(raw.get("title"), f"{where}.title"), page, dict(params),
                            _text(raw.get("notes"), f"{where}.notes", required=False)))
@@ -137,7 +145,7 @@ def load(path: str | Path) -> Lesson:
 
 def save(lesson: Lesson, path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(dumps(lesson, "yaml" if path.suffix in (".yaml", ".yml") else "json"), encoding="utf-8")
+    write_text_atomic(path, dumps(lesson, "yaml" if path.suffix in (".yaml", ".yml") else "json"))
     return path
 
 
@@ -170,6 +178,20 @@ def missing_models(lesson: Lesson) -> list[str]:
         if source == "hub":
             missing.append(ref)
     return missing
+
+
+def missing_model_notes(lesson: Lesson, hub_up=None) -> list[str]:
+    """One line per model of the lesson that is not on this computer: why it cannot load now (the download command
+    for a hub id, "No such folder" for a path), or, when the hub answers, that it downloads when first used."""
+    from core.models import availability
+
+    notes = []
+    for ref in missing_models(lesson):
+        checked = availability(ref, hub_up)
+        notes.append(checked.reason if not checked.loadable else
+                     f"'{ref}' is not on this computer: it downloads when first used; to present offline, run "
+                     f"`python -m core download {ref}` before class.")
+    return notes
 
 
 def add_step(lesson: Lesson, step: Step) -> Lesson:

@@ -17,7 +17,9 @@ from typing import Sequence
 import numpy as np
 
 from core.encoding import Encoding, encode
-from core.models import LoadedModel, ModelUnavailable, available_models, has_mlm_head, mlm_suggestion
+from core.models import (Availability, LoadedModel, ModelUnavailable, availability, available_models, has_mlm_head,
+                         mlm_suggestion)
+from core.validation import MAX_COUNT, check_count
 
 MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 DEFAULT_TOP_K = 5
@@ -132,6 +134,14 @@ def no_head_message(lm: LoadedModel) -> str:
     )
 
 
+def mlm_alternatives(lm: LoadedModel, hub_up=None) -> tuple[Availability, ...]:
+    """Models to offer instead of one without an MLM head, each with whether it loads now: those on this computer
+    that have a head, then the family's public model with one (loadable only when on disk or the hub answers)."""
+    local = [e.name for e in available_models() if e.name != lm.ref and _has_head(e.path)]
+    names = dict.fromkeys([*local, mlm_suggestion(getattr(lm.config, "model_type", None))])
+    return tuple(availability(name, hub_up) for name in names)
+
+
 def _has_head(path: str) -> bool:
     try:
         return has_mlm_head(path)
@@ -181,7 +191,8 @@ def parse_layers(spec: str | Sequence[int] | None, n_layers: int) -> tuple[int, 
         return tuple(range(n_layers + 1))
     if spec == "last":
         return (n_layers,)
-    values = [int(v) for v in spec.split(",") if v.strip()] if isinstance(spec, str) else [int(v) for v in spec]
+    parts = [v for v in spec.split(",") if v.strip()] if isinstance(spec, str) else list(spec)
+    values = [check_count(v, f"layer {v!r}", minimum=-MAX_COUNT) for v in parts]  # a plain error, not int()'s
     bad = [v for v in values if not 0 <= v <= n_layers]
     if bad:
         raise ValueError(f"Layer(s) {bad} do not exist; this model has layers 0..{n_layers} (0 = embeddings).")

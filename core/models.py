@@ -11,6 +11,9 @@ import concurrent.futures
 import os
 import re
 import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,6 +27,8 @@ SUPPORTED_MODEL_TYPES = frozenset(
 # What a hub download fetches: configs, tokenizer files and safetensors weights, never pickles.
 HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]
 HUB_CONNECT_TIMEOUT_S = 3.0
+# How long a hub check is believed: the sidebar asks on every rerun, and an unreachable hub may cost the full timeout.
+HUB_CHECK_MAX_AGE_S = 120.0
 
 
 class ModelUnavailable(RuntimeError):
@@ -170,6 +175,108 @@ def hub_reachable(timeout: float = HUB_CONNECT_TIMEOUT_S) -> bool:
         pool.shutdown(wait=False)
 
 
+def needs_download_message(ref: str) -> str:
+    return (f"Model '{ref}' needs a download: it is not in {settings.cache_dir()} and the Hugging Face hub is "
+            f"unreachable (offline?). Models available locally: {_available_names()}. "
+            f"With internet, run: python -m core download {ref}")
+
+
+def looks_like_path(ref: str) -> bool:
+    """A folder path rather than a hub id ("name" or "org/name"): absolute, ./ ../ ~, a backslash, a drive
+    letter, or more than one slash. "org/name" stays a hub id even if no such folder exists."""
+    ref = ref.strip()
+    return (ref.startswith(("/", "./", "../", "~", ".\\", "..\\")) or "\\" in ref or ref.count("/") > 1
+            or (len(ref) > 1 and ref[1] == ":") or ref in (".", ".."))
+
+
+_hub_check: dict[str, float | bool] = {}
+_hub_check_lock = threading.Lock()
+
+
+def hub_reachable_recently(max_age_s: float = HUB_CHECK_MAX_AGE_S) -> bool:
+    """hub_reachable(), remembered for max_age_s (HF_HUB_OFFLINE is read every time)."""
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    with _hub_check_lock:
+        if time.monotonic() - float(_hub_check.get("at", float("-inf"))) > max_age_s:
+            _hub_check.update(at=time.monotonic(), up=hub_reachable())
+        return bool(_hub_check["up"])
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a model can be loaded now, without trying: `reason` says why not (empty when it can)."""
+
+    ref: str
+    loadable: bool
+    # "run", "local", "hub-cache", "hub" (downloads on first use); not loadable: "needs-download" (a hub id, the hub
+    # unreachable) or "unavailable" (a missing folder, an unsupported or pickled model)
+    source: str
+    reason: str = ""
+    summary: str = ""  # the reason in a line, for a narrow place such as the sidebar (the reason when it is short)
+
+
+def availability(ref: str, hub_up: Callable[[], bool] | None = None) -> Availability:
+    """The cheap "loadable now" check behind every model the app suggests: a folder with config.json and
+    safetensors of a supported family (files only, no weights read), or a hub id when the hub answers.
+    hub_up: the hub check (default hub_reachable_recently)."""
+    try:
+        source, folder = resolve(ref)
+    except ModelUnavailable as err:
+        return Availability(ref, False, "unavailable", str(err))
+    if folder is None:
+        if (hub_up or hub_reachable_recently)():
+            return Availability(ref, True, "hub")
+        return Availability(ref, False, "needs-download", needs_download_message(ref),
+                            f"'{ref}' needs a download and the hub is unreachable. With internet: "
+                            f"python -m core download {ref}")
+    try:
+        _check_architecture(folder, ref)
+    except (ModelUnavailable, OSError, ValueError) as err:
+        return Availability(ref, False, "unavailable", str(err))
+    return Availability(ref, True, source)
+
+
+# Which local model a first run opens on when the default cannot load: a pretrained encoder before a fine-tuned
+# run (the pages explain what *BERT* does; a run is a classifier built on one), downloads before the data folder.
+START_SOURCE_ORDER = ("hub-cache", "local", "run")
+
+
+@dataclass(frozen=True)
+class StartModel:
+    """The model a new session opens on; `notice` (one line) is set when it is not the default."""
+
+    model: str
+    default: str
+    notice: str = ""
+
+    @property
+    def fell_back(self) -> bool:
+        return self.model != self.default
+
+
+def choose_start_model(default: str, default_available: Availability, local: Sequence[ModelEntry]) -> StartModel:
+    """The default when it loads now, else the best local model (START_SOURCE_ORDER, then the list's order),
+    else the default anyway (its page then says what to do)."""
+    if default_available.loadable or not local:
+        return StartModel(default, default)
+    best = min(local, key=lambda e: START_SOURCE_ORDER.index(e.source) if e.source in START_SOURCE_ORDER
+               else len(START_SOURCE_ORDER))
+    kind = {"hub-cache": "downloaded earlier", "local": "from the data folder", "run": "a fine-tuned run"}.get(best.source, best.source)
+    if default_available.source == "needs-download":
+        notice = f"Offline: {default} needs a download, so this opened on {best.name} ({kind})."
+    else:
+        notice = f"{default} cannot load ({default_available.reason.split('. ')[0]}), so this opened on {best.name} ({kind})."
+    return StartModel(best.name, default, notice)
+
+
+def start_model(hub_up: Callable[[], bool] | None = None) -> StartModel:
+    """choose_start_model for this computer now: the configured default and the models on disk."""
+    default = settings.default_model()
+    local = [e for e in available_models() if availability(e.name, hub_up).loadable]
+    return choose_start_model(default, availability(default, hub_up), local)
+
+
 def resolve(ref: str) -> tuple[str, Path | None]:
     """(source, folder) for a reference that is on disk, or ("hub", None) for a hub id not cached yet."""
     ref = ref.strip()
@@ -180,6 +287,11 @@ def resolve(ref: str) -> tuple[str, Path | None]:
         if not (as_path / "config.json").is_file():
             raise ModelUnavailable(f"Folder '{ref}' has no config.json, so it is not a saved model.")
         return "local", as_path
+    if looks_like_path(ref):
+        # A path is never a hub id: "download it" would be the wrong advice.
+        what = "is a file, not a model folder" if as_path.exists() else "does not exist"
+        raise ModelUnavailable(f"No such folder: {ref} ({what}). Give the folder that holds config.json and "
+                               f"*.safetensors, or pick a model from the list.")
     run = settings.runs_dir() / ref
     if run.is_dir() and not ref.startswith("."):
         return "run", run
@@ -224,11 +336,7 @@ def download(ref: str) -> Path:
     if folder is not None:
         return folder
     if not hub_reachable():
-        raise ModelUnavailable(
-            f"Model '{ref}' is not in {settings.cache_dir()} and the Hugging Face hub is unreachable "
-            f"(offline?). Models available locally: {_available_names()}. "
-            f"With internet, run: python -m core download {ref}"
-        )
+        raise ModelUnavailable(needs_download_message(ref))
     from huggingface_hub import snapshot_download
 
     try:

@@ -46,6 +46,7 @@ import numpy as np
 
 from core import distributed, settings
 from core.encoding import Words
+from core.files import atomic_path, write_text_atomic
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
@@ -540,14 +541,11 @@ def _load_cached(key: str) -> LayerProbe | None:
 def _store(key: str, probe: LayerProbe, description: dict) -> None:
     folder = probe_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    # Written under temporary names and renamed, so a cancelled write never leaves half an entry.
-    tmp_arrays = folder / f".{key}.tmp.npz"
-    np.savez(tmp_arrays, projection=probe.projection, train_loss=probe.train_loss, stop_loss=probe.stop_loss)
-    tmp_arrays.replace(folder / f"{key}.npz")
+    # The arrays first, the JSON that _load_cached looks for last: each appears whole or not at all.
+    with atomic_path(folder / f"{key}.npz") as tmp, open(tmp, "wb") as handle:
+        np.savez(handle, projection=probe.projection, train_loss=probe.train_loss, stop_loss=probe.stop_loss)
     meta = {k: getattr(probe, k) for k in ("layer", "uuas", "dspr", "eval_loss", "n_train", "n_eval")}
-    tmp_meta = folder / f".{key}.tmp.json"
-    tmp_meta.write_text(json.dumps({**meta, **description}, indent=1))
-    tmp_meta.replace(folder / f"{key}.json")
+    write_text_atomic(folder / f"{key}.json", json.dumps({**meta, **description}, indent=1))
 
 
 def probe_layers(

@@ -68,7 +68,12 @@ def _model_name(ref: str) -> str:
 
 
 def same_model(model: str, reference: Reference) -> bool:
-    return _model_name(model) == _model_name(reference.model)
+    return same_model_name(model, reference.model)
+
+
+def same_model_name(model: str, other: str) -> bool:
+    """Whether two references name the same model (a hub id, a mirror of it, or its cached folder)."""
+    return _model_name(model) == _model_name(other)
 
 
 def overlay_kind(reference: Reference, model: str, protocol: str) -> OverlayKind:

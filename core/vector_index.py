@@ -23,8 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from core import settings
+from core.files import atomic_path
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 EXACT_THRESHOLD = 50_000
@@ -173,53 +172,52 @@ def build_token_index(lm, corpus, layers: Sequence[int], *, folder: Path | None 
         return TokenIndex(folder)
     trees = list(corpus.trees) if corpus.trees else [None] * len(corpus.items)
     inputs = [Words(t.words) if t is not None else item for item, t in zip(corpus.items, trees)]
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{time.time_ns()}")
-    tmp.mkdir(parents=True)
     started = time.perf_counter()
     try:
-        files = {layer: open(tmp / f"layer_{layer}.f16", "wb") for layer in layers}
-        occurrences: list[np.ndarray] = []
-        records: dict[int, dict] = {}
-        count = 0
-        try:
-            for i, enc in encode_stream(lm, inputs, batch_size=batch_size, attentions=False,
-                                        progress=progress, should_stop=should_stop):
-                pooled, first = pool_vectors(enc.hidden_states[list(layers)], enc.word_ids)
-                for j, layer in enumerate(layers):
-                    files[layer].write(np.ascontiguousarray(pooled[j], dtype=np.float16).tobytes())
-                word_idx = np.asarray(enc.word_ids)[first]
-                occurrences.append(np.stack([np.full(len(first), i), word_idx], axis=1).astype(np.int32))
-                records[i] = _item_record(inputs[i], trees[i], enc.words)
-                count += len(first)
-        finally:
-            for f in files.values():
-                f.close()
-        check_stop(should_stop)
-        if count == 0:
-            raise ValueError(f"{corpus.name} has no words to index")
-        np.save(tmp / "occurrences.npy", np.concatenate(occurrences))
-        with open(tmp / "items.jsonl", "w", encoding="utf-8") as f:
-            for i in range(len(inputs)):
-                f.write(json.dumps(records.get(i) or _item_record(inputs[i], trees[i], [])) + "\n")
-        import faiss
-
-        mode = nlist = nprobe = None
-        for layer in layers:
+        # The whole folder is written under a temporary name (core.files) and renamed when complete: a build
+        # killed halfway leaves only that name, which the next start removes.
+        with atomic_path(folder, replace=False) as tmp:
+            tmp.mkdir(parents=True)
+            files = {layer: open(tmp / f"layer_{layer}.f16", "wb") for layer in layers}
+            occurrences: list[np.ndarray] = []
+            records: dict[int, dict] = {}
+            count = 0
+            try:
+                for i, enc in encode_stream(lm, inputs, batch_size=batch_size, attentions=False,
+                                            progress=progress, should_stop=should_stop):
+                    pooled, first = pool_vectors(enc.hidden_states[list(layers)], enc.word_ids)
+                    for j, layer in enumerate(layers):
+                        files[layer].write(np.ascontiguousarray(pooled[j], dtype=np.float16).tobytes())
+                    word_idx = np.asarray(enc.word_ids)[first]
+                    occurrences.append(np.stack([np.full(len(first), i), word_idx], axis=1).astype(np.int32))
+                    records[i] = _item_record(inputs[i], trees[i], enc.words)
+                    count += len(first)
+            finally:
+                for f in files.values():
+                    f.close()
             check_stop(should_stop)
-            vectors = np.memmap(tmp / f"layer_{layer}.f16", dtype=np.float16, mode="r", shape=(count, lm.hidden_size))
-            index, mode, nlist, nprobe = build_faiss(vectors, threshold)
-            faiss.write_index(index, str(tmp / f"layer_{layer}.faiss"))
-            del vectors
-        info = IndexInfo(lm.ref, corpus.name, corpus.digest, layers, count, lm.hidden_size, mode, nlist, nprobe,
-                         round(time.perf_counter() - started, 3), bool(corpus.trees))
-        (tmp / "info.json").write_text(json.dumps(info.to_json()))
-        try:
-            tmp.rename(folder)
-        except OSError:  # built meanwhile by another session: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            if count == 0:
+                raise ValueError(f"{corpus.name} has no words to index")
+            np.save(tmp / "occurrences.npy", np.concatenate(occurrences))
+            with open(tmp / "items.jsonl", "w", encoding="utf-8") as f:
+                for i in range(len(inputs)):
+                    f.write(json.dumps(records.get(i) or _item_record(inputs[i], trees[i], [])) + "\n")
+            import faiss
+
+            mode = nlist = nprobe = None
+            for layer in layers:
+                check_stop(should_stop)
+                vectors = np.memmap(tmp / f"layer_{layer}.f16", dtype=np.float16, mode="r", shape=(count, lm.hidden_size))
+                index, mode, nlist, nprobe = build_faiss(vectors, threshold)
+                faiss.write_index(index, str(tmp / f"layer_{layer}.faiss"))
+                del vectors
+            info = IndexInfo(lm.ref, corpus.name, corpus.digest, layers, count, lm.hidden_size, mode, nlist, nprobe,
+                             round(time.perf_counter() - started, 3), bool(corpus.trees))
+            (tmp / "info.json").write_text(json.dumps(info.to_json()))
+    except OSError:
+        if not (folder / "info.json").is_file():
+            raise
+        # built meanwhile by another session: keep theirs
     return TokenIndex(folder)
 
 

@@ -45,7 +45,14 @@ STUDY = studies.Study(
 
 
 def install(monkeypatch) -> None:
-    """Make `fake` the first study of core.studies for this test."""
+    """Make `fake` the first study of core.studies for this test, with its model "fake-bert" on disk (a run folder
+    in the test's own models_cache: the Reproduce page offers only models that load now; nothing reads its weights)."""
+    from core import settings
+
+    folder = settings.runs_dir() / "fake-bert"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "model.safetensors").write_bytes(b"")
     real_get = studies.get
     monkeypatch.setattr(studies, "NAMES", ("fake", *studies.NAMES))
     monkeypatch.setattr(studies, "get", lambda name: STUDY if name == "fake" else real_get(name))

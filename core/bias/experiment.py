@@ -47,17 +47,20 @@ from core.bias.statistics import ARMS, ExperimentResult, score_experiment
 from core.bias.swaps import DEFAULT_SWAPS, Counterfactuals, counterfactuals, parse_swaps
 from core.bias.words import DEFAULT_WORDS, TrainingSets, check_filter, match_mask, parse_words, training_sets
 from core.datasets import Example
-from core.files import read_json, write_json_atomic
+from core.files import read_json, write_json_atomic, write_text_atomic
 from core.models import download
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 from core.training.recipe import PAPER_SETTINGS, paper_recipe
+from core.validation import whole_match
 
 # The one reach past core.training's public API (asked for as a public name): the scorer waits its turn in the
 # training queue, so scoring never competes with a training run for the processor.
 from core.training.jobs import queue_turn
 
 TASKS = ("snli", "mrpc")
-EXPERIMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # matched whole (validation.whole_match)
+EXPERIMENT_NAME_RULE = ("it must start with a letter or digit and use only letters, digits, '_', '-' and '.' "
+                        "(at most 64 characters)")
 JOB_KIND = "bias"
 SPEC, JOB, RESULTS = "spec.json", "job.json", "results.json"
 ACTIVE_STATES = ("training", "evaluating")
@@ -96,9 +99,8 @@ class ExperimentSpec:
     created_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
-        if not EXPERIMENT_NAME.match(self.name or ""):
-            raise ValueError(f"experiment name {self.name!r} must start with a letter or digit and use only letters, "
-                             "digits, '_', '-' and '.' (at most 64 characters)")
+        if not whole_match(EXPERIMENT_NAME, self.name):
+            raise ValueError(f"experiment name {self.name!r}: {EXPERIMENT_NAME_RULE}")
         if self.task not in TASKS:
             raise ValueError(f"task {self.task!r} is not one of {', '.join(TASKS)}: the experiment needs a test split with labels")
         check_filter(self.protocol)
@@ -199,11 +201,8 @@ def prepare(spec: ExperimentSpec) -> ExperimentData:
     folder.mkdir(parents=True, exist_ok=True)
     test_rows = [{"text": e.text, "text_b": e.text_b, "label": e.label, "split": "test"} for e in data.test]
     for arm in ARMS:
-        with open(data_file(spec.name, arm), "w", encoding="utf-8") as handle:
-            for e in data.sets.arm(arm):
-                handle.write(json.dumps({"text": e.text, "text_b": e.text_b, "label": e.label, "split": "train"}) + "\n")
-            for row in test_rows:
-                handle.write(json.dumps(row) + "\n")
+        train_rows = [{"text": e.text, "text_b": e.text_b, "label": e.label, "split": "train"} for e in data.sets.arm(arm)]
+        write_text_atomic(data_file(spec.name, arm), "".join(json.dumps(row) + "\n" for row in train_rows + test_rows))
     write_json_atomic(folder / SPEC, spec.to_json())
     return data
 

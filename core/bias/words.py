@@ -21,9 +21,10 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from core.datasets import Example
+from core.validation import whole_match
 
 DEFAULT_WORDS = ("women", "woman", "girl", "girls", "mother", "wife", "female")
-WORD = re.compile(r"^[^\W_](?:[\w'-]*[^\W_])?$")
+WORD = re.compile(r"[^\W_](?:[\w'-]*[^\W_])?")  # matched whole (validation.whole_match)
 
 # ---- word matching -----------------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ def parse_words(words: str | Iterable[str], keep_case: bool = False) -> tuple[st
     Raises ValueError naming any entry that is not a single word (letters, digits, inner ' or -)."""
     items = re.split(r"[,\s]+", words) if isinstance(words, str) else [str(w) for w in words]
     cleaned = [w.strip() if keep_case else w.strip().lower() for w in items if w and w.strip()]
-    bad = [w for w in cleaned if not WORD.match(w)]
+    bad = [w for w in cleaned if not whole_match(WORD, w)]
     if bad:
         raise ValueError(
             f"{', '.join(map(repr, bad))} {'is not a word' if len(bad) == 1 else 'are not words'}: use single "

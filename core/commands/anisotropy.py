@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
-from core import corpus as corpora
-from core import protocols
+from core import corpus as corpora, protocols, validation
 from core.anisotropy import MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, measure_corpus
 from core.commands import add_model_argument
 from core.models import load_model
@@ -26,18 +24,18 @@ def register(subparsers) -> None:
                    "MEV, every occurrence, at most 1,000 sampled pairs per word, baseline from 1,000 sentences")
     add_model_argument(p)
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    p.add_argument("--pairs", type=int, default=1000, help="random word pairs for the baseline (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the random pairs and the corpus sample (default 0)")
-    p.add_argument("--min-contexts", type=int, default=5, help="sentences a word needs for self-similarity (default 5; "
+    p.add_argument("--pairs", type=validation.positive, default=1000, help="random word pairs for the baseline (default 1000)")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed for the random pairs and the corpus sample (default 0)")
+    p.add_argument("--min-contexts", type=validation.positive, default=5, help="sentences a word needs for self-similarity (default 5; "
                    "under --protocol ethayarajh: occurrences a token needs)")
-    p.add_argument("--pairs-per-word", type=int, default=1000,
+    p.add_argument("--pairs-per-word", type=validation.positive, default=1000,
                    help="ethayarajh: at most this many sampled occurrence pairs per word (default 1000)")
-    p.add_argument("--baseline-sentences", type=int, default=1000,
+    p.add_argument("--baseline-sentences", type=validation.positive, default=1000,
                    help="ethayarajh: sentences sampled for the random baseline, one token each (default 1000)")
     p.add_argument("--include-special", action="store_true", help="count [CLS]/[SEP] as words")
     p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
-    p.add_argument("--limit", type=int, default=None, help="use only the first N sentences")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--limit", type=validation.positive, default=None, help="use only the first N sentences")
+    p.add_argument("--batch-size", type=validation.positive, default=32)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one); under "
                    "torchrun / accelerate launch each rank encodes its share of the corpus")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -63,7 +61,7 @@ def run_anisotropy(args) -> int:
     profile = measure_corpus(lm, corpus, settings, progress=report)
     print(file=sys.stderr)
     if args.json:
-        print(json.dumps(profile.to_json()))
+        validation.dump_json(profile.to_json(), args.out)
         return 0
     paper = profile.protocol == PAPER_PROTOCOL
     print(protocols.describe(profile.protocol))

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
-from core import jobs
+from core import jobs, validation
 from core.bias import (
     ARMS,
     DEFAULT_WORDS,
+    EXPERIMENT_NAME,
     SLICES,
     TASKS,
     ExperimentSpec,
@@ -20,6 +20,7 @@ from core.bias import (
     new_experiment_name,
     start_job,
 )
+from core.bias.experiment import EXPERIMENT_NAME_RULE
 
 # The experiment can take hours; a job is waited for as long as it runs.
 NO_TIMEOUT = 10 * 365 * 24 * 3600.0
@@ -41,25 +42,26 @@ def register(subparsers) -> None:
                    help="score the swaps on a corpus instead of training (e.g. builtin, snli:dev:20); needs --model RUN")
     p.add_argument("--task", default="snli", choices=TASKS)
     p.add_argument("--words", default=",".join(DEFAULT_WORDS), help="comma-separated words (default: the slides')")
-    p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training split, before filtering")
-    p.add_argument("--test-limit", type=int, default=None, help="seeded subset of the test split")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lr", type=float, default=5e-5)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--train-limit", type=validation.positive, default=None, help="seeded subset of the training split, before filtering")
+    p.add_argument("--test-limit", type=validation.positive, default=None, help="seeded subset of the test split")
+    p.add_argument("--epochs", type=validation.positive, default=2)
+    p.add_argument("--seed", type=validation.count, default=0)
+    p.add_argument("--lr", type=validation.positive_number, default=5e-5)
+    p.add_argument("--batch-size", type=validation.positive, default=32)
+    p.add_argument("--max-length", type=validation.positive, default=128)
     p.add_argument("--head", default="linear", choices=["linear", "mlp"])
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals")
+    p.add_argument("--bootstrap", type=validation.positive, default=1000, help="bootstrap resamples for the intervals")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
                    help="slides: the CS4650 slides' filter (case-sensitive whole space-separated tokens of the premise "
                    "only: 23.1%% of SNLI train removed) and recipe (AdamW 5e-5, eps 1e-8, no weight decay, 2 epochs, "
                    "batch 32); bertlens (default): whole words in any case in premise or hypothesis (28.6%%), BERT "
                    "Lens's recipe")
     p.add_argument("--device", default=None)
-    p.add_argument("--name", default=None, help="experiment name (default: bias-DATE-TIME)")
-    p.add_argument("--attach", metavar="NAME", default=None,
+    experiment_name = validation.name_type(EXPERIMENT_NAME, EXPERIMENT_NAME_RULE)
+    p.add_argument("--name", type=experiment_name, default=None, help="experiment name (default: bias-DATE-TIME)")
+    p.add_argument("--attach", metavar="NAME", type=experiment_name, default=None,
                    help="wait for an experiment's three runs and score them in this process (e.g. after its scorer died)")
-    p.add_argument("--show", metavar="NAME", default=None, help="print a finished experiment's results")
+    p.add_argument("--show", metavar="NAME", type=experiment_name, default=None, help="print a finished experiment's results")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run_bias)
 
@@ -71,7 +73,7 @@ def run_corpus(args) -> int:
         raise ValueError("--corpus needs --model RUN: a finished classification run whose predictions are compared")
     result = corpus_flips(resolve(args.corpus, seed=args.seed), args.model, device=args.device)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     rate = "n/a (no item has a swappable word)" if not result.swappable else f"{result.flip_rate:.4f}"
     print(f"{result.corpus}: {result.swappable} of {result.items} items contain a swappable word; "
@@ -111,7 +113,7 @@ def run_bias(args) -> int:
 
         result = jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"experiment {result.name} (protocol {result.protocol}): {result.removed} training examples removed; "
           f"test {result.test_size} ({result.test_with_words} with the words)")

@@ -3,10 +3,9 @@ the command-line twin of the "What fine-tuning changes" section."""
 
 from __future__ import annotations
 
-import json
 import sys
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument
 from core.models import load_model
 from core.probe import PROTOCOLS as PROBE_PROTOCOLS
@@ -29,9 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("--a", required=True, help="model A: hub id, local folder, run name or data-folder model")
     p.add_argument("--b", required=True, help="model B (e.g. a fine-tuned run)")
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and of the word sample (default 0)")
-    p.add_argument("--limit", type=int, default=500, help="sentences read from the corpus (default 500)")
-    p.add_argument("--max-words", type=int, default=DEFAULT_MAX_WORDS, help=f"words compared (default {DEFAULT_MAX_WORDS}); memory grows with its square")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample and of the word sample (default 0)")
+    p.add_argument("--limit", type=validation.positive, default=500, help="sentences read from the corpus (default 500)")
+    p.add_argument("--max-words", type=validation.positive, default=DEFAULT_MAX_WORDS, help=f"words compared (default {DEFAULT_MAX_WORDS}); memory grows with its square")
     p.add_argument("--cross", action="store_true", help="also print every layer of A against every layer of B")
     p.add_argument("--protocol", choices=SIMILARITY_PROTOCOLS, default=DEFAULT_PROTOCOL,
                    help="bertlens: random whole sentences (default); merchant: words sampled uniformly (Merchant et al. 2020)")
@@ -50,16 +49,16 @@ def register(subparsers) -> None:
                    help="sentences with dependency trees to train on: ud[:SPLIT[:N]] or a .conllu file (" + corpora.CLI_HELP + ")")
     q.add_argument("--eval-corpus", "--eval-treebank", dest="eval_corpus", default=None,
                    help="the same kind of spec to score on (default: held-out part of --corpus)")
-    q.add_argument("--layers", default="all", help="comma-separated layers, 0 = embeddings, or 'all' (default)")
+    q.add_argument("--layers", default="all", type=validation.layer_list, help="comma-separated layers, 0 = embeddings, or 'all' (default)")
     q.add_argument("--protocol", choices=PROBE_PROTOCOLS, default=DEFAULT_PROTOCOL,
                    help="bertlens (default) or hewitt-manning: full rank, up to 40 epochs with early stop, H&M's "
                    "PTB punctuation tags left out of UUAS")
-    q.add_argument("--rank", type=int, default=None, help="rank K of the probe (default 128; hewitt-manning: the hidden size)")
-    q.add_argument("--epochs", type=int, default=None, help="training epochs (default 10; hewitt-manning: at most 40)")
-    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3, as H&M)")
-    q.add_argument("--max-train", type=int, default=None, help="seeded subset of training sentences")
-    q.add_argument("--max-eval", type=int, default=None, help="seeded subset of evaluation sentences")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--rank", type=validation.positive, default=None, help="rank K of the probe (default 128; hewitt-manning: the hidden size)")
+    q.add_argument("--epochs", type=validation.positive, default=None, help="training epochs (default 10; hewitt-manning: at most 40)")
+    q.add_argument("--lr", type=validation.positive_number, default=1e-3, help="Adam learning rate (default 1e-3, as H&M)")
+    q.add_argument("--max-train", type=validation.positive, default=None, help="seeded subset of training sentences")
+    q.add_argument("--max-eval", type=validation.positive, default=None, help="seeded subset of evaluation sentences")
+    q.add_argument("--seed", type=validation.count, default=0)
     q.add_argument("--random-init", action="store_true", help="probe a random-initialised copy of the model (the control)")
     q.add_argument("--no-cache", action="store_true", help="retrain even when cached results exist")
     q.add_argument("--json", action="store_true", help="print JSON: layers, uuas, dspr")
@@ -82,7 +81,7 @@ def run_compare(args) -> int:
     result = compare_models(a, b, sentences, max_words=args.max_words, seed=args.seed, protocol=args.protocol,
                             progress=_progress("encoding", args.json))
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences, "
           f"protocol {result.protocol}, seed {result.seed}"
@@ -111,18 +110,19 @@ def parse_layers(text: str, num_layers: int) -> list[int] | None:
 
 
 def run_probe(args) -> int:
+    # The treebanks first: a bad spec or file is reported before any model loads.
+    train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
+    evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
     lm = load_model(args.model)
     layers = parse_layers(args.layers, lm.num_layers)
     settings = ProbeSettings.for_protocol(args.protocol, lm.hidden_size, rank=args.rank, epochs=args.epochs,
                                           learning_rate=args.lr, seed=args.seed)
-    train = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
-    evaluation = corpora.require_trees(corpora.resolve(args.eval_corpus, args.seed)) if args.eval_corpus else None
     data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
                       seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
     model = random_control(lm, args.seed) if args.random_init else lm
     result = probe_layers(model, data, layers, settings, use_cache=not args.no_cache, progress=_progress("probe", args.json))
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, "
           f"rank {settings.rank}, protocol {settings.protocol}")

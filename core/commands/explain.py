@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import stderr_progress
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
@@ -16,7 +15,7 @@ def register(subparsers) -> None:
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (a pair)")
     p.add_argument("--method", choices=METHODS, default="ig")
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"integrated-gradients steps (default {DEFAULT_STEPS})")
+    p.add_argument("--steps", type=validation.positive, default=DEFAULT_STEPS, help=f"integrated-gradients steps (default {DEFAULT_STEPS})")
     p.add_argument("--target", default=None, help="the class to explain (default: the predicted one)")
     p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -27,8 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder)")
     p.add_argument("--corpus", default="snli:dev:200", help=corpora.CLI_HELP + "; default snli:dev:200")
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods (default: all)")
-    p.add_argument("--steps", type=int, default=20, help="integrated-gradients steps per input (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and of the random control")
+    p.add_argument("--steps", type=validation.positive, default=20, help="integrated-gradients steps per input (default 20)")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample and of the random control")
     p.add_argument("--device", default=None)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true")
@@ -41,7 +40,8 @@ def run_explain(args) -> int:
     explainer = load_explainer(args.model, device=args.device)
     result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
     if args.json:
-        print(json.dumps(result.to_json()))
+        truncated = validation.input_truncation(explainer.lm, args.text, args.text_b)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     if result.predicted is not None:
         probs = ", ".join(f"{label} {p:.3f}" for label, p in zip(result.labels, result.probabilities))
@@ -67,7 +67,7 @@ def run_faithfulness(args) -> int:
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
                           progress=stderr_progress(args))
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{explainer.lm.ref}: {result.examples} inputs from {args.corpus} (AOPC over top "
           f"{', '.join(f'{f:.0%}' for f in result.fractions)} of words)")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument, stderr_progress
 from core.explorer import METHODS, POOLINGS
 
@@ -18,11 +17,11 @@ def register(subparsers) -> None:
     )
     add_model_argument(p)
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    p.add_argument("--layer", type=int, default=None, help="0 = embeddings ... L = last layer (default: last)")
+    p.add_argument("--layer", type=validation.count, default=None, help="0 = embeddings ... L = last layer (default: last)")
     p.add_argument("--method", choices=METHODS, default="pca", help="pca (default), umap or tsne")
     p.add_argument("--pooling", choices=POOLINGS, default="cls",
                    help="cls: the [CLS] vector (default); mean: the mean of the non-special word pieces")
-    p.add_argument("--seed", type=int, default=0, help="corpus sample seed and UMAP / t-SNE seed (default 0)")
+    p.add_argument("--seed", type=validation.count, default=0, help="corpus sample seed and UMAP / t-SNE seed (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_project)
@@ -36,10 +35,10 @@ def register(subparsers) -> None:
     add_model_argument(n)
     n.add_argument("--text", required=True, help="the sentence")
     n.add_argument("--word", required=True, help="a word of the sentence (its first occurrence)")
-    n.add_argument("--layer", type=int, default=None, help="0 = embeddings ... L = last layer (default: last)")
+    n.add_argument("--layer", type=validation.count, default=None, help="0 = embeddings ... L = last layer (default: last)")
     n.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    n.add_argument("--k", type=int, default=10, help="how many neighbours (default 10)")
-    n.add_argument("--seed", type=int, default=0, help="corpus sample seed (default 0)")
+    n.add_argument("--k", type=validation.positive, default=10, help="how many neighbours (default 10)")
+    n.add_argument("--seed", type=validation.count, default=0, help="corpus sample seed (default 0)")
     n.add_argument("--quiet", action="store_true", help="no progress on stderr")
     n.add_argument("--json", action="store_true", help="print JSON instead of keyword-in-context lines")
     n.set_defaults(func=run_neighbours)
@@ -56,7 +55,7 @@ def run_project(args) -> int:
     result = explore(lm, examples, layer, args.method, args.pooling, explainer=explainer, seed=args.seed,
                      progress=stderr_progress(args))
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{len(result.ids)} examples of {result.corpus}, layer {layer}, {args.pooling} vectors, {args.method}")
     print("id\tx\ty\tlabel" + ("\tpredicted\tconfidence" if result.predictions else ""))
@@ -79,16 +78,15 @@ def run_neighbours(args) -> int:
     from core.models import load_model
     from core.vector_index import build_token_index, find_word, neighbours
 
-    if args.k < 1:
-        raise ValueError("--k must be at least 1")
+    corpus = corpora.resolve(args.corpus, args.seed)  # before the model: a bad spec or file costs no load
     lm = load_model(args.model)
     layer = lm.num_layers if args.layer is None else args.layer
-    corpus = corpora.resolve(args.corpus, args.seed)
-    index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
     encoding = encode(lm, args.text, attentions=False)
-    result = neighbours(index, encoding, find_word(encoding.words, args.word), layer, args.k)
+    position = find_word(encoding.words, args.word)  # a word not in the sentence is said before any index is built
+    index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
+    result = neighbours(index, encoding, position, layer, args.k)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json({**result.to_json(), "truncated": validation.truncation(encoding)}, args.out)
         return 0
     q = result.query
     print(f"'{q['word']}' (word {q['position']}) at layer {layer}: {q['mode']} search over {q['count']} "

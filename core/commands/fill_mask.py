@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 
-from core.masked import DEFAULT_TOP_K, fill_mask
+from core import validation
+from core.masked import DEFAULT_TOP_K, fill_mask, normalise_masks
 from core.models import load_model
 
 
@@ -19,8 +19,8 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=None, help="hub id, local folder or run name with an MLM head (default: BERTLENS_MODEL)")
     p.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The [MASK] raised rates."')
     p.add_argument("--text-b", default=None, help="an optional second sentence (a pair)")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"guesses per mask and layer (default {DEFAULT_TOP_K})")
-    p.add_argument("--layers", default="all",
+    p.add_argument("--top-k", type=validation.positive, default=DEFAULT_TOP_K, help=f"guesses per mask and layer (default {DEFAULT_TOP_K})")
+    p.add_argument("--layers", default="all", type=validation.layer_list,
                    help='"all" (default: 0 = embeddings .. L), "last", or a list such as 0,6,12 (L is always added)')
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_fill_mask)
@@ -30,7 +30,10 @@ def run_fill_mask(args) -> int:
     lm = load_model(args.model, masked_lm=True)
     result = fill_mask(lm, args.text, args.text_b, top_k=args.top_k, layers=args.layers)
     if args.json:
-        print(json.dumps(result.to_json()))
+        mask = lm.tokenizer.mask_token  # counted on the text as fill_mask reads it, every mask spelling made [MASK]
+        truncated = validation.input_truncation(lm, normalise_masks(args.text, mask),
+                                                normalise_masks(args.text_b, mask) if args.text_b else None)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print(" ".join(result.tokens))
     last = result.layers[-1]

@@ -4,12 +4,11 @@ list of them, one per model, when several are given."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import stderr_progress
 
 
@@ -18,8 +17,8 @@ def _common(p, corpus_default: str | None) -> None:
                    help="hub id, local folder or run name; repeat to compare (default: BERTLENS_MODEL)")
     if corpus_default:
         p.add_argument("--corpus", default=corpus_default, help=corpora.CLI_HELP + f"; default {corpus_default}")
-        p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--batch-size", type=int, default=16)
+        p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -36,7 +35,7 @@ def register(subparsers) -> None:
                                                    "QA-M pairs, and where absent aspects attend")
     _common(p, None)
     p.add_argument("--split", choices=("train", "test"), default="test")
-    p.add_argument("--limit", type=int, default=500, help="the first N reviews' pairs (default 500; 0 = all)")
+    p.add_argument("--limit", type=validation.count, default=500, help="the first N reviews' pairs (default 500; 0 = all)")
     p.set_defaults(func=run_aspects)
     p = subparsers.add_parser("head-map", help="Clark §6: heads embedded in 2-D by Jensen-Shannon distance (MDS)")
     _common(p, "snli:dev:100")
@@ -52,7 +51,7 @@ def _models(args) -> list:
 def _emit(args, results, table) -> int:
     if args.json:
         out = [r.to_json() for r in results]
-        print(json.dumps(out[0] if len(out) == 1 else out))
+        validation.dump_json(out[0] if len(out) == 1 else out, args.out)
     else:
         for r in results:
             table(r)

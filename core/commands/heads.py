@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument, stderr_progress
 from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
 from core.protocols import DEFAULT, describe
@@ -21,9 +20,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("heads", help="Clark statistics and Kovaleva pattern types of every head over a corpus")
     add_model_argument(p)
     p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
-    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -31,12 +30,12 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("ablate", help="accuracy of a fine-tuned run with each head / layer disabled")
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or its folder)")
-    p.add_argument("--limit", type=int, default=None, help="seeded subset of the run's evaluation set (default: all of it)")
+    p.add_argument("--limit", type=validation.positive, default=None, help="seeded subset of the run's evaluation set (default: all of it)")
     p.add_argument("--mode", choices=("uniform", "mask"), default="uniform",
                    help="uniform: the head's attention becomes 1/L (Kovaleva); mask: its output is zeroed")
     p.add_argument("--no-layers", action="store_true", help="skip the whole-layer conditions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--seed", type=validation.count, default=0)
+    p.add_argument("--batch-size", type=validation.positive, default=32)
     p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
@@ -46,9 +45,9 @@ def register(subparsers) -> None:
     p.add_argument("--a", required=True, help="first model (e.g. the pretrained base)")
     p.add_argument("--b", required=True, help="second model (e.g. the fine-tuned run)")
     p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
-    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_attention_change)
@@ -57,12 +56,12 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=None)
     p.add_argument("--corpus", "--treebank", dest="corpus", default="ud:dev:all",
                    help=corpora.CLI_HELP + "; it must have dependency trees (ud or .conllu); default ud:dev:all")
-    p.add_argument("--limit", type=int, default=None, help="the first N sentences of the corpus only")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--limit", type=validation.positive, default=None, help="the first N sentences of the corpus only")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--subtypes", action="store_true", default=None,
                    help="keep relation subtypes (nmod:poss) apart (always under --protocol clark)")
     p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_syntax_heads)
@@ -87,7 +86,7 @@ def run_heads(args) -> int:
     survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
                                   progress=stderr_progress(args)), corpus=args.corpus)
     if args.json:
-        print(json.dumps(survey.to_json()))
+        validation.dump_json(survey.to_json(), args.out)
         return 0
     print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
     print(describe(args.protocol))
@@ -112,7 +111,7 @@ def run_ablate(args) -> int:
                             batch_size=args.batch_size, progress=stderr_progress(args))
     result = replace(result, task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{clf.encoder.ref}: {result.n_examples} {sample.task} {sample.eval_split} examples, mode {result.mode}")
     print(f"intact accuracy {result.base_accuracy:.4f} (run's metrics.json: {sample.run_accuracy})")
@@ -132,7 +131,7 @@ def run_attention_change(args) -> int:
     change = attention_change(load_model(args.a), load_model(args.b), inputs, batch_size=args.batch_size,
                               progress=stderr_progress(args))
     if args.json:
-        print(json.dumps(change.to_json()))
+        validation.dump_json(change.to_json(), args.out)
         return 0
     print(f"{change.model_a} vs {change.model_b}: {change.n_examples} inputs from {args.corpus}")
     _grid("cosine of the flattened attention maps", change.cosine)
@@ -147,7 +146,7 @@ def run_syntax_heads(args) -> int:
                           subtypes=args.subtypes, protocol=args.protocol, progress=stderr_progress(args))
     result = replace(result, treebank=args.corpus)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
     print(describe(args.protocol))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument, stderr_progress
 
 
@@ -13,9 +12,9 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True)
     p.add_argument("--text-b", default=None, help="a second sentence (pair input)")
-    p.add_argument("--layer", type=int, required=True, help="0 = first transformer layer")
-    p.add_argument("--head", type=int, required=True)
-    p.add_argument("--query", type=int, required=True, help="token position of the query ([CLS] = 0)")
+    p.add_argument("--layer", type=validation.count, required=True, help="0 = first transformer layer")
+    p.add_argument("--head", type=validation.count, required=True)
+    p.add_argument("--query", type=validation.count, required=True, help="token position of the query ([CLS] = 0)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_neuron)
 
@@ -30,9 +29,9 @@ def register(subparsers) -> None:
                               help="share of raw vs norm-weighted attention to [CLS]/[SEP]/punctuation/other per layer")
     p.add_argument("--model", default=None)
     p.add_argument("--corpus", default="builtin", help=corpora.CLI_HELP + "; default builtin")
-    p.add_argument("--limit", type=int, default=200, help="the first N inputs of the corpus (default 200)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
+    p.add_argument("--seed", type=validation.count, default=0)
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run_shares)
 
@@ -41,9 +40,11 @@ def run_neuron(args) -> int:
     from core.inside_head import neuron_view
     from core.models import load_model
 
-    view = neuron_view(load_model(args.model), args.text, args.text_b, args.layer, args.head, args.query)
+    lm = load_model(args.model)
+    view = neuron_view(lm, args.text, args.text_b, args.layer, args.head, args.query)
     if args.json:
-        print(json.dumps(view.to_json()))
+        validation.dump_json({**view.to_json(), "truncated": validation.input_truncation(lm, args.text, args.text_b)},
+                             args.out)
         return 0
     print(f"layer {view.layer}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
     for j, token in enumerate(view.tokens):
@@ -55,9 +56,11 @@ def run_norms(args) -> int:
     from core.inside_head import attention_norms
     from core.models import load_model
 
-    result = attention_norms(load_model(args.model), args.text, args.text_b)
+    lm = load_model(args.model)
+    result = attention_norms(lm, args.text, args.text_b)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json({**result.to_json(), "truncated": validation.input_truncation(lm, args.text, args.text_b)},
+                             args.out)
         return 0
     print("per layer: mean ‖f(x)‖ of each token over heads")
     for layer, row in enumerate(result.value_norms.mean(axis=1)):
@@ -77,7 +80,7 @@ def run_shares(args) -> int:
     shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=stderr_progress(args)),
                      corpus=args.corpus)
     if args.json:
-        print(json.dumps(shares.to_json()))
+        validation.dump_json(shares.to_json(), args.out)
         return 0
     print(f"{lm.ref}: {shares.n_inputs} inputs from {args.corpus}; raw α / norm-weighted ‖α f(x)‖")
     print("layer\t" + "\t".join(f"{c:>15s}" for c in shares.categories))

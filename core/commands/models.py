@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import numpy as np
 
+from core import validation
 from core.commands import add_model_argument
 from core.encoding import encode
+from core.files import atomic_path
 from core.models import available_models, download, load_model
 
 
@@ -24,14 +26,14 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (optional)")
-    p.add_argument("--out", required=True, help="output .npz path")
+    p.add_argument("--out", required=True, type=validation.output_file, help="output .npz path")
     p.set_defaults(func=run_encode)
 
 
 def run_models(args) -> int:
     entries = available_models()
     if args.json:
-        print(json.dumps([e.__dict__ for e in entries], indent=2))
+        validation.dump_json([e.__dict__ for e in entries], args.out, indent=2)
     else:
         for e in entries:
             print(f"{e.name}\t{e.source}\t{e.path}")
@@ -46,17 +48,21 @@ def run_download(args) -> int:
 
 
 def run_encode(args) -> int:
+    # numpy's own rule for a name without the suffix, applied here because the temporary name has another suffix.
+    out = Path(args.out if args.out.endswith(".npz") else args.out + ".npz")
+    if out.is_dir():
+        raise ValueError(f"--out {out} is a folder; give a file name such as {out / 'encoding.npz'}")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: the folder {out.parent} does not exist")
     lm = load_model(args.model)
     item = (args.text, args.text_b) if args.text_b is not None else args.text
     enc = encode(lm, item)
-    np.savez_compressed(
-        args.out,
-        attentions=enc.attentions,
-        hidden_states=enc.hidden_states,
-        tokens=np.array(enc.tokens),
-        segment_ids=enc.segment_ids,
-        word_ids=enc.word_ids,
-    )
+    try:
+        with atomic_path(out) as tmp, open(tmp, "wb") as handle:
+            np.savez_compressed(handle, attentions=enc.attentions, hidden_states=enc.hidden_states,
+                                tokens=np.array(enc.tokens), segment_ids=enc.segment_ids, word_ids=enc.word_ids)
+    except OSError as err:
+        raise ValueError(f"cannot write {out}: {err.strerror or err}; nothing was written") from None
     note = f" (truncated: {enc.n_truncated} tokens dropped)" if enc.truncated else ""
-    print(f"{args.out}: {enc.n_tokens} tokens, attentions {enc.attentions.shape}{note}")
+    print(f"{out}: {enc.n_tokens} tokens, attentions {enc.attentions.shape}{note}")
     return 0

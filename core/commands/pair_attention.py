@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument, stderr_progress
 
 LABELS = ("equivalent", "not equivalent")
@@ -16,13 +15,13 @@ def register(subparsers) -> None:
                               "separate paraphrases from non-paraphrases most (the bertviz MRPC report)")
     add_model_argument(p)
     p.add_argument("--corpus", default="mrpc:test", help=corpora.CLI_HELP + "; default mrpc:test (labelled pairs)")
-    p.add_argument("--limit", type=int, default=200, help="the first N pairs of the corpus (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the corpus sample (default 0)")
+    p.add_argument("--limit", type=validation.positive, default=200, help="the first N pairs of the corpus (default 200)")
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
     p.add_argument("--words-only", action="store_true",
                    help="keys: the other sentence's word pieces only (default: bertviz's slices, which count the "
                    "final [SEP] in B and [CLS] and the middle [SEP] in A)")
-    p.add_argument("--top", type=int, default=10, help="how many of the most separating heads to list (default 10)")
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--top", type=validation.positive, default=10, help="how many of the most separating heads to list (default 10)")
+    p.add_argument("--batch-size", type=validation.positive, default=16)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--json", action="store_true",
                    help="print JSON: model, corpus, labels, words_only, n_pairs, directions, mean, auc, top_heads")
@@ -40,7 +39,7 @@ def run_pair_attention(args) -> int:
     if args.json:
         payload = result.to_json()
         payload["top_heads"] = result.top_heads(args.top)
-        print(json.dumps(payload))
+        validation.dump_json(payload, args.out)
         return 0
     n = result.n_pairs
     keys = "word pieces only" if args.words_only else "bertviz slices"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.commands import add_model_argument
 from core.encoding import encode
 from core.models import load_model
@@ -22,7 +21,7 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", action="append", default=[], help="a sentence; repeat for several")
     p.add_argument("--corpus", default=None, help="inputs from a corpus (after any --text): " + corpora.CLI_HELP)
-    p.add_argument("--limit", type=int, default=None, help="the first N inputs of --corpus only")
+    p.add_argument("--limit", type=validation.positive, default=None, help="the first N inputs of --corpus only")
     p.add_argument("--fit", choices=METHODS, default=None,
                    help="joint: one PCA over all layers (default; BERT Lens's choice, layers share axes); per-layer: "
                    "a new PCA per layer (VisBERT's choice); tsne")
@@ -31,32 +30,32 @@ def register(subparsers) -> None:
                    "(van Aken et al. 2019); refuses --background and any other --fit")
     p.add_argument("--background", default=None, metavar="SPEC",
                    help="fit PCA on this corpus instead (same specs as --corpus, e.g. builtin or snli:dev:100)")
-    p.add_argument("--background-size", type=int, default=100,
+    p.add_argument("--background-size", type=validation.positive, default=100,
                    help="the first N items of the background corpus (default 100)")
     p.add_argument("--drop-special", action="store_true", help="leave out [CLS], [SEP] ...")
     p.add_argument("--drop-punct", action="store_true", help="leave out punctuation pieces")
-    p.add_argument("--seed", type=int, default=0, help="t-SNE seed and corpus sample seed (default 0)")
+    p.add_argument("--seed", type=validation.count, default=0, help="t-SNE seed and corpus sample seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_pca)
 
 
 def run_pca(args) -> int:
     inputs = list(args.text)
-    if args.corpus:
+    if args.corpus is not None:  # "" is refused by resolve, not taken as no corpus
         inputs += corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     if not inputs:
         raise corpora.CorpusError("pca needs inputs: give --text SENTENCE (repeatable) and/or --corpus SPEC.")
+    background_sentences = (corpora.resolve(args.background, args.seed).take(args.background_size).sentences
+                            if args.background is not None else None)  # read before any model loads
     lm = load_model(args.model)
     keep = {"keep_special": not args.drop_special, "keep_punct": not args.drop_punct}
-    tokens = collect_tokens(encode(lm, inputs, attentions=False), **keep)
-    background = None
-    if args.background:
-        sentences = corpora.resolve(args.background, args.seed).take(args.background_size).sentences
-        background = background_vectors(lm, sentences, **keep)
+    encodings = encode(lm, inputs, attentions=False)
+    tokens = collect_tokens(encodings, **keep)
+    background = background_vectors(lm, background_sentences, **keep) if background_sentences is not None else None
     projection = layerwise_projection(tokens, args.fit, protocol=args.protocol, background=background, seed=args.seed)
     projection = replace(projection, model=lm.ref, background_name=args.background)
     if args.json:
-        print(json.dumps(projection.to_json()))
+        validation.dump_json({**projection.to_json(), "truncated": validation.truncation(encodings)}, args.out)
         return 0
     ratio = projection.explained_variance_ratio
     print(f"{len(projection.tokens)} tokens, {len(projection.layers)} layers (0 = embeddings), fit: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from core import jobs, studies
+from core import jobs, studies, validation
 from core.commands import stderr_progress
 
 
@@ -20,8 +20,8 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the studies with their model, data and expected cost")
     p.add_argument("--model", default=None, help="model to measure (default: the paper's model)")
     p.add_argument("--corpus", default=None, help="corpus spec (default: the study's stand-in for the paper's data)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=None, help="at most N items (default: the study's own size)")
+    p.add_argument("--seed", type=validation.count, default=0)
+    p.add_argument("--limit", type=validation.positive, default=None, help="at most N items (default: the study's own size)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a study-specific option (e.g. --set finetuned=RUN); VALUE is parsed as JSON when it can be")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -45,7 +45,7 @@ def run_reproduce(args) -> int:
     if args.list:
         listed = [study.to_json() for study in studies.all_studies()]
         if args.json:
-            print(json.dumps({"studies": listed}))
+            validation.dump_json({"studies": listed}, args.out)
         else:
             for s in listed:
                 print(f"{s['name']:<20} {s['model']:<22} {s['data']}  (CPU {s['cost_cpu']}; GPU {s['cost_gpu']})")
@@ -69,7 +69,7 @@ def run_reproduce(args) -> int:
         print(f"{study.name}: job {job.id}", file=sys.stderr)
     result = jobs.wait_in_foreground(job)
     if args.json:
-        print(json.dumps(result.to_json()))
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{study.title}\nmodel {result.model}, corpus {result.corpus}, protocol {result.protocol}: {result.verdict.upper()}")
     for note in result.notes:

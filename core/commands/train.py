@@ -8,38 +8,40 @@ import sys
 import time
 from pathlib import Path
 
+from core import validation
 from core.distributed import launched_world_size
+from core.files import write_text_atomic
 from core.training import Recipe, cancel, finetune, list_runs, submit
 from core.training.jobs import SignalStop
-from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_layer_set
+from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_layer_set
 
 
 def _common(p) -> None:
     p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2)")
     # --run-name: torchrun reads a bare --run after the script as an ambiguous abbreviation of its --run-path.
-    p.add_argument("--run", "--run-name", dest="run",
+    p.add_argument("--run", "--run-name", dest="run", type=validation.name_type(RUN_NAME, RUN_NAME_RULE),
                    help="run name: the folder under models_cache/runs and the model name afterwards")
-    p.add_argument("--train-limit", type=int, default=None, help="seeded subset of the training examples")
-    p.add_argument("--eval-limit", type=int, default=None, help="seeded subset of the evaluation examples")
+    p.add_argument("--train-limit", type=validation.positive, default=None, help="seeded subset of the training examples")
+    p.add_argument("--eval-limit", type=validation.positive, default=None, help="seeded subset of the evaluation examples")
     # No argparse defaults here: a paper protocol fixes these, so only values the user typed are checked against it.
-    p.add_argument("--epochs", type=int, default=None, help="default 2 (1 for contrastive); fixed by a paper protocol")
-    p.add_argument("--lr", type=float, default=None, help="default 5e-5 (3e-5 for contrastive); fixed by a paper protocol")
-    p.add_argument("--batch-size", type=int, default=None, help="default 32; fixed by a paper protocol")
-    p.add_argument("--max-length", type=int, default=None,
+    p.add_argument("--epochs", type=validation.positive, default=None, help="default 2 (1 for contrastive); fixed by a paper protocol")
+    p.add_argument("--lr", type=validation.positive_number, default=None, help="default 5e-5 (3e-5 for contrastive); fixed by a paper protocol")
+    p.add_argument("--batch-size", type=validation.positive, default=None, help="default 32; fixed by a paper protocol")
+    p.add_argument("--max-length", type=validation.positive, default=None,
                    help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
-    p.add_argument("--drop-last-layers", type=int, default=0, metavar="K", help="remove the top K encoder layers")
+    p.add_argument("--drop-last-layers", type=validation.count, default=0, metavar="K", help="remove the top K encoder layers")
     p.add_argument("--freeze-layers", default="", metavar="SET",
                    help="keep these encoder layers fixed: 0-based indices and ranges, e.g. 11 or 0-5,11 (counted "
                    "after --drop-last-layers; on a 12-layer BERT the slides' 'layer 12' is 11)")
-    p.add_argument("--freeze-lowest", type=int, default=0, metavar="N", help="keep the lowest N layers fixed")
+    p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help="keep the lowest N layers fixed")
     p.add_argument("--freeze-embeddings", action="store_true")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=validation.count, default=0)
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
-    p.add_argument("--gradient-accumulation", type=int, default=1, metavar="N",
+    p.add_argument("--threads", type=validation.positive, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--gradient-accumulation", type=validation.positive, default=1, metavar="N",
                    help="add up the gradients of N batches per optimizer step (effective batch = N x batch size)")
-    p.add_argument("--processes", type=int, default=None, metavar="N",
+    p.add_argument("--processes", type=validation.positive, default=None, metavar="N",
                    help="train on N processes (GPUs, or CPU processes): started through torchrun / accelerate "
                    "launch for you; under a launcher it defaults to the launcher's world size")
     p.add_argument("--recipe", default=None, help="a recipe.json (as saved in a run folder); replaces the options above")
@@ -64,7 +66,7 @@ def register(subparsers) -> None:
     _common(p)
     p.add_argument("--mode", default="unsup", choices=["unsup", "sup"])
     p.add_argument("--task", default="snli", help="snli, mrpc, drugs, absa or a file (text[, text_b, text_neg])")
-    p.add_argument("--temperature", type=float, default=None, help="default 0.05")
+    p.add_argument("--temperature", type=validation.positive_number, default=None, help="default 0.05")
     p.add_argument("--pooling", default=None, choices=["cls", "mean"], help="default cls")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "gao"],
                    help="gao: unsupervised SimCSE as Gao et al. (dense+tanh MLP over [CLS] in training only, lr 3e-5, "
@@ -88,7 +90,7 @@ DEFAULTS = {"classify": {"epochs": 2, "lr": 5e-5, "batch_size": 32, "max_length"
 
 def recipe_from_args(args) -> Recipe:
     if args.recipe:
-        return Recipe.from_dict(json.loads(Path(args.recipe).read_text()))
+        return Recipe.from_dict(json.loads(Path(args.recipe).read_text(encoding="utf-8")), where=args.recipe)
     if not args.model or not args.run or not args.task:
         raise ValueError("--model, --task and --run are required (or --recipe FILE)")
     contrastive = args.objective is None
@@ -140,7 +142,7 @@ def run_finetune(args) -> int:
         from core.training.runs import RECIPE, WORKER_PID, RunFolder
 
         folder = RunFolder.create(recipe)
-        (folder.path / WORKER_PID).write_text(str(os.getpid()))
+        write_text_atomic(folder.path / WORKER_PID, str(os.getpid()))
         metrics = launch_ranks(recipe, str(folder.path / RECIPE), progress, stop)
     else:
         metrics = finetune(recipe, progress=progress, should_stop=stop)
@@ -148,7 +150,7 @@ def run_finetune(args) -> int:
         print(f"warning: asked for {recipe.processes} processes, ran on {metrics.get('world_size', 1)} "
               "(world_size in metrics.json)", file=sys.stderr)
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        validation.dump_json(metrics, args.out, indent=2)
     elif metrics.get("accuracy") is not None:
         print(
             f"{recipe.run_name}: accuracy {metrics['accuracy']:.4f} (majority {metrics['majority_accuracy']:.4f}) on "
@@ -174,17 +176,17 @@ def _describe(run) -> str:
         acc = m.get("accuracy")
         return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
     if run.state in ("failed", "cancelled"):
-        return (run.error or "") + ("\n    " + run.log_tail.replace("\n", "\n    ") if run.state == "failed" else "")
+        return run.error_line  # the whole traceback stays in the run folder's traceback.txt
     return "waiting for the run before it"
 
 
 def run_list(args) -> int:
     runs = list_runs()
     if args.json:
-        print(json.dumps([{"name": r.name, "state": r.state, "folder": r.folder, "recipe": r.recipe,
-                           "status": {k: v for k, v in r.status.items() if k != "losses"},
-                           "metrics": {k: v for k, v in (r.metrics or {}).items() if k != "loss_curve"} or None,
-                           "log_tail": r.log_tail} for r in runs], indent=2))
+        validation.dump_json([{"name": r.name, "state": r.state, "folder": r.folder, "recipe": r.recipe,
+                               "status": {k: v for k, v in r.status.items() if k != "losses"},
+                               "metrics": {k: v for k, v in (r.metrics or {}).items() if k != "loss_curve"} or None,
+                               "log_tail": r.log_tail} for r in runs], args.out, indent=2)
         return 0
     if not runs:
         print("no runs yet; start one with: python -m core finetune --model M --task snli --run NAME")

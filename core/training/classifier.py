@@ -68,6 +68,8 @@ class Classifier(nn.Module):
 
 
 def save_classifier(classifier: Classifier, tokenizer, folder: Path, labels: tuple[str, ...], extra: dict | None = None) -> None:
+    """Written straight into `folder`, the run's temporary .NAME.partial folder: the run appears only when that
+    whole folder is renamed (runs.RunFolder.finish), so no file here needs a temporary name of its own."""
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)

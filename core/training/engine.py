@@ -71,8 +71,9 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
         folder.end("cancelled", "cancelled by the user")
         raise
     except BaseException as err:
-        folder.log(traceback.format_exc())
-        folder.end("failed", f"{type(err).__name__}: {err}")
+        details = traceback.format_exc()
+        folder.log(details)  # the page's log view shows it; listings show the error's one line
+        folder.end("failed", f"{type(err).__name__}: {err}", details)
         raise
 
 
@@ -96,7 +97,7 @@ class _OtherRankFolder:
     def finish(self, metrics: dict):
         return self.path
 
-    def end(self, state: str, error: str):
+    def end(self, state: str, error: str, traceback_text: str | None = None):
         return self.path
 
 
@@ -417,12 +418,7 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     seed_everything(recipe.seed)
     device = _device(recipe)
     folder.write_status(phase="loading data")
-    data = tasks.load_task(
-        recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed,
-        source=recipe.data_source, eval_split=recipe.eval_split,
-    )
-    if not data.eval:
-        raise tasks.TaskError(f"Task '{recipe.task}' has no evaluation examples.")
+    data = tasks.classification_data(recipe)
     folder.log(f"data: {len(data.train)} train, {len(data.eval)} eval ({data.eval_split}, {data.source}); labels {data.labels}")
     folder.write_status(phase="loading model")
     lm, encoder, layers = _prepare_encoder(recipe, device)
@@ -573,12 +569,9 @@ def _evaluate_contrastive(encoder, tokenizer, data: tasks.ContrastiveData, recip
 def _train_contrastive(recipe: Recipe, folder: RunFolder, progress, stop) -> dict:
     seed_everything(recipe.seed)
     device = _device(recipe)
-    mode = recipe.objective.split("-", 1)[1]
     folder.write_status(phase="loading data")
-    data = tasks.load_contrastive(
-        recipe.task, mode, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source
-    )
-    folder.log(f"data: {len(data.train)} training items ({mode}), {len(data.eval_pairs)} eval pairs, {data.source}")
+    data = tasks.contrastive_data(recipe)
+    folder.log(f"data: {len(data.train)} training items ({data.mode}), {len(data.eval_pairs)} eval pairs, {data.source}")
     folder.write_status(phase="loading model")
     lm, encoder, layers = _prepare_encoder(recipe, device)
     tokenizer = lm.tokenizer

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core import jobs, settings
+from core.files import write_text_atomic
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.training import runs
 from core.training.recipe import Recipe
@@ -40,8 +41,8 @@ def submit(recipe: Recipe) -> runs.RunInfo:
     folder = runs.RunFolder.create(recipe)
     job = jobs.submit("training", {"run": recipe.run_name}, functools.partial(train_recipe_file, str(folder.path / runs.RECIPE)),
                       unit="examples", process=True)
-    (folder.path / runs.WORKER_PID).write_text(str(job.popen.pid))
-    (folder.path / runs.JOB_ID).write_text(job.id)
+    write_text_atomic(folder.path / runs.WORKER_PID, str(job.popen.pid))
+    write_text_atomic(folder.path / runs.JOB_ID, job.id)
     return runs.get_run(recipe.run_name)
 
 

@@ -6,11 +6,15 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from core.validation import check_fields, whole_match
+
 OBJECTIVES = ("classify", "simcse-unsup", "simcse-sup")
 HEADS = ("linear", "mlp")
 POOLINGS = ("cls", "mean")
 SCHEDULES = ("none", "linear")  # constant learning rate, or linear decay to 0 over all steps (no warm-up)
-RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")  # matched whole (validation.whole_match)
+RUN_NAME_RULE = ("it must start with a letter or digit and use only letters, digits, '_', '-' and '.' "
+                 "(at most 80 characters)")
 
 # Which protocols (core.protocols) a recipe of each objective may follow.
 PROTOCOLS = {"classify": ("bertlens", "slides"), "simcse-unsup": ("bertlens", "gao"), "simcse-sup": ("bertlens",)}
@@ -113,6 +117,7 @@ class Recipe:
     processes: int = 1  # ranks to train on (GPUs, or CPU processes); >1 runs under torchrun / accelerate launch
 
     def __post_init__(self) -> None:
+        check_fields(Recipe, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "recipe")
         problems = []
         # A recipe read back from recipe.json carries a list; keep the value hashable and in one order.
         try:
@@ -121,11 +126,8 @@ class Recipe:
             problems.append(f"frozen_layers {self.frozen_layers!r} must be layer indices (0-based integers)")
         if any(i < 0 for i in self.frozen_layers):
             problems.append("frozen_layers are 0-based layer indices and cannot be negative")
-        if not RUN_NAME.match(self.run_name or ""):
-            problems.append(
-                f"run name {self.run_name!r} must start with a letter or digit and use only letters, digits, "
-                "'_', '-' and '.' (at most 80 characters)"
-            )
+        if not whole_match(RUN_NAME, self.run_name):
+            problems.append(f"run name {self.run_name!r}: {RUN_NAME_RULE}")
         if self.objective not in OBJECTIVES:
             problems.append(f"objective {self.objective!r} is not one of {', '.join(OBJECTIVES)}")
         if self.head not in HEADS:
@@ -168,7 +170,9 @@ class Recipe:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Recipe":
+    def from_dict(cls, values: dict, where: str = "recipe") -> "Recipe":
+        """A Recipe from parsed recipe.json; ValueError naming `where` and the first field of the wrong type."""
+        check_fields(cls, values, where)
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 

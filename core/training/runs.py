@@ -4,7 +4,11 @@
                                 available_models() skips dotted names)
     runs_dir()/NAME/            finished: the checkpoint, metrics.json, recipe.json, status.json, train.log
     runs_dir()/.NAME.cancelled/ stopped by the user, and .NAME.failed/ crashed: recipe, status with the
-                                error, log; weights are deleted so nothing there looks like a model
+                                error, log (and traceback.txt); weights are deleted so nothing there looks like a model
+
+A run folder is created only for a recipe whose data file reads (tasks.check_user_file), so a broken file leaves
+no folder. A .NAME.partial folder is never listed as done, whatever its status.json says: a worker killed
+between writing "done" and the rename leaves exactly that.
 
 status.json holds {state, phase, step, total_steps, epoch, epochs, loss, examples_per_second,
 eta_seconds, elapsed_seconds, pid, queued_at, started_at, updated_at, losses: [[step, loss], ...], error}.
@@ -14,20 +18,21 @@ A queued/running folder whose process is gone (killed, machine restarted) is set
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from core import settings
-from core.files import read_json, write_json_atomic
-from core.jobs import pid_alive
+from core.files import finish_rename, pid_alive, read_json, write_json_atomic, write_text_atomic
 from core.training.recipe import Recipe
 
 ACTIVE_STATES = ("queued", "running")
 ENDED_STATES = ("cancelled", "failed")
 STATES = ACTIVE_STATES + ("done",) + ENDED_STATES
 STATUS, RECIPE, METRICS, LOG, CANCEL_FLAG = "status.json", "recipe.json", "metrics.json", "train.log", "cancel"
+TRACEBACK = "traceback.txt"  # a failed run's full traceback; listings show the error's one line
 # Written by the launcher, not status.json: two processes merging into one file could lose each other's fields.
 WORKER_PID = "worker.pid"
 JOB_ID = "job.id"  # the core.jobs job training this run, when a launcher started one
@@ -87,12 +92,17 @@ class RunFolder:
 
     @classmethod
     def create(cls, recipe: Recipe) -> "RunFolder":
+        """The queued folder of a new run. Raises RunExists, or a TaskError for an unreadable data file, before
+        anything is written."""
+        from core.training.tasks import check_user_file
+
         name = recipe.run_name
         settle_dead_runs()
         if final_dir(name).exists():
             raise RunExists(f"A run named '{name}' already exists in {settings.runs_dir()}; pick another name or delete it.")
         if partial_dir(name).exists():
             raise RunExists(f"A run named '{name}' is already queued or running; pick another name or cancel it.")
+        check_user_file(recipe)
         folder = cls(name)
         folder.path.mkdir(parents=True)
         write_json_atomic(folder.path / RECIPE, recipe.to_dict())
@@ -132,12 +142,14 @@ class RunFolder:
         write_json_atomic(self.path / METRICS, metrics)
         self.write_status(state="done", phase="done", eta_seconds=0.0, finished_at=time.time())
         target = final_dir(self.name)
-        os.rename(self.path, target)  # fails rather than overwrite if the name got taken meanwhile
+        finish_rename(self.path, target, replace=False)  # fails rather than overwrite if the name got taken meanwhile
         self.path = target
         return target
 
-    def end(self, state: str, error: str) -> Path:
-        """Cancelled or failed: keep recipe, status and log; delete weights; move to .NAME.<state>."""
+    def end(self, state: str, error: str, traceback_text: str | None = None) -> Path:
+        """Cancelled or failed: keep recipe, status, log (and the traceback); delete weights; move to .NAME.<state>."""
+        if traceback_text:
+            write_text_atomic(self.path / TRACEBACK, traceback_text)
         self.write_status(state=state, phase=state, error=error, finished_at=time.time())
         for weights in self.path.glob("*.safetensors"):
             weights.unlink()
@@ -169,9 +181,19 @@ class RunInfo:
     def error(self) -> str | None:
         return self.status.get("error")
 
+    @property
+    def error_line(self) -> str:
+        """The error on one line, for listings (traceback.txt in the folder has all of it)."""
+        return one_line(self.error or "")
+
     def progress_fraction(self) -> float:
         total = self.status.get("total_steps") or 0
         return min(1.0, (self.status.get("step") or 0) / total) if total else 0.0
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def log_tail(folder: Path, lines: int = 20) -> str:
@@ -189,9 +211,11 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
         state = "done"
     elif fallback_state in ENDED_STATES:
         state = fallback_state
-    elif state in ACTIVE_STATES and process_gone(status, folder):
-        # Reported, not written: the next run created (or a delete) settles the folder as failed.
+    elif process_gone(status, folder):
+        # Reported, not written: the next start, run created or delete settles the folder as failed.
         state, status = "failed", {**status, "state": "failed", "error": DEAD_RUN_ERROR}
+    elif state not in ACTIVE_STATES:
+        state = "running"  # "done" written, the rename to NAME still to come: not a model yet
     return RunInfo(
         name=name,
         state=state,
@@ -204,13 +228,14 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
 
 
 def settle_dead_runs() -> None:
-    """Queued/running folders whose process died (kill -9, power cut) become failed runs."""
+    """Temporary run folders whose process died (kill -9, power cut), even one that had written "done" but not yet
+    renamed, become failed runs without weights."""
     root = settings.runs_dir()
     if not root.is_dir():
         return
     for folder in root.glob(".*.partial"):
         status = read_json(folder / STATUS) or {}
-        if status.get("state") in ACTIVE_STATES and process_gone(status, folder):
+        if process_gone(status, folder):
             run = RunFolder(folder.name[1 : -len(".partial")])
             try:
                 run.end("failed", DEAD_RUN_ERROR)

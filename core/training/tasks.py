@@ -295,7 +295,8 @@ def read_user_rows(path: Path) -> list[dict]:
                 )
             rows.append({**row, LINE_KEY: reader.line_num})
     except csv.Error as err:
-        raise TaskError(f"{path.name}, line {reader.line_num}: unreadable CSV ({err}).") from err
+        # reader.reader: DictReader.line_num is only updated after a row succeeds, so it names the line before.
+        raise TaskError(f"{path.name}, line {reader.reader.line_num}: unreadable CSV ({err}).") from err
     return rows
 
 
@@ -382,6 +383,26 @@ def read_user_task(path: Path, seed: int = 0) -> tuple[list[Example], list[Examp
         raise TaskError(f"{name}: only {len(train)} training row(s); add more labelled examples.")
     return train, evaluation, split_name, labels
 
+
+
+def classification_data(recipe) -> TaskData:
+    """The classification data a Recipe trains on (with an evaluation split, or a TaskError)."""
+    data = load_task(recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed,
+                     source=recipe.data_source, eval_split=recipe.eval_split)
+    if not data.eval:
+        raise TaskError(f"Task '{recipe.task}' has no evaluation examples.")
+    return data
+
+
+def check_user_file(recipe) -> None:
+    """Read a user task file as training will, raising its TaskError now: called before a run folder exists, so a
+    broken file leaves nothing behind. Built-in tasks are read when training starts (they are ours, and big)."""
+    if not is_user_file(recipe.task):
+        return
+    if recipe.is_contrastive:
+        contrastive_data(recipe)
+    else:
+        classification_data(recipe)
 
 # ---- contrastive data ---------------------------------------------------------------------------------
 
@@ -490,3 +511,9 @@ def _user_contrastive(path: Path, mode: str, train_limit, eval_limit, seed) -> C
         str(path), mode, tuple(local_data.seeded_subset(train, train_limit, seed)),
         tuple(pairs[:eval_limit]) if len(pairs) > 1 else (), tuple(sentences[:eval_limit]), "file",
     )
+
+
+def contrastive_data(recipe) -> ContrastiveData:
+    """The SimCSE data a contrastive Recipe trains on."""
+    return load_contrastive(recipe.task, recipe.objective.split("-", 1)[1], train_limit=recipe.train_limit,
+                            eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source)

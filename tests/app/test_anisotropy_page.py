@@ -144,3 +144,20 @@ def test_examples_fill_the_form_and_a_smaller_corpus_keeps_the_limit_valid(minil
     assert not at.exception
     assert at.number_input(key="anisotropy.limit").value == 3
     assert any("3 sentences" in c.value for c in at.caption)
+
+
+def test_offline_a_model_that_needs_a_download_is_said_once_without_press_run(make_app, minilm_dir, monkeypatch):
+    """Before: Run was offered for bert-base-uncased offline, and its load error appeared beside "Press Run…"."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = make_app("bert-base-uncased")
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert [w.value for w in at.warning if "needs a download" in w.value]
+    assert not any("Press **Run**" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "anisotropy.run"]
+    box = at.multiselect(key="anisotropy.models")
+    assert "bert-base-uncased" in box.value
+    assert box.format_func("bert-base-uncased") == "bert-base-uncased (cannot load now)"
+    box.set_value(["bert-base-uncased", "all-MiniLM-L6-v2"]).run()  # the local one still runs beside it
+    assert not at.exception
+    assert at.button(key="anisotropy.run").label == "Run on 1 model"

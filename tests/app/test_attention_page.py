@@ -20,7 +20,8 @@ def test_home_shows_model_facts(minilm_dir, make_app):
 def test_home_unavailable_model_warns_and_app_keeps_working(make_app):
     at = make_app("no-such-org/no-such-model").run()
     assert not at.exception
-    assert "unreachable" in at.warning[0].value
+    assert "unreachable" in at.sidebar.error[0].value  # said under the model box, on every page
+    assert any("the sidebar says why" in i.value for i in at.main.info)
     assert at.sidebar.text_area  # the sidebar is still there to pick another model
 
 
@@ -71,10 +72,15 @@ def test_attention_pair_filter_and_hidden_specials(minilm_dir, make_app, chart_r
 
 
 def test_truncation_is_announced(minilm_dir, make_app):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
+    dropped = len(tokenizer("word " * 600, truncation=False)["input_ids"]) - 512
     at = make_app(str(minilm_dir), "word " * 600)
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception
-    assert "cut off" in at.warning[0].value
+    assert at.warning[0].value == (f"The input is longer than the model reads (512 tokens): {dropped} word pieces at "
+                                   "its end were cut off and are not part of this view.")
 
 
 def test_model_view_lists_every_head(minilm_dir, make_app, chart_rows):

@@ -63,3 +63,23 @@ def test_faithfulness_job_on_pasted_sentences_matches_core(make_app, tmp_path):
     np.testing.assert_allclose(shown.comprehensiveness, expected.comprehensiveness, atol=1e-5)
     np.testing.assert_allclose(shown.sufficiency, expected.sufficiency, atol=1e-5)
     assert at.dataframe, "the faithfulness table is not shown"
+
+
+def test_long_input_is_cut_with_a_warning(make_app, tiny_bert_dir):
+    """Issue 32: the page said nothing when a long text was cut to the model's 64 positions."""
+    from transformers import AutoTokenizer
+
+    long_text = " ".join(["the cat sat on the mat ."] * 20)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    dropped = len(tokenizer(long_text, truncation=False)["input_ids"]) - tokenizer.model_max_length
+    at = make_app(str(tiny_bert_dir), long_text)
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut off and "
+        "are not part of this view."]
+    at = make_app(str(tiny_bert_dir), "the cat sat")
+    at.switch_page(PAGE)
+    at.run()
+    assert not [w for w in at.warning if "cut off" in w.value]

@@ -89,3 +89,17 @@ def test_nearest_contexts_tab_lists_brute_force_neighbours(tiny_bert_dir, make_a
         sims += list(vecs @ query / (np.linalg.norm(vecs, axis=1) * np.linalg.norm(query)))
     top = np.sort(np.array(sims))[::-1][:10]
     np.testing.assert_allclose(table["similarity"].to_numpy(), top, atol=5e-3)
+
+
+def test_nearest_contexts_of_a_long_sentence_warn_that_it_was_cut(tiny_bert_dir, make_app):
+    """Issue 32: the nearest-contexts tab read a cut sentence silently (the tiny model reads 64 positions)."""
+    from transformers import AutoTokenizer
+
+    long_text = " ".join(["the cat sat on the bank of the river ."] * 10)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    dropped = len(tokenizer(long_text, truncation=False)["input_ids"]) - tokenizer.model_max_length
+    at = make_app(str(tiny_bert_dir), long_text).switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert dropped > 0 and [w.value for w in at.warning if "cut off" in w.value] == [
+        f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut off and "
+        "are not part of this view."]

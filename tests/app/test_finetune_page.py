@@ -43,7 +43,7 @@ def page(make_app, tiny_bert_dir):
 
 def test_page_without_runs_offers_the_form(page, monkeypatch):
     # No real worker: the "process" is this test's own (alive) pid, so the runs stay queued.
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert not at.exception
@@ -94,7 +94,7 @@ def test_page_compares_finished_runs_and_predicts(page, two_runs):
 def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, two_runs, monkeypatch):
     launched = []
     # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
     at = page()
     at.text_input(key="finetune.run_name").input("tiny-all")
@@ -115,7 +115,7 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
 
 
 def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert at.toggle(key="finetune.paper_protocol").value is False
@@ -138,7 +138,7 @@ def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page
 
 
 def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.toggle(key="finetune.paper_protocol").set_value(True).run()
@@ -155,7 +155,7 @@ def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkey
 
 
 def test_form_freezes_a_zero_based_layer_set(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.text_input(key="finetune.run_name").input("frozen-run")
@@ -186,7 +186,7 @@ def test_drug_rating_task_is_offered_with_what_differs(page):
 
 def test_processes_field_defaults_to_one_on_cpu_and_goes_into_the_recipe(page, monkeypatch):
     launched = []
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
     monkeypatch.setattr("app_pages.finetune.visible_gpus", lambda: 0)
     at = page()

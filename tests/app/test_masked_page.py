@@ -87,5 +87,27 @@ def test_a_model_without_an_mlm_head_says_so_and_offers_one(minilm_dir, make_app
     assert not at.exception
     assert "no masked-word (MLM) head" in at.warning[0].value
     assert not at.get("vega_lite_chart")
-    offer = at.button(key="masked.use_suggestion")
+    offer = at.button(key="masked.use.bert-base-uncased")
     assert offer.label == "Use bert-base-uncased"
+
+
+def test_offers_that_cannot_load_are_disabled_with_why_and_local_heads_are_offered(minilm_dir, mlm_dir, isolated_cache,
+                                                                                   make_app, monkeypatch):
+    """Before: "Use bert-base-uncased" was offered offline and led to a ModelUnavailable error; the message came
+    only after a sentence was typed."""
+    import shutil
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    shutil.copytree(mlm_dir, isolated_cache / "runs" / "tiny-mlm")
+    at = make_app(str(minilm_dir))  # no sentence typed yet
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert "no masked-word (MLM) head" in at.warning[0].value
+    public = at.button(key="masked.use.bert-base-uncased")
+    assert public.disabled and "needs a download" in public.help
+    assert any("needs a download" in c.value for c in at.caption)
+    local = at.button(key="masked.use.tiny-mlm")
+    assert not local.disabled
+    local.click().run()
+    assert not at.exception and at.session_state["model"] == "tiny-mlm"
+    assert "[MASK]" in at.info[0].value  # the tiny model has a head: the page now asks for a sentence

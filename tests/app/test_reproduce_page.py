@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from core import jobs
+from core import jobs, studies
 from tests import fake_study
 
 
@@ -47,8 +47,9 @@ def test_run_shows_paper_beside_measured_and_the_verdict(make_app, monkeypatch, 
     assert {r["key"] for r in bars} == set(fake_study.PAPER_TABLE)
 
 
-def test_another_model_is_shape_only(make_app, monkeypatch):
-    at = _open(make_app, monkeypatch, model="my-minilm", **{"reproduce.fake.model": "my-minilm"})
+def test_another_model_is_shape_only(make_app, monkeypatch, minilm_dir):
+    at = _open(make_app, monkeypatch, model="all-MiniLM-L6-v2", **{"reproduce.fake.model": "all-MiniLM-L6-v2"})
+    assert any("Different model: shape only" in i.value for i in at.info)  # said before Run
     at = _run(at)
     assert any("Different model: shape only" in i.value for i in at.info)
     assert any("shape correlation r = 1.00" in c.value for c in at.caption)
@@ -79,3 +80,24 @@ def test_cancel_keeps_nothing(make_app, monkeypatch):
     at.run()
     assert any("Cancelled" in w.value for w in at.warning)
     assert not at.get("vega_lite_chart")
+
+
+def test_offline_the_paper_model_gives_way_to_a_local_one_said_shape_only_before_run(make_app, monkeypatch, minilm_dir):
+    """Before: every study defaulted to its paper model, which offline failed at Run with "ModelUnavailable: …"."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = make_app("all-MiniLM-L6-v2")
+    at.switch_page("app_pages/reproduce.py").run()
+    assert not at.exception, at.exception
+    study = at.selectbox(key="reproduce.study").value
+    paper_model = studies.get(study).model
+    box = at.selectbox(key=f"reproduce.{study}.model")
+    assert box.value == "all-MiniLM-L6-v2"
+    assert f"{paper_model} (cannot load now)" in box.options
+    assert any("Different model: shape only" in i.value for i in at.info)
+    assert not at.button(key=f"reproduce.{study}.run").disabled
+    box.set_value(paper_model).run()  # chosen anyway: Run is disabled and the page says why
+    assert not at.exception
+    assert any("needs a download" in w.value for w in at.warning)
+    assert at.button(key=f"reproduce.{study}.run").disabled
+    assert not any("Press **Run the study**" in i.value for i in at.info)  # the warning is the next step
+    assert not any("ModelUnavailable" in e.value for e in [*at.warning, *at.error, *at.info])

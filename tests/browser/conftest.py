@@ -51,16 +51,18 @@ def _free_port() -> int:
 
 
 class StreamlitServer:
-    """A fresh `streamlit run app.py` on localhost; stopped by .stop()."""
+    """A fresh `streamlit run app.py` on localhost; stopped by .stop(). `config_only`: no settings on the command
+    line but the port, so the server runs with .streamlit/config.toml alone (the settings test checks that file)."""
 
-    def __init__(self, model: str, cache: Path):
+    def __init__(self, model: str, cache: Path, *, config_only: bool = False):
         self.port = _free_port()
         self.url = f"http://localhost:{self.port}"
         env = dict(os.environ, BERTLENS_MODEL=model, BERTLENS_CACHE=str(cache), PYTHONUNBUFFERED="1")
         self.log = cache / "streamlit.log"
+        flags = [] if config_only else ["--server.address", "localhost", "--server.headless", "true",
+                                        "--browser.gatherUsageStats", "false"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-             "--server.address", "localhost", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port), *flags],
             cwd=REPO, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
         )
         deadline = time.time() + 90

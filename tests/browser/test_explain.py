@@ -19,3 +19,15 @@ def test_explain_page_draws(page, app_server, app_url, tmp_path):
     main = page.locator('[data-testid="stMain"]')
     assert main.get_by_text("Completeness gap").count() >= 1
     screenshot(page, "explain")
+
+
+def test_long_input_is_cut_with_a_warning(page, app_server, app_url, tmp_path):
+    """Issue 32: a text longer than the model reads is explained up to the cut, and the page says so."""
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    long_text = " ".join(["the cat sat on the mat"] * 20)
+    page.goto(f"{app_url}/explain?model={quote(str(folder))}&a={quote(long_text)}")
+    wait_for_app(page)
+    page.wait_for_selector(CHART)
+    assert_no_streamlit_exception(page)
+    page.locator('[data-testid="stMain"]').get_by_text("word pieces at its end were cut off").wait_for()
+    screenshot(page, "explain_long_input_cut")

@@ -61,7 +61,11 @@ def test_tree_commands_refuse_a_corpus_without_trees(tiny_bert_dir, capsys):
 def test_unknown_corpus_is_a_clear_error(capsys):
     assert main(["heads", "--corpus", "nosuch", "--quiet"]) == 2
     err = capsys.readouterr().err
-    assert "Unknown corpus 'nosuch'" in err and "snli[:SPLIT[:N]]" in err
+    # One line (core.__main__.one_line); the corpus grammar is in the --help it points to.
+    assert err.count("\n") == 1 and "Unknown corpus 'nosuch'" in err and "python -m core heads --help" in err
+    with pytest.raises(SystemExit):
+        main(["heads", "--help"])
+    assert "snli[:SPLIT[:N]]" in capsys.readouterr().out
 
 
 def test_minilm_heads_on_snli(minilm_dir, capsys):

@@ -226,10 +226,11 @@ def test_cli_explain_json_keys(seqcls, capsys):
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--text-b", "a dog",
                  "--method", "ig", "--steps", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "completeness_gap"}
+    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "completeness_gap",
+                        "truncated"}
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--method", "rollout", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix"}
+    assert set(out) == {"tokens", "words", "predicted", "target", "token_scores", "word_scores", "matrix", "truncated"}
     assert np.array(out["matrix"]).shape == (5, 5)
     assert main(["explain", "--model", seqcls.lm.path, "--text", "the cat", "--target", "nope", "--method", "ig"]) == 2
 

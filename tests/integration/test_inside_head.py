@@ -210,10 +210,11 @@ def test_cli_contracts(tiny_bert_dir):
     run = lambda *a: subprocess.run([sys.executable, "-m", "core", *a], capture_output=True, text=True, check=True)  # noqa: E731
     out = json.loads(run("neuron", "--model", str(tiny_bert_dir), "--text", TEXT, "--text-b", TEXT_B, "--layer", "1",
                          "--head", "2", "--query", "3", "--json").stdout)
-    assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention"]
+    assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention", "truncated"]
+    assert out["truncated"] == {"tokens_dropped": 0}  # issue 32: what a long input lost
     t = len(out["tokens"])
     assert len(out["query"]) == 8 and np.shape(out["keys"]) == (t, 8) and np.shape(out["products"]) == (t, 8)
     assert len(out["scores"]) == len(out["attention"]) == t and abs(sum(out["attention"]) - 1) < 1e-5
     norms = json.loads(run("attention-norms", "--model", str(tiny_bert_dir), "--text", TEXT, "--json").stdout)
-    assert list(norms) == ["tokens", "norms"]
+    assert list(norms) == ["tokens", "norms", "truncated"]
     assert np.shape(norms["norms"]) == (2, 4, len(norms["tokens"]), len(norms["tokens"]))

@@ -52,7 +52,7 @@ def test_warm_up_loads_the_default_model_into_the_store_sessions_read(fresh_laun
     assert lm.model.config.num_hidden_layers == 2
 
 
-def test_warm_up_downloads_nothing(fresh_launch, monkeypatch):
+def test_warm_up_downloads_nothing(fresh_launch, monkeypatch, tmp_path):
     """A default model that is only a hub id is not fetched at launch (offline machines, slow links)."""
     import core.models
 
@@ -61,9 +61,22 @@ def test_warm_up_downloads_nothing(fresh_launch, monkeypatch):
 
     monkeypatch.setattr(core.models, "download", no_download)
     monkeypatch.setenv("BERTLENS_MODEL", "someone/not-downloaded-bert")
+    monkeypatch.setenv("BERTLENS_DATA", str(tmp_path))  # no local model to open on instead
     launch.warm_up()
     assert common._model_store().keys() == []
     assert launch._imports_done.is_set() and "model_s" not in launch.timings
+
+
+def test_warm_up_loads_the_local_model_a_first_run_offline_opens_on(fresh_launch, monkeypatch, tmp_path):
+    """The default needs a download and the hub is unreachable: sessions open on the local model, so warm that."""
+    import shutil
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("BERTLENS_MODEL", "someone/not-downloaded-bert")
+    monkeypatch.setenv("BERTLENS_DATA", str(tmp_path))
+    shutil.copytree(fresh_launch, tmp_path / "models" / "tiny")
+    launch.warm_up()
+    assert [key[0] for key in common._model_store().keys()] == ["tiny"]
 
 
 def test_warm_up_leaves_the_forward_pass_to_a_session_that_has_started(fresh_launch):

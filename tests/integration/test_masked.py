@@ -152,7 +152,8 @@ def test_cli_prints_exactly_the_contract(mlm_dir, capsys):
     assert main(["fill-mask", "--model", str(mlm_dir), "--text", "the [MASK] sat on the [MASK] .", "--top-k", "3",
                  "--layers", "0,2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"tokens", "masks"}
+    assert set(out) == {"tokens", "masks", "truncated"}  # issue 32: every JSON that encodes user text says what was cut
+    assert out["truncated"] == {"tokens_dropped": 0}
     assert out["tokens"][:3] == ["[CLS]", "the", "[MASK]"]
     assert [m["position"] for m in out["masks"]] == [2, 6]
     probs, _, ids, _ = reference(mlm_dir, "the [MASK] sat on the [MASK] .")

@@ -18,14 +18,17 @@ from tests.unit import job_work
 
 def test_thread_job_reports_progress_and_keeps_its_result():
     seen = []
+    submitted = threading.Event()
 
     def work(progress, should_stop):
+        submitted.wait(10)  # `job` below is bound only once submit() has returned (the thread may start first)
         for i in range(5):
             progress(i + 1, 5, "counting")
             seen.append(jobs.status(job.id).done)
         return "answer"
 
     job = jobs.submit("test", {"n": 5}, work, unit="steps")
+    submitted.set()
     record = jobs.wait(job.id, timeout=30)
     assert record.state == "done" and (record.done, record.total, record.unit) == (5, 5, "steps")
     assert job.result == "answer"

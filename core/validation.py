@@ -1,0 +1,241 @@
+"""One validation layer for what people type: command-line arguments, page input, recipe and lesson files.
+
+The argparse types (`count`, `positive`, `positive_number`, `name_type`, `output_file`, `layer_list`) raise
+argparse.ArgumentTypeError, so a bad value stops the command before any model loads, with exit status 2 and one
+line naming the option. The same functions
+check values outside argparse (`check_count`, `check_fields`) and raise ValueError, whose message names the field
+and what it needs. Names are matched whole (`re.fullmatch`): a pattern ending in `$` also accepts a trailing
+newline, which made `--run-name $'x\\n'` a folder no name could load.
+
+Long input is cut to the model's length *with* a notice: `truncation(encodings)` is the JSON every result that
+encodes user text carries (`{"tokens_dropped": N}`), and `dump_json` refuses to print more than MAX_JSON_BYTES
+to a terminal (write it with --out instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import numbers
+import os
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+
+# A count above this is a typo or an attack, never a corpus size or a batch (and it keeps numpy/torch from
+# being asked for an absurd allocation before anything is read).
+MAX_COUNT = 10**9
+MAX_NUMBER = 1e6  # the largest learning rate, temperature ... a command takes
+# JSON larger than this is not printed to a terminal (`attention-norms --json` on 5,000 words printed 427 MB).
+MAX_JSON_BYTES = 50 * 2**20
+
+
+def check_count(value, what: str, *, minimum: int = 0, maximum: int = MAX_COUNT) -> int:
+    """`value` as an int in [minimum, maximum], else ValueError naming `what`; bools and floats are refused, numpy
+    integers and text of digits are taken."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{what} must be a whole number, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{what} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{what} must be at most {maximum:,}, got {value:,}")
+    return value
+
+
+def check_number(value, what: str, *, minimum: float = 0.0, strict: bool = False, maximum: float = MAX_NUMBER) -> float:
+    """`value` as a finite float in [minimum, maximum] (> minimum when `strict`), else ValueError naming `what`."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    if number < minimum or (strict and number == minimum):
+        raise ValueError(f"{what} must be {'greater than' if strict else 'at least'} {minimum:g}, got {value}")
+    if number > maximum:
+        raise ValueError(f"{what} must be at most {maximum:g}, got {value}")
+    return number
+
+
+def _argparse_type(check, name: str):
+    def parse(text: str):
+        try:
+            return check(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err).replace("value ", "", 1)) from None
+
+    parse.__name__ = name  # argparse names the type in "invalid <name> value" messages
+    return parse
+
+
+count = _argparse_type(lambda text: check_count(text, "value"), "count")
+positive = _argparse_type(lambda text: check_count(text, "value", minimum=1), "positive count")
+positive_number = _argparse_type(lambda text: check_number(text, "value", strict=True), "positive number")
+
+
+def output_file(text: str) -> str:
+    """An argparse type for a file to write: not empty, not a folder, in a folder that exists (`--out /` wrote
+    `/.npz`)."""
+    path = Path(text)
+    if not text.strip() or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder or empty; give a file name")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {str(path.parent)!r} of {text!r} does not exist")
+    return text
+
+
+def layer_list(text: str) -> str:
+    """An argparse type for a layer choice: "all", "last" or comma-separated whole numbers (checked against the
+    model's depth once it is loaded)."""
+    if text.strip().lower() in ("all", "last"):
+        return text.strip().lower()
+    parts = [part.strip() for part in text.split(",")]
+    if not all(re.fullmatch(r"\d{1,4}", part) for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: give 'all', 'last' or comma-separated layer numbers such as 0,6,12")
+    return text
+
+
+def whole_match(pattern: re.Pattern, value) -> bool:
+    """True when `value` is text that `pattern` matches from its first to its last character (no trailing newline)."""
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def name_type(pattern: re.Pattern, rule: str):
+    """An argparse type for a name matched whole by `pattern`; `rule` says what a name may be."""
+
+    def parse(text: str) -> str:
+        if not whole_match(pattern, text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid name: {rule}")
+        return text
+
+    parse.__name__ = "name"
+    return parse
+
+
+def _type_name(expected) -> str:
+    if expected is type(None):
+        return "null"
+    origin = typing.get_origin(expected)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(expected))
+    if origin in (tuple, list):
+        item = typing.get_args(expected)[0]
+        return "a list of " + {int: "whole numbers", float: "numbers", str: "texts"}.get(item, _type_name(item))
+    return {int: "a whole number", float: "a number", str: "text", bool: "true or false", dict: "an object"}.get(
+        expected, getattr(expected, "__name__", str(expected)))
+
+
+def _fits(value, expected) -> bool:
+    origin = typing.get_origin(expected)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in typing.get_args(expected))
+    if origin in (tuple, list):
+        item = typing.get_args(expected)[0]
+        return isinstance(value, (list, tuple)) and all(_fits(v, item) for v in value)
+    if expected is type(None):
+        return value is None
+    # numbers.*: numpy's scalars count too (a page may pass np.int64; np.bool_ is neither); JSON writes 2.0 as 2.
+    if expected is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if expected is typing.Any:
+        return True
+    return isinstance(value, expected)
+
+
+def type_problem(value, expected) -> str | None:
+    """None when `value` (parsed JSON/YAML) fits the type hint `expected`, else what is wrong, e.g.
+    `must be a whole number, got "two" (str)`; bools are not numbers, ints are floats."""
+    if _fits(value, expected):
+        return None
+    return f"must be {_type_name(expected)}, got {json.dumps(value, default=repr)[:60]} ({type(value).__name__})"
+
+
+def check_fields(cls, values, where: str) -> None:
+    """ValueError naming the first field of dataclass `cls` whose value in mapping `values` has the wrong type,
+    e.g. `recipe.json: field "epochs" must be a whole number, got "two" (str)`. Unknown keys are left alone."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{where}: must be an object of fields, got {type(values).__name__}")
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        problem = type_problem(values[f.name], hints[f.name]) if f.name in values else None
+        if problem:
+            raise ValueError(f'{where}: field "{f.name}" {problem}')
+
+
+def tokens_dropped(encodings) -> int:
+    """Word pieces cut off to fit the model's length, summed over `encodings` (Encoding or Tokenized, one or many)."""
+    if not isinstance(encodings, (list, tuple)):
+        encodings = [encodings]
+    return sum(max(0, e.n_tokens_full - e.n_tokens) for e in encodings)
+
+
+def truncation(encodings) -> dict:
+    """What every JSON result that encodes user text carries: {"tokens_dropped": N} (0 when nothing was cut)."""
+    return {"tokens_dropped": tokens_dropped(encodings)}
+
+
+def input_truncation(lm, text_a: str, text_b: str | None = None) -> dict:
+    """truncation() of one input tokenized as core.encoding does it, for results that do not keep their Encoding."""
+    from core.encoding import tokenize
+
+    return truncation(tokenize(lm, [(text_a, text_b) if text_b else text_a]))
+
+
+def truncation_notice(encodings) -> str | None:
+    """The UI's line for an input cut to the model's length, or None when nothing was cut. Only numbers go in
+    (no user text, no model name), so the line is safe to show as Markdown."""
+    if not isinstance(encodings, (list, tuple)):
+        encodings = [encodings]
+    dropped = tokens_dropped(encodings)
+    if dropped <= 0:
+        return None
+    longest = max(e.max_length for e in encodings)
+    return (f"The input is longer than the model reads ({longest} tokens): {dropped} word pieces at its end were "
+            "cut off and are not part of this view.")
+
+
+def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,
+              stream=None) -> None:
+    """Print `payload` as JSON, or stream it into `out` (a temporary name, then renamed). Refuses with ValueError
+    to print more than `limit` bytes (MAX_JSON_BYTES) to a terminal, naming --out, as soon as the encoded text
+    passes it: a 400 MB result is neither printed nor built whole first.
+
+    Not core.files.write_json_atomic: that one pretty-prints small status files (indent=2, the pure-Python
+    encoder), minutes and twice the bytes for an attention tensor."""
+    chunks = json.JSONEncoder(indent=indent).iterencode(payload)
+    if out:
+        path = Path(out)  # checked by the output_file type of --out
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        size = 0
+        try:
+            with tmp.open("w", encoding="utf-8") as handle:
+                for chunk in chunks:
+                    size += handle.write(chunk)
+                handle.write("\n")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        print(f"{path}: {size:,} characters of JSON", file=sys.stderr)
+        return
+    limit = MAX_JSON_BYTES if limit is None else limit
+    kept, size = [], 0
+    for chunk in chunks:
+        size += len(chunk.encode())
+        if size > limit:
+            raise ValueError(f"the JSON result is larger than the {_size(limit)} printed to a terminal; write it to "
+                             "a file with --out FILE.json (or shorten the input)")
+        kept.append(chunk)
+    print("".join(kept), file=stream or sys.stdout)
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:,.0f} KB"

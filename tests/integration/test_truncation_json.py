@@ -1,0 +1,80 @@
+"""Long input is cut to the model's length *with* a notice (issue 32): every JSON result of a subcommand that
+encodes user text carries "truncated": {"tokens_dropped": N}, N checked against the tokenizer's own untruncated
+count; and a JSON result too large for a terminal is refused, naming --out, or written there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from core import validation
+from core.__main__ import main
+from tests.tiny_mlm import make_tiny_mlm
+
+# 120 words of the tiny vocabulary: far over the tiny models' 64 positions.
+LONG = " ".join(["the cat sat on the mat ."] * 20)
+SHORT = "the cat sat on the mat ."
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm_dir(tmp_path_factory):
+    return make_tiny_mlm(tmp_path_factory.mktemp("tiny-mlm"))
+
+
+def _expected_dropped(model_dir, text: str) -> int:
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    full = len(tokenizer(text, truncation=False)["input_ids"])  # [CLS] ... [SEP], nothing cut
+    return max(0, full - tokenizer.model_max_length)
+
+
+def _json_of(argv, capsys) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("command", [
+    ["pca", "--text", "{text}"],
+    ["attention-norms", "--text", "{text}"],
+    ["neuron", "--text", "{text}", "--layer", "0", "--head", "0", "--query", "1"],
+    ["explain", "--text", "{text}", "--method", "rollout"],
+    ["neighbours", "--text", "{text}", "--word", "cat", "--corpus", "builtin", "--k", "2", "--quiet"],
+])
+def test_json_results_that_encode_user_text_say_what_was_cut(command, tiny_bert_dir, capsys):
+    expected = _expected_dropped(tiny_bert_dir, LONG)
+    assert expected > 50  # the text really is long for these models
+    for text, dropped in ((LONG, expected), (SHORT, 0)):
+        argv = [a.replace("{text}", text) for a in command] + ["--model", str(tiny_bert_dir), "--json"]
+        assert _json_of(argv, capsys)["truncated"] == {"tokens_dropped": dropped}
+
+
+def test_fill_mask_json_says_what_was_cut(tiny_mlm_dir, capsys):
+    text = "the [MASK] sat on the mat . " + LONG
+    expected = _expected_dropped(tiny_mlm_dir, text)
+    result = _json_of(["fill-mask", "--model", str(tiny_mlm_dir), "--text", text, "--top-k", "2", "--json"], capsys)
+    assert expected > 50 and result["truncated"] == {"tokens_dropped": expected}
+
+
+def test_large_json_is_refused_naming_out_or_written_there(tiny_bert_dir, tmp_path, monkeypatch, capsys):
+    argv = ["attention-norms", "--model", str(tiny_bert_dir), "--text", LONG, "--json"]
+    monkeypatch.setattr(validation, "MAX_JSON_BYTES", 10_000)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    last = captured.err.splitlines()[-1]  # (transformers' own "Loading weights" bar may come before it)
+    assert captured.out == "" and last.startswith("error: the JSON result is larger than") and "--out FILE.json" in last
+    out = tmp_path / "norms.json"
+    assert main([*argv, "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["truncated"] == {"tokens_dropped": _expected_dropped(tiny_bert_dir, LONG)}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "models_cache") == ["norms.json"]
+
+
+def test_the_ui_notice_counts_the_same_pieces(tiny_bert_dir):
+    from core.encoding import tokenize
+    from core.models import load_model
+
+    lm = load_model(str(tiny_bert_dir))
+    notice = validation.truncation_notice(tokenize(lm, [LONG]))
+    assert f"{_expected_dropped(tiny_bert_dir, LONG)} word pieces" in notice and "(64 tokens)" in notice
+    assert validation.truncation_notice(tokenize(lm, [SHORT])) is None
