@@ -19,6 +19,7 @@ from core import corpus as corpora
 from core import protocols
 from core import references as refs
 from core.models import availability, display_name
+from core.safe_text import markdown_code, markdown_text
 
 P = "anisotropy."
 MEASURE_HELP = {
@@ -123,7 +124,7 @@ corpus = corpus.head(int(limit) or None)
 settings = anisotropy_job.make_settings(n_pairs=n_pairs, seed=seed, min_contexts=min_contexts, baseline=baseline,
                                         paper_protocol=paper_protocol, include_special=include_special)
 request = anisotropy_job.Request(tuple(models), corpus, settings)
-st.caption(f"Corpus: **{corpus.name}**, {len(corpus)} sentences"
+st.caption(f"Corpus: **{markdown_text(corpus.name)}**, {len(corpus)} sentences"
            + (f", {len(corpus.pairs)} positive pairs" if corpus.pairs else "") + ".")
 
 store = shared_results()
@@ -142,7 +143,7 @@ if missing or job_running("anisotropy"):
     job_controls("anisotropy", label, params, make_work, kind=anisotropy_job.KIND, unit=anisotropy_job.UNIT)
 message = st.session_state.pop(P + "load_error", None)
 if message:
-    st.warning(message)
+    st.warning(markdown_text(message))
 
 profiles = [store[keys[ref]] for ref in models if keys[ref] in store]
 if not profiles:
@@ -183,7 +184,7 @@ for p in profiles:
         notes.append(f"{p.n_alignment_pairs} pairs for alignment")
     if p.n_truncated:
         notes.append(f"{p.n_truncated} sentences cut to the model's length")
-    st.caption(f"`{display_name(p.model)}`: " + ", ".join(notes) + ".")
+    st.caption(f"{markdown_code(display_name(p.model))}: " + ", ".join(notes) + ".")
 if any(len(p.words) == 0 for p in profiles):
     st.warning(f"No word occurs in {settings.min_contexts} or more {'times' if paper else 'sentences'}, so "
                "self-similarity is empty: "
@@ -221,7 +222,7 @@ if word.strip():
     try:
         drill = cached_drilldown(pick, corpus, word)
     except ValueError as err:
-        st.warning(str(err))
+        st.warning(markdown_text(err))
         st.stop()
     word_frame = anisotropy_charts.word_frame(drill, profile, frame)
     word_chart = anisotropy_charts.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")

@@ -20,6 +20,7 @@ from core.charts import attention as attention_charts
 from core.charts import classification
 from core.models import display_name
 from core.protocols import DEFAULT, describe
+from core.safe_text import markdown_text
 
 P = "heads."
 PARTS = ("Statistics", "Pattern types", "Ablation", "Change after fine-tuning", "Syntactic heads")
@@ -63,7 +64,7 @@ def loaded_model(ref: str):
     try:
         return cached_model(ref)
     except ModelUnavailable as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return None
 
 
@@ -123,7 +124,7 @@ def survey_part(show: str) -> None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")
         return
     survey: hd.HeadSurvey = kept
-    st.caption(f"{display_name(survey.model)}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
+    st.caption(f"{markdown_text(display_name(survey.model))}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
                + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + "). "
                + describe(survey.protocol))
     if show == "Statistics":
@@ -232,7 +233,7 @@ def ablation_part() -> None:
         clf = ablation_classifier(ref)
         sample = cached_run_sample(ref, limit or None)
     except Exception as err:  # a broken or foreign run folder: say so, keep the page
-        st.error(f"Cannot use '{ref}': {err}")
+        st.error(markdown_text(f"Cannot use '{ref}': {err}"))
         return
     n_conditions = clf.encoder.num_layers * (clf.encoder.num_heads + 1)
     st.caption(f"{len(sample.examples)} examples of {sample.task} ({sample.eval_split}); {n_conditions} conditions "

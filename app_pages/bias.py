@@ -12,6 +12,7 @@ from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, display_name, pick_device
 from core.protocols import describe
 from core.training.recipe import PAPER_SETTINGS
+from core.safe_text import markdown_text
 
 P = "bias."
 ARM_TITLES = {"full": "full (all data)", "biased": "biased (words removed)", "control": "control (as many removed at random)"}
@@ -106,7 +107,7 @@ words_ok = True
 try:
     words = bias.parse_words(st.session_state[P + "words"], keep_case=protocol == "slides")
 except ValueError as err:
-    st.error(str(err))
+    st.error(markdown_text(err))
     words_ok, words = False, ()
 
 task = st.session_state[P + "task"]
@@ -116,7 +117,7 @@ if words_ok:
     try:
         matches, test_matches, test_n, shown = cached_matches(task, words, train_limit, test_limit, seed, protocol)
     except DataUnavailable as err:
-        st.error(f"The {task} data is missing: {err}")
+        st.error(f"The {task} data is missing: {markdown_text(err)}")
 if matches is not None:
     m1, m2, m3 = st.columns(3)
     m1.metric("Training pairs with a word", f"{matches.count:,} of {matches.n:,}", f"{matches.count / max(matches.n, 1):.1%} removed", delta_color="off", delta_arrow="off")
@@ -130,8 +131,8 @@ if matches is not None:
         st.markdown("**Some training pairs that would be removed**")
         for e in shown:
             # The slides' filter reads premises only, so their hypotheses get no bold.
-            hypothesis = (e.text_b or "") if protocol == "slides" else bias.highlight(e.text_b or "", words)
-            st.markdown(f"- {bias.highlight(e.text, words, protocol)} → {hypothesis} *({e.label})*")
+            hypothesis = markdown_text(e.text_b or "") if protocol == "slides" else bias.highlight(e.text_b or "", words)
+            st.markdown(f"- {bias.highlight(e.text, words, protocol)} → {hypothesis} *({markdown_text(e.label)})*")
     elif matches.count == 0:
         st.warning("No training pair contains these words, so the biased run would equal the full one.")
 
@@ -143,7 +144,7 @@ with st.expander("Counterfactual swap list (used when scoring)"):
     st.caption("“her” has two partners: “his” before a noun (her hat → his hat) and “him” before a function word, "
                "punctuation or the end (gave her a cup → gave him a cup). Only test pairs a swap changes are counted.")
 with st.form(P + "recipe"):
-    st.caption(f"Model: **{display_name(model_ref())}** (the sidebar's). All three runs use this recipe and run one after another "
+    st.caption(f"Model: **{markdown_text(display_name(model_ref()))}** (the sidebar's). All three runs use this recipe and run one after another "
                f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
     fixed = protocol == "slides"
     if fixed:
@@ -169,7 +170,7 @@ if launched:
         with st.spinner("Writing the three training sets…"):
             bias.launch(spec)
     except (ValueError, DataUnavailable, ModelUnavailable) as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
     else:
         st.session_state[P + "experiment"] = spec.name
         st.toast(f"Queued {spec.name}: three runs")
@@ -185,7 +186,7 @@ def cancel_clicked(experiment: str) -> None:
 
 def draw_progress(status: bias.ExperimentStatus) -> None:
     spec = status.spec
-    st.caption(f"{spec.model} on {spec.task}: words {', '.join(spec.words)}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
+    st.caption(f"{markdown_text(spec.model)} on {spec.task}: words {markdown_text(', '.join(spec.words))}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
                f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}. {describe(spec.protocol)}")
     for arm in bias.ARMS:
         run = status.runs[arm]
@@ -209,7 +210,7 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
     if status.active:
         st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/cancel:")
     elif status.state in ENDED_TITLES:
-        st.error(f"The experiment {ENDED_TITLES[status.state]} ({status.state}): {status.error or ''}")
+        st.error(f"The experiment {ENDED_TITLES[status.state]} ({status.state}): {markdown_text(status.error or '')}")
 
 
 def draw_results(name: str, status: bias.ExperimentStatus) -> None:
@@ -281,7 +282,7 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     try:
         examples = bias.flipped_examples(name, flip_arm, cached_experiment_data(spec.to_json()))
     except DataUnavailable as err:
-        st.warning(f"The test data is missing, so flipped examples cannot be shown: {err}")
+        st.warning(f"The test data is missing, so flipped examples cannot be shown: {markdown_text(err)}")
         examples = []
     if examples:
         st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
@@ -306,7 +307,7 @@ def explain_both(run: str, examples: list[dict]) -> None:
             try:
                 show(cached_explanation(run, a, b or None, "ig", None, 50), f"{P}explain_both.{title}")
             except (ValueError, ModelUnavailable) as err:
-                st.error(str(err))
+                st.error(markdown_text(err))
 
 
 def show_experiment(name: str) -> None:

@@ -22,6 +22,7 @@ from core.charts import layout
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
 from core.validation import truncation_notice
+from core.safe_text import markdown_text
 
 _log = get_logger("bertlens.cache")
 
@@ -88,7 +89,9 @@ def show_model_error(err: ModelUnavailable) -> None:
     if str(err) == st.session_state.get(MODEL_ERROR_KEY):
         st.info("The model in the sidebar cannot be loaded now (the sidebar says why): pick another one there.")
     else:
-        st.error(str(err))
+        st.error(markdown_text(err))
+
+
 def warn_if_truncated(encodings) -> None:
     """The one warning of a page whose input was cut to the model's length (Encoding or Tokenized, one or many)."""
     notice = truncation_notice(encodings)
@@ -217,7 +220,7 @@ def _collect(key: str) -> None:
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
     stage = record.message or ("waiting to start" if record.state == "queued" else "")
-    st.progress(record.fraction, text=f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip())
+    st.progress(record.fraction, text=markdown_text(f"{stage} {record.done} / {record.total or '…'} {record.unit}".strip()))
     if st.button("Cancel", key=cancel_key, icon=":material/cancel:"):
         jobs.cancel(record.id)
 
@@ -253,7 +256,7 @@ def job_controls(key: str, label: str, params, make_work: Callable[[], Callable]
         st.button(label, key=f"{key}.run", type="primary", icon=":material/play_arrow:", disabled=disabled,
                   on_click=_start_job, args=(key, kind or key, params, make_work, unit, cancelled_note))
     if slot.get("message"):
-        st.warning(slot["message"])
+        st.warning(markdown_text(slot["message"]))
     if "result" not in slot or (hide_stale and not fresh):
         return None
     if not fresh:

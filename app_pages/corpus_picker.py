@@ -10,6 +10,7 @@ import streamlit as st
 
 from core import corpus as corpora
 from core.datasets import DataUnavailable
+from core.safe_text import markdown_text
 
 BUILTIN, TEXT, UPLOAD, SNLI, MRPC, UD, CONLLU = (
     "Built-in sentences", "Paste text", "Upload file", "SNLI", "MRPC", "UD EWT", "Upload .conllu",
@@ -99,10 +100,10 @@ def corpus_picker(
             n = int(c2.number_input(n_label, 1, 10_000, step=50, key=n_key))
             corpus = cached_resolve(named_spec(source, split, n), seed)
         if source in CAPTIONS:
-            st.caption(f"{corpus.name}: {len(corpus.items)} items, {len(corpus)} unique sentences. {CAPTIONS[source]}")
+            st.caption(f"{markdown_text(corpus.name)}: {len(corpus.items)} items, {len(corpus)} unique sentences. {CAPTIONS[source]}")
         if trees:
             corpora.require_trees(corpus)
         return corpus
     except (corpora.CorpusError, DataUnavailable) as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return None

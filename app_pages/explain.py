@@ -10,6 +10,7 @@ from app_pages.corpus_picker import corpus_picker
 from core.charts import explain as charts
 from core.explain import DEFAULT_STEPS, METHOD_TITLES, METHODS, WORD_RULE, NoClassifierHead, available_methods, prepare
 from core.models import ModelUnavailable
+from core.safe_text import markdown_text
 
 K = "explain."
 EXAMPLES = {
@@ -29,7 +30,7 @@ ref = model_ref()
 try:
     explainer = cached_explainer(ref)
 except ModelUnavailable as err:
-    st.error(str(err))
+    st.error(markdown_text(err))
     st.stop()
 if not explainer.has_head:
     st.warning(explainer.head_message)
@@ -49,11 +50,11 @@ else:
         warn_if_truncated(prepare(explainer, text_a, text_b))
         results = [cached_explanation(ref, text_a, text_b, m, None if target == "predicted" else target, steps) for m in chosen]
     except (ValueError, NoClassifierHead) as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         results = []
     if results and results[0].predicted:
-        probs = ", ".join(f"{l} {p:.2f}" for l, p in zip(results[0].labels, results[0].probabilities))
-        st.markdown(f"**Predicted: {results[0].predicted}** ({probs})")
+        probs = markdown_text(", ".join(f"{l} {p:.2f}" for l, p in zip(results[0].labels, results[0].probabilities)))
+        st.markdown(f"**Predicted: {markdown_text(results[0].predicted)}** ({probs})")
     for row in range(0, len(results), 2):
         for column, result in zip(st.columns(2), results[row:row + 2]):
             with column:

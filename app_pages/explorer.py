@@ -26,6 +26,7 @@ from core import vector_index as vi
 from core.charts import explorer as charts
 from core.datasets import DataUnavailable
 from core.models import ModelUnavailable, available_models, display_name
+from core.safe_text import markdown_text
 
 SOURCES = {"snli:dev": "SNLI dev", "snli:test": "SNLI test", "mrpc:validation": "MRPC dev", "mrpc:test": "MRPC test",
            "ud:dev": "UD EWT dev", "builtin": "Built-in sentences", "upload": "Upload a .csv / .jsonl / .txt"}
@@ -99,7 +100,7 @@ def pick_examples() -> ex.Examples | None:
         n = cols[1].number_input("Examples (seeded sample)", 10, 5000, step=50, key=P + "n")
         return cached_examples(f"{source}:{int(n)}")
     except (corpora.CorpusError, DataUnavailable, ValueError) as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return None
 
 
@@ -113,7 +114,7 @@ def model_run(ref: str, examples: ex.Examples, layer: int, method: str, pooling:
             progress=lambda d, t: progress(d, t, f"{label}:"), should_stop=should_stop)
 
     params = (ref, examples.name, len(examples), hash(examples.items), layer, method, pooling)
-    return job_controls(f"{P}run.{ref}", f"Run {label}", params, make_work, kind="explorer-project", unit="steps")
+    return job_controls(f"{P}run.{ref}", f"Run {markdown_text(label)}", params, make_work, kind="explorer-project", unit="steps")
 
 
 def selected_ids(event, frame: pd.DataFrame) -> list[int]:
@@ -133,7 +134,7 @@ with projector_tab:
         try:
             lm = cached_model(ref)
         except ModelUnavailable as err:
-            st.error(str(err))
+            st.error(markdown_text(err))
             st.stop()
         cols = st.columns(4)
         st.session_state.setdefault(P + "layer", lm.num_layers)
@@ -219,10 +220,10 @@ with projector_tab:
                     for sname, ids in slices.items():
                         comparison = ex.compare_slice(sname, ids, correct, len(res.ids))
                         if correct is None:
-                            st.write(f"**{sname}**: {comparison.n_in} examples, {comparison.n_out} in the rest "
+                            st.write(f"**{markdown_text(sname)}**: {comparison.n_in} examples, {comparison.n_out} in the rest "
                                      f"(no accuracy: {'no gold labels' if res.labels is None else 'no classifier head'}).")
                         else:
-                            st.markdown(f"**{sname}** — {r}")
+                            st.markdown(f"**{markdown_text(sname)}** — {markdown_text(r)}")
                             chart = charts.slice_chart(comparison)
                             draw_chart(chart, width="stretch")
                             export_buttons(chart, charts.slice_frame(comparison), f"slice-{sname}", f"{P}slice.{r}.{sname}")
@@ -243,10 +244,10 @@ with neighbours_tab:
             lm = cached_model(ref)
             encoding = cached_encoding(ref, text_a, text_b)
         except ModelUnavailable as err:
-            st.error(str(err))
+            st.error(markdown_text(err))
             st.stop()
         except ValueError as err:
-            st.error(str(err))
+            st.error(markdown_text(err))
             st.stop()
         warn_if_truncated(encoding)
         words = list(encoding.words)

@@ -29,6 +29,7 @@ from core.training import (
     submit,
 )
 from core.training.tasks import DRUG_RATING_DIFFERENCES
+from core.safe_text import markdown_text
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
     PAPER_SETTINGS,
@@ -67,10 +68,10 @@ def launch(recipes: list[Recipe]) -> None:
         try:
             submit(recipe)
         except (RunExists, ValueError) as err:
-            st.error(str(err))
+            st.error(markdown_text(err))
             return
     st.session_state[K + "compare"] = [r.run_name for r in recipes]
-    st.success(f"Queued {', '.join(r.run_name for r in recipes)}. Progress shows below; runs go one at a time.")
+    st.success(f"Queued {markdown_text(', '.join(r.run_name for r in recipes))}. Progress shows below; runs go one at a time.")
 
 
 def freeze_last_arm(base: Recipe, run_name: str) -> Recipe:
@@ -188,7 +189,7 @@ def render_runs() -> None:
                     # The protocol's own values replace the form's (the toggle's help says so).
                     recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})
                 except ValueError as err:
-                    st.error(str(err))
+                    st.error(markdown_text(err))
                 else:
                     launch([recipe])
 
@@ -235,7 +236,7 @@ def render_runs() -> None:
             try:
                 base = paper_recipe("slides", **values) if paper else Recipe(**values, epochs=int(preset_epochs))
             except ValueError as err:
-                st.error(str(err))
+                st.error(markdown_text(err))
             else:
                 launch([base, base.replace(run_name=f"{stem}-minus-last", drop_last_layers=1,
                                            head="mlp" if as_slides else "linear"),
@@ -303,7 +304,7 @@ def render_runs() -> None:
 
     for r in runs:
         if r.state in ("failed", "cancelled"):
-            with st.expander(f"{r.name}: {r.state} — {r.error or ''}", icon=":material/error:"):
+            with st.expander(markdown_text(f"{r.name}: {r.state} — {r.error or ''}"), icon=":material/error:"):
                 st.code(r.log_tail or "(no log)", language=None)
 
     done = [r for r in runs if r.state == "done"]
@@ -355,7 +356,7 @@ def render_runs() -> None:
             try:
                 classes, probs = cached_prediction(r.name, str(r.metrics.get("finished_at")), text_a, text_b)
             except ModelUnavailable as err:
-                st.error(str(err))
+                st.error(markdown_text(err))
                 continue
             names.append(r.name)
             labels.append(classes)

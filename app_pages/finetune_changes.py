@@ -36,6 +36,7 @@ from core.protocols import describe
 from core.references import same_model, get as get_reference
 from core.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
 from core.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
+from core.safe_text import markdown_text
 
 P = "changes."
 TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
@@ -65,7 +66,7 @@ def load_all(refs: list[str]) -> list[LoadedModel] | None:
     try:
         return [cached_model(ref) for ref in refs]
     except ModelUnavailable as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return None
 
 
@@ -125,7 +126,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
         return
     corpus = corpus.head(limit)
     sentences = list(corpus.sentences)
-    st.caption(f"{corpus.name}: {len(sentences)} sentences.")
+    st.caption(f"{markdown_text(corpus.name)}: {len(sentences)} sentences.")
     if not compared:
         st.info("Pick at least one model B above to compare with A.")
         return
@@ -208,7 +209,7 @@ def probe_part(base: str, compared: list[str]) -> None:
             data = uploaded_data(upload.name, upload.getvalue(), eval_upload.name if eval_upload else None,
                                  eval_upload.getvalue() if eval_upload else None, max_train, max_eval)
     except (DataUnavailable, TreebankError, ValueError, UnicodeDecodeError) as err:
-        st.error(f"{err}" if not isinstance(err, UnicodeDecodeError) else "The treebank is not UTF-8 text; save it as UTF-8 and upload again.")
+        st.error(markdown_text(err) if not isinstance(err, UnicodeDecodeError) else "The treebank is not UTF-8 text; save it as UTF-8 and upload again.")
         return
     models = load_all([base, *compared])
     if models is None:
@@ -217,7 +218,7 @@ def probe_part(base: str, compared: list[str]) -> None:
     st.session_state.setdefault(P + "layers", list(range(top + 1)))
     st.session_state[P + "layers"] = [layer for layer in st.session_state[P + "layers"] if layer <= top]
     layers = st.multiselect("Layers", list(range(top + 1)), key=P + "layers", help="0 = the input embeddings")
-    st.caption(f"{data.name}: {len(data.train)} training and {len(data.eval)} evaluation sentences.")
+    st.caption(f"{markdown_text(data.name)}: {len(data.train)} training and {len(data.eval)} evaluation sentences.")
     if not layers:
         st.info("Pick at least one layer.")
         return

@@ -12,6 +12,7 @@ from app_pages.common import cached_model, draw_chart, export_buttons, intro, jo
 from app_pages.corpus_picker import SNLI, UD, corpus_picker
 from core.charts import head_studies as charts
 from core.models import ModelUnavailable, available_models, display_name
+from core.safe_text import markdown_text
 
 P = "studies."
 PARTS = ("Linguistic features", "[CLS] by token type", "Aspect heads", "Head map")
@@ -142,7 +143,7 @@ def aspect_part(refs: list[str]) -> None:
     try:
         pairs = semeval_pairs(split, reviews)
     except DataUnavailable as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return
     params = ("aspects", tuple(refs), split, reviews)
     result = job_controls(P + "aspects", f"Run over {len(pairs)} question–review pairs", params,

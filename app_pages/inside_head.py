@@ -26,6 +26,7 @@ from core import inside_head as ih
 from core.charts import inside_head as charts
 from core.examples import EXAMPLES
 from core.models import display_name
+from core.safe_text import markdown_text
 
 P = "inside."
 WEIGHTS_KEY = "attention.weights"
@@ -109,7 +110,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     try:
         norms = cached_norms(ref, text_a, text_b)
     except ih.InsideHeadError as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return
     labels = [f"{i}·{t}" for i, t in enumerate(norms.tokens)]
     n_layers, n_heads = norms.norms.shape[:2]
@@ -123,15 +124,15 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     try:
         view = cached_neuron(ref, text_a, text_b, layer, head, query)
     except ih.InsideHeadError as err:
-        st.error(str(err))
+        st.error(markdown_text(err))
         return
     st.subheader("Neuron view")
     chart = charts.neuron_chart(view)
     draw_chart(chart, key=P + "neuron_chart")
     top = int(np.argmax(view.attention))
     bias_note = " plus the model's relative position bias" if view.bias.any() else ""
-    st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {labels[query]} of "
-               f"the head view. This head's query looks most at {labels[top]} ({view.attention[top]:.2f}).")
+    st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
+               f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention[top]:.2f}).")
     table = charts.neuron_frame(view).merge(charts.score_frame(view), on=["key", "key_order"])
     export_buttons(chart, table, f"neuron_L{layer}_H{head}_Q{query}", key=P + "neuron_export")
 

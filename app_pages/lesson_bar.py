@@ -7,6 +7,7 @@ import streamlit as st
 
 from app_pages import url_state
 from core import lessons, views
+from core.safe_text import markdown_text
 
 LESSON_KEY = "lesson.current"
 
@@ -29,7 +30,7 @@ def add_view(page: str, title: str) -> None:
     lesson = current_lesson()
     step = lessons.Step(title, page.strip("/"), url_state.current_params(page))
     set_lesson(lessons.add_step(lesson, step))
-    st.toast(f"Added to “{lesson.title}” as step {len(lesson.steps) + 1}.")
+    st.toast(f"Added to “{markdown_text(lesson.title)}” as step {len(lesson.steps) + 1}.")
 
 
 def sidebar_button(page: str, title: str) -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 from app_pages.common import intro
 from app_pages.lesson_bar import current_lesson, lesson_steps, set_lesson
 from core import lessons, report
+from core.safe_text import markdown_code, markdown_text
 
 P = "lessons."
 
@@ -71,9 +72,9 @@ if upload is not None and st.session_state.get(P + "imported") != upload.file_id
         set_lesson(lessons.loads(upload.getvalue().decode("utf-8")))
         st.session_state[P + "imported"] = upload.file_id
         clear_widgets()
-        st.success(f"Imported “{current_lesson().title}”.")
+        st.success(f"Imported “{markdown_text(current_lesson().title)}”.")
     except (lessons.LessonError, UnicodeDecodeError) as err:
-        st.error(f"This file is not a lesson: {err}")
+        st.error(f"This file is not a lesson: {markdown_text(err)}")
 
 lesson = current_lesson()
 st.session_state[P + "title"] = lesson.title
@@ -81,7 +82,7 @@ st.text_input("Lesson title", key=P + "title", on_change=retitle)
 for line in lessons.notices(lesson):
     st.caption(line)
 for note in lessons.missing_model_notes(lesson):
-    st.warning(note)
+    st.warning(markdown_text(note))
 
 if not lesson.steps:
     st.info("No steps yet: open a page, set up the view and press “Add this view to the lesson” in the sidebar, "
@@ -95,8 +96,8 @@ for i, step in enumerate(lesson.steps):
         top[2].button("Down", key=f"{P}down.{i}", on_click=move, args=(i, 1), disabled=i == len(lesson.steps) - 1,
                       width="stretch")
         top[3].button("Remove", key=f"{P}remove.{i}", on_click=remove, args=(i,), width="stretch")
-        st.markdown(f"[Open this view](/{step.link()}) · page `{step.page or 'home'}` · "
-                    + ", ".join(f"{k}={v[:40]}" for k, v in step.params.items()))
+        st.markdown(f"[Open this view](/{step.link()}) · page {markdown_code(step.page or 'home')} · "
+                    + markdown_text(", ".join(f"{k}={v[:40]}" for k, v in step.params.items())))
         st.session_state.setdefault(f"{P}step.{i}.notes", step.notes)
         st.text_area("Speaker notes (not shown on the slide)", key=f"{P}step.{i}.notes", on_change=edit, args=(i,),
                      height=80)

@@ -27,6 +27,7 @@ from core.masked import (
     prepare_text,
     word_spans,
 )
+from core.safe_text import markdown_text
 
 st.title("Masked words")
 intro(
@@ -56,7 +57,7 @@ def pick_words(lm, text: str, which: str) -> list[int]:
     shown = normalise_masks(text, lm.tokenizer.mask_token)
     words = [shown[a:b] for a, b in word_spans(lm.tokenizer, shown)]
     picked = st.pills(f"Click words of sentence {which} to mask them", list(range(len(words))),
-                      selection_mode="multi", format_func=lambda i: words[i], key=f"masked.pick.{which}.{text}")
+                      selection_mode="multi", format_func=lambda i: markdown_text(words[i]), key=f"masked.pick.{which}.{text}")
     return list(picked or [])
 
 
@@ -126,7 +127,7 @@ def render() -> None:
     view = attention_view(encoding, layer, heads)
     position = pred.positions[m]
     highlight = encoding.token_labels[position]
-    st.caption(f"The lines of {highlight} (in red) are shown first: how the masked position spread its attention "
+    st.caption(f"The lines of {markdown_text(highlight)} (in red) are shown first: how the masked position spread its attention "
                "in this layer. Point at another token to see its lines.")
     title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)

@@ -13,6 +13,7 @@ from core.charts import attention as attention_charts
 from core.charts import pair_attention as charts
 from core.models import display_name
 from core.pair_attention import DIRECTION_TITLES, DIRECTIONS, PairHeads, mrpc_pairs, pair_heads
+from core.safe_text import markdown_text
 
 P = "pairheads."
 LABELS = ("equivalent", "not equivalent")
@@ -81,7 +82,7 @@ def render() -> None:
     n = result.n_pairs
     chart, frame = charts.separation_chart(result)
     draw_chart(chart, key=P + "grid")
-    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {result.corpus}, model {display_name(result.model)}; layers "
+    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {markdown_text(result.corpus)}, model {markdown_text(display_name(result.model))}; layers "
                "and heads from 0. AUC: the chance that a random paraphrase pair has a larger share than a random "
                "non-paraphrase pair (0.5 = no difference).")
     export_buttons(chart, frame, "paraphrase-heads", P + "grid_export")
@@ -104,11 +105,11 @@ def render() -> None:
                                                f"{result.shares[i, DIRECTIONS.index(direction), layer, head]:.3f} · "
                                                f"{result.pairs[i][0][:60]}")
     text_a, text_b = result.pairs[index]
-    st.markdown(f"A: {text_a}  \nB: {text_b}")
+    st.markdown(f"A: {markdown_text(text_a)}  \nB: {markdown_text(text_b)}")
     try:
         encoding = cached_encoding(result.model, text_a, text_b)
     except Exception as err:  # the model may be gone since the pass (deleted run): say so, keep the page
-        st.error(f"Could not encode the pair with {result.model}: {err}")
+        st.error(markdown_text(f"Could not encode the pair with {result.model}: {err}"))
         return
     from core.attention import attention_view
 

@@ -34,6 +34,7 @@ from core.projection import (
     layerwise_projection,
 )
 from core.charts.pca import projection_frame, scatter, sentence_names, variance_chart
+from core.safe_text import markdown_text
 
 PLAY_SECONDS = 1.2
 METHOD_NAMES = {"joint": "Joint PCA (all layers)", "per-layer": "PCA per layer (VisBERT)", "tsne": "t-SNE per layer"}
@@ -138,7 +139,7 @@ def encode_background(ref: str, source: str, keep_special: bool, keep_punct: boo
     try:
         texts = list(corpora.resolve(BACKGROUND_SPECS[source]).take(SNLI_PAIRS).sentences)
     except (DataUnavailable, corpora.CorpusError) as err:
-        st.warning(f"SNLI is not available, so the projection is fitted on your sentences. {err}")
+        st.warning(f"SNLI is not available, so the projection is fitted on your sentences. {markdown_text(err)}")
         return None
 
     def make_work():
@@ -177,7 +178,7 @@ def cached_projection(
 def projection_for(ref: str) -> LayerProjection:
     truncated = [i for i, (a, b) in enumerate(items) if cached_encoding(ref, a, b).truncated]
     if truncated:
-        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {display_name(ref)} reads: its end was cut off.")
+        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {markdown_text(display_name(ref))} reads: its end was cut off.")
     vectors = None
     if background != "none":
         vectors = encode_background(ref, background, not hide_special, not hide_punct)
@@ -189,13 +190,13 @@ current_model()  # shows the loading error and stops the page if the sidebar's m
 try:
     projections = {model_ref(): projection_for(model_ref())}
 except ValueError as err:
-    st.error(str(err))
+    st.error(markdown_text(err))
     st.stop()
 if second_ref:
     try:
         projections[second_ref] = projection_for(second_ref)
     except (ModelUnavailable, ValueError) as err:
-        st.error(f"Second model: {err}")
+        st.error(f"Second model: {markdown_text(err)}")
 
 
 # --- drawing --------------------------------------------------------------------------------------------------

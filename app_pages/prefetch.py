@@ -15,6 +15,7 @@ import streamlit as st
 from app_pages.common import adopt_job
 from core import jobs, lessons
 from core.models import ModelUnavailable
+from core.safe_text import markdown_text
 
 STATE = "present.prefetch"  # {"lesson": (name, lesson), "entries": [entry per prepared step]}
 
@@ -135,7 +136,8 @@ def _draw_list() -> None:
         state, line = state_of(entry)
         # Streamlit's bundled Material Symbols, not emoji: a machine without an emoji font drew those as □
         icon = STATE_ICONS.get(state, ":material/warning:")
-        st.markdown(f"{icon} Step {entry['step'] + 1}, **{entry['title']}** ({entry['page']} page's corpus pass): {line}")
+        st.markdown(f"{icon} Step {entry['step'] + 1}, **{markdown_text(entry['title'])}** ({markdown_text(entry['page'])} page's "
+                    f"corpus pass): {markdown_text(line)}")
     if any_active():
         st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/cancel:")
 

@@ -13,6 +13,7 @@ from app_pages import prefetch as step_jobs
 from app_pages import presenter, url_state
 from app_pages.common import PRESENTING, cached_encoding, cached_model
 from core import lessons, views
+from core.safe_text import markdown_text
 from core.models import ModelUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +21,7 @@ P = "present."
 
 name, lesson, index = presenter.position()
 if lesson is None:
-    st.error(f"No lesson called “{name}”. Built-in lessons: {', '.join(lessons.builtin())}; or `current`, the lesson "
+    st.error(f"No lesson called “{markdown_text(name)}”. Built-in lessons: {', '.join(lessons.builtin())}; or `current`, the lesson "
              "you are editing on the Lessons page.")
     st.page_link("app_pages/lessons.py", label="Go to Lessons")
     st.stop()
@@ -74,7 +75,7 @@ step_jobs.start(name, lesson)
 
 nav = st.columns([1, 6, 1])
 nav[0].button("Previous", key=P + "prev", on_click=presenter.go, args=(-1,), disabled=index == 0, width="stretch")
-nav[1].markdown(f"**{lesson.title}** · step {index + 1} of {n}: **{step.title}**")
+nav[1].markdown(f"**{markdown_text(lesson.title)}** · step {index + 1} of {n}: **{markdown_text(step.title)}**")
 nav[2].button("Next", key=P + "next", on_click=presenter.go, args=(1,), disabled=index == n - 1, width="stretch")
 
 # Arrow keys (and a clicker's PageUp/PageDown) press the buttons above; the handler lives in the app's own
@@ -104,7 +105,7 @@ else:  # Streamlit before st.iframe
     components.html(KEYS, height=0)
 
 if index == 0 and missing:
-    st.warning(" ".join(missing_notes))
+    st.warning(markdown_text(" ".join(missing_notes)))
 if index == 0:
     step_jobs.status_list()
 
@@ -114,14 +115,14 @@ notes = st.container()
 # Drawn (and the URL written) before the slide's page runs, since that page may call st.stop(), after which
 # Streamlit drops what the run still sends.
 with notes.expander("Speaker notes (presenter only)"):
-    st.markdown(step.notes or "_No notes for this step._")
+    st.markdown(markdown_text(step.notes, keep_lines=True) if step.notes else "_No notes for this step._")
     for notice in st.session_state.get(P + "notices", ()):
-        st.caption(notice)
+        st.caption(markdown_text(notice))
     if missing:
-        st.caption("Missing models: " + " ".join(missing_notes))
+        st.caption("Missing models: " + markdown_text(" ".join(missing_notes)))
     if step_jobs.step_line(index):
-        st.caption(step_jobs.step_line(index))
-    st.caption(f"Next: {lesson.steps[index + 1].title}" if index + 1 < n else "Last step.")
+        st.caption(markdown_text(step_jobs.step_line(index)))
+    st.caption(f"Next: {markdown_text(lesson.steps[index + 1].title)}" if index + 1 < n else "Last step.")
 url_state.sync("present")
 
 presenting = PRESENTING.set(True)  # the slide's charts get larger type and rows (common.draw_chart)

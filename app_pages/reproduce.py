@@ -14,6 +14,7 @@ from core import protocols, references, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
 from core.models import availability, available_models, display_name
+from core.safe_text import markdown_code, markdown_text
 
 P = "reproduce."
 VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
@@ -58,7 +59,7 @@ def use_sidebar_model() -> None:
 
 c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
 c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
-          disabled=not sidebar_model, help=f"`{sidebar_model}`")
+          disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",
                      help="The paper's model needs internet the first time; any model, folder or finished run works.")
@@ -92,10 +93,10 @@ if result is None:
     st.stop()
 
 if result.comparisons:
-    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{display_name(result.model)}` on {result.corpus}, "
+    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — {markdown_code(display_name(result.model))} on {markdown_text(result.corpus)}, "
                                                f"protocol `{result.protocol}`.")
 else:
-    st.info(f"**No published numbers to compare with** — `{display_name(result.model)}` on {result.corpus}, protocol "
+    st.info(f"**No published numbers to compare with** — {markdown_code(display_name(result.model))} on {markdown_text(result.corpus)}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for note in result.notes:
     st.caption(note)

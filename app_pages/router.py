@@ -11,6 +11,7 @@ from app_pages import lesson_bar, page_report, presenter, url_state
 from app_pages.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
 from core.models import availability, available_models, choose_start_model, pick_device, start_model
+from core.safe_text import markdown_text
 
 START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
 
@@ -91,16 +92,16 @@ def model_status(current: str) -> None:
     first run that opened on a local model instead of the default, with a button back to the default."""
     start = st.session_state.get(START_NOTICE_KEY)
     if start is not None and current == start.model:
-        st.info(start.notice, icon=":material/wifi_off:")
-        st.button(f"Use {start.default}", key="router.use_default", on_click=use_model, args=(start.default,),
+        st.info(markdown_text(start.notice), icon=":material/wifi_off:")
+        st.button(f"Use {markdown_text(start.default)}", key="router.use_default", on_click=use_model, args=(start.default,),
                   help="Back to the default model; it cannot load now, and the sidebar will say why.")
     checked = availability(current)
     if not checked.loadable:
-        st.error(checked.summary or checked.reason)
+        st.error(markdown_text(checked.summary or checked.reason))
         local = [e for e in available_models() if availability(e.name).loadable]
         instead = choose_start_model(current, checked, local)
         if instead.fell_back:
-            st.button(f"Use {instead.model}", key="router.use_local", on_click=use_model, args=(instead.model,),
+            st.button(f"Use {markdown_text(instead.model)}", key="router.use_local", on_click=use_model, args=(instead.model,),
                       help="The best model on this computer.")
     st.session_state[MODEL_ERROR_KEY] = checked.reason
 

@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import views
+from core.safe_text import markdown_code, markdown_text
 
 _LAST = "_url_state.last"  # {page: the query (as sorted items) this session last wrote or applied}
 _NOTICES = "_url_state.notices"
@@ -56,7 +57,7 @@ def restore(page: str) -> None:
     last[page] = signature
     notices = st.session_state.pop(_NOTICES, ())
     if notices:
-        st.caption("Some settings in the link were ignored: " + " ".join(notices))
+        st.caption("Some settings in the link were ignored: " + markdown_text(" ".join(notices)))
 
 
 def current_params(page: str) -> dict[str, str]:
@@ -81,7 +82,7 @@ def sync(page: str, *, after_run: bool = True) -> None:
     # A value that parsed but that the page could not use (a run deleted since, a layer the model lacks): the
     # widget fell back to another value; say so rather than leave the link silently different.
     applied = st.session_state.pop(_APPLIED, {})
-    stale = [f"`{p.name}={p.encode(applied[p.key])}`" for p in views.params_of(page)
+    stale = [markdown_code(f"{p.name}={p.encode(applied[p.key])}") for p in views.params_of(page)
              if p.key in applied and p.key in st.session_state and st.session_state[p.key] != applied[p.key]]
     if stale:
         st.caption("Not available now, so the page chose instead: " + ", ".join(stale) + ".")

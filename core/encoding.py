@@ -289,7 +289,7 @@ def word_tokenizer(tokenizer):
 
         name = tokenizer.name_or_path
         if name not in _WORD_TOKENIZERS:
-            _WORD_TOKENIZERS[name] = AutoTokenizer.from_pretrained(name, add_prefix_space=True)
+            _WORD_TOKENIZERS[name] = AutoTokenizer.from_pretrained(name, add_prefix_space=True, trust_remote_code=False)
         return _WORD_TOKENIZERS[name]
 
 

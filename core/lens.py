@@ -10,14 +10,14 @@ core analysis the page runs and draws it with the same `core.charts` builder (no
 holds). `view(page, params)` draws a lesson step (page url_path + URL params) as `[(chart, caption), ...]`.
 
 Offline rendering: importing this module switches altair to the "bertlens" renderer unless another one was
-chosen: each chart becomes an <iframe srcdoc> holding `charts.chart_html` (Vega, Vega-Lite and Vega-Embed
-inlined by vl-convert, about 1 MB per chart), so Jupyter, JupyterLab, VS Code and Colab draw it with no CDN;
-the iframe keeps each chart's scripts apart, so several charts on one notebook page never clash.
+chosen: each chart becomes a sandboxed <iframe srcdoc> holding `charts.chart_html` (Vega, Vega-Lite and
+Vega-Embed inlined from vl-convert, about 1 MB per chart), so Jupyter, JupyterLab, VS Code and Colab draw it with
+no CDN; the iframe keeps each chart's scripts apart, so several charts on one notebook page never clash, and its
+opaque origin keeps any script out of the notebook.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Iterable, Mapping, Sequence
 
 import altair as alt
@@ -26,6 +26,7 @@ import pandas as pd
 
 from core.charts.export import chart_html
 from core.models import display_name
+from core.safe_text import html_text
 
 RENDERER = "bertlens"
 _MODELS: dict[tuple[str, bool], object] = {}
@@ -35,15 +36,19 @@ _EXPLAINERS: dict[str, object] = {}
 # ---- offline notebook renderer ---------------------------------------------------------------------------------
 
 def _iframe(spec: dict, **_metadata) -> dict:
-    """Altair renderer: the chart's self-contained HTML in an iframe that grows to the chart's size."""
-    document = chart_html(spec)
-    # srcdoc frames are same-origin, so the parent can read the drawn chart's size; vega draws asynchronously,
-    # hence the observer rather than one read at load time.
-    fit = ("var f=this,d=f.contentDocument;function s(){f.style.height=(d.documentElement.scrollHeight+4)+'px';"
-           "f.style.width=Math.max(d.documentElement.scrollWidth+4,200)+'px';}"
-           "new ResizeObserver(s).observe(d.body);s();")
-    frame = (f'<iframe srcdoc="{html.escape(document, quote=True)}" style="border:none;width:100%;height:420px" '
-             f'onload="{html.escape(fit, quote=True)}"></iframe>')
+    """Altair renderer: the chart's self-contained HTML in a sandboxed iframe as wide as the cell (a wider chart
+    scrolls) and as tall as the chart."""
+    document = chart_html(spec, post_size=True)
+    # sandbox="allow-scripts" without allow-same-origin: the chart runs in an opaque origin, so nothing in its data
+    # can reach the notebook (in Jupyter, the notebook's origin reaches the kernel). The parent cannot read such a
+    # frame's document either, so the chart posts its height (chart_html(post_size=True)); vega draws asynchronously
+    # and may finish before this onload runs, hence the question sent after the listener is in place. The width
+    # stays the cell's: a frame sized to its document's width measured wider each time and grew without end.
+    fit = ("var f=this;window.addEventListener('message',function(e){if(e.source!==f.contentWindow||!e.data"
+           "||!e.data.bertlensHeight)return;f.style.height=(e.data.bertlensHeight+4)+'px';});"
+           "f.contentWindow.postMessage('bertlens-size?','*');")
+    frame = (f'<iframe sandbox="allow-scripts" srcdoc="{html_text(document)}" '
+             f'style="border:none;width:100%;height:420px" onload="{html_text(fit)}"></iframe>')
     return {"text/html": frame, "text/plain": "<BERT Lens chart: rendered offline in an iframe>"}
 
 

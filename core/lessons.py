@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from core import views
 from core.files import write_text_atomic
@@ -39,9 +39,10 @@ class Step:
     notes: str = ""
 
     def link(self) -> str:
-        """The app-relative link that opens this view, e.g. `attention?model=…&layer=2`."""
-        query = urlencode(self.params)
-        return f"{self.page}?{query}" if query else self.page
+        """The app-relative link that opens this view, e.g. `attention?model=…&layer=2`; percent-encoded throughout,
+        so it can sit in a Markdown link or an href as it is."""
+        page, query = quote(self.page, safe="/"), urlencode(self.params)
+        return f"{page}?{query}" if query else page
 
     def to_json(self) -> dict:
         return {"title": self.title, "page": self.page, "params": dict(self.params), "notes": self.notes}
@@ -190,7 +191,7 @@ def missing_model_notes(lesson: Lesson, hub_up=None) -> list[str]:
         checked = availability(ref, hub_up)
         notes.append(checked.reason if not checked.loadable else
                      f"'{ref}' is not on this computer: it downloads when first used; to present offline, run "
-                     f"`python -m core download {ref}` before class.")
+                     f"'python -m core download {ref}' before class.")
     return notes
 
 

@@ -9,8 +9,6 @@ chart's vector PDF from vl-convert (pypdf) in a page laid out with fpdf2.
 
 from __future__ import annotations
 
-import html
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -18,6 +16,7 @@ from typing import Iterable, Sequence
 import altair as alt
 
 from core.charts.export import javascript_bundle, offline_spec
+from core.safe_text import html_text, inline_script, script_json
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,6 @@ def as_steps(steps: Iterable[StepLike]) -> list[Step]:
     return out
 
 
-def _script_json(value) -> str:
-    """JSON safe inside a <script> element (no "</script>" can close it early)."""
-    return json.dumps(value).replace("</", "<\\/").replace("<!--", "<\\!--")
-
-
 DECK_STYLE = """
 body { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: #fff; color: #1a1a1a; }
 section.slide { display: none; box-sizing: border-box; min-height: 100vh; padding: 3vh 4vw; }
@@ -62,6 +56,7 @@ section.slide .chart { overflow: auto; zoom: 1.5; }  /* slides are read from the
 section.slide p.caption { font-size: 1.25rem; max-width: 70em; line-height: 1.45; }
 aside.notes { display: none; border-left: 4px solid #e8590c; padding: 0.5em 1em; background: #fff7f0; font-size: 1.05rem; }
 body.show-notes aside.notes { display: block; }
+body.show-notes aside.notes:empty { display: none; }
 footer { position: fixed; bottom: 1vh; right: 2vw; color: #666; font-size: 0.95rem; }
 """
 
@@ -100,19 +95,19 @@ def deck_html(steps: Iterable[StepLike], title: str = "BERT Lens") -> str:
     steps = as_steps(steps)
     sections = []
     for i, step in enumerate(steps):
-        notes = f'<aside class="notes">{html.escape(step.notes)}</aside>' if step.notes else ""
         sections.append(
-            f'<section class="slide" id="slide-{i + 1}"><h1>{html.escape(step.title)}</h1>'
-            f'<div class="chart"></div><p class="caption">{html.escape(step.caption)}</p>{notes}</section>'
+            f'<section class="slide" id="slide-{i + 1:d}"><h1>{html_text(step.title)}</h1>'
+            f'<div class="chart"></div><p class="caption">{html_text(step.caption)}</p>'
+            f'<aside class="notes">{html_text(step.notes)}</aside></section>'
         )
     specs = [None if step.chart is None else offline_spec(step.chart) for step in steps]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"UTF-8\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>{DECK_STYLE}</style>\n"
-        f"<script type=\"text/javascript\">\n{javascript_bundle()}\n</script>\n</head>\n<body>\n"
+        f"<title>{html_text(title)}</title>\n<style>{DECK_STYLE}</style>\n"
+        f"<script type=\"text/javascript\">\n{inline_script(javascript_bundle())}\n</script>\n</head>\n<body>\n"
         + "\n".join(sections)
         + '\n<footer><span id="deck-position"></span> · ← → to step, N for notes</footer>\n'
-        f'<script type="application/json" id="deck-specs">{_script_json(specs)}</script>\n'
+        f'<script type="application/json" id="deck-specs">{script_json(specs)}</script>\n'
         f"<script type=\"text/javascript\">{DECK_SCRIPT}</script>\n</body>\n</html>\n"
     )
 

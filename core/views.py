@@ -226,7 +226,8 @@ def page_file(page: str) -> str:
 @dataclass(frozen=True)
 class Restored:
     """What a URL gives a page: `values` {session key: typed value} to set, `notices` (one plain line per
-    parameter ignored: unknown to the page, or a value that does not fit)."""
+    parameter ignored: unknown to the page, or a value that does not fit; plain text holding the link's own words,
+    so a page shows it through core.safe_text.markdown_text)."""
 
     values: dict
     notices: tuple[str, ...]
@@ -253,12 +254,12 @@ def parse(page: str, query: Mapping[str, str]) -> Restored:
             continue
         param = params.get(name)
         if param is None:
-            notices.append(f"`{name}` is not a setting of this page (an old or mistyped link?): ignored.")
+            notices.append(f"“{name}” is not a setting of this page (an old or mistyped link?): ignored.")
             continue
         try:
             values[param.key] = param.parse(str(raw))
         except ValueError as err:
-            notices.append(f"`{name}={raw}` ignored: {err}.")
+            notices.append(f"“{name}={raw}” ignored: {err}.")
     return Restored(values, tuple(notices))
 
 

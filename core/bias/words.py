@@ -22,6 +22,7 @@ import numpy as np
 
 from core.datasets import Example
 from core.validation import whole_match
+from core.safe_text import markdown_text
 
 DEFAULT_WORDS = ("women", "woman", "girl", "girls", "mother", "wife", "female")
 WORD = re.compile(r"[^\W_](?:[\w'-]*[^\W_])?")  # matched whole (validation.whole_match)
@@ -113,12 +114,19 @@ def word_matches(examples: Sequence[Example], words: Iterable[str], protocol: st
 
 
 def highlight(text: str, words: Iterable[str], protocol: str = "bertlens") -> str:
-    """The text with every match in **bold** (markdown). Under "slides" a match is a whole space-separated token
-    of exactly that case (pass only premises: the slides' filter ignores hypotheses)."""
+    """The text as Markdown with every match in **bold**, all of it escaped (core.safe_text: a premise is shown as
+    written, never as a link or an image). Under "slides" a match is a whole space-separated token of exactly that
+    case (pass only premises: the slides' filter ignores hypotheses)."""
     if check_filter(protocol) == "slides":
         listed = set(parse_words(words, keep_case=True))
-        return re.sub(r"\S+", lambda m: f"**{m.group(0)}**" if m.group(0) in listed else m.group(0), text)
-    return word_pattern(words).sub(lambda m: f"**{m.group(0)}**", text)
+        matches = [m for m in re.finditer(r"\S+", text) if m.group(0) in listed]
+    else:
+        matches = list(word_pattern(words).finditer(text))
+    pieces, last = [], 0
+    for m in matches:
+        pieces += [markdown_text(text[last:m.start()]), f"**{markdown_text(m.group(0))}**"]
+        last = m.end()
+    return "".join(pieces) + markdown_text(text[last:])
 
 
 # ---- the three training sets ------------------------------------------------------------------------

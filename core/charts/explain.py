@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import html
-
 import altair as alt
 import numpy as np
 import pandas as pd
 
 from core.charts import layout
 from core.explain import METHOD_TITLES
+from core.safe_text import html_text
 
 
 def word_frame(explanation) -> pd.DataFrame:
@@ -24,9 +23,8 @@ def coloured_text(explanation) -> str:
     """HTML: each word on a background whose colour is its score (red supports the class, blue opposes)."""
     spans = []
     for word, value in zip(explanation.words, word_frame(explanation)["scaled"]):
-        colour = f"rgba(214, 39, 40, {abs(value):.2f})" if value >= 0 else f"rgba(31, 119, 180, {abs(value):.2f})"
-        spans.append(f'<span style="background:{colour};padding:2px 3px;margin:1px;border-radius:3px" '
-                     f'title="{value:+.3f}">{html.escape(word)}</span>')
+        spans.append(f'<span style="background:rgba({"214, 39, 40" if value >= 0 else "31, 119, 180"}, {abs(value):.2f});'
+                     f'padding:2px 3px;margin:1px;border-radius:3px" title="{value:+.3f}">{html_text(word)}</span>')
     return " ".join(spans)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from core.charts import layout
 from core.explorer import ExplorerResult, Examples, SliceComparison, contains_words, correct_mask
+from core.safe_text import vega_field
 from core.vector_index import NeighboursResult
 
 SELECTION = "brush"
@@ -39,15 +40,18 @@ def points_frame(result: ExplorerResult, examples: Examples, words: Sequence[str
 def scatter(frame: pd.DataFrame, colour: str, title: str, *, selectable: bool = True) -> alt.Chart:
     """The projector: one point per example coloured by `colour` (a column of points_frame). With
     `selectable`, dragging a box selects points (the page reads the selection back)."""
-    kind = "quantitative" if colour in QUANTITATIVE else "nominal"
-    scale = alt.Scale(scheme="viridis") if kind == "quantitative" else alt.Scale(scheme="tableau10")
+    def kind(column: str) -> str:
+        return "quantitative" if column in QUANTITATIVE else "nominal"
+
+    # A file's column can be called anything ("a.b", "x: y"): fields by name, escaped (core.safe_text.vega_field).
+    scale = alt.Scale(scheme="viridis") if kind(colour) == "quantitative" else alt.Scale(scheme="tableau10")
     tooltip = [alt.Tooltip("id:Q"), alt.Tooltip("text:N")] + [
-        alt.Tooltip(f"{c}:{'Q' if c in QUANTITATIVE else 'N'}") for c in frame.columns
+        alt.Tooltip(field=vega_field(c), type=kind(c), title=c) for c in frame.columns
         if c not in ("id", "x", "y", "text")]
     chart = alt.Chart(frame, title=title).mark_circle(size=40, opacity=0.75).encode(
         x=alt.X("x:Q", title=None, axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("y:Q", title=None, axis=alt.Axis(labels=False, ticks=False)),
-        color=alt.Color(f"{colour}:{kind[0].upper()}", scale=scale, title=colour),
+        color=alt.Color(field=vega_field(colour), type=kind(colour), scale=scale, title=colour),
         tooltip=tooltip,
     ).properties(height=420)
     if selectable:

@@ -6,6 +6,7 @@ import numpy as np
 
 from core.encoding import encode
 from core.models import load_model
+from core.safe_text import markdown_text
 
 
 def test_home_shows_model_facts(minilm_dir, make_app):
@@ -36,7 +37,7 @@ def test_attention_unavailable_model_shows_error(make_app):
     at = make_app("no-such-org/no-such-model", "The cat sat.")
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception
-    assert "no-such-org/no-such-model" in at.error[0].value
+    assert markdown_text("no-such-org/no-such-model") in at.error[0].value  # shown as text, escaped
 
 
 def test_attention_heatmap_matches_model_output(minilm_dir, make_app, chart_rows):

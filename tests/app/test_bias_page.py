@@ -12,6 +12,7 @@ import pytest
 from core import bias
 from core.datasets import snli
 from core.files import write_json_atomic
+from core.safe_text import markdown_text
 
 PAGE = "app_pages/bias.py"
 
@@ -55,7 +56,7 @@ def test_match_counts_and_examples(make_app, minilm_dir, data_dir, chart_rows):
 
 def test_bad_word_list_is_named_and_launch_disabled(make_app, minilm_dir, data_dir):
     at = open_page(make_app, minilm_dir, words="woman, wo man!", train_limit=200, test_limit=50)
-    assert any("not a word" in e.value and "man!" in e.value for e in at.error)
+    assert any("not a word" in e.value and markdown_text("man!") in e.value for e in at.error)
     launch = next(b for b in at.button if b.label == "Launch full, biased and control")
     assert launch.disabled
 
@@ -130,7 +131,7 @@ def test_unknown_model_is_refused_before_any_run(make_app, minilm_dir, data_dir)
     at = open_page(make_app, "no-such-model-here", train_limit=60, test_limit=20)
     next(b for b in at.button if b.label == "Launch full, biased and control").click().run()
     assert not at.exception, at.exception
-    assert any("no-such-model-here" in e.value for e in at.error)
+    assert any(markdown_text("no-such-model-here") in e.value for e in at.error)
     assert bias.list_experiments() == [] and not any(settings.runs_dir().glob("*"))
 
 

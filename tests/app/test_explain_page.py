@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from core import explain as ex
+from core.safe_text import markdown_text
 from tests.integration.test_explain import make_seq_classifier
 
 PAGE = "app_pages/explain.py"
@@ -21,7 +22,7 @@ def test_bars_equal_core_scores_and_ig_gap_shown(make_app, chart_rows, tmp_path)
     np.testing.assert_allclose([r["score"] for r in rows], expected.word_scores, rtol=1e-4, atol=1e-7)
     assert [r["text"] for r in rows] == list(expected.words)
     assert any("Completeness gap" in m.value for m in [*at.success, *at.warning])
-    assert any(f"Predicted: {expected.predicted}" in m.value for m in at.markdown)
+    assert any(f"Predicted: {markdown_text(expected.predicted)}" in m.value for m in at.markdown)
 
 
 def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_bert_dir):

@@ -12,6 +12,7 @@ from core import jobs
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.safe_text import markdown_text
 from core.training import Recipe, finetune, load_classifier
 
 PAGE = "app_pages/finetune.py"
@@ -103,7 +104,7 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
     at.text_input(key="finetune.run_name").input("fresh-run")
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
     assert not at.exception
-    assert any("Queued fresh-run" in s.value for s in at.success)
+    assert any(f"Queued {markdown_text('fresh-run')}" in s.value for s in at.success)
     # One job of the one runner: `python -m core.jobs ID`, whose work trains from the run folder's recipe.json.
     assert launched and launched[0][-3:-1] == ["-m", "core.jobs"]
     work = jobs.read_record(launched[0][-1]) and json.loads((jobs.jobs_dir() / launched[0][-1] / jobs.WORK).read_text())

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.safe_text import markdown_text
 from tests.tiny_mlm import make_tiny_mlm
 
 PAGE = "app_pages/masked.py"
@@ -62,7 +63,8 @@ def test_clicking_words_masks_them_each_with_its_own_list(mlm_dir, make_app, cha
     assert not at.exception
     assert "Nothing to guess yet" in at.info[0].value
     words = at.get("button_group")[0]
-    assert words.options == ["the", "cat", "sat", "on", "the", "mat", "."]
+    # Pills render Markdown, so each word is sent escaped (core.safe_text) and shown as typed.
+    assert words.options == [markdown_text(w) for w in ["the", "cat", "sat", "on", "the", "mat", "."]]
     words.set_value([1, 5]).run()
     assert not at.exception
     probs, positions, tokenizer = model_probabilities(mlm_dir, "the [MASK] sat on the [MASK] .")

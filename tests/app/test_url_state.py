@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import studies, views
+from core.safe_text import markdown_text
 from tests.app.conftest import APP_FILE
 from tests.tiny_mlm import make_tiny_mlm
 
@@ -104,7 +105,7 @@ def test_changing_a_widget_writes_the_url(tiny_bert_dir):
 def test_stale_link_shows_a_notice_not_an_error(tiny_bert_dir):
     at = open_link("attention", {"model": str(tiny_bert_dir), **PAIR, "layer": "1", "zoom": "2", "style": "Wavy"})
     notice = " ".join(c.value for c in at.caption)
-    assert "`zoom`" in notice and "style=Wavy" in notice
+    assert markdown_text("“zoom”") in notice and markdown_text("“style=Wavy”") in notice  # shown as text, escaped
     assert at.session_state["attention.layer"] == 1
     assert "zoom" not in at.query_params  # the ignored setting is dropped from the URL
 
@@ -160,7 +161,7 @@ def test_presenter_steps_apply_each_view_as_its_link_would():
 
 def test_presenter_names_unknown_lessons():
     at = open_link("present", {"lesson": "no-such-lesson"})
-    assert "no-such-lesson" in at.error[0].value and "bert-in-ten-views" in at.error[0].value
+    assert markdown_text("no-such-lesson") in at.error[0].value and "bert-in-ten-views" in at.error[0].value
 
 
 def test_a_value_the_page_cannot_use_now_gets_a_notice(tiny_bert_dir):

@@ -125,7 +125,8 @@ def test_notebook_renderer_is_offline(tiny):
     bundle = lens.head_view(tiny, TEXT)._repr_mimebundle_()
     bundle = bundle[0] if isinstance(bundle, tuple) else bundle
     page = bundle["text/html"]
-    assert page.startswith("<iframe srcdoc=")
+    # Sandboxed without allow-same-origin: a script in the chart's data could not reach the notebook's origin.
+    assert page.startswith('<iframe sandbox="allow-scripts" srcdoc=') and "allow-same-origin" not in page
     import html
 
     inner = html.unescape(page.split('srcdoc="', 1)[1].split('" style=', 1)[0])

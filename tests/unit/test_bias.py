@@ -96,6 +96,8 @@ def test_parse_words_cleans_and_rejects():
 
 def test_highlight_bolds_whole_words_only():
     assert highlight("Woman and womanhood", ["woman"]) == "**Woman** and womanhood"
+    # The rest of the text is escaped: a premise holding Markdown stays text (core.safe_text).
+    assert highlight("![x](http://192.0.2.1/x.png) woman", ["woman"]) == r"\!\[x\]\(http\:\/\/192\.0\.2\.1\/x\.png\) **woman**"
 
 
 # ---- training sets and slices -----------------------------------------------------------------------
@@ -381,7 +383,7 @@ def test_slides_spec_keeps_case_and_fixes_the_recipe():
         ExperimentSpec(name="t", model="m", lr=1e-4, protocol="slides")
     with pytest.raises(ValueError, match="Unknown filter protocol"):
         ExperimentSpec(name="t", model="m", protocol="gao")
-    assert highlight("A woman. woman Woman", ["woman"], "slides") == "A woman. **woman** Woman"
+    assert highlight("A woman. woman Woman", ["woman"], "slides") == "A woman\\. **woman** Woman"
 
 
 def test_result_carries_its_protocol():

@@ -70,7 +70,7 @@ def test_unknown_and_stale_params_become_notices_not_errors():
     assert restored.values == {"attention.style": "Heatmap"}
     text = " ".join(restored.notices)
     assert len(restored.notices) == 4
-    for name in ("layer=two", "heads=1,x", "filter=C→D", "`zoom`"):
+    for name in ("layer=two", "heads=1,x", "filter=C→D", "“zoom”"):
         assert name in text
     assert views.parse("no-such-page", {"x": "1"}).notices  # an unknown page too, without raising
     assert views.parse("masked", {"top_k": "99"}).values == {}  # out of range

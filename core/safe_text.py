@@ -1,0 +1,91 @@
+"""The one place user text is made safe for HTML, JavaScript and Markdown.
+
+Sentences, lesson titles and notes, URL parameters, uploaded files' cells and column names, model and run names all
+come from someone else: a shared link, an imported lesson, a CSV from anywhere. Every HTML document the project
+writes or displays (chart export, lesson deck, notebook iframe) embeds them through `script_json` / `html_text`,
+and every Streamlit element that renders Markdown shows them through `markdown_text` / `markdown_code`, so that
+text is always shown as text: it never runs as script and never makes the browser fetch an image from a third
+party (tests/unit/test_safe_text.py, tests/browser/test_injection.py; a grep test keeps HTML built elsewhere out).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+
+# Inside <script>, "</script" ends the element and "<!--" switches the HTML parser into an escaped state whatever
+# the JavaScript says; U+2028/2029 end a line in JavaScript before ES2019. Escaped as \uXXXX they can only appear
+# inside JSON strings, so the JSON means exactly the same.
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+# CommonMark lets a backslash escape any ASCII punctuation, and an escaped character is always literal text: with
+# all of it escaped no image, link, HTML, emphasis, heading, list, table, math ($) or Streamlit directive
+# (:red[…], :material/…:) can start.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+
+
+def _finite(value):
+    """NaN and ±inf as null (what altair makes of them in a data frame): JSON has no token for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def script_json(value) -> str:
+    """`value` as JSON that can sit inside any <script> element (executable or a type="application/json" data
+    island) and still parses, with JSON.parse or as a JavaScript expression, to exactly `value`."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(value), allow_nan=False)
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES[m.group()], text)
+
+
+def inline_script(code: str) -> str:
+    """Trusted JavaScript (a bundled library) made safe to inline in <script>: "</script" cannot end the element
+    early. "<\\/" means "</" wherever it can occur in JavaScript (a string, template, regular expression, comment)."""
+    return re.sub(r"</(script)", r"<\\/\1", code, flags=re.IGNORECASE).replace("<!--", "<\\!--")
+
+
+def html_text(text) -> str:
+    """`text` as HTML text or a quoted attribute value: &, <, >, " and ' escaped."""
+    return html.escape(str(text), quote=True)
+
+
+def markdown_text(text, *, keep_lines: bool = False) -> str:
+    """`text` shown literally by a Markdown renderer (st.markdown, st.caption, st.error…, widget labels): every
+    ASCII punctuation character backslash-escaped. Line breaks become spaces (one element's text stays one line),
+    or with keep_lines=True hard line breaks (speaker notes keep their lines; no line can start a block, since its
+    punctuation is escaped too)."""
+    if keep_lines:
+        return "  \n".join(_MARKDOWN_PUNCTUATION.sub(r"\\\1", line) for line in str(text).splitlines())
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
+
+
+def markdown_code(text) -> str:
+    """`text` as a Markdown inline code span: nothing inside is interpreted. The fence is one backtick longer than
+    the longest run of backticks in the text, and line breaks become spaces (a blank line would end the span)."""
+    text = _LINE_BREAKS.sub(" ", str(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    # A space on each side keeps a backtick at the text's edge from joining the fence; CommonMark strips one space
+    # from each end when both are there, so text that has its own there gets one more.
+    padded = not text.strip(" ") or text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " ")
+    return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+
+_VEGA_PATH_SYNTAX = re.compile(r"""([\\.\[\]"'])""")
+
+
+def vega_field(name) -> str:
+    """A column name as a Vega-Lite `field`: Vega reads ".", "[", "]" and quotes as a path into nested data, so a
+    CSV column called "a.b" or "x[0]" would draw nothing; each is backslash-escaped. Pass it as `field=` (with
+    `type=`), never in altair's "name:N" shorthand, which also splits at ":"."""
+    return _VEGA_PATH_SYNTAX.sub(r"\\\1", str(name))
