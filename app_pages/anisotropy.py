@@ -11,14 +11,14 @@ import streamlit as st
 
 from app_pages import anisotropy_job, prefetch
 from app_pages.anisotropy_job import shared_results
-from app_pages.common import cached_model, export_buttons, intro, job_controls, job_running, model_ref
+from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, job_running, model_ref
 from app_pages.corpus_picker import corpus_picker
 from core import anisotropy as an
 from core.charts import anisotropy as anisotropy_charts
 from core import corpus as corpora
 from core import protocols
 from core import references as refs
-from core.models import availability
+from core.models import availability, display_name
 from core.safe_text import markdown_code, markdown_text
 
 P = "anisotropy."
@@ -69,9 +69,9 @@ intro(
     "sampling) and adds MEV.",
 )
 examples = st.columns(3)
-examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), use_container_width=True)
-examples[1].button("SNLI pairs: alignment & uniformity", key=P + "ex.snli", on_click=use_example, args=("SNLI", "", 300, "uniformity"), use_container_width=True)
-examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_click=use_example, args=("Built-in sentences", "bank"), use_container_width=True)
+examples[0].button("Built-in sentences", key=P + "ex.builtin", on_click=use_example, args=("Built-in sentences",), width="stretch")
+examples[1].button("SNLI pairs: alignment & uniformity", key=P + "ex.snli", on_click=use_example, args=("SNLI", "", 300, "uniformity"), width="stretch")
+examples[2].button("One word, many senses: “bank”", key=P + "ex.bank", on_click=use_example, args=("Built-in sentences", "bank"), width="stretch")
 
 # --- models -------------------------------------------------------------------------------------------------
 sidebar_model = model_ref()
@@ -81,7 +81,7 @@ st.session_state[P + "models"] = anisotropy_job.chosen_models(st.session_state[P
 checked = {ref: availability(ref) for ref in options}
 models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
                         "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.",
-                        format_func=lambda ref: ref if checked[ref].loadable else f"{ref} (cannot load now)")
+                        format_func=lambda ref: display_name(ref) if checked[ref].loadable else f"{display_name(ref)} (cannot load now)")
 if not models:
     st.info("Pick at least one model to measure.")
     st.stop()
@@ -168,7 +168,7 @@ if reference is not None:
         reference_rows = anisotropy_charts.reference_frame(reference, judged, protocol)
 st.caption(MEASURE_HELP[measure])
 chart = anisotropy_charts.layer_chart(frame, measure, reference=reference_rows, protocol=protocol)
-st.altair_chart(chart, key=P + "chart")
+draw_chart(chart, key=P + "chart")
 st.caption(protocols.describe(protocol))
 if reference_rows is not None:
     st.caption(f"Dashed: {refs.overlay_label(reference, judged, protocol)}. Source: {reference.source}. "
@@ -184,7 +184,7 @@ for p in profiles:
         notes.append(f"{p.n_alignment_pairs} pairs for alignment")
     if p.n_truncated:
         notes.append(f"{p.n_truncated} sentences cut to the model's length")
-    st.caption(f"{markdown_code(p.model)}: " + ", ".join(notes) + ".")
+    st.caption(f"{markdown_code(display_name(p.model))}: " + ", ".join(notes) + ".")
 if any(len(p.words) == 0 for p in profiles):
     st.warning(f"No word occurs in {settings.min_contexts} or more {'times' if paper else 'sentences'}, so "
                "self-similarity is empty: "
@@ -199,7 +199,7 @@ export_buttons(chart, table, f"anisotropy_{measure}", key=P + "export")
 # --- words --------------------------------------------------------------------------------------------------
 st.subheader("Words")
 by_model = {p.model: p for p in profiles}
-pick = st.selectbox("Model for the word views", list(by_model), key=P + "word_model") if len(by_model) > 1 else profiles[0].model
+pick = st.selectbox("Model for the word views", list(by_model), key=P + "word_model", format_func=display_name) if len(by_model) > 1 else profiles[0].model
 profile = by_model[pick]
 last = int(profile.layers[-1])
 if len(profile.words):
@@ -226,7 +226,7 @@ if word.strip():
         st.stop()
     word_frame = anisotropy_charts.word_frame(drill, profile, frame)
     word_chart = anisotropy_charts.layer_chart(word_frame, "self_similarity", title=f"Self-similarity of “{drill.word}” in {len(drill.contexts)} sentences")
-    st.altair_chart(word_chart, key=P + "word_chart")
+    draw_chart(word_chart, key=P + "word_chart")
     cols = st.columns([3, 1])
     context = cols[0].selectbox("Sentence", range(len(drill.contexts)), format_func=lambda i: drill.contexts[i], key=P + "context")
     layer = cols[1].selectbox("Layer", list(profile.layers), index=last, key=P + "word_layer")

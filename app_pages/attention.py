@@ -4,6 +4,7 @@ import streamlit as st
 
 from app_pages.common import (
     cached_encoding,
+    draw_chart,
     model_or_error,
     example_buttons,
     export_buttons,
@@ -72,7 +73,7 @@ def render_one_sentence() -> None:
             "darker = more). Click a square to open it in the head view."
         )
         grid = charts.model_view_grid(matrix)
-        st.altair_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
+        draw_chart(grid, key="attention.model_view", on_select=open_clicked_head, selection_mode=charts.MODEL_VIEW_SELECTION)
         export_buttons(grid, None, "model_view", key="attention.export_grid")
         return
 
@@ -116,7 +117,7 @@ def render_one_sentence() -> None:
         chart = charts.head_view_lines(view, title, **limits)
     else:
         chart = charts.attention_heatmap(view, title)
-    st.altair_chart(chart, key="attention.chart")
+    draw_chart(chart, key="attention.chart")
     if style == "Lines":
         st.caption(charts.lines_note(view, **limits))
         st.toggle("Show all lines", key="attention.show_all", help="Every (query, key) pair, however faint: slow past ~200 tokens.")

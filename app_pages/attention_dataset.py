@@ -13,11 +13,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, flag_degenerate, intro, job_controls, model_ref
+from app_pages.common import cached_model, draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref
 from app_pages.corpus_picker import MRPC, SNLI, UD, cached_resolve, corpus_picker, named_spec
 from core import heads as hd
 from core.charts import attention as attention_charts
 from core.charts import classification
+from core.models import display_name
 from core.protocols import DEFAULT, describe
 from core.safe_text import markdown_text
 
@@ -117,13 +118,13 @@ def survey_part(show: str) -> None:
         return
     work = survey_work(lm, inputs, protocol)
     prefetch.adopt(SURVEY_KEY, params)  # presenter mode may have started this very pass ahead of the slide
-    kept = job_controls(SURVEY_KEY, f"Run {ref} over {len(inputs)} examples", params, lambda: work, kind=SURVEY_KIND,
+    kept = job_controls(SURVEY_KEY, f"Run {display_name(ref)} over {len(inputs)} examples", params, lambda: work, kind=SURVEY_KIND,
                         unit=SURVEY_UNIT)
     if kept is None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")
         return
     survey: hd.HeadSurvey = kept
-    st.caption(f"{markdown_text(survey.model)}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
+    st.caption(f"{markdown_text(display_name(survey.model))}: {survey.n_examples} inputs ({survey.n_pairs} pairs"
                + (f", {survey.n_truncated} cut to the model's max length" if survey.n_truncated else "") + "). "
                + describe(survey.protocol))
     if show == "Statistics":
@@ -137,14 +138,14 @@ def statistics_view(survey: hd.HeadSurvey) -> None:
     values = survey.stat(name)
     title = hd.STAT_TITLES[name] if not (name == "punct" and survey.protocol == "clark") else "attention to . and ,"
     chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {title} per head")
-    st.altair_chart(chart, key=P + "stat_chart")
+    draw_chart(chart, key=P + "stat_chart")
     first = 1 if survey.protocol == "clark" else 0
     by_layer = ", ".join(f"L{l + first} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
     st.caption(f"Layer means: {by_layer}. Per input: the mass a head puts on those keys, averaged over all query "
                "positions (special tokens included), then over inputs (Clark et al. 2019). Clark et al. found over "
                "half of BERT-base's attention in layers 6–10 going to [SEP].")
     lines, _ = attention_charts.layer_means_chart(survey, name, f"Mean {title} per layer")
-    st.altair_chart(lines, key=P + "stat_layers")
+    draw_chart(lines, key=P + "stat_layers")
     if name in attention_charts.LAYER_REFERENCES:
         st.caption("Clark et al.'s line was read off his Figure 2 (bert-base-uncased, Wikipedia spans); it is "
                    "comparable only when the legend says 'same model and protocol', else compare the shape.")
@@ -159,7 +160,7 @@ def patterns_view(survey: hd.HeadSurvey) -> None:
     counts = survey.pattern_counts
     frame = attention_charts.pattern_frame(survey)
     combined = attention_charts.pattern_chart(survey, frame)
-    st.altair_chart(combined, key=P + "pattern_chart")
+    draw_chart(combined, key=P + "pattern_chart")
     st.caption(
         "Each head's map on each input gets one type by these rules, over the rows of real tokens: V = mass on "
         f"[CLS]/[SEP], D = mass within one position of the diagonal, B = mass inside the query's own sentence. "
@@ -181,7 +182,7 @@ def patterns_view(survey: hd.HeadSurvey) -> None:
                 continue
             st.caption(pattern)
             row = attention_charts.examples_chart(found)
-            st.altair_chart(row, key=f"{P}examples.{pattern}")
+            draw_chart(row, key=f"{P}examples.{pattern}")
 
 
 # ---- ablation ----------------------------------------------------------------------------------------------
@@ -258,7 +259,7 @@ def ablation_part() -> None:
         label = "Best single-head removal" if result.head_delta[best] > 0 else "Least harmful removal"
         m3.metric(label, f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
         chart, frame = attention_charts.ablation_chart(result)
-        st.altair_chart(chart, key=P + "ablation_chart")
+        draw_chart(chart, key=P + "ablation_chart")
         st.caption("▲ marks heads whose removal *improves* accuracy. Red: removal hurts; blue: removal helps.")
         table = frame.rename(columns={"accuracy change": "head_delta"})
         table["accuracy"] = table["head_delta"] + result.base_accuracy
@@ -282,7 +283,7 @@ def ablation_part() -> None:
     probs = classification.probabilities_frame(["intact", f"L{layer} H{head} disabled"], [clf.labels] * 2,
                                                [intact, changed], series="model")
     chart = classification.probabilities_chart(probs, series="model", title=f"Class probabilities (gold: {examples[index].label})")
-    st.altair_chart(chart, key=P + "example_chart")
+    draw_chart(chart, key=P + "example_chart")
     export_buttons(chart, probs, "ablation-example", P + "example_export")
 
 
@@ -334,7 +335,7 @@ def change_part() -> None:
         return
     change: hd.AttentionChange = kept
     chart, frame = attention_charts.change_chart(change)
-    st.altair_chart(chart, key=P + "change_chart")
+    draw_chart(chart, key=P + "change_chart")
     by_layer = ", ".join(f"L{l} {v:.3f}" for l, v in enumerate(change.cosine.mean(axis=1)))
     st.caption(f"Per head: cosine similarity of the flattened maps of A and B on the same input, averaged over "
                f"{change.n_examples} inputs (Kovaleva et al., Fig. 5). Lower = changed more. Layer means: {by_layer}.")
@@ -378,7 +379,7 @@ def syntax_part() -> None:
     table = pd.DataFrame(result.to_json()["relations"])
     table["best head"] = table["label"]
     chart = attention_charts.syntax_chart(table, result.protocol)
-    st.altair_chart(chart, key=P + "syntax_chart")
+    draw_chart(chart, key=P + "syntax_chart")
     if result.protocol == "clark":
         how = ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
                "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
@@ -397,7 +398,7 @@ def syntax_part() -> None:
     export_buttons(chart, table, "syntactic-heads", P + "syntax_export")
     relation = st.selectbox("Every head for one relation", list(result.relations), key=P + "relation")
     heat, grid = attention_charts.relation_chart(result, relation)
-    st.altair_chart(heat, key=P + "relation_chart")
+    draw_chart(heat, key=P + "relation_chart")
     export_buttons(heat, grid, f"syntactic-heads-{relation.replace(':', '_')}", P + "relation_export")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import export_buttons, flag_degenerate, intro, model_ref
+from app_pages.common import draw_chart, export_buttons, flag_degenerate, intro, model_ref
 from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
-from core.models import ModelUnavailable, pick_device
+from core.models import ModelUnavailable, display_name, pick_device
 from core.protocols import describe
 from core.training import report as run_report
 from core.training.recipe import PAPER_SETTINGS
@@ -160,7 +160,7 @@ if matches is not None:
     m3.metric("Test pairs with a word", f"{test_matches:,} of {test_n:,}")
     per_word = bias.word_count_frame(matches)
     word_chart = charts.word_count_chart(per_word, protocol)
-    st.altair_chart(word_chart, width="stretch")
+    draw_chart(word_chart, width="stretch")
     export_buttons(word_chart, per_word, "bias_word_counts", P + "export.words")
     if shown:
         st.markdown("**Some training pairs that would be removed**")
@@ -179,7 +179,7 @@ with st.expander("Counterfactual swap list (used when scoring)"):
     st.caption("“her” has two partners: “his” before a noun (her hat → his hat) and “him” before a function word, "
                "punctuation or the end (gave her a cup → gave him a cup). Only test pairs a swap changes are counted.")
 with st.form(P + "recipe"):
-    st.caption(f"Model: **{markdown_text(model_ref())}** (the sidebar's). All three runs use this recipe and run one after another "
+    st.caption(f"Model: **{markdown_text(display_name(model_ref()))}** (the sidebar's). All three runs use this recipe and run one after another "
                f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
     fixed = protocol == "slides"
     if fixed:
@@ -251,7 +251,7 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
     if status.state == "evaluating" and job is not None:
         st.progress(job.fraction, text=f"Scoring: {job.message} {job.done}/{job.total or '?'} predictions")
     if status.active:
-        st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/stop:")
+        st.button("Cancel the experiment", key=P + "cancel", on_click=cancel_clicked, args=(spec.name,), icon=":material/cancel:")
     elif status.state in ENDED_TITLES:
         st.error(f"The experiment {ENDED_TITLES[status.state]} ({status.state}): {markdown_text(status.error or '')}")
 
@@ -279,7 +279,7 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     )
 
     accuracy_chart = charts.accuracy_chart(table, result.protocol)
-    st.altair_chart(accuracy_chart, width="stretch")
+    draw_chart(accuracy_chart, width="stretch")
     export_buttons(accuracy_chart, table, f"{name}_accuracy", P + "export.accuracy")
 
     shown_table = table[["run", "slice", "n", "accuracy", "ci_low", "ci_high", "macro_f1"] + [f"f1_{l}" for l in result.labels]]
@@ -306,7 +306,7 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     st.markdown("#### Per-class F1")
     f1 = bias.f1_frame(result)
     f1_chart = charts.f1_chart(f1, result.labels)
-    st.altair_chart(f1_chart)
+    draw_chart(f1_chart)
     export_buttons(f1_chart, f1, f"{name}_f1", P + "export.f1")
 
     st.markdown("#### Confusion matrices")
@@ -314,13 +314,13 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
     confusion = bias.confusion_frame(result)
     confusion = confusion[confusion["slice"] == chosen_slice]
     confusion_chart = charts.confusion_chart(confusion, result.labels, chosen_slice)
-    st.altair_chart(confusion_chart)
+    draw_chart(confusion_chart)
     export_buttons(confusion_chart, confusion, f"{name}_confusion_{chosen_slice}", P + "export.confusion")
 
     st.markdown("#### Counterfactual swaps")
     flips = bias.flip_frame(result)
     flip_chart = charts.flip_chart(flips)
-    st.altair_chart(flip_chart, width="stretch")
+    draw_chart(flip_chart, width="stretch")
     st.caption(f"{full.swapped:,} test pairs change under the swap list; a model that ignores gender would keep all its predictions.")
     export_buttons(flip_chart, flips, f"{name}_flips", P + "export.flips")
     flip_arm = st.radio("Flipped examples of run", bias.ARMS, key=P + "flip_arm", horizontal=True)

@@ -6,6 +6,7 @@ Not a page itself: the router lists the pages explicitly.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import time
 from typing import Callable
 
@@ -17,6 +18,7 @@ from streamlit.logger import get_logger
 from app_pages import page_report
 from core import charts, jobs, settings
 from core.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
+from core.charts import layout
 from core.encoding import encode
 from core.models import LoadedModel, ModelUnavailable, load_model, model_version
 from core.validation import truncation_notice
@@ -138,7 +140,32 @@ def set_example(text_a: str, text_b: str | None) -> None:
 def example_buttons(examples: dict[str, tuple[str, str | None]], key: str) -> None:
     columns = st.columns(len(examples))
     for column, (label, (text_a, text_b)) in zip(columns, examples.items()):
-        column.button(label, key=f"{key}.{label}", on_click=set_example, args=(text_a, text_b), use_container_width=True)
+        column.button(label, key=f"{key}.{label}", on_click=set_example, args=(text_a, text_b), width="stretch")
+
+
+# Set by presenter mode (app_pages/present.py) while a slide's page runs: draw_chart then enlarges type and rows.
+PRESENTING: contextvars.ContextVar[bool] = contextvars.ContextVar("presenting", default=False)
+
+
+def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
+    """st.altair_chart for every page: a chart its builder sized (core.charts.layout.fixed_size) is drawn at that
+    size (width="content"), not stretched or squeezed by the container (others as st.altair_chart draws them); in
+    presenter mode with larger type. The
+    chart joins the page's PDF report under `name` (default: its key or title). Returns st.altair_chart's value."""
+    page_report.collect(name or options.get("key") or _chart_title(chart) or "chart", chart)
+    if getattr(chart, "autosize", alt.Undefined) is not alt.Undefined:
+        options["width"] = "content"  # stretching would widen the plot past the container: the right edge cut off
+    elif isinstance(chart, (alt.Chart, alt.LayerChart)):
+        # as wide as the column, as tall as the builder says plus axes and title: Streamlit's default `fit` would
+        # fit those into the stated height and squeeze the plot (it keeps `pad` for concatenated and faceted charts)
+        chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
+
+
+def _chart_title(chart: alt.TopLevelMixin) -> str:
+    title = getattr(chart, "title", alt.Undefined)
+    text = getattr(title, "text", title)
+    return text if isinstance(text, str) else ""
 
 
 def export_buttons(chart: alt.TopLevelMixin | None, table: pd.DataFrame | Callable[[], pd.DataFrame] | None, name: str, key: str) -> None:
@@ -244,7 +271,7 @@ def _collect(key: str, load_result: Callable[[dict], object] | None = None) -> N
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:
     """A running job's progress bar and Cancel button (any job: thread or process)."""
     st.progress(record.fraction, text=markdown_text(record.progress_text))
-    if st.button("Cancel", key=cancel_key, icon=":material/stop:"):
+    if st.button("Cancel", key=cancel_key, icon=":material/cancel:"):
         jobs.cancel(record.id)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import (example_buttons, export_buttons, flag_degenerate, intro, job_controls, model_ref, sentences,
-                               warn_if_truncated)
+from app_pages.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, job_controls, model_ref,
+                               sentences, warn_if_truncated)
 from app_pages.explain_view import cached_explainer, cached_explanation, show
 from app_pages.corpus_picker import BUILTIN, DATASETS, corpus_picker
 from core.charts import explain as charts
@@ -23,6 +23,7 @@ EXAMPLES = {
 }
 
 
+st.title("Why this prediction?")
 intro("Which words made the model predict what it predicts? Six explanation methods answer side by side, and a "
       "faithfulness test over a dataset shows which answer the model's own behaviour supports.",
       "Pick a fine-tuned classification run in the sidebar; gradient methods need its classifier head, attention "
@@ -68,7 +69,7 @@ else:
         with st.expander("Whole-model token flow (the full token × token matrix)"):
             layer = st.slider("Layer", 0, len(flows[0].matrix) - 1, len(flows[0].matrix) - 1, key=K + "layer")
             for result in flows:
-                st.altair_chart(charts.flow_matrix(result, layer), use_container_width=False)
+                draw_chart(charts.flow_matrix(result, layer))
 
 st.header("How faithful is each explanation?")
 st.markdown("Comprehensiveness: how much the predicted class's probability drops when a method's top 10 %, 20 %, … "
@@ -109,5 +110,5 @@ else:
         table = result.table()
         st.dataframe(table, hide_index=True)
         chart = charts.faithfulness_chart(result)
-        st.altair_chart(chart, use_container_width=False)
+        draw_chart(chart)
         export_buttons(chart, charts.faithfulness_frame(result), "faithfulness", K + "faith.export")

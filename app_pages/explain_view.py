@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import export_buttons
+from app_pages.common import draw_chart, export_buttons
 from core.charts import explain as charts
 from core.explain import explain, load_explainer
 from core.models import model_version
@@ -32,7 +32,7 @@ def _cached_explanation(ref: str, version: tuple, text_a: str, text_b: str | Non
 def show(result, key: str) -> None:
     st.markdown(charts.coloured_text(result), unsafe_allow_html=True)
     chart = charts.word_bars(result)
-    st.altair_chart(chart, use_container_width=False)
+    draw_chart(chart)
     if result.completeness_gap is not None:
         gap = result.relative_gap
         (st.success if gap < 0.05 else st.warning)(

@@ -11,6 +11,7 @@ from app_pages.common import (
     SENTENCE_B_KEY,
     cached_encoding,
     cached_model,
+    draw_chart,
     export_buttons,
     intro,
     job_controls,
@@ -24,7 +25,7 @@ from core import explorer as ex
 from core import vector_index as vi
 from core.charts import explorer as charts
 from core.datasets import DataUnavailable
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 from core.safe_text import markdown_text
 
 SOURCES = {"snli:dev": "SNLI dev", "snli:test": "SNLI test", "mrpc:validation": "MRPC dev", "mrpc:test": "MRPC test",
@@ -154,7 +155,7 @@ with projector_tab:
         results = {}
         for col, r in zip(run_cols, refs):
             with col:
-                results[r] = model_run(r, examples, layer, method, pooling, "this model" if r == ref else r)
+                results[r] = model_run(r, examples, layer, method, pooling, "this model" if r == ref else display_name(r))
         if examples.labels is None:
             st.caption("This corpus has no gold labels, so the label colourings and accuracies are hidden.")
         first = next((r for r in results.values() if r is not None), None)
@@ -181,7 +182,7 @@ with projector_tab:
                 use = colour if colour in frame.columns else "sentence length"
                 chart = charts.scatter(frame, use, f"{r}: layer {res.layer}, {ex.METHOD_NAMES[res.method]}")
                 with col:
-                    event = st.altair_chart(chart, on_select="rerun", key=f"{P}chart.{r}", width="stretch")
+                    event = draw_chart(chart, on_select="rerun", key=f"{P}chart.{r}", width="stretch")
                     if res.explained_variance_ratio is not None:
                         st.caption(f"The two axes hold {res.explained_variance_ratio.sum():.0%} of the variance.")
                     export_buttons(chart, frame, f"explorer-{res.method}-layer{res.layer}", f"{P}export.{r}")
@@ -224,7 +225,7 @@ with projector_tab:
                         else:
                             st.markdown(f"**{markdown_text(sname)}** — {markdown_text(r)}")
                             chart = charts.slice_chart(comparison)
-                            st.altair_chart(chart, width="stretch")
+                            draw_chart(chart, width="stretch")
                             export_buttons(chart, charts.slice_frame(comparison), f"slice-{sname}", f"{P}slice.{r}.{sname}")
 
 
@@ -284,11 +285,11 @@ with neighbours_tab:
             st.dataframe(table[["rank", "similarity", "left", "word", "right"] + (["upos", "deprel"] if info.has_trees else [])],
                          hide_index=True, column_config={"similarity": st.column_config.NumberColumn(format="%.3f")})
             chart = charts.neighbours_chart(result)
-            st.altair_chart(chart, width="stretch")
+            draw_chart(chart, width="stretch")
             export_buttons(chart, table, f"neighbours-{word}-layer{nlayer}", P + "nexport")
             if info.has_trees and result.pos:
                 hist = charts.histogram_chart(result)
-                st.altair_chart(hist)
+                draw_chart(hist)
                 export_buttons(hist, charts.histogram_frame(result), f"neighbours-{word}-pos", P + "hexport")
             elif not info.has_trees:
                 st.caption("POS and relation histograms need a treebank corpus: pick UD EWT.")

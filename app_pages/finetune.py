@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences
+from app_pages.common import draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences
 from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -277,12 +277,12 @@ def render_runs() -> None:
                 c1.write(f"**{r.name}** — {report.progress_text(r, queue_position(r.name))}")
             else:
                 c1.progress(r.progress_fraction(), text=f"**{r.name}** — {report.progress_text(r)}")
-            if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/stop:"):
+            if c2.button("Cancel", key=f"{K}cancel.{r.name}", icon=":material/cancel:"):
                 cancel(r.name)
                 st.toast(f"Asked {r.name} to stop.")
             frame = finetune_charts.loss_frame(s, r.name)
             if len(frame) > 1:
-                st.altair_chart(finetune_charts.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
+                draw_chart(finetune_charts.loss_chart(frame, f"Loss of {r.name}"), width="stretch")
 
 
     runs = list_runs()  # read once for the table below and the phases it shows
@@ -338,17 +338,17 @@ def render_runs() -> None:
     classifiers = [r for r in selected if r.metrics.get("accuracy") is not None]
     if classifiers:
         f1 = finetune_charts.f1_chart(classifiers)
-        st.altair_chart(f1, width="stretch")
+        draw_chart(f1, width="stretch")
         export_buttons(f1, finetune_charts.f1_frame(classifiers), "f1-per-class", key=K + "f1_export")
         st.markdown("**Confusion matrices** (rows: true class, columns: predicted; colour: share of the row)")
         confusion = finetune_charts.confusion_chart(classifiers)
-        st.altair_chart(confusion)
+        draw_chart(confusion)
         export_buttons(confusion, pd.concat([finetune_charts.confusion_frame(r) for r in classifiers]), "confusion", key=K + "confusion_export")
 
     loss_all = pd.concat([finetune_charts.loss_frame(r.metrics, r.name) for r in selected])
     if len(loss_all):
         chart = finetune_charts.loss_chart(loss_all)
-        st.altair_chart(chart, width="stretch")
+        draw_chart(chart, width="stretch")
         export_buttons(chart, loss_all, "training-loss", key=K + "loss_export")
 
     # ---- predict ------------------------------------------------------------------------------------------
@@ -374,7 +374,7 @@ def render_runs() -> None:
         if names:
             frame = finetune_charts.probabilities_frame(names, labels, probabilities)
             chart = finetune_charts.probabilities_chart(frame)
-            st.altair_chart(chart, width="stretch")
+            draw_chart(chart, width="stretch")
             st.dataframe(frame.pivot(index="run", columns="class", values="probability"), width="stretch")
             export_buttons(chart, frame, "predictions", key=K + "predict_export")
 

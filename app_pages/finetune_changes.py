@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
+from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import corpus_picker
 from core.charts.finetune import (
     CONTROL,
@@ -29,7 +29,7 @@ from core.charts.finetune import (
     similarity_frame,
 )
 from core.datasets import DataUnavailable
-from core.models import LoadedModel, ModelUnavailable, available_models
+from core.models import LoadedModel, ModelUnavailable, available_models, display_name
 from core.probe import ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import describe
@@ -153,7 +153,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
                f"{first.protocol}, seed {first.seed}.")
     frame = similarity_frame(results)
     chart = similarity_chart(frame, first.model_a, first.protocol)
-    st.altair_chart(chart, width="stretch")
+    draw_chart(chart, width="stretch")
     export_buttons(chart, frame, "similarity-per-layer", key=P + "export.lines")
 
     row = st.columns([2, 1])
@@ -162,7 +162,7 @@ def similarity_part(base: str, compared: list[str]) -> None:
     result = next(r for r in results if r.model_b == chosen)
     cframe = cross_frame(result, measure)
     heat = cross_chart(cframe, result, measure)
-    st.altair_chart(heat, width="stretch")
+    draw_chart(heat, width="stretch")
     st.caption("A bright diagonal means each layer kept its place; brightness off the diagonal means a layer of B "
                "now looks like another layer of A.")
     export_buttons(heat, cframe, f"cross-layer-{measure}", key=P + "export.cross")
@@ -263,7 +263,8 @@ def probe_part(base: str, compared: list[str]) -> None:
     charts = [probe_chart(frame, metric, show_reference, model=base, protocol=shown_protocol) for metric in ("UUAS", "DSpr")]
     cols = st.columns(2)
     for col, chart in zip(cols, charts):
-        col.altair_chart(chart, width="stretch")
+        with col:
+            draw_chart(chart, width="stretch")
     st.dataframe(frame, hide_index=True, width="stretch")
     export_buttons(probe_export_chart(charts), frame, "structural-probe", key=P + "export.probe")
     sentence_tree(kept_data, results, kept_entries)
@@ -283,8 +284,8 @@ def sentence_tree(data: ProbeData, results: list[tuple[str, str, ProbeResult]], 
     is_control = entries[which][2]
     lm = cached_control(entries[which][0]) if is_control else cached_model(entries[which][0])
     parse = parse_sentence(lm, result.probe(int(layer)), data.eval[index], result.protocol)
-    chart = arcs_chart(parse, f"{ref}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
-    st.altair_chart(chart, width="content")
+    chart = arcs_chart(parse, f"{display_name(ref)}, layer {layer}: gold tree above, probe's tree below (UUAS {parse.uuas:.2f})")
+    draw_chart(chart, width="content")
     edges = pd.DataFrame(
         [{"tree": "gold", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": True} for i, j in sorted(parse.gold_edges)]
         + [{"tree": "probe", "from": i, "to": j, "words": f"{parse.words[i]} — {parse.words[j]}", "correct": (i, j) in parse.gold_edges}

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import cached_model, export_buttons, intro, job_controls, model_ref
+from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import SNLI, UD, corpus_picker
 from core.charts import head_studies as charts
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 from core.safe_text import markdown_text
 
 P = "studies."
@@ -87,8 +87,8 @@ def features_part(refs: list[str]) -> None:
         return
     feature = st.selectbox("Feature", FEATURES, key=P + "feature", format_func=FEATURE_TITLES.get)
     chart, _ = charts.features_chart(result, feature)
-    st.altair_chart(chart, key=P + "features_chart")
-    st.caption(" · ".join(f"{charts.short(r.model)}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
+    draw_chart(chart, key=P + "features_chart")
+    st.caption(" · ".join(f"{display_name(r.model)}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
                           f"have the feature ({r.n_skipped} too long)" for r in result)
                + ". Features from the treebank's tags (nouns NOUN/PROPN, verbs VERB, pronouns PRON), relations "
                  "(subjects nsubj/csubj, objects obj/iobj) and a list of negation words.")
@@ -111,7 +111,7 @@ def _dataset_part(refs: list[str], name: str, kind: str, compute, waiting: str):
 
 
 def _draw(chart, frame, name: str, export_name: str) -> None:
-    st.altair_chart(chart, key=f"{P}{name}_chart")
+    draw_chart(chart, key=f"{P}{name}_chart")
     export_buttons(chart, frame, export_name, f"{P}{name}_export")
 
 
@@ -154,12 +154,12 @@ def aspect_part(refs: list[str]) -> None:
         st.info("Press the button to score the heads (a run trained on the `absa_qa` task is the blog's setting).")
         return
     chart, frame = charts.aspect_chart(result)
-    st.altair_chart(chart, key=P + "aspect_chart")
-    st.caption(" · ".join(f"{charts.short(r.model)}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
+    draw_chart(chart, key=P + "aspect_chart")
+    st.caption(" · ".join(f"{display_name(r.model)}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
                           + ", ".join(f"{l}-{h} ({s:.2f})" for l, h, s in r.top_heads(3)) for r in result)
                + ". Scored only where the review names one category, so its aspect terms are that category's.")
     absent, _ = charts.absent_chart(result, "sep")
-    st.altair_chart(absent, key=P + "absent_chart")
+    draw_chart(absent, key=P + "absent_chart")
     export_buttons(chart, frame, "aspect-heads", P + "aspect_export")
     example_view(refs, pairs, result)
 
@@ -179,7 +179,7 @@ def example_view(refs: list[str], pairs, result) -> None:
     layer = int(row[2].number_input("Layer", 0, layers - 1, value=top[0], key=P + "pair_layer"))
     head = int(row[3].number_input("Head", 0, heads - 1, value=top[1], key=P + "pair_head"))
     chart, frame = charts.aspect_row_chart(aspect_row(cached_model(refs[which]), pairs[index], layer, head))
-    st.altair_chart(chart, key=P + "pair_chart")
+    draw_chart(chart, key=P + "pair_chart")
     export_buttons(chart, frame, f"aspect-example-{index}", P + "pair_export")
 
 

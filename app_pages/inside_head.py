@@ -12,6 +12,7 @@ import streamlit as st
 
 from app_pages.common import (
     cached_model,
+    draw_chart,
     example_buttons,
     export_buttons,
     intro,
@@ -24,6 +25,7 @@ from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
 from core.charts import inside_head as charts
 from core.examples import EXAMPLES
+from core.models import display_name
 from core.safe_text import markdown_text
 
 P = "inside."
@@ -126,7 +128,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
         return
     st.subheader("Neuron view")
     chart = charts.neuron_chart(view)
-    st.altair_chart(chart, key=P + "neuron_chart")
+    draw_chart(chart, key=P + "neuron_chart")
     top = int(np.argmax(view.attention))
     bias_note = " plus the model's relative position bias" if view.bias.any() else ""
     st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
@@ -137,7 +139,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     st.subheader("Does a big weight mean a big effect?")
     frame = charts.row_frame(norms, layer, head, query)
     row = charts.row_chart(frame, f"Row {labels[query]}: raw vs norm-weighted (layer {layer}, head {head})")
-    st.altair_chart(row, key=P + "row_chart")
+    draw_chart(row, key=P + "row_chart")
     st.caption("Norm-weighted: α_ij·‖f(x_j)‖ with f the head's value projection followed by its slice of the output "
                "projection (Kobayashi et al. 2020), rescaled so the row sums to 1. Hover a bar for ‖f(x)‖.")
     export_buttons(row, frame, f"norm_row_L{layer}_H{head}_Q{query}", key=P + "row_export")
@@ -160,13 +162,13 @@ def dataset_part() -> None:
 
         return work
 
-    kept = job_controls(P + "shares", f"Run {ref} over {len(inputs)} examples", params, make_work,
+    kept = job_controls(P + "shares", f"Run {display_name(ref)} over {len(inputs)} examples", params, make_work,
                         kind="attention-norms", unit="examples")
     if kept is None:
         st.info("Press the button to pass the sample through the model (nothing is computed until then).")
         return
     chart, frame = charts.shares_chart(kept)
-    st.altair_chart(chart, key=P + "shares_chart")
+    draw_chart(chart, key=P + "shares_chart")
     st.caption("Per input: each query's attention row (raw, or ‖α f(x)‖ rescaled to sum to 1) summed over the "
                "category's keys, averaged over queries and heads, then over inputs. [CLS]/[SEP] are the tokenizer's "
                "own (<s>/</s> for RoBERTa); punctuation is any punctuation-only piece. " + FINDING)

@@ -5,6 +5,7 @@ import streamlit as st
 from app_pages.common import (
     MODEL_KEY,
     cached_encoding,
+    draw_chart,
     example_buttons,
     export_buttons,
     intro,
@@ -93,7 +94,7 @@ def render() -> None:
     st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
     frame = charts.top_frame(pred)
     chart = charts.top_chart(pred, frame)
-    st.altair_chart(chart, key="masked.top")
+    draw_chart(chart, key="masked.top")
     export_buttons(chart, frame, "masked_guesses", key="masked.export_top")
 
     st.subheader("Layer by layer")
@@ -108,10 +109,10 @@ def render() -> None:
                          key="masked.which")
     lens = charts.lens_frame(pred, m)
     lens_chart = charts.lens_chart(pred, m, lens)
-    st.altair_chart(lens_chart, key="masked.lens")
+    draw_chart(lens_chart, key="masked.lens")
     final = charts.final_frame(pred, m)
     final_chart = charts.final_chart(pred, m, final)
-    st.altair_chart(final_chart, key="masked.final")
+    draw_chart(final_chart, key="masked.final")
     export_buttons(lens_chart, lens, f"masked_layers_{m + 1}", key="masked.export_lens")
 
     st.subheader("Attention from the mask")
@@ -130,7 +131,7 @@ def render() -> None:
                "in this layer. Point at another token to see its lines.")
     title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)
-    st.altair_chart(head_chart, key="masked.attention")
+    draw_chart(head_chart, key="masked.attention")
     st.caption(attention_charts.lines_note(view))
     table = attention_charts.view_frame(view)
     export_buttons(head_chart, table[table["query"] == highlight][["query", "key", "weight"]],

@@ -1,6 +1,6 @@
-"""The "PDF report" of a page: every chart the page offered for export on this run, one PDF page each.
+"""The "PDF report" of a page: every chart the page drew on this run, one PDF page each.
 
-`export_buttons` (app_pages/common.py) hands each chart to `collect`; the router runs the page inside `page_report`,
+`draw_chart` and `export_buttons` (app_pages/common.py) hand each chart to `collect`; the router runs the page inside `page_report`,
 which starts an empty list before the page and draws the download button after it, so no page needs its own
 code. A page that stops early (st.stop) gets no button on that run. Not a page.
 """
@@ -18,8 +18,14 @@ STATE_KEY = "_page_report.charts"
 
 
 def collect(name: str, chart: alt.TopLevelMixin) -> None:
-    """Remember a chart drawn on this run (the PDF is made only when the button is clicked)."""
-    st.session_state.setdefault(STATE_KEY, []).append((name, chart))
+    """Remember a chart drawn on this run (the PDF is made only when the button is clicked). A chart collected
+    again (drawn, then offered for export) counts once, under the later (export) name."""
+    collected = st.session_state.setdefault(STATE_KEY, [])
+    for i, (_, seen) in enumerate(collected):
+        if seen is chart:
+            collected[i] = (name, chart)
+            return
+    collected.append((name, chart))
 
 
 def report_button(title: str) -> None:
@@ -35,7 +41,7 @@ def report_button(title: str) -> None:
         lambda: report_pdf(steps, title=f"BERT Lens: {title}"),
         file_name=f"bertlens-{title.lower().replace(' ', '-')}.pdf", mime="application/pdf",
         key="_page_report.pdf", icon=":material/picture_as_pdf:", on_click="ignore",
-        help="One page per chart with its name, made offline; the charts are the ones this page offers for export.",
+        help="One page per chart with its name, made offline; the charts are the ones this page shows.",
     )
 
 

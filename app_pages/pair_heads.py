@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.common import cached_encoding, cached_model, export_buttons, intro, job_controls, model_ref, set_example
+from app_pages.common import cached_encoding, cached_model, draw_chart, export_buttons, intro, job_controls, model_ref, set_example
 from core.charts import attention as attention_charts
 from core.charts import pair_attention as charts
+from core.models import display_name
 from core.pair_attention import DIRECTION_TITLES, DIRECTIONS, PairHeads, mrpc_pairs, pair_heads
 from core.safe_text import markdown_text
 
@@ -80,8 +81,8 @@ def render() -> None:
         return
     n = result.n_pairs
     chart, frame = charts.separation_chart(result)
-    st.altair_chart(chart, key=P + "grid")
-    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {markdown_text(result.corpus)}, model {markdown_text(result.model)}; layers "
+    draw_chart(chart, key=P + "grid")
+    st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {markdown_text(result.corpus)}, model {markdown_text(display_name(result.model))}; layers "
                "and heads from 0. AUC: the chance that a random paraphrase pair has a larger share than a random "
                "non-paraphrase pair (0.5 = no difference).")
     export_buttons(chart, frame, "paraphrase-heads", P + "grid_export")
@@ -94,7 +95,7 @@ def render() -> None:
                           format_func=lambda o: f"{DIRECTION_TITLES[o[0]]}, layer {o[1]}, head {o[2]}")
     direction, layer, head = picked
     pairs_chart, pairs = charts.pairs_chart(result, direction, layer, head)
-    st.altair_chart(pairs_chart, key=P + "pairs_chart")
+    draw_chart(pairs_chart, key=P + "pairs_chart")
     export_buttons(pairs_chart, pairs, f"pair-shares-{direction}-L{layer}-H{head}", P + "pairs_export")
 
     st.markdown("**Open a pair in the head view**")
@@ -114,7 +115,7 @@ def render() -> None:
 
     view = attention_view(encoding, layer, [head], pair_filter=DIRECTION_TITLES[direction])
     lines = attention_charts.head_view_lines(view, f"Layer {layer}, head {head}, {DIRECTION_TITLES[direction]}")
-    st.altair_chart(lines, key=P + "pair_view")
+    draw_chart(lines, key=P + "pair_view")
     export_buttons(lines, attention_charts.view_frame(view)[["query", "key", "weight"]],
                    f"pair-{index}-L{layer}-H{head}", P + "pair_view_export")
     st.button("Open in the “One sentence” tab", key=P + "open", icon=":material/open_in_new:",

@@ -16,6 +16,7 @@ from app_pages.common import (
     cached_encoding,
     cached_model,
     current_model,
+    draw_chart,
     export_buttons,
     intro,
     job_controls,
@@ -25,7 +26,7 @@ from app_pages.common import (
 from core import corpus as corpora
 from core.datasets import DataUnavailable
 from core.examples import EXAMPLES
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name
 from core.projection import (
     LayerProjection,
     background_vectors,
@@ -67,7 +68,7 @@ intro(
 examples = {"“bank” in three senses, one input each": (BANK_SENTENCES[0], None, "\n".join(BANK_SENTENCES[1:]))}
 examples.update({label: (a, b, "") for label, (a, b) in EXAMPLES.items()})
 for column, (label, args) in zip(st.columns(len(examples)), examples.items()):
-    column.button(label, key=f"pca.example.{label}", on_click=load_example, args=args, use_container_width=True)
+    column.button(label, key=f"pca.example.{label}", on_click=load_example, args=args, width="stretch")
 
 st.session_state.setdefault("pca.extra", "")
 st.text_area(
@@ -143,7 +144,7 @@ def encode_background(ref: str, source: str, keep_special: bool, keep_punct: boo
 
     def make_work():
         lm = cached_model(ref)
-        stage = f"Background for {ref}:"
+        stage = f"Background for {display_name(ref)}:"
         return lambda progress, should_stop: background_vectors(
             lm, texts, keep_special=keep_special, keep_punct=keep_punct, should_stop=should_stop,
             progress=lambda done, total: progress(done, total, stage))
@@ -177,7 +178,7 @@ def cached_projection(
 def projection_for(ref: str) -> LayerProjection:
     truncated = [i for i, (a, b) in enumerate(items) if cached_encoding(ref, a, b).truncated]
     if truncated:
-        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {markdown_text(ref)} reads: its end was cut off.")
+        st.warning(f"Input {', '.join(map(str, truncated))} is longer than {markdown_text(display_name(ref))} reads: its end was cut off.")
     vectors = None
     if background != "none":
         vectors = encode_background(ref, background, not hide_special, not hide_punct)
@@ -264,20 +265,20 @@ def layer_view() -> None:
     controls[1].button(
         "Pause" if st.session_state["pca.playing"] else "Play",
         icon=":material/pause:" if st.session_state["pca.playing"] else ":material/play_arrow:",
-        key="pca.play", on_click=toggle_play, use_container_width=True,
+        key="pca.play", on_click=toggle_play, width="stretch",
     )
     columns = st.columns(len(projections))
     for index, (column, (ref, projection)) in enumerate(zip(columns, projections.items())):
         shown_layer = min(layer, len(projection.layers) - 1)
-        name = ref.rstrip("/").split("/")[-1]
+        name = display_name(ref)
         note = "" if shown_layer == layer else f" (its last layer; it has {len(projection.layers) - 1})"
         with column:
             chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", names=sentence_names(items),
                                colour=colour, chosen_word=chosen_word, show_labels=show_labels)
-            st.altair_chart(chart, key=f"pca.chart.{index}")
+            draw_chart(chart, key=f"pca.chart.{index}")
             st.caption(variance_note(projection, shown_layer))
             if projection.method != "tsne":
-                st.altair_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
+                draw_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
             export_buttons(chart, projection_frame(projection), f"pca_{name}_{projection.method}_L{shown_layer}", key=f"pca.export.{index}")
 
 

@@ -127,14 +127,19 @@ def adopt(page_key: str, params) -> None:
         return
 
 
+STATE_ICONS = {"ready": ":material/check_circle:", "running": ":material/hourglass_top:",
+               "queued": ":material/hourglass_top:", "cancelled": ":material/stop_circle:"}
+
+
 def _draw_list() -> None:
     for entry in _entries():
         state, line = state_of(entry)
-        icon = {"ready": "✅", "running": "⏳", "queued": "⏳", "cancelled": "⏹️"}.get(state, "⚠️")
+        # Streamlit's bundled Material Symbols, not emoji: a machine without an emoji font drew those as □
+        icon = STATE_ICONS.get(state, ":material/warning:")
         st.markdown(f"{icon} Step {entry['step'] + 1}, **{markdown_text(entry['title'])}** ({markdown_text(entry['page'])} page's "
                     f"corpus pass): {markdown_text(line)}")
     if any_active():
-        st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/stop:")
+        st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/cancel:")
 
 
 @st.fragment(run_every=1.0)

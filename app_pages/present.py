@@ -11,7 +11,7 @@ import streamlit as st
 
 from app_pages import prefetch as step_jobs
 from app_pages import presenter, url_state
-from app_pages.common import cached_encoding, cached_model
+from app_pages.common import PRESENTING, cached_encoding, cached_model
 from core import lessons, views
 from core.safe_text import markdown_text
 from core.models import ModelUnavailable
@@ -125,5 +125,9 @@ with notes.expander("Speaker notes (presenter only)"):
     st.caption(f"Next: {markdown_text(lesson.steps[index + 1].title)}" if index + 1 < n else "Last step.")
 url_state.sync("present")
 
-with slide:
-    runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
+presenting = PRESENTING.set(True)  # the slide's charts get larger type and rows (common.draw_chart)
+try:
+    with slide:
+        runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
+finally:
+    PRESENTING.reset(presenting)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import url_state
-from app_pages.common import export_buttons, flag_degenerate, intro, job_controls, model_ref
+from app_pages.common import draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref
 from core import protocols, references, studies
 from core.charts import reproduce as reproduce_charts
 from core.corpus import GRAMMAR
-from core.models import availability, available_models
+from core.models import availability, available_models, display_name
 from core.safe_text import markdown_code, markdown_text
 from core.training.evaluation import Degeneracy
 from core.training.runs import saved_degeneracy
@@ -98,10 +98,10 @@ if result is None:
     st.stop()
 
 if result.comparisons:
-    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — `{result.model}` on {result.corpus}, "
+    VERDICT_STYLE.get(result.verdict, st.info)(f"**{result.verdict.capitalize()}** — {markdown_code(display_name(result.model))} on {markdown_text(result.corpus)}, "
                                                f"protocol `{result.protocol}`.")
 else:
-    st.info(f"**No published numbers to compare with** — {markdown_code(result.model)} on {markdown_text(result.corpus)}, protocol "
+    st.info(f"**No published numbers to compare with** — {markdown_code(display_name(result.model))} on {markdown_text(result.corpus)}, protocol "
             f"`{result.protocol}`: the measured values below are for a qualitative comparison with the paper's figures.")
 for run, found in result.degenerate.items():
     if run != model:  # the model measured is flagged above, beside its choice
@@ -110,10 +110,10 @@ for note in result.notes:
     st.caption(note)
 layer_chart = reproduce_charts.layer_comparison_chart(result)
 if layer_chart is not None:
-    st.altair_chart(layer_chart, key=P + "layer_chart")
+    draw_chart(layer_chart, key=P + "layer_chart")
 table_chart = reproduce_charts.table_comparison_chart(result)
 if table_chart is not None:
-    st.altair_chart(table_chart, key=P + "table_chart")
+    draw_chart(table_chart, key=P + "table_chart")
 for comparison in result.comparisons:
     ref = comparison.reference
     shape = "" if comparison.shape_correlation is None else f"; shape correlation r = {comparison.shape_correlation:.2f}"
@@ -128,7 +128,7 @@ measured_chart = reproduce_charts.measured_chart(result)
 if not measured.empty:
     with st.expander("Everything measured", expanded=not result.comparisons):
         if measured_chart is not None:
-            st.altair_chart(measured_chart, key=P + "measured_chart")
+            draw_chart(measured_chart, key=P + "measured_chart")
         st.dataframe(measured.pivot_table(index="key", columns="series", values="value", sort=False).reset_index(), hide_index=True)
 export_buttons(layer_chart or table_chart or measured_chart, table if result.comparisons else measured, f"reproduce_{name}",
                key=P + "export")

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from core.charts.export import chart_html
+from core.models import display_name
 from core.safe_text import html_text
 
 RENDERER = "bertlens"
@@ -231,7 +232,7 @@ def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *,
     layer = int(layer)
     if not 0 <= layer < len(projection.layers):
         raise ValueError(f"layer must be 0…{len(projection.layers) - 1}")
-    name = _ref(model).rstrip("/").split("/")[-1]
+    name = display_name(_ref(model))
     chart, _ = scatter(projection, layer, f"{name}, layer {layer}", names=sentence_names(items), colour=colour,
                        chosen_word=word, show_labels=show_labels)
     return _out(chart, projection_frame(projection), return_data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import socket
 import threading
 import time
@@ -87,6 +88,16 @@ class LoadedModel:
         if tok_max and tok_max < 100_000:
             limits.append(int(tok_max))
         return int(min(limits))
+
+
+def display_name(ref: str) -> str:
+    """The short name a chart, legend, run name or button shows for a model reference: a folder path becomes its
+    last component ("/data/models/all-MiniLM-L6-v2" -> "all-MiniLM-L6-v2"), a hub id ("org/name") stays as it is.
+    The full reference belongs in a tooltip or help= beside it."""
+    text = str(ref).rstrip("/\\")
+    is_path = (text.startswith(("/", ".", "~", "\\")) or (len(text) > 1 and text[1] == ":")
+               or text.count("/") > 1 or "\\" in text or Path(text).is_dir())
+    return re.split(r"[/\\]", text)[-1] if is_path else text
 
 
 def pick_device() -> str:

@@ -11,17 +11,21 @@ import pandas as pd
 from core import protocols
 from core import references as refs
 from core.anisotropy import MEASURES, LayerProfile
+from core.charts import layout
+from core.models import display_name
 
 
 def profile_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
-    """Long table: one row per (model, measure, layer) with its value; measures a profile lacks are left out."""
+    """Long table: one row per (model, measure, layer) with its value; measures a profile lacks are left out. model
+    is the profile's display name (core.models.display_name), not its folder path."""
     rows = []
     for p in profiles:
         for measure in MEASURES:
             values = getattr(p, measure)
             if values is None:
                 continue
-            rows.extend({"model": p.model, "measure": measure, "layer": int(l), "value": float(v)} for l, v in zip(p.layers, values))
+            rows.extend({"model": display_name(p.model), "measure": measure, "layer": int(l), "value": float(v)}
+                        for l, v in zip(p.layers, values))
     return pd.DataFrame(rows, columns=["model", "measure", "layer", "value"])
 
 
@@ -39,7 +43,7 @@ def word_frame(drill, profile: LayerProfile, frame: pd.DataFrame) -> pd.DataFram
     return pd.concat([
         pd.DataFrame({"model": f"“{drill.word}”", "measure": "self_similarity", "layer": profile.layers,
                       "value": drill.self_similarity}),
-        frame[(frame["model"] == profile.model) & (frame["measure"] == "self_similarity")].assign(model="average word"),
+        frame[(frame["model"] == display_name(profile.model)) & (frame["measure"] == "self_similarity")].assign(model="average word"),
     ])
 
 
@@ -56,8 +60,11 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
     data = data.rename(columns={"model": "series"})[["series", "kind", "layer", "value"]]
     hover = alt.selection_point(name="hover", on="pointerover", nearest=True, fields=["layer"], empty=False)
     encoding = dict(
-        x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("value:Q", title=MEASURES[measure]),
+        # scale padding: the first and last layer's points (and the highest value) are drawn inside the plot, not
+        # cut at its edge or above the last tick
+        x=alt.X("layer:Q", title="layer (0 = input embeddings)", scale=alt.Scale(padding=10, nice=False),
+                axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("value:Q", title=MEASURES[measure], scale=alt.Scale(padding=10)),
         color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=520)),
     )
     if (data["kind"] == "published").any():
@@ -73,4 +80,4 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
         opacity=alt.condition(hover, alt.value(1), alt.value(0.35)),
         tooltip=["series:N", "kind:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
     ).add_params(hover)
-    return alt.layer(lines, points).properties(height=360)
+    return layout.fixed_size(alt.layer(lines, points).properties(width=560, height=360))

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from core.attention import LINE_THRESHOLD, LINE_TOP_K, AttentionView, head_entropy, visible_pairs
+from core.charts import layout
+from core.models import display_name
 
 BLUES_LOW, BLUES_HIGH = np.array([247, 251, 255]), np.array([8, 48, 107])
 
@@ -58,17 +60,16 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
     if view.weights.size > HEATMAP_IMAGE_CELLS:
         return attention_heatmap_image(view, title)
     frame = view_frame(view)
-    size = max(220, min(640, 16 * max(view.weights.shape)))
-    return (
+    return layout.fixed_size(
         alt.Chart(frame, title=title)
         .mark_rect()
         .encode(
-            x=alt.X("key:N", sort=list(view.key_labels), title="attends to (key)", axis=alt.Axis(labelAngle=-60)),
-            y=alt.Y("query:N", sort=list(view.query_labels), title="from (query)"),
+            x=alt.X("key:N", sort=list(view.key_labels), title="attends to (key)", axis=layout.token_axis(angle=-60)),
+            y=alt.Y("query:N", sort=list(view.query_labels), title="from (query)", axis=layout.token_axis()),
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="attention"),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(width=size, height=size)
+        .properties(width=layout.token_step(), height=layout.token_step())
     )
 
 
@@ -85,7 +86,7 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     # Long inputs: thinner lines and rows. Drawing the lines dominates the browser's time (rasterising thousands of
     # long anti-aliased strokes on a tall canvas: at 512 tokens ~1.3 s at 2 px and 18 px rows; bench/app_latency.py).
     long_input = n > LONG_INPUT_TOKENS
-    height = max(200, (14 if long_input else 18) * n)
+    height = max(200, (layout.MIN_ROW_PX - 2 if long_input else layout.MIN_ROW_PX + 2) * n)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True)
     hover = alt.selection_point(name="hover_query", on="pointerover", fields=["query"], empty=True,
                                 clear="pointerout", **({"value": [{"query": highlight}]} if highlight else {}))
@@ -121,7 +122,7 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
         .mark_text(align="left", dx=6, fontSize=12)
         .encode(x=alt.X("x:Q", scale=x_scale, axis=None), y=alt.Y("order:Q", scale=y_scale, axis=None), text="key:N")
     )
-    return alt.layer(lines, left, right, title=title).properties(width=360, height=height)
+    return layout.fixed_size(alt.layer(lines, left, right, title=title).properties(width=360, height=height))
 
 
 def heatmap_rgb(matrix: np.ndarray, peak: float = 1.0) -> np.ndarray:
@@ -296,7 +297,7 @@ def layer_means_frame(survey, name: str) -> pd.DataFrame:
 
     means = survey.layer_means(name)
     frame = pd.DataFrame({"layer": np.arange(1, len(means) + 1), "value": means,
-                          "series": f"measured: {survey.model.rstrip('/').split('/')[-1]}"})
+                          "series": f"measured: {display_name(survey.model)}"})
     key = LAYER_REFERENCES.get(name)
     if key is None:
         return frame
@@ -311,10 +312,11 @@ def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.Data
     chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
         x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("value:Q", title="mean over heads"),
-        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", labelLimit=600, title=None)),
+        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, title=None)),
         strokeDash=alt.StrokeDash("series:N", legend=None),
         tooltip=["series", "layer", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=420, height=220)
+    chart = layout.fixed_size(chart)
     return chart, frame
 
 

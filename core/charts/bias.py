@@ -7,6 +7,8 @@ import altair as alt
 import pandas as pd
 
 from core.bias import ARMS, SLICE_ORDER, SLICE_TITLES
+from core.charts import layout
+from core.charts.classification import CELL_PX
 from core.protocols import PROTOCOLS
 
 ARM_COLOURS = alt.Scale(domain=list(ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
@@ -23,7 +25,8 @@ def word_count_chart(per_word: pd.DataFrame, protocol: str = "bertlens") -> alt.
     return (
         alt.Chart(per_word, title=_title("Training pairs containing each word", protocol))
         .mark_bar(color="#e45756")
-        .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(per_word["word"])), tooltip=["word", "training pairs"])
+        .encode(x=alt.X("training pairs:Q"), y=alt.Y("word:N", sort=list(per_word["word"]), axis=layout.token_axis()),
+                tooltip=["word", "training pairs"])
         .properties(height=alt.Step(22))
     )
 
@@ -54,7 +57,7 @@ def f1_chart(f1: pd.DataFrame, labels) -> alt.Chart:
         alt.Chart(f1.assign(slice_title=f1["slice"].map(SLICE_TITLES)))
         .mark_bar()
         .encode(
-            x=alt.X("class:N", sort=list(labels), title=None, axis=alt.Axis(labelAngle=0)),
+            x=alt.X("class:N", sort=list(labels), title=None, axis=layout.token_axis(angle=-30)),
             xOffset=alt.XOffset("run:N", sort=list(ARMS)),
             y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
             color=alt.Color("run:N", scale=ARM_COLOURS, sort=list(ARMS)),
@@ -68,7 +71,8 @@ def f1_chart(f1: pd.DataFrame, labels) -> alt.Chart:
 def confusion_chart(confusion: pd.DataFrame, labels, slice_name: str) -> alt.FacetChart:
     """confusion: core.bias.confusion_frame rows of one slice; one matrix per run, shaded by row share."""
     cells = alt.Chart(confusion).encode(
-        x=alt.X("predicted:N", sort=list(labels), axis=alt.Axis(labelAngle=-30)), y=alt.Y("true:N", sort=list(labels)),
+        x=alt.X("predicted:N", sort=list(labels), scale=alt.Scale(domain=list(labels)), axis=layout.token_axis(angle=-30)),
+        y=alt.Y("true:N", sort=list(labels), scale=alt.Scale(domain=list(labels)), axis=layout.token_axis()),
     )
     return (
         alt.layer(
@@ -77,7 +81,7 @@ def confusion_chart(confusion: pd.DataFrame, labels, slice_name: str) -> alt.Fac
             cells.mark_text().encode(text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))),
             data=confusion,
         )
-        .properties(width=200, height=200)
+        .properties(width=alt.Step(CELL_PX), height=alt.Step(CELL_PX))  # three runs side by side fit the page
         .facet(column=alt.Column("run:N", sort=list(ARMS), title=None))
         .properties(title=f"Rows: gold label; columns: prediction — {SLICE_TITLES[slice_name]}")
     )

@@ -17,9 +17,24 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
+
+# NLI labels get colours that read apart at a glance (agree green, undecided grey, disagree red); any other class
+# takes the next colour of tableau10 not already used.
+KNOWN_CLASS_COLOURS = {"entailment": "#54a24b", "neutral": "#9d9d9d", "contradiction": "#e45756"}
+_OTHER_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#72b7b2", "#eeca3b", "#ff9da6", "#9d755d", "#79706e"]
+# A confusion-matrix cell is at least this many pixels wide and tall: room for its count.
+CELL_PX = 44
 
 def _order(values) -> list:
     return list(dict.fromkeys(values))
+
+
+def class_colours(classes: Sequence[str]) -> alt.Scale:
+    """A colour per class, in `classes` order: the NLI labels' fixed colours, then tableau10."""
+    others = iter(c for c in _OTHER_COLOURS if c not in KNOWN_CLASS_COLOURS.values())
+    return alt.Scale(domain=list(classes), range=[KNOWN_CLASS_COLOURS.get(str(c).lower()) or next(others)
+                                                  for c in classes])
 
 
 def confusion_frame(confusion: np.ndarray, labels: Sequence[str], run: str = "") -> pd.DataFrame:
@@ -35,12 +50,15 @@ def confusion_frame(confusion: np.ndarray, labels: Sequence[str], run: str = "")
 
 
 def confusion_chart(frame: pd.DataFrame) -> alt.HConcatChart:
-    """One matrix per run, side by side, titled by the run: colour = share of the true class, text = count."""
+    """One matrix per run, side by side, titled by the run: colour = share of the true class, text = count. Every
+    class gets its row and column, also one a run never predicts."""
     charts = []
     for run in _order(frame["run"]):
         part = frame[frame["run"] == run]
-        labels = _order(part["true"])
-        base = alt.Chart(part, title=run).encode(x=alt.X("predicted:N", sort=labels), y=alt.Y("true:N", sort=labels))
+        labels = _order([*part["true"], *part["predicted"]])
+        base = alt.Chart(part, title=run).encode(
+            x=alt.X("predicted:N", sort=labels, scale=alt.Scale(domain=labels), axis=layout.token_axis(angle=-30)),
+            y=alt.Y("true:N", sort=labels, scale=alt.Scale(domain=labels), axis=layout.token_axis()))
         rect = base.mark_rect().encode(
             color=alt.Color("share:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="share of row"),
             tooltip=["true", "predicted", "count", alt.Tooltip("share:Q", format=".1%")],
@@ -48,9 +66,8 @@ def confusion_chart(frame: pd.DataFrame) -> alt.HConcatChart:
         text = base.mark_text().encode(
             text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))
         )
-        size = max(120, 45 * len(labels))
-        charts.append((rect + text).properties(width=size, height=size))
-    return alt.hconcat(*charts)
+        charts.append((rect + text).properties(width=alt.Step(CELL_PX), height=alt.Step(CELL_PX)))
+    return layout.fixed_size(alt.hconcat(*charts))
 
 
 def f1_chart(frame: pd.DataFrame, runs: Sequence[str] | None = None, title: str = "F1 per class") -> alt.Chart:
@@ -61,10 +78,10 @@ def f1_chart(frame: pd.DataFrame, runs: Sequence[str] | None = None, title: str 
         alt.Chart(frame, title=title)
         .mark_bar()
         .encode(
-            x=alt.X("class:N", sort=classes, title=None),
+            x=alt.X("class:N", sort=classes, title=None, axis=layout.token_axis(angle=-30)),
             xOffset=alt.XOffset("run:N", sort=runs),
             y=alt.Y("F1:Q", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("run:N", sort=runs),
+            color=alt.Color("run:N", sort=runs, legend=alt.Legend(labelLimit=layout.LABEL_LIMIT_PX * 2)),
             tooltip=["run", "class", alt.Tooltip("F1:Q", format=".3f")],
         )
         .properties(height=260)
@@ -85,16 +102,19 @@ def probabilities_frame(names: Sequence[str], labels: Sequence[Sequence[str]], p
 
 
 def probabilities_chart(frame: pd.DataFrame, series: str = "run", title: str = "Class probabilities") -> alt.Chart:
-    """One stacked bar (summing to 1) per series value, a segment per class."""
-    return (
-        alt.Chart(frame, title=title)
+    """One stacked bar (summing to 1) per series value, a segment per class in the frame's class order, each class
+    in its class_colours colour."""
+    classes = _order(frame["class"])
+    rank = {c: i for i, c in enumerate(classes)}
+    return layout.fixed_size(
+        alt.Chart(frame.assign(class_rank=frame["class"].map(rank)), title=title)
         .mark_bar()
         .encode(
-            y=alt.Y(f"{series}:N", title=None),
+            y=alt.Y(f"{series}:N", title=None, sort=_order(frame[series]), axis=layout.token_axis()),
             x=alt.X("probability:Q", stack="normalize", title="probability"),
-            color=alt.Color("class:N"),
-            order=alt.Order("class:N"),
+            color=alt.Color("class:N", sort=classes, scale=class_colours(classes)),
+            order=alt.Order("class_rank:Q"),
             tooltip=[series, "class", alt.Tooltip("probability:Q", format=".3f")],
         )
-        .properties(height=max(80, 40 * frame[series].nunique()))
+        .properties(width=420, height=alt.Step(28))
     )

@@ -6,6 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
 from core.explain import METHOD_TITLES
 from core.safe_text import html_text
 
@@ -30,12 +31,12 @@ def coloured_text(explanation) -> str:
 def word_bars(explanation) -> alt.Chart:
     frame = word_frame(explanation)
     title = METHOD_TITLES[explanation.method] + (f" for {explanation.target}" if explanation.target else "")
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        y=alt.Y("word:N", sort=None, title=None),
+    return layout.fixed_size(alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("word:N", sort=list(frame["word"]), title=None, axis=layout.token_axis()),
         x=alt.X("score:Q", title="word score"),
         color=alt.Color("score:Q", scale=alt.Scale(scheme="redblue", reverse=True, domainMid=0), legend=None),
         tooltip=["text", alt.Tooltip("score:Q", format="+.4f")],
-    ).properties(width=320, height=max(120, 18 * len(frame)))
+    ).properties(width=320, height=layout.token_step()))
 
 
 def flow_matrix(explanation, layer: int = -1) -> alt.Chart:
@@ -44,10 +45,11 @@ def flow_matrix(explanation, layer: int = -1) -> alt.Chart:
     labels = [f"{i}·{t}" for i, t in enumerate(explanation.tokens)]
     frame = pd.DataFrame([(labels[i], labels[j], float(matrix[i, j])) for i in range(len(labels)) for j in range(len(labels))],
                          columns=["query", "key", "share"])
-    return alt.Chart(frame, title=f"{METHOD_TITLES[explanation.method]}: token flow into layer {layer % len(explanation.matrix)}").mark_rect().encode(
-        x=alt.X("key:N", sort=labels, title="from input token"), y=alt.Y("query:N", sort=labels, title="to token"),
+    return layout.fixed_size(alt.Chart(frame, title=f"{METHOD_TITLES[explanation.method]}: token flow into layer {layer % len(explanation.matrix)}").mark_rect().encode(
+        x=alt.X("key:N", sort=labels, title="from input token", axis=layout.token_axis(angle=-60)),
+        y=alt.Y("query:N", sort=labels, title="to token", axis=layout.token_axis()),
         color=alt.Color("share:Q", scale=alt.Scale(scheme="greens")), tooltip=["query", "key", alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=360, height=360)
+    ).properties(width=layout.token_step(), height=layout.token_step()))
 
 
 def faithfulness_frame(result) -> pd.DataFrame:

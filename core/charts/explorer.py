@@ -9,6 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
 from core.explorer import ExplorerResult, Examples, SliceComparison, contains_words, correct_mask
 from core.safe_text import vega_field
 from core.vector_index import NeighboursResult
@@ -87,11 +88,11 @@ def neighbours_chart(result: NeighboursResult) -> alt.Chart:
     frame["context"] = [f"{r}. …{l[-30:]} [{w}] {rt[:30]}…" for r, l, w, rt in
                         zip(frame["rank"], frame["left"], frame["word"], frame["right"])]
     q = result.query
-    return alt.Chart(frame, title=f"Nearest contexts of '{q['word']}' at layer {q['layer']} ({q['mode']} search)").mark_bar().encode(
+    return layout.fixed_size(alt.Chart(frame, title=f"Nearest contexts of '{q['word']}' at layer {q['layer']} ({q['mode']} search)").mark_bar().encode(
         x=alt.X("similarity:Q", title="cosine similarity"),
-        y=alt.Y("context:N", sort=None, title=None, axis=alt.Axis(labelLimit=500)),
+        y=alt.Y("context:N", sort=list(frame["context"]), title=None, axis=layout.token_axis(labelLimit=500)),
         tooltip=["rank", alt.Tooltip("similarity:Q", format=".4f"), "sentence"],
-    ).properties(height=max(120, 22 * len(frame)))
+    ).properties(width=320, height=alt.Step(22)))
 
 
 def histogram_frame(result: NeighboursResult) -> pd.DataFrame:
@@ -103,6 +104,6 @@ def histogram_frame(result: NeighboursResult) -> pd.DataFrame:
 def histogram_chart(result: NeighboursResult) -> alt.Chart:
     """exBERT's summary: POS and dependency relation of the matches (treebank corpora only)."""
     return alt.Chart(histogram_frame(result), title="POS and relation of the matches").mark_bar().encode(
-        x=alt.X("count:Q"), y=alt.Y("tag:N", sort="-x", title=None),
+        x=alt.X("count:Q"), y=alt.Y("tag:N", sort="-x", title=None, axis=layout.token_axis()),
         column=alt.Column("kind:N", title=None), tooltip=["kind", "tag", "count"],
-    ).properties(width=220)
+    ).properties(width=220, height=layout.token_step())

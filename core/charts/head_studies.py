@@ -12,18 +12,15 @@ import pandas as pd
 from core.head_clustering import HeadMap
 from core.head_features import FEATURE_TITLES, TOKEN_TYPES, ClsAttention, FeatureAttention
 from core.aspect_heads import ABSENT_PARTS, AspectHeads
+from core.models import display_name
 
 TYPE_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation", "other": "other tokens"}
 PART_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "question": "question words", "review": "review words"}
 
 
-def short(model: str) -> str:
-    return model.rstrip("/").split("/")[-1]
-
-
 def _grid(values: np.ndarray, model: str, name: str) -> pd.DataFrame:
     layers, heads = values.shape
-    return pd.DataFrame({"model": short(model), "layer": np.repeat(np.arange(layers), heads),
+    return pd.DataFrame({"model": display_name(model), "layer": np.repeat(np.arange(layers), heads),
                          "head": np.tile(np.arange(heads), layers), name: values.ravel()})
 
 
@@ -69,7 +66,7 @@ def cls_frame(results: Sequence[ClsAttention]) -> pd.DataFrame:
     for r in results:
         for k, t in enumerate(TOKEN_TYPES):
             for h, v in enumerate(r.shares[k]):
-                rows.append({"model": short(r.model), "head": h, "token type": TYPE_TITLES[t], "share": float(v)})
+                rows.append({"model": display_name(r.model), "head": h, "token type": TYPE_TITLES[t], "share": float(v)})
     return pd.DataFrame(rows)
 
 
@@ -138,7 +135,7 @@ def head_map_frame(results: Sequence[HeadMap]) -> pd.DataFrame:
     rows = []
     for r in results:
         for i, (name, value) in enumerate(r.top_statistic()):
-            rows.append({"model": short(r.model), "layer": i // r.n_heads, "head": i % r.n_heads,
+            rows.append({"model": display_name(r.model), "layer": i // r.n_heads, "head": i % r.n_heads,
                          "x": float(r.points[i, 0]), "y": float(r.points[i, 1]),
                          "top statistic": name, "value": value})
     return pd.DataFrame(rows)

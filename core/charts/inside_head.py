@@ -10,6 +10,9 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
+from core.models import display_name
+
 HOVER = "dim_hover"
 RAW, NORM = "raw attention α", "norm-weighted ‖α f(x)‖"
 
@@ -51,8 +54,8 @@ def neuron_chart(view) -> alt.VConcatChart:
     hover = alt.selection_point(name=HOVER, fields=["dim"], on="pointerover", clear="pointerout", empty=True)
     fade = alt.condition(hover, alt.value(1.0), alt.value(0.25))
     x = alt.X("dim:O", title="dimension of this head", axis=alt.Axis(labels=d <= 32, ticks=False))
-    y = alt.Y("key:N", sort=labels, title="key")
-    height = alt.Step(16)
+    y = alt.Y("key:N", sort=labels, title="key", axis=layout.token_axis())
+    height = layout.token_step()
     query = frame[frame["key_order"] == 0][["dim", "q"]]
     q_chart = alt.Chart(query, title=f"query q of {labels[view.query_index]}").mark_rect().encode(
         x=alt.X("dim:O", axis=None), color=alt.Color("q:Q", scale=_diverging(view.query), legend=None),
@@ -79,8 +82,8 @@ def neuron_chart(view) -> alt.VConcatChart:
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
-    return alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                       title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}")
+    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
+                                         title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}"))
 
 
 def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
@@ -100,13 +103,13 @@ def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
 
 def row_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
     labels = list(frame[frame["measure"] == RAW]["key"])
-    return alt.Chart(frame, title=title).mark_bar().encode(
-        y=alt.Y("key:N", sort=labels, title="key"), yOffset="measure:N",
+    return layout.fixed_size(alt.Chart(frame, title=title).mark_bar().encode(
+        y=alt.Y("key:N", sort=labels, title="key", axis=layout.token_axis()), yOffset="measure:N",
         x=alt.X("share:Q", title="share of the row", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("measure:N", scale=alt.Scale(domain=[RAW, NORM], range=["#2b6cb0", "#e8590c"]),
                         legend=alt.Legend(orient="bottom", title=None)),
         tooltip=["key", "measure", alt.Tooltip("share:Q", format=".3f"), alt.Tooltip("‖f(x)‖:Q", format=".3f")],
-    ).properties(width=320, height=alt.Step(9))
+    ).properties(width=320, height=alt.Step(layout.MIN_ROW_PX // 2)))  # the step of one bar: two per key
 
 
 def shares_frame(shares) -> pd.DataFrame:
@@ -132,6 +135,6 @@ def shares_chart(shares) -> tuple[alt.FacetChart, pd.DataFrame]:
         tooltip=["category", "layer", "measure", alt.Tooltip("share:Q", format=".3f")],
     ).properties(width=200, height=170).facet(
         facet=alt.Facet("category:N", sort=list(shares.categories), title=None), columns=4,
-        title=f"{shares.model.rstrip('/').split('/')[-1]}: where attention goes, raw vs norm-weighted "
+        title=f"{display_name(shares.model)}: where attention goes, raw vs norm-weighted "
               f"({shares.n_inputs} inputs)")
     return chart, frame

@@ -6,6 +6,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from core.charts import layout
+
 
 def mask_label(pred, m: int) -> str:
     """"mask 1 (token 3)": unique per mask, readable on a chart."""
@@ -33,7 +35,7 @@ def top_chart(pred, frame: pd.DataFrame | None = None) -> alt.HConcatChart:
         part = frame[frame["mask"] == label]
         charts.append(
             alt.Chart(part, title=label).mark_bar(color="#2b6cb0").encode(
-                y=alt.Y("token:N", sort=list(part.sort_values("rank")["token"]), title=None),
+                y=alt.Y("token:N", sort=list(part.sort_values("rank")["token"]), title=None, axis=layout.token_axis()),
                 x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
                 tooltip=["mask", "rank", "token", alt.Tooltip("probability:Q", format=".2%")],
             ).properties(width=220, height=alt.Step(20))

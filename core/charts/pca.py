@@ -10,10 +10,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import layout
 from core.projection import METHOD_LABELS, LayerProjection
 from core.protocols import describe
 
 OTHER = "other words"
+# Characters per subtitle line: ~270 px at 12 px, inside the narrowest chart (the notebook's default 300 px).
+SUBTITLE_CHARS = 48
 
 
 def projection_frame(projection: LayerProjection, layers: Sequence[int] | None = None) -> pd.DataFrame:
@@ -60,6 +63,33 @@ def points_frame(projection: LayerProjection, layer: int, names: Sequence[str], 
     return frame
 
 
+# Token labels are placed for a plot this size (the narrowest the page draws: two models side by side).
+LABEL_PLOT_PX = (300, 460)
+LABEL_FONT_PX = 11
+
+
+def label_mask(x: np.ndarray, y: np.ndarray, texts: Sequence[str], first: np.ndarray | None = None,
+               domains: tuple[Sequence[float], Sequence[float]] | None = None,
+               plot_px: tuple[int, int] = LABEL_PLOT_PX, font_px: int = LABEL_FONT_PX) -> np.ndarray:
+    """bool [n]: which points get their token written beside them so that no two labels overlap: each label's
+    box (right of its point, as the chart draws it on axes spanning `domains`, default the points' extent) is
+    placed greedily, `first` (bool [n]) points before the rest, then in order; a label that would touch one
+    already placed is left to the tooltip."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    (x0, x1), (y0, y1) = domains or ((x.min(), x.max()), (y.min(), y.max()))
+    px = (x - x0) / ((x1 - x0) or 1.0) * plot_px[0]
+    py = (1 - (y - y0) / ((y1 - y0) or 1.0)) * plot_px[1]
+    order = np.argsort(~np.asarray(first, dtype=bool), kind="stable") if first is not None else np.arange(len(x))
+    placed: list[tuple[float, float, float, float]] = []
+    keep = np.zeros(len(x), dtype=bool)
+    for i in order:
+        box = (px[i] + 7, py[i] - 4 - font_px, px[i] + 7 + 0.6 * font_px * len(str(texts[i])), py[i] - 4)
+        if all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3] for b in placed):
+            placed.append(box)
+            keep[i] = True
+    return keep
+
+
 def colour_encoding(colour: str, names: Sequence[str], chosen_word: str | None) -> alt.Color:
     """colour: "sentence", "segment" or "word" (the chosen word red, the rest grey)."""
     if colour == "segment":
@@ -74,15 +104,22 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame."""
     frame = points_frame(projection, layer, names, chosen_word)
     axis_name = "t-SNE" if projection.method == "tsne" else "PC"
+    domains = None
     if projection.method == "joint":
         # One plane for all layers: fixed axes, so motion on screen is motion in the plane.
         lo, hi = projection.coords.min(axis=(0, 1)), projection.coords.max(axis=(0, 1))
         pad = (hi - lo) * 0.05 + 1e-9
-        x_scale = alt.Scale(domain=[float(lo[0] - pad[0]), float(hi[0] + pad[0])], nice=False)
-        y_scale = alt.Scale(domain=[float(lo[1] - pad[1]), float(hi[1] + pad[1])], nice=False)
+        domains = ([float(lo[0] - pad[0]), float(hi[0] + pad[0])], [float(lo[1] - pad[1]), float(hi[1] + pad[1])])
+        x_scale = alt.Scale(domain=domains[0], nice=False)
+        y_scale = alt.Scale(domain=domains[1], nice=False)
     else:
         x_scale = y_scale = alt.Scale(zero=False)
-    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), 90))
+    # only labels that overlap no other are written (the chosen word's first): the rest would pile up unreadably
+    frame["labelled"] = label_mask(frame["x"], frame["y"], frame["token"], first=frame["highlight"] != OTHER,
+                                   domains=domains)
+    # left-aligned and wrapped to the narrowest column the page draws it in (two models side by side), so a
+    # centred title wider than the plot is not cut on both sides
+    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
     base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
@@ -91,7 +128,8 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     points = base.mark_circle(size=90, opacity=0.85).encode(color=colour_encoding(colour, names, chosen_word))
     layers = [points]
     if show_labels:
-        layers.append(base.mark_text(align="left", dx=7, dy=-4, fontSize=11).encode(text="token:N"))
+        layers.append(base.transform_filter(alt.datum.labelled).mark_text(
+            align="left", dx=7, dy=-4, fontSize=LABEL_FONT_PX).encode(text="token:N"))
     return alt.layer(*layers).properties(width="container", height=460, title=chart_title), frame
 
 
@@ -115,16 +153,16 @@ def fit_caption(projection: LayerProjection) -> str:
 
 def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
     title = alt.TitleParams("Share of each layer's variance on the two axes",
-                            subtitle=textwrap.wrap(fit_caption(projection), 90))
-    return (
+                            subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
+    return layout.fixed_size(
         alt.Chart(variance_frame(projection, layer), title=title)
         .mark_bar()
         .encode(
-            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=alt.Axis(labelAngle=0)),
+            x=alt.X("layer:O", title="layer (0 = embeddings)", axis=layout.token_axis()),
             y=alt.Y("share:Q", stack=True, axis=alt.Axis(format="%"), title="explained variance"),
             color=alt.Color("axis:N", title=None),
             opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
             tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width="container", height=240)
+        .properties(width=alt.Step(32), height=240)
     )

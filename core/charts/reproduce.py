@@ -8,6 +8,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from core.charts import layout
+from core.models import display_name
+
+# Panels per row of the small multiples: with their axes they stay inside the page's main column (~730 px).
+PANELS_PER_ROW = 2
+PANEL_WIDTH = 250
+
 COLUMNS = ["reference", "label", "measure", "key", "layer", "paper", "measured", "tolerance", "within", "kind", "verdict"]
 
 
@@ -35,7 +42,7 @@ def measured_frame(result) -> pd.DataFrame:
 def _long(frame: pd.DataFrame, model: str) -> pd.DataFrame:
     """comparison_frame rows -> one row per (source, number); source is 'paper' or 'measured (model)'."""
     paper = frame.assign(source="paper", value=frame["paper"])
-    measured = frame.assign(source=f"measured ({model})", value=frame["measured"]).dropna(subset=["value"])
+    measured = frame.assign(source=f"measured ({display_name(model)})", value=frame["measured"]).dropna(subset=["value"])
     return pd.concat([paper, measured], ignore_index=True)[["reference", "label", "measure", "key", "layer", "source", "value", "tolerance"]]
 
 
@@ -48,7 +55,7 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
         return None
     data = _long(frame, result.model)
     data["layer"] = data["layer"].astype(int)
-    sources = ["paper", f"measured ({result.model})"]
+    sources = ["paper", f"measured ({display_name(result.model)})"]
     base = alt.Chart().encode(
         x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=None),
@@ -56,8 +63,9 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
         strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
         tooltip=["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")],
     )
-    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=260, height=200)
-    return layered.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=360)), columns=3, data=data, title=title or "").resolve_scale(y="independent")
+    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=200)
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+                                           columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
 
 
 def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -68,14 +76,15 @@ def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
         return None
     data = _long(frame, result.model)
     base = alt.Chart().mark_bar().encode(
-        y=alt.Y("key:N", title=None, sort=None),
+        y=alt.Y("key:N", title=None, sort=None, axis=layout.token_axis()),
         x=alt.X("value:Q", title=None),
         yOffset=alt.YOffset("source:N"),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=["paper", f"measured ({result.model})"]),
+        color=alt.Color("source:N", title="", scale=alt.Scale(domain=["paper", f"measured ({display_name(result.model)})"]),
                         legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=320)
-    return base.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=360)), columns=2, data=data, title=title or "").resolve_scale(x="independent", y="independent")
+    ).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
+    return layout.fixed_size(base.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+                                        columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
 
 
 def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -91,6 +100,7 @@ def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
         y=alt.Y("value:Q", title=None),
         tooltip=["series:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
     )
-    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=260, height=180)
-    return layered.facet(facet=alt.Facet("series:N", title=None, header=alt.Header(labelLimit=360)), columns=3,
-                         data=data, title=title or f"measured ({result.model})").resolve_scale(y="independent")
+    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=180)
+    return layout.fixed_size(layered.facet(facet=alt.Facet("series:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+                                           columns=PANELS_PER_ROW, data=data,
+                                           title=title or f"measured ({display_name(result.model)})").resolve_scale(y="independent"))

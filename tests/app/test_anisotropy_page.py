@@ -47,7 +47,7 @@ def test_page_waits_for_run_then_charts_the_measured_profile(minilm_dir, make_ap
 
     expected = an.measure_corpus(load_model(str(minilm_dir)), corpora.builtin(limit=40), an.AnisotropySettings(n_pairs=500))
     rows = chart_rows(at)
-    assert {r["series"] for r in rows} == {str(minilm_dir)}
+    assert {r["series"] for r in rows} == {minilm_dir.name}  # the display name, not the folder path
     assert {r["kind"] for r in rows} == {"measured"}  # no published curve for MiniLM
     shown = [r["value"] for r in sorted(rows, key=lambda r: r["layer"])]
     np.testing.assert_allclose(shown, expected.random_cosine, atol=1e-6)
@@ -106,9 +106,9 @@ def test_two_models_share_one_chart_and_word_drilldown_works(minilm_dir, tiny_be
     at.button(key="anisotropy.run").click()
     run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0 and not a.session_state["anisotropy.jobstate"].get("id"))
     series = {r["series"] for r in chart_rows(at)}
-    assert series == {"all-MiniLM-L6-v2", str(tiny_bert_dir)}
+    assert series == {"all-MiniLM-L6-v2", tiny_bert_dir.name}
     layers = {s: sorted(r["layer"] for r in chart_rows(at) if r["series"] == s) for s in series}
-    assert layers["all-MiniLM-L6-v2"] == list(range(7)) and layers[str(tiny_bert_dir)] == [0, 1, 2]
+    assert layers["all-MiniLM-L6-v2"] == list(range(7)) and layers[tiny_bert_dir.name] == [0, 1, 2]
 
     at.selectbox(key="anisotropy.word_model").set_value("all-MiniLM-L6-v2")
     at.text_input(key="anisotropy.word").input("the").run()

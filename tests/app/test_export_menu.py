@@ -36,3 +36,27 @@ def test_a_page_without_charts_has_no_report_button(tiny_bert_dir, make_app):
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception
     assert not [b for b in at.get("download_button") if b.label.startswith("PDF report")]
+
+
+def test_report_counts_every_chart_drawn_once():
+    """Two charts shown, one of them also offered for export: the report has both, each once."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import altair as alt
+        import pandas as pd
+
+        from app_pages.common import draw_chart, export_buttons
+        from app_pages.page_report import page_report
+
+        with page_report("Two charts"):
+            first = alt.Chart(pd.DataFrame({"x": [1, 2]}), title="first").mark_bar().encode(x="x:Q")
+            second = alt.Chart(pd.DataFrame({"y": [3, 4]}), title="second").mark_bar().encode(x="y:Q")
+            draw_chart(first)
+            export_buttons(first, None, "first-export", key="first")
+            draw_chart(second)
+
+    at = AppTest.from_function(page, default_timeout=60).run()
+    assert not at.exception
+    assert [n for n, _ in at.session_state["_page_report.charts"]] == ["first-export", "second"]
+    assert [b.label for b in at.get("download_button")][-1] == "PDF report of this page (2 charts)"

@@ -21,7 +21,8 @@ import pytest
 from tests.conftest import require_data
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+# One folder per test run (UTC start time), so a run's screenshots are looked at together and none is overwritten.
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots" / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 CHROMIUM_FLAGS = [
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

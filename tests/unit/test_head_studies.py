@@ -167,7 +167,7 @@ def test_every_chart_exports_png_and_svg():
     from core.heads import STAT_NAMES
 
     rng = np.random.default_rng(6)
-    two = ("bert", "runs/bert-absa")
+    two = ("bert", "models_cache/runs/bert-absa")  # a folder path: charts show its last component
     feats = [hf.FeatureAttention(m, rng.random((len(hf.FEATURES), 2, 3)), np.ones(len(hf.FEATURES), int), 4, 0)
              for m in two]
     cls = [hf.ClsAttention(m, rng.dirichlet(np.ones(4), size=3).T, 5) for m in two]

@@ -1,0 +1,96 @@
+"""How big a chart is drawn and how its token labels fit: one helper for every builder in core.charts.
+
+A chart sizes itself from its data: each token row or column gets at least MIN_ROW_PX, every label is drawn
+(vega's labelOverlap would otherwise drop every 2nd or 4th token), a label longer than LABEL_LIMIT_PX ends in "…"
+with the full text in the tooltip, and `fixed_size` sets the chart's own autosize. Without it Streamlit gives the
+spec `autosize: fit`, which squeezes axes, title and legend *into* the stated width and height: a 14-token
+heatmap's rows shrank to 2 px and its title was cut.
+
+`for_presentation` returns a copy with larger type and rows (presenter mode; app_pages.common.draw_chart applies it).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+# A token row (or column) is never drawn thinner than this: the 11 px axis labels then never overlap.
+MIN_ROW_PX = 16
+# A label longer than this many pixels ends in "…"; the tooltip carries the full token.
+LABEL_LIMIT_PX = 140
+# Presenter mode: type and rows this many times larger.
+PRESENTATION_SCALE = 1.4
+
+PAD = alt.AutoSizeParams(type="pad", contains="padding")
+
+
+def token_step() -> alt.Step:
+    """The size of a chart's token axis: MIN_ROW_PX per row, however many rows (vega grows the chart with them)."""
+    return alt.Step(MIN_ROW_PX)
+
+
+def token_axis(*, angle: int = 0, **options) -> alt.Axis:
+    """An axis of tokens (or other names) on which every label is drawn, each beside its own row: no overlap
+    culling and no flush first/last label (Streamlit's theme turns both on), long ones cut with "…"."""
+    return alt.Axis(**{"labelOverlap": False, "labelFlush": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle,
+                       "labelPadding": 3, **options})
+
+
+def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """The chart drawn at the size its builder gave it, axes and title around it (not squeezed inside it)."""
+    return chart.properties(autosize=PAD)
+
+
+_FONT_KEYS = frozenset({"fontSize", "labelFontSize", "titleFontSize", "size", "subtitleFontSize"})
+_PIXEL_KEYS = frozenset({"width", "height", "labelLimit"})
+_PRESENTATION_CONFIG = {
+    "axis": {"labelFontSize": 15, "titleFontSize": 16},
+    "legend": {"labelFontSize": 15, "titleFontSize": 16},
+    "header": {"labelFontSize": 15, "titleFontSize": 16},
+    "title": {"fontSize": 20, "subtitleFontSize": 15},
+    "text": {"fontSize": 15},
+}
+
+
+def _scale_in_place(node, scale: float) -> None:
+    """Scale every step, explicit font size and fixed pixel size of an altair object tree (data left alone)."""
+    if isinstance(node, (list, tuple)):
+        for item in node:
+            _scale_in_place(item, scale)
+        return
+    if not isinstance(node, alt.SchemaBase):
+        return
+    for key, value in node._kwds.items():
+        if isinstance(value, alt.Step) and isinstance(value.step, (int, float)):
+            node._kwds[key] = alt.Step(round(value.step * scale))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            if key not in ("data", "datasets"):
+                _scale_in_place(value, scale)
+        elif key in _FONT_KEYS:
+            node._kwds[key] = round(value * scale, 1)
+        elif key in _PIXEL_KEYS:
+            node._kwds[key] = round(value * scale)
+
+
+def for_presentation(chart: alt.TopLevelMixin, scale: float = PRESENTATION_SCALE) -> alt.TopLevelMixin:
+    """The chart for presenter mode: larger type (config, and every size the chart sets itself) and rows, for a
+    projector at the back of a room. A copy; its data frames are the same objects (Streamlit ships them as Arrow)."""
+    presented = _copy(chart)
+    _scale_in_place(presented, scale)
+    config = presented.config.to_dict() if isinstance(presented.config, alt.SchemaBase) else {}
+    for group, values in _PRESENTATION_CONFIG.items():
+        config[group] = {**values, **config.get(group, {})}  # a size the chart's config set itself, scaled above, wins
+    presented.config = alt.Config.from_dict(config)
+    return presented
+
+
+def _copy(value):
+    """A copy of an altair object tree that shares its data frames."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy(v) for v in value)
+    if isinstance(value, alt.SchemaBase):
+        copied = value.copy(deep=False)
+        for key in list(copied._kwds):
+            if key not in ("data", "datasets"):
+                copied._kwds[key] = _copy(copied._kwds[key])
+        return copied
+    return value

@@ -1,0 +1,125 @@
+"""What a chart looks like once drawn: its Vega-Lite spec, prepared as Streamlit sends it, rendered by vl-convert to
+SVG and read back as positioned text (axis labels, titles, text marks) and rect sizes. Used by
+tests/unit/test_chart_layout.py; the browser test measures the same things in the page's own SVG."""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import altair as alt
+
+SVG = "{http://www.w3.org/2000/svg}"
+# Average glyph width of vl-convert's default sans-serif as a share of the font size, measured: a 70-character
+# 12 px subtitle takes 393 px (0.47). SVG text carries no width, so "inside the chart" is judged with this.
+GLYPH_WIDTH = 0.48
+
+
+@dataclass(frozen=True)
+class Text:
+    """One drawn string: its role (axis-label, title-text, legend-label, mark, ...), anchor point in SVG
+    coordinates, anchor (start / middle / end), font size and rotation in degrees."""
+
+    text: str
+    role: str
+    x: float
+    y: float
+    anchor: str
+    size: float
+    angle: float
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """Estimated horizontal extent of an unrotated string."""
+        width = len(self.text) * self.size * GLYPH_WIDTH
+        start = {"start": self.x, "middle": self.x - width / 2, "end": self.x - width}[self.anchor]
+        return start, start + width
+
+
+@dataclass(frozen=True)
+class Drawing:
+    width: float
+    height: float
+    texts: list[Text]
+    rects: list[tuple[float, float]]  # (width, height) of every rect mark
+
+    def strings(self, role: str | None = None) -> list[str]:
+        return [t.text for t in self.texts if role is None or t.role == role]
+
+
+# The parts of Streamlit's chart theme (frontend CustomTheme: axis config) that decide which axis labels are
+# drawn: it culls overlapping labels and cuts them at 100 px unless the chart's own axis says otherwise.
+STREAMLIT_AXIS_THEME = {"labelOverlap": True, "labelLimit": 100, "labelSeparation": 2, "labelFlush": True}
+
+
+def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
+    """The spec as the app draws it: Streamlit adds `autosize: fit` unless the chart sets its own
+    (_prepare_vega_lite_spec), and its theme's axis config lies under the chart's own config."""
+    from streamlit.elements.vega_charts import _prepare_vega_lite_spec
+
+    spec = _prepare_vega_lite_spec(chart.to_dict() if not isinstance(chart, dict) else chart, use_container_width=False)
+    config = dict(spec.get("config", {}))
+    config["axis"] = {**STREAMLIT_AXIS_THEME, **config.get("axis", {})}
+    return {**spec, "config": config}
+
+
+def _translate(transform: str | None) -> tuple[float, float, float]:
+    if not transform:
+        return 0.0, 0.0, 0.0
+    dx = dy = angle = 0.0
+    for x, y in re.findall(r"translate\(([-\d.e]+),\s*([-\d.e]+)\)", transform):
+        dx, dy = dx + float(x), dy + float(y)
+    for a in re.findall(r"rotate\(([-\d.e]+)", transform):
+        angle += float(a)
+    return dx, dy, angle
+
+
+def _role(element: ET.Element, inherited: str) -> str:
+    match = re.search(r"role-([\w-]+)", element.get("class", ""))
+    return match.group(1) if match else inherited
+
+
+def draw(chart, *, streamlit: bool = True) -> Drawing:
+    """Render through vl-convert (as Streamlit would prepare it unless streamlit=False) and read the SVG back."""
+    import vl_convert as vlc
+
+    spec = as_streamlit_sends(chart) if streamlit else (chart if isinstance(chart, dict) else chart.to_dict())
+    root = ET.fromstring(vlc.vegalite_to_svg(spec))
+    texts: list[Text] = []
+    rects: list[tuple[float, float]] = []
+
+    def walk(node: ET.Element, ox: float, oy: float, role: str, size: float) -> None:
+        dx, dy, angle = _translate(node.get("transform"))
+        x, y = ox + dx, oy + dy
+        role = _role(node, role)
+        if node.get("font-size"):
+            size = float(re.match(r"[\d.]+", node.get("font-size")).group())
+        tag = node.tag.replace(SVG, "")
+        if tag == "text":
+            lines = [span.text or "" for span in node.findall(f"{SVG}tspan")] or ["".join(node.itertext())]
+            for line in lines:  # a multi-line title is one <text> with a <tspan> per line
+                if line:
+                    texts.append(Text(line, role, x, y, node.get("text-anchor", "start"), size, angle))
+            return
+        if tag == "path" and role == "mark" and node.get("aria-roledescription") in ("rect mark", "bar"):
+            match = re.match(r"M[-\d.e]+,[-\d.e]+h([-\d.e]+)v([-\d.e]+)", node.get("d", ""))
+            if match:
+                rects.append((abs(float(match.group(1))), abs(float(match.group(2)))))
+        for child in node:
+            walk(child, x, y, role, size)
+
+    walk(root, 0.0, 0.0, "", 10.0)
+    return Drawing(float(root.get("width")), float(root.get("height")), texts, rects)
+
+
+def drawn(label: str, strings: list[str]) -> bool:
+    """The label is drawn whole, or cut by labelLimit to a prefix ending in "…"."""
+    return any(s == label or (s.endswith("…") and label.startswith(s[:-1]) and len(s) > 1) for s in strings)
+
+
+def smallest_gap(values: list[float]) -> float:
+    """The smallest distance between neighbouring distinct positions (rows of labels), inf for fewer than two."""
+    ordered = sorted(set(round(v, 2) for v in values))
+    return min((b - a for a, b in zip(ordered, ordered[1:])), default=math.inf)

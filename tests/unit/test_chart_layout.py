@@ -1,0 +1,414 @@
+"""Checks that look: every chart drawn as a person sees it (the spec as Streamlit sends it, rendered to SVG by
+vl-convert) for inputs of 5, 14 and 64 tokens, one sentence and a pair, through the notebook API core.lens on a
+tiny random BERT. Each chart must draw every token label, keep its title inside the image, give every token row
+(and heatmap column) at least MIN_ROW_PX, and carry no empty or NaN series."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core import lens
+from core.charts import layout
+from tests.chart_geometry import Drawing, draw, drawn, smallest_gap
+from tests.conftest import TINY_VOCAB
+
+WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
+ROW = layout.MIN_ROW_PX - 0.01
+
+
+def sentence(n_words: int, offset: int = 0) -> str:
+    return " ".join(WORDS[(offset + i) % len(WORDS)] for i in range(n_words))
+
+
+# (name, sentence A, sentence B): 5, 14 and 64 tokens with [CLS]/[SEP], as one sentence and as a pair (the
+# tiny model reads 64 positions at most).
+INPUTS = [
+    ("5 tokens", sentence(3), None),
+    ("14 tokens", sentence(12), None),
+    ("64 tokens", sentence(62), None),
+    ("pair of 6 tokens", sentence(2), sentence(1, 5)),
+    ("pair of 14 tokens", sentence(6), sentence(5, 9)),
+    ("pair of 64 tokens", sentence(31), sentence(30, 7)),
+]
+IDS = [name for name, _, _ in INPUTS]
+
+
+def assert_titles_inside(drawing: Drawing) -> None:
+    """Every title (and subtitle) line lies inside the image (its width estimated, so within 8 % of it)."""
+    titles = [t for t in drawing.texts if t.role in ("title-text", "title-subtitle") and t.angle == 0]
+    for title in titles:
+        left, right = title.span
+        slack = 1 + 0.08 * (right - left)
+        assert left >= -slack and right <= drawing.width + slack, \
+            f"title {title.text!r} spans {left:.0f}..{right:.0f} of {drawing.width:.0f} px"
+        assert 0 <= title.y <= drawing.height, f"title {title.text!r} at y={title.y:.0f} outside 0..{drawing.height:.0f}"
+
+
+def assert_every_label(drawing: Drawing, labels, role: str = "axis-label") -> None:
+    strings = drawing.strings(role)
+    missing = [label for label in labels if not drawn(label, strings)]
+    assert not missing, f"{len(missing)} of {len(labels)} labels not drawn, e.g. {missing[:5]}"
+
+
+def label_rows(drawing: Drawing, labels, role: str = "axis-label") -> list[float]:
+    """y of each token label in a left-hand column (right-aligned, unrotated: a y axis or the head view's queries)."""
+    return [t.y for t in drawing.texts
+            if t.role == role and t.anchor == "end" and t.angle == 0 and any(drawn(label, [t.text]) for label in labels)]
+
+
+def assert_no_empty_or_nan(frame: pd.DataFrame, value: str, series: str | None = None) -> None:
+    assert len(frame), "the chart has no data"
+    groups = frame.groupby(series) if series else [("all", frame)]
+    for name, group in groups:
+        values = group[value].to_numpy(dtype=float)
+        assert len(values) and np.isfinite(values).all(), f"series {name!r} is empty or has NaN"
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_bert_dir):
+    return lens.load(str(tiny_bert_dir), masked_lm=False)
+
+
+# ---- one sentence: attention heatmap, head view, neuron view, norm-weighted row, word scores -----------------
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_heatmap_draws_every_token_on_a_full_row(tiny, name, text_a, text_b):
+    chart, frame = lens.head_view(tiny, text_a, text_b, layer=1, heads=[0], style="heatmap", return_data=True)
+    tokens = list(dict.fromkeys(frame["query"]))
+    drawing = draw(chart)
+    assert_every_label(drawing, tokens)
+    assert smallest_gap(label_rows(drawing, tokens)) >= ROW
+    cells = drawing.rects
+    assert len(cells) == len(tokens) ** 2
+    assert min(h for _, h in cells) >= ROW and min(w for w, _ in cells) >= ROW, "heatmap cells squeezed"
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "weight")
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_head_view_lines_draw_every_token(tiny, name, text_a, text_b):
+    chart, frame = lens.head_view(tiny, text_a, text_b, layer=0, heads=[1], style="lines", return_data=True)
+    tokens = list(dict.fromkeys(frame["query"]))
+    drawing = draw(chart)
+    assert_every_label(drawing, tokens, role="mark")
+    assert smallest_gap(label_rows(drawing, tokens, role="mark")) >= ROW
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_neuron_view_labels_every_key(tiny, name, text_a, text_b):
+    chart, frame = lens.neuron_view(tiny, text_a, text_b, layer=1, head=0, query=1, return_data=True)
+    keys = list(dict.fromkeys(frame["key"]))
+    drawing = draw(chart)
+    assert_every_label(drawing, keys)
+    assert smallest_gap(label_rows(drawing, keys)) >= ROW
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "product")
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_norm_weighted_row_labels_every_key(tiny, name, text_a, text_b):
+    chart, frame = lens.attention_norms(tiny, text_a, text_b, layer=1, head=2, query=0, return_data=True)
+    keys = list(dict.fromkeys(frame["key"]))
+    drawing = draw(chart)
+    assert_every_label(drawing, keys)
+    assert smallest_gap(label_rows(drawing, keys)) >= ROW
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "share", "measure")
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_word_scores_label_every_word(tiny_bert_dir, name, text_a, text_b):
+    chart, frame = lens.explain(str(tiny_bert_dir), text_a, text_b, method="rollout", return_data=True)
+    drawing = draw(chart)
+    assert_every_label(drawing, list(frame["word"]))
+    assert smallest_gap(label_rows(drawing, list(frame["word"]))) >= ROW
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "score")
+
+
+def test_presenter_mode_draws_larger_type_and_rows(tiny):
+    chart, frame = lens.head_view(tiny, sentence(12), None, layer=1, heads=[0], style="heatmap", return_data=True)
+    tokens = list(dict.fromkeys(frame["query"]))
+    plain, presented = draw(chart), draw(layout.for_presentation(chart))
+    assert_every_label(presented, tokens)
+    label_size = lambda d: max(t.size for t in d.texts if t.role == "axis-label")  # noqa: E731
+    title_size = lambda d: max(t.size for t in d.texts if t.role == "title-text")  # noqa: E731
+    assert label_size(presented) >= 1.3 * label_size(plain) and title_size(presented) >= 1.3 * title_size(plain)
+    assert smallest_gap(label_rows(presented, tokens)) >= round(layout.PRESENTATION_SCALE * layout.MIN_ROW_PX) - 0.01
+    assert_titles_inside(presented)
+
+
+# ---- charts of results: classifier, heads over a dataset, anisotropy, PCA, reproduce --------------------------
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_class_probabilities_are_bars_not_a_hairline(runs):
+    from core.charts import classification
+
+    names = ["snli-minilm", "/tmp/runs/snli-minilm-longer-run-name"][:runs]
+    classes = ["entailment", "neutral", "contradiction"]
+    frame = classification.probabilities_frame(names, [classes] * runs, [np.array([0.6, 0.3, 0.1])] * runs)
+    drawing = draw(classification.probabilities_chart(frame))
+    bars = drawing.rects
+    assert len(bars) == 3 * runs and min(h for _, h in bars) >= 20, f"bars {bars}"
+    assert_every_label(drawing, classes, role="legend-label")
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "probability", "run")
+
+
+def test_nli_classes_have_colours_that_read_apart():
+    from core.charts import classification
+
+    scale = classification.class_colours(["entailment", "neutral", "contradiction"]).to_dict()
+    rgb = [np.array([int(c[i:i + 2], 16) for i in (1, 3, 5)]) for c in scale["range"]]
+    assert min(np.abs(a - b).sum() for i, a in enumerate(rgb) for b in rgb[i + 1:]) > 150
+
+
+def test_confusion_matrix_names_every_class_also_one_never_predicted():
+    from core.charts import classification
+
+    labels = ["entailment", "neutral", "contradiction"]
+    confusion = np.array([[5, 0, 1], [3, 0, 2], [1, 0, 6]])  # "neutral" is never predicted
+    frame = pd.concat([classification.confusion_frame(confusion, labels, "run-a"),
+                       classification.confusion_frame(confusion.T, labels, "run-b")])
+    drawing = draw(classification.confusion_chart(frame))
+    for label in labels:
+        assert drawing.strings("axis-label").count(label) == 4, f"{label} not on both axes of both matrices"
+    assert min(min(w, h) for w, h in drawing.rects) >= classification.CELL_PX - 0.01
+    assert_titles_inside(drawing)
+
+
+class _Survey:
+    """The slice of core.heads.HeadSurvey the layer-means chart reads."""
+
+    def __init__(self, model: str, layers: int = 6, heads: int = 12):
+        self.model, self.protocol = model, "bertlens"
+        self._stat = np.random.default_rng(0).uniform(0.05, 0.6, (layers, heads))
+
+    def layer_means(self, name):
+        return self._stat.mean(axis=1)
+
+
+def test_mean_attention_to_cls_draws_both_series_with_a_y_axis():
+    from core.charts import attention as attention_charts
+
+    folder = "/work/shared/data/models/all-MiniLM-L6-v2"
+    survey = _Survey(folder)
+    chart, frame = attention_charts.layer_means_chart(survey, "cls", "Mean attention to [CLS] per layer")
+    drawing = draw(chart)
+    assert_titles_inside(drawing)
+    legend = drawing.strings("legend-label")
+    assert "measured: all-MiniLM-L6-v2" in legend and not any(folder in s for s in drawing.strings())
+    assert len(legend) == 2
+    ticks = [t for t in drawing.texts if t.role == "axis-label" and t.x < 60]
+    assert len(ticks) >= 3, "no y-axis ticks"
+    assert max(t.y for t in ticks) - min(t.y for t in ticks) >= 150, "the plot is squeezed flat"
+    assert_no_empty_or_nan(frame, "value", "series")
+
+
+def test_anisotropy_line_stays_inside_and_names_models_short(tiny_bert_dir):
+    chart, frame = lens.anisotropy(str(tiny_bert_dir), "builtin", limit=12, n_pairs=50, min_contexts=2, return_data=True)
+    drawing = draw(chart)
+    assert_titles_inside(drawing)
+    assert drawing.strings("legend-label") == [tiny_bert_dir.name]
+    assert_no_empty_or_nan(frame, "value", "model")
+    spec = chart.to_dict()
+    assert all(layer.get("encoding", {}).get("x", {}).get("scale", {}).get("padding", 0) > 0
+               for layer in spec["layer"]), "the last layer's point sits on the plot's right edge"
+
+
+def test_pca_variance_title_inside_and_every_layer_labelled(tiny_bert_dir):
+    from core.charts import pca
+
+    chart, frame = lens.layerwise_pca(str(tiny_bert_dir), [sentence(12), (sentence(6), sentence(5, 3))],
+                                      layer=1, method="per-layer", return_data=True)
+    from core.encoding import encode
+    from core.projection import collect_tokens, layerwise_projection
+
+    lm = lens.load(str(tiny_bert_dir))
+    projection = layerwise_projection(collect_tokens([encode(lm, sentence(12))]), "per-layer")
+    drawing = draw(pca.variance_chart(projection, 1))
+    assert_titles_inside(drawing)
+    assert_every_label(drawing, [str(layer) for layer in projection.layers])
+    assert_titles_inside(draw(chart))
+    assert tiny_bert_dir.name in chart.to_dict()["title"]["text"] and str(tiny_bert_dir) not in str(chart.to_dict()["title"])
+
+
+def test_reproduce_small_multiples_fit_the_main_column():
+    from core import studies
+    from core.charts import reproduce
+    from tests import fake_study
+
+    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    for chart in (reproduce.layer_comparison_chart(result), reproduce.table_comparison_chart(result),
+                  reproduce.measured_chart(result)):
+        if chart is None:
+            continue
+        drawing = draw(chart)
+        assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+        assert_titles_inside(drawing)
+        assert not any("/some/folder" in s for s in drawing.strings())
+
+
+def test_display_name_shortens_folders_and_keeps_hub_ids(tmp_path):
+    from core.models import display_name
+
+    assert display_name("/work/shared/data/models/all-MiniLM-L6-v2") == "all-MiniLM-L6-v2"
+    assert display_name("/work/shared/data/models/all-MiniLM-L6-v2/") == "all-MiniLM-L6-v2"
+    assert display_name("google-bert/bert-base-cased") == "google-bert/bert-base-cased"
+    assert display_name("bert-base-uncased") == "bert-base-uncased"
+    assert display_name("./runs/x") == "x"
+    folder = tmp_path / "m"
+    folder.mkdir()
+    assert display_name(str(folder)) == "m"
+
+
+def test_every_page_opens_with_its_title():
+    """A page a person lands on says what it is (presenter mode shows the step's page, so it has none itself)."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    router = (repo / "app_pages" / "router.py").read_text()
+    pages = sorted(set(re.findall(r'st\.Page\("(app_pages/\w+\.py)"', router)) - {"app_pages/present.py"})
+    assert len(pages) > 5
+    untitled = [p for p in pages if "st.title(" not in (repo / p).read_text()]
+    assert not untitled, f"pages without st.title: {untitled}"
+
+
+def test_pca_token_labels_never_overlap():
+    from core.charts import pca
+
+    rng = np.random.default_rng(0)
+    x, y = np.concatenate([rng.normal(0, 0.01, 40), rng.uniform(5, 10, 20)]), np.concatenate([rng.normal(0, 0.01, 40), rng.uniform(5, 10, 20)])
+    texts = [f"tok{i}" for i in range(60)]
+    first = np.zeros(60, bool)
+    first[39] = True
+    keep = pca.label_mask(x, y, texts, first=first)
+    assert keep[39] and keep[:40].sum() == 1, "a pile of 40 points gets one label, the chosen word's"
+    # independent check: no two kept label boxes (as the chart draws them) intersect
+    w, h = pca.LABEL_PLOT_PX
+    px, py = (x - x.min()) / np.ptp(x) * w, (1 - (y - y.min()) / np.ptp(y)) * h
+    boxes = [(px[i] + 7, py[i] - 15, px[i] + 7 + 6.6 * len(texts[i]), py[i] - 4) for i in np.flatnonzero(keep)]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], f"{a} overlaps {b}"
+    assert keep[40:].sum() >= 10, "spread points keep their labels"
+
+
+def test_no_page_uses_the_deprecated_use_container_width():
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    users = [str(p.relative_to(repo)) for p in (repo / "app_pages").glob("*.py") if "use_container_width" in p.read_text()]
+    assert not users, f"use_container_width (deprecated: width=) in {users}"
+
+
+@pytest.mark.parametrize("k", [5, 14, 40])
+def test_nearest_contexts_label_every_match(k):
+    from core.charts import explorer
+    from core.vector_index import Neighbour, NeighboursResult
+
+    rng = np.random.default_rng(k)
+    matches = tuple(Neighbour(sentence=f"{sentence(8, i)} bank {sentence(6, i + 3)}", word="bank", position=8,
+                              similarity=float(s), left=sentence(8, i), right=sentence(6, i + 3), upos="NOUN", deprel="obj")
+                    for i, s in enumerate(sorted(rng.uniform(0.2, 0.9, k), reverse=True)))
+    result = NeighboursResult({"word": "bank", "layer": 3, "mode": "exact"}, matches, pos=(("NOUN", k),), deprel=(("obj", k),))
+    frame = explorer.neighbours_frame(result)
+    drawing = draw(explorer.neighbours_chart(result))
+    contexts = [f"{r}. …{l[-30:]} [{w}] {rt[:30]}…" for r, l, w, rt in zip(frame["rank"], frame["left"], frame["word"], frame["right"])]
+    assert_every_label(drawing, contexts)
+    assert smallest_gap(label_rows(drawing, contexts)) >= ROW
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "similarity")
+
+
+def test_bias_confusion_matrices_name_every_class():
+    from core.bias import ARMS
+    from core.charts import bias as bias_charts
+
+    labels = ["entailment", "neutral", "contradiction"]
+    rows = [{"run": arm, "slice": "overall", "true": t, "predicted": p, "count": int(p == "entailment") * 5,
+             "share": float(p == "entailment")} for arm in ARMS for t in labels for p in labels]
+    drawing = draw(bias_charts.confusion_chart(pd.DataFrame(rows), labels, "overall"))
+    for label in labels:  # on each matrix's x axis and on the shared y axis
+        assert drawing.strings("axis-label").count(label) == len(ARMS) + 1, f"{label} missing from an axis"
+    assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+    assert_titles_inside(drawing)
+
+
+def test_masked_guesses_label_every_guess(tmp_path):
+    from tests.tiny_mlm import make_tiny_mlm
+
+    mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm")), masked_lm=True)
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the [MASK] .", top_k=8, view="top", return_data=True)
+    drawing = draw(chart)
+    for mask, part in frame.groupby("mask"):
+        assert_every_label(drawing, list(part["token"]))
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "probability", "mask")
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="layers", mask=0, return_data=True)
+    drawing = draw(chart)
+    assert_titles_inside(drawing)
+    assert min(h for _, h in drawing.rects) >= 20, "guess cells squeezed"
+
+
+# ---- every other builder: titles inside, every label of a listed (sorted) axis drawn, no empty dataset ----------
+
+def _listed_labels(spec) -> list[str]:
+    """Labels of every x/y axis whose order the builder lists (sort=[...]) and draws (axis not null)."""
+    found = []
+    if isinstance(spec, dict):
+        encoding = spec.get("encoding", {})
+        for channel in ("x", "y"):
+            field = encoding.get(channel, {})
+            if isinstance(field, dict) and isinstance(field.get("sort"), list) and field.get("axis", {}) is not None:
+                found += [str(v) for v in field["sort"]]
+        for value in spec.values():
+            found += _listed_labels(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _listed_labels(value)
+    return found
+
+
+def _other_builders(tiny_bert_dir):
+    from core.bias import ARMS
+    from core.charts import attention as attention_charts
+    from core.charts import bias as bias_charts
+    from core.charts import classification, explorer, finetune
+    from core.charts import explain as explain_charts
+    from core.explain import explain, load_explainer
+    from core.explorer import SliceComparison
+
+    rng = np.random.default_rng(3)
+    labels = ["entailment", "neutral", "contradiction"]
+    explanation = explain(load_explainer(str(tiny_bert_dir)), sentence(12), None, "rollout")
+    grid = attention_charts.grid_frame(rng.uniform(0, 1, (6, 12)), "cls")
+    accuracy = pd.DataFrame([{"run": arm, "slice": s, "n": 100, "accuracy": 0.6, "ci_low": 0.5, "ci_high": 0.7}
+                             for arm in ARMS for s in ("overall", "with_words", "without_words")])
+    return {
+        "model view": lambda: lens.model_view(str(tiny_bert_dir), sentence(12)),
+        "token flow": lambda: explain_charts.flow_matrix(explanation, -1),
+        "head grid": lambda: attention_charts.grid_chart(grid, "cls", "Mean attention to [CLS] per head"),
+        "F1 per class": lambda: classification.f1_chart(pd.DataFrame(
+            [{"run": r, "class": c, "F1": 0.5} for r in ("run-a", "run-b") for c in labels])),
+        "training loss": lambda: finetune.loss_chart(pd.DataFrame({"run": "run-a", "step": range(10), "loss": np.linspace(1, 0.2, 10)})),
+        "bias accuracy": lambda: bias_charts.accuracy_chart(accuracy),
+        "bias flips": lambda: bias_charts.flip_chart(pd.DataFrame(
+            [{"run": arm, "flip_rate": 0.1, "flips": 10, "swapped": 100} for arm in ARMS])),
+        "bias words": lambda: bias_charts.word_count_chart(pd.DataFrame({"word": ["women", "woman", "girl"], "training pairs": [3, 30, 9]})),
+        "slice accuracy": lambda: explorer.slice_chart(SliceComparison("negation", 40, 60, 0.55, 0.7)),
+    }
+
+
+def test_every_other_builder_draws_whole(tiny_bert_dir):
+    for name, build in _other_builders(tiny_bert_dir).items():
+        chart = build()
+        spec = chart.to_dict()
+        assert all(len(rows) for rows in spec.get("datasets", {}).values()), f"{name}: an empty dataset"
+        drawing = draw(chart)
+        assert_titles_inside(drawing)
+        assert_every_label(drawing, list(dict.fromkeys(_listed_labels(spec))))
