@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,15 @@ def chart_spec():
 def chart_rows():
     """chart_rows(at, index=0, dataset=None) -> list of data rows of that chart."""
     return _chart_rows
+
+
+class FakeProcess:
+    """A job's worker process that never starts: its pid is this test's own (alive), so a run stays queued."""
+
+    pid = os.getpid()
+
+    def poll(self):
+        return None
+
+    def wait(self):
+        return None

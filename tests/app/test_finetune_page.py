@@ -9,6 +9,7 @@ import random
 import numpy as np
 
 from core import jobs
+from tests.app.conftest import FakeProcess
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -44,7 +45,7 @@ def page(make_app, tiny_bert_dir):
 
 def test_page_without_runs_offers_the_form(page, monkeypatch):
     # No real worker: the "process" is this test's own (alive) pid, so the runs stay queued.
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert not at.exception
@@ -95,7 +96,7 @@ def test_page_compares_finished_runs_and_predicts(page, two_runs):
 def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, two_runs, monkeypatch):
     launched = []
     # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
     at = page()
     at.text_input(key="finetune.run_name").input("tiny-all")
@@ -116,7 +117,7 @@ def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, tw
 
 
 def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     assert at.toggle(key="finetune.paper_protocol").value is False
@@ -139,7 +140,7 @@ def test_paper_protocol_switch_launches_the_slides_recipe_on_the_test_split(page
 
 
 def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.toggle(key="finetune.paper_protocol").set_value(True).run()
@@ -156,7 +157,7 @@ def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkey
 
 
 def test_form_freezes_a_zero_based_layer_set(page, monkeypatch):
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.text_input(key="finetune.run_name").input("frozen-run")
@@ -187,7 +188,7 @@ def test_drug_rating_task_is_offered_with_what_differs(page):
 
 def test_processes_field_defaults_to_one_on_cpu_and_goes_into_the_recipe(page, monkeypatch):
     launched = []
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None, "wait": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: launched.append(command) or fake())
     monkeypatch.setattr("app_pages.finetune.visible_gpus", lambda: 0)
     at = page()
@@ -207,7 +208,7 @@ def test_runs_table_and_progress_line_say_the_same_phase(page, monkeypatch):
     "loss nan, 0.0 examples/s". The worker is faked: its status.json is written here as the engine writes it."""
     from core.training import runs
 
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.text_input(key="finetune.run_name").input("phase-run")

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP_FILE
+from tests.markdown_text import plain
 
 LOCAL = "all-MiniLM-L6-v2"
 SENTENCE = "The cat sat on the mat."
@@ -33,20 +34,20 @@ def enabled(at: AppTest, label_start: str):
 
 # What each page shows as its chart or its next step, on MiniLM with one sentence typed.
 NEXT_STEP = {
-    "home.py": lambda at: [m for m in at.metric if m.label == "Layers" and m.value == "6"],
+    "home.py": lambda at: [m for m in at.metric if m.label == "Layers" and plain(m.value) == "6"],
     "attention.py": lambda at: at.get("vega_lite_chart"),
-    "masked.py": lambda at: any("no masked-word (MLM) head" in w.value for w in at.warning)
+    "masked.py": lambda at: any("no masked-word (MLM) head" in plain(w.value) for w in at.warning)
     and at.button(key="masked.use.bert-base-uncased").disabled
-    and any("needs a download" in c.value for c in at.caption),
+    and any("needs a download" in plain(c.value) for c in at.caption),
     "pca.py": lambda at: at.get("vega_lite_chart"),
-    "anisotropy.py": lambda at: enabled(at, "Run on 1 model") and any("Press **Run**" in i.value for i in at.info),
+    "anisotropy.py": lambda at: enabled(at, "Run on 1 model") and any("Press **Run**" in plain(i.value) for i in at.info),
     "finetune.py": lambda at: enabled(at, "Quick example"),
-    "explain.py": lambda at: any("no classifier head" in w.value for w in at.warning) and at.get("vega_lite_chart"),
+    "explain.py": lambda at: any("no classifier head" in plain(w.value) for w in at.warning) and at.get("vega_lite_chart"),
     "bias.py": lambda at: enabled(at, "Quick demo"),
     "explorer.py": lambda at: enabled(at, "Run this model"),
-    "reproduce.py": lambda at: enabled(at, "Run the study") and any("Different model: shape only" in i.value for i in at.info),
+    "reproduce.py": lambda at: enabled(at, "Run the study") and any("Different model: shape only" in plain(i.value) for i in at.info),
     "lessons.py": lambda at: enabled(at, "Start from"),
-    "present.py": lambda at: any("no steps yet" in i.value for i in at.info),
+    "present.py": lambda at: any("no steps yet" in plain(i.value) for i in at.info),
 }
 
 
@@ -56,11 +57,11 @@ def test_every_page_opens_on_the_local_model_with_the_notice_and_a_next_step(off
     at = first_visit(f"app_pages/{page}")
     assert not at.exception, at.exception
     assert at.session_state["model"] == LOCAL
-    notice = [i.value for i in at.sidebar.info]
+    notice = [plain(i.value) for i in at.sidebar.info]
     assert notice == [f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder)."]
-    assert at.sidebar.button(key="router.use_default").label == "Use bert-base-uncased"
+    assert plain(at.sidebar.button(key="router.use_default").label) == "Use bert-base-uncased"
     assert not at.error and not [e for e in at.sidebar.error]
-    assert not any("ModelUnavailable" in w.value for w in [*at.warning, *at.info, *at.caption])
+    assert not any("ModelUnavailable" in plain(w.value) for w in [*at.warning, *at.info, *at.caption])
     assert NEXT_STEP[page](at), f"{page}: no chart and no next step"
 
 
@@ -72,9 +73,9 @@ def test_one_click_back_to_the_default_says_plainly_it_needs_a_download_before_a
     assert at.session_state["model"] == "bert-base-uncased"
     assert not at.sidebar.info  # the notice was about MiniLM; it goes with it
     (error,) = at.sidebar.error
-    assert "needs a download" in error.value and "python -m core download bert-base-uncased" in error.value
+    assert "needs a download" in plain(error.value) and "python -m core download bert-base-uncased" in plain(error.value)
     # The page points at the sidebar instead of repeating it, and draws no traceback.
-    assert any("cannot be loaded now (the sidebar says why)" in i.value for i in at.main.info)
+    assert any("cannot be loaded now (the sidebar says why)" in plain(i.value) for i in at.main.info)
     at.switch_page("app_pages/attention.py").run()
     assert not at.exception and at.sidebar.error
     at.sidebar.button(key="router.use_local").click().run()  # and one click to a model that loads
@@ -105,7 +106,7 @@ def test_presenter_names_each_missing_model_and_never_fetches_it(offline, monkey
     at.query_params.update({"lesson": "bert-in-ten-views", "step": "1"})
     at.switch_page("app_pages/present.py").run()
     assert not at.exception, at.exception
-    (warning,) = [w.value for w in at.warning if "bert-base-uncased" in w.value]
+    (warning,) = [plain(w.value) for w in at.warning if "bert-base-uncased" in plain(w.value)]
     assert "needs a download" in warning and "python -m core download bert-base-uncased" in warning
     from core import jobs
 

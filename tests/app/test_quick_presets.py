@@ -3,16 +3,16 @@ reach the runs they launch: every preset value, the learning rate, batch size an
 
 from __future__ import annotations
 
-import os
 import time
 
 from core import bias
 from core.training.recipe import QUICK_FINETUNE
+from tests.app.conftest import FakeProcess
 
 
 def test_finetune_quick_example_launches_the_preset(make_app, tiny_bert_dir, monkeypatch):
     # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.
-    fake = type("FakeProcess", (), {"pid": os.getpid(), "poll": lambda self: None})
+    fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = make_app(str(tiny_bert_dir), "the cat sat on the mat")
     at.switch_page("app_pages/finetune.py")
