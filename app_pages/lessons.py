@@ -80,7 +80,7 @@ lesson = current_lesson()
 st.session_state[P + "title"] = lesson.title
 st.text_input("Lesson title", key=P + "title", on_change=retitle)
 for line in lessons.notices(lesson):
-    st.caption(line)
+    st.caption(markdown_text(line))
 for note in lessons.missing_model_notes(lesson):
     st.warning(markdown_text(note))
 

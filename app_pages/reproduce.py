@@ -107,7 +107,7 @@ for run, found in result.degenerate.items():
     if run != model:  # the model measured is flagged above, beside its choice
         flag_degenerate(Degeneracy.from_json(found), run)
 for note in result.notes:
-    st.caption(note)
+    st.caption(markdown_text(note))
 layer_chart = reproduce_charts.layer_comparison_chart(result)
 if layer_chart is not None:
     draw_chart(layer_chart, key=P + "layer_chart")
