@@ -8,14 +8,14 @@ core.training.evaluation."""
 from __future__ import annotations
 
 import math
-import random
-import re
 
 import pytest
 
 from core.training import Recipe, finetune
 from tests.app.test_bias_page import open_page as open_bias_page
 from tests.app.test_bias_page import write_finished_experiment
+from tests.markdown_text import plain
+from tests.task_files import learned_and_noise
 
 FLAG = "learned (almost) nothing"
 
@@ -29,22 +29,15 @@ def learned_nothing(confusion: list[list[int]]) -> bool:
 
 
 def shown(messages) -> list[str]:
-    """Message texts with Markdown's backslash escapes removed (the page escapes run names and labels)."""
-    return [re.sub(r"\\(.)", r"\1", m.value) for m in messages]
+    """Message texts as read (the page escapes run names and labels)."""
+    return [plain(m.value) for m in messages]
 
 
 @pytest.fixture
 def runs(tiny_bert_dir, tmp_path) -> dict[str, dict]:
     """'tiny-learned': the animal named in the text (learnable); 'tiny-noise': a label that ignores the text,
     70 % of them 'a' (nothing to learn). Tiny random BERT, seconds each."""
-    rng = random.Random(0)
-    learned, noise = ["text,label"], ["text,label"]
-    for _ in range(200):
-        animal = rng.choice(["cat", "dog"])
-        learned.append(f"the {animal} sat on the mat,{animal}")
-        noise.append(f"the {animal} sat on the mat,{'a' if rng.random() < 0.7 else 'b'}")
-    (tmp_path / "learned.csv").write_text("\n".join(learned) + "\n")
-    (tmp_path / "noise.csv").write_text("\n".join(noise) + "\n")
+    learned_and_noise(tmp_path, seed=0)
     base = Recipe(model=str(tiny_bert_dir), task=str(tmp_path / "learned.csv"), run_name="tiny-learned", epochs=5,
                   lr=3e-3, batch_size=16, max_length=16, cpu_threads=1)
     metrics = {"tiny-learned": finetune(base),

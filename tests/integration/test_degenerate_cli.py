@@ -7,19 +7,13 @@ import json
 import random
 
 from core.__main__ import main
+from tests.task_files import learned_and_noise
 
 FLAG = "learned (almost) nothing"
 
 
 def test_finetune_json_and_warning(tiny_bert_dir, tmp_path, capsys):
-    rng = random.Random(1)
-    learned, noise = ["text,label"], ["text,label"]
-    for _ in range(200):
-        animal = rng.choice(["cat", "dog"])
-        learned.append(f"the {animal} sat on the mat,{animal}")
-        noise.append(f"the {animal} sat on the mat,{'a' if rng.random() < 0.7 else 'b'}")
-    for name, lines in (("learned", learned), ("noise", noise)):
-        (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    learned_and_noise(tmp_path, seed=1)
     common = ["--model", str(tiny_bert_dir), "--epochs", "5", "--lr", "3e-3", "--batch-size", "16", "--max-length", "16",
               "--threads", "1", "--json"]
     for name, flagged in (("learned", False), ("noise", True)):
