@@ -100,6 +100,14 @@ def display_name(ref: str) -> str:
     return re.split(r"[/\\]", text)[-1] if is_path else text
 
 
+def display_names(refs) -> dict[str, str]:
+    """Each reference's display name, or the reference itself where two of them would show the same name (a list
+    of choices must tell them apart, and a selectbox maps the shown name back to its reference)."""
+    names = {ref: display_name(ref) for ref in refs}
+    shared = {name for name in names.values() if list(names.values()).count(name) > 1}
+    return {ref: ref if name in shared else name for ref, name in names.items()}
+
+
 def pick_device() -> str:
     import torch
 

@@ -112,6 +112,34 @@ def test_changing_view_settings_never_reruns_the_model(minilm_dir, make_app, mon
     assert len(calls) == 1
 
 
+def test_model_box_shows_the_short_name_and_keeps_the_folder(minilm_dir, make_app, monkeypatch):
+    """The sidebar shows a model by its display name, the full folder in its help; the name the browser sends back
+    selects the same model (its folder stays the value), so the model is neither loaded again nor run again."""
+    import app_pages.common as common
+
+    calls = []
+    real_encode = common.encode
+    monkeypatch.setattr(common, "encode", lambda *a, **k: calls.append(a[1]) or real_encode(*a, **k))
+    at = make_app(str(minilm_dir), "A heron stood in the reeds.")
+    at.switch_page("app_pages/attention.py").run()
+    box = at.sidebar.selectbox(key="model")
+    assert box.options[box.index] == minilm_dir.name and str(minilm_dir) not in box.options
+    assert markdown_text(str(minilm_dir)) in box.help
+    assert box.value == str(minilm_dir)
+    box.set_value(minilm_dir.name).run()  # what the browser sends: the label it showed
+    assert not at.exception
+    assert at.sidebar.selectbox(key="model").value == str(minilm_dir) == at.session_state["model"]
+    assert len(calls) == 1
+
+
+def test_display_names_tell_apart_models_of_the_same_name():
+    from core.models import display_names
+
+    assert display_names(["/a/models/mini", "/b/runs/bert", "bert-base-uncased"]) == {
+        "/a/models/mini": "mini", "/b/runs/bert": "bert", "bert-base-uncased": "bert-base-uncased"}
+    assert display_names(["/a/mini", "/b/mini", "org/x"]) == {"/a/mini": "/a/mini", "/b/mini": "/b/mini", "org/x": "org/x"}
+
+
 def test_url_carries_model_and_sentences(minilm_dir):
     from streamlit.testing.v1 import AppTest
 

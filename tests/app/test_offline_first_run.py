@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.safe_text import markdown_text
 from tests.app.conftest import APP_FILE
 
 LOCAL = "all-MiniLM-L6-v2"
@@ -35,7 +36,7 @@ def enabled(at: AppTest, label_start: str):
 NEXT_STEP = {
     "home.py": lambda at: [m for m in at.metric if m.label == "Layers" and m.value == "6"],
     "attention.py": lambda at: at.get("vega_lite_chart"),
-    "masked.py": lambda at: any("no masked-word (MLM) head" in w.value for w in at.warning)
+    "masked.py": lambda at: any(markdown_text("no masked-word (MLM) head") in w.value for w in at.warning)
     and at.button(key="masked.use.bert-base-uncased").disabled
     and any("needs a download" in c.value for c in at.caption),
     "pca.py": lambda at: at.get("vega_lite_chart"),
