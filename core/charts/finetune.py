@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from core import references
-from core.charts import classification
+from core.charts import classification, layout
 from core.models import display_name
 from core.probe import ProbeResult
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
@@ -216,5 +216,5 @@ def arcs_chart(parse, title: str) -> alt.LayerChart:
     words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
                           "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
     text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
-    width = max(400, 60 * len(parse.words))
-    return alt.layer(arcs, text).properties(width=width, height=320, title=title)
+    width = max(400, 60 * len(parse.words))  # wider than the column for long sentences: it scrolls, words stay apart
+    return layout.fixed_size(alt.layer(arcs, text).properties(width=width, height=320, title=title))

@@ -141,6 +141,87 @@ def test_presenter_mode_draws_larger_type_and_rows(tiny):
     assert_titles_inside(presented)
 
 
+# ---- token charts of the dataset studies: example maps, one pair's aspect row, a probe's trees, the image heatmap
+
+def encoded_tokens(tiny, text_a, text_b) -> list[str]:
+    from core.encoding import encode
+
+    return list(encode(tiny, (text_a, text_b) if text_b else text_a).tokens)
+
+
+def label_columns(drawing: Drawing, labels, role: str = "axis-label") -> list[float]:
+    """x of each token label drawn along a horizontal axis (or a row of text marks)."""
+    return [t.x for t in drawing.texts if t.role == role and any(drawn(label, [t.text]) for label in labels)]
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_aspect_row_labels_every_token_on_its_own_column(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import head_studies
+
+    tokens = encoded_tokens(tiny, text_a, text_b)
+    weights = np.random.default_rng(len(tokens)).dirichlet(np.ones(len(tokens)))
+    kinds = ["[CLS]", *(["question"] * (len(tokens) - 2)), "[SEP]"]
+    row = SimpleNamespace(tokens=tokens, weights=weights, kinds=kinds, layer=3, head=7)
+    chart, frame = head_studies.aspect_row_chart(row)
+    drawing = draw(chart)
+    labels = list(frame["token"])
+    assert_every_label(drawing, labels)
+    assert smallest_gap(label_columns(drawing, labels)) >= ROW
+    assert min(w for w, _ in drawing.rects) >= ROW / 2, "bars squeezed to hairlines"
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "weight")
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_pattern_example_maps_draw_every_cell(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import attention as attention_charts
+
+    tokens = encoded_tokens(tiny, text_a, text_b)
+    attention = np.random.default_rng(len(tokens)).dirichlet(np.ones(len(tokens)), len(tokens))
+    examples = [SimpleNamespace(tokens=tokens, attention=attention, layer=layer, head=head) for layer, head in ((0, 1), (4, 11))]
+    drawing = draw(attention_charts.examples_chart(examples))
+    assert len(drawing.rects) == 2 * len(tokens) ** 2
+    assert min(min(w, h) for w, h in drawing.rects) >= 180 / 64 - 0.01, "map cells below a 64-token map's"
+    assert drawing.strings("title-text") == ["L0 H1", "L4 H11"]
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_probe_trees_write_every_word_apart(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import finetune
+
+    words = [t for t in encoded_tokens(tiny, text_a, text_b) if t not in ("[CLS]", "[SEP]")]
+    gold = {(i, i + 1) for i in range(len(words) - 1)}
+    predicted = {(i, i + 2) for i in range(0, len(words) - 2, 2)} | {(0, 1)}
+    parse = SimpleNamespace(words=words, upos=["NOUN"] * len(words), gold_edges=gold, predicted_edges=predicted)
+    drawing = draw(finetune.arcs_chart(parse, "Gold tree above, the probe's below"))
+    marks = [t for t in drawing.texts if t.role == "mark"]
+    assert [t.text for t in sorted(marks, key=lambda t: t.x)] == words
+    spans = sorted(t.span for t in marks)
+    assert all(left_end < right_start for (_, left_end), (right_start, _) in zip(spans, spans[1:])), "words overlap"
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_heatmap_image_fills_its_square(tiny, name, text_a, text_b):
+    from core.attention import attention_view
+    from core.charts import attention as attention_charts
+    from core.encoding import encode
+
+    view = attention_view(encode(tiny, (text_a, text_b) if text_b else text_a), 1, [0])
+    drawing = draw(attention_charts.attention_heatmap_image(view, "Layer 1, head 0"))
+    assert drawing.width >= 640 and drawing.height >= 640
+    assert len(drawing.rects) == len(view.query_labels), "one hover band per query row"
+    assert {"attends to (key position)", "from (query position)"} <= set(drawing.strings("axis-title"))
+    assert_titles_inside(drawing)
+
+
 # ---- charts of results: classifier, heads over a dataset, anisotropy, PCA, reproduce --------------------------
 
 @pytest.mark.parametrize("runs", [1, 2])
