@@ -6,7 +6,7 @@ import numpy as np
 
 from core.encoding import encode
 from core.models import load_model
-from core.safe_text import markdown_text
+from core.safe_text import markdown_code, markdown_text
 
 
 def test_home_shows_model_facts(minilm_dir, make_app):
@@ -16,6 +16,8 @@ def test_home_shows_model_facts(minilm_dir, make_app):
     assert metrics["Layers"] == "6"
     assert metrics["Heads per layer"] == "12"
     assert metrics["Parameters"] == "22.7 M"
+    facts = next(c.value for c in at.caption if "loaded from" in c.value)
+    assert facts.startswith(markdown_code(minilm_dir.name)) and facts.count(str(minilm_dir)) == 1  # the path once
 
 
 def test_home_unavailable_model_warns_and_app_keeps_working(make_app):
