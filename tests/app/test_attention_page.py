@@ -139,7 +139,8 @@ def test_display_names_tell_apart_models_of_the_same_name():
 
     assert display_names(["/a/models/mini", "/b/runs/bert", "bert-base-uncased"]) == {
         "/a/models/mini": "mini", "/b/runs/bert": "bert", "bert-base-uncased": "bert-base-uncased"}
-    assert display_names(["/a/mini", "/b/mini", "org/x"]) == {"/a/mini": "/a/mini", "/b/mini": "/b/mini", "org/x": "org/x"}
+    assert display_names(["/a/mini", "/b/mini", "org/x"]) == {
+        "/a/mini": "/a/mini", "/b/mini": "/b/mini", "org/x": "org/x"}
 
 
 def test_url_carries_model_and_sentences(minilm_dir):

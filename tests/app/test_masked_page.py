@@ -88,7 +88,8 @@ def test_a_model_without_an_mlm_head_says_so_and_offers_one(minilm_dir, make_app
     at.switch_page(PAGE).run()
     assert not at.exception
     warning = at.warning[0].value
-    assert markdown_text(f"'{minilm_dir.name}' cannot guess masked words: its saved weights have no masked-word (MLM) head") in warning
+    said = f"'{minilm_dir.name}' cannot guess masked words: its saved weights have no masked-word (MLM) head"
+    assert markdown_text(said) in warning
     assert str(minilm_dir.parent) not in warning and markdown_text(str(minilm_dir.parent)) not in warning
     assert not at.get("vega_lite_chart")
     offer = at.button(key="masked.use.bert-base-uncased")
