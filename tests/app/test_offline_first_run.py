@@ -58,8 +58,9 @@ def test_every_page_opens_on_the_local_model_with_the_notice_and_a_next_step(off
     assert not at.exception, at.exception
     assert at.session_state["model"] == LOCAL
     notice = [i.value for i in at.sidebar.info]
-    assert notice == [f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder)."]
-    assert at.sidebar.button(key="router.use_default").label == "Use bert-base-uncased"
+    # shown through the escaping helper, as every text naming a model
+    assert notice == [markdown_text(f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder).")]
+    assert at.sidebar.button(key="router.use_default").label == markdown_text("Use bert-base-uncased")
     assert not at.error and not [e for e in at.sidebar.error]
     assert not any("ModelUnavailable" in w.value for w in [*at.warning, *at.info, *at.caption])
     assert NEXT_STEP[page](at), f"{page}: no chart and no next step"
@@ -73,7 +74,8 @@ def test_one_click_back_to_the_default_says_plainly_it_needs_a_download_before_a
     assert at.session_state["model"] == "bert-base-uncased"
     assert not at.sidebar.info  # the notice was about MiniLM; it goes with it
     (error,) = at.sidebar.error
-    assert "needs a download" in error.value and "python -m core download bert-base-uncased" in error.value
+    assert markdown_text("needs a download") in error.value
+    assert markdown_text("python -m core download bert-base-uncased") in error.value
     # The page points at the sidebar instead of repeating it, and draws no traceback.
     assert any("cannot be loaded now (the sidebar says why)" in i.value for i in at.main.info)
     at.switch_page("app_pages/attention.py").run()
@@ -106,8 +108,9 @@ def test_presenter_names_each_missing_model_and_never_fetches_it(offline, monkey
     at.query_params.update({"lesson": "bert-in-ten-views", "step": "1"})
     at.switch_page("app_pages/present.py").run()
     assert not at.exception, at.exception
-    (warning,) = [w.value for w in at.warning if "bert-base-uncased" in w.value]
-    assert "needs a download" in warning and "python -m core download bert-base-uncased" in warning
+    (warning,) = [w.value for w in at.warning if markdown_text("bert-base-uncased") in w.value]
+    assert markdown_text("needs a download") in warning
+    assert markdown_text("python -m core download bert-base-uncased") in warning
     from core import jobs
 
     for record in jobs.list_records():  # the lesson's corpus pass, started ahead: not needed here
