@@ -59,7 +59,8 @@ def test_every_page_opens_on_the_local_model_with_the_notice_and_a_next_step(off
     assert at.session_state["model"] == LOCAL
     notice = [i.value for i in at.sidebar.info]
     # shown through the escaping helper, as every text naming a model
-    assert notice == [markdown_text(f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder).")]
+    said = f"Offline: bert-base-uncased needs a download, so this opened on {LOCAL} (from the data folder)."
+    assert notice == [markdown_text(said)]
     assert at.sidebar.button(key="router.use_default").label == markdown_text("Use bert-base-uncased")
     assert not at.error and not [e for e in at.sidebar.error]
     assert not any("ModelUnavailable" in w.value for w in [*at.warning, *at.info, *at.caption])
