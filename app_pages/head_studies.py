@@ -11,7 +11,7 @@ import streamlit as st
 from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import SNLI, UD, corpus_picker
 from core.charts import head_studies as charts
-from core.models import ModelUnavailable, available_models, display_name
+from core.models import ModelUnavailable, available_models, display_name, display_names
 from core.safe_text import markdown_text
 
 P = "studies."
@@ -173,7 +173,9 @@ def example_view(refs: list[str], pairs, result) -> None:
     row = st.columns([3, 2, 1, 1])
     index = row[0].selectbox("Pair", shown, key=P + "pair", format_func=lambda i: f"[{pairs[i].label}] "
                              f"{pairs[i].category}: {' '.join(pairs[i].review_words)[:70]}")
-    which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=lambda i: refs[i])
+    labels = display_names(refs)
+    names = [labels[ref] for ref in refs]
+    which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=names.__getitem__)
     top = result[which].top_heads(1)[0]
     layers, heads = result[which].span_score.shape
     layer = int(row[2].number_input("Layer", 0, layers - 1, value=top[0], key=P + "pair_layer"))
