@@ -12,7 +12,7 @@ import streamlit as st
 from app_pages import lesson_bar, page_report, presenter, url_state
 from app_pages.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
-from core.models import availability, available_models, choose_start_model, display_names, pick_device, start_model
+from core.models import availability, available_models, choose_start_model, display_name_among, pick_device, start_model
 from core.safe_text import markdown_text
 
 START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
@@ -76,13 +76,12 @@ def sidebar() -> None:
         options = list(dict.fromkeys([current, settings.default_model(), *names]))
         # The box shows short names, but its options (and so its value) stay the references: the name shown is
         # mapped back to its reference, and the model is not loaded again under a new name.
-        labels = display_names(options)
         st.selectbox(
             "Model",
             options,
             key=MODEL_KEY,
             accept_new_options=True,
-            format_func=lambda ref: labels.get(ref, ref),
+            format_func=display_name_among(options),
             help="Models saved on this computer, or type any Hugging Face id (needs internet the first time). "
                  f"Now: {markdown_text(current)}",
         )

@@ -108,6 +108,13 @@ def display_names(refs) -> dict[str, str]:
     return {ref: ref if name in shared else name for ref, name in names.items()}
 
 
+def display_name_among(refs):
+    """A choice box's format_func for model references: each one's name in display_names(refs), any other
+    reference (one typed into the box) by its display name. The box's value stays the reference."""
+    names = display_names(refs)
+    return lambda ref: names.get(ref) or display_name(ref)
+
+
 def pick_device() -> str:
     import torch
 

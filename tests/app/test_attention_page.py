@@ -135,12 +135,14 @@ def test_model_box_shows_the_short_name_and_keeps_the_folder(minilm_dir, make_ap
 
 
 def test_display_names_tell_apart_models_of_the_same_name():
-    from core.models import display_names
+    from core.models import display_name_among, display_names
 
     assert display_names(["/a/models/mini", "/b/runs/bert", "bert-base-uncased"]) == {
         "/a/models/mini": "mini", "/b/runs/bert": "bert", "bert-base-uncased": "bert-base-uncased"}
     assert display_names(["/a/mini", "/b/mini", "org/x"]) == {
         "/a/mini": "/a/mini", "/b/mini": "/b/mini", "org/x": "org/x"}
+    name = display_name_among(["/a/mini", "/b/mini"])
+    assert (name("/a/mini"), name("/typed/into/the/box"), name("org/x")) == ("/a/mini", "box", "org/x")
 
 
 def test_url_carries_model_and_sentences(minilm_dir):
