@@ -36,7 +36,7 @@ except ModelUnavailable as err:
     st.error(markdown_text(err))
     st.stop()
 if not explainer.has_head:
-    st.warning(explainer.head_message)
+    st.warning(markdown_text(explainer.head_message))
 flag_degenerate(saved_degeneracy(ref), ref)
 text_a, text_b = sentences()
 methods = available_methods(explainer)

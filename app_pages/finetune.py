@@ -14,7 +14,7 @@ from core.charts import finetune as finetune_charts
 from core.distributed import visible_gpus
 from core.examples import EXAMPLES
 from core.files import write_bytes_atomic
-from core.models import ModelUnavailable, available_models
+from core.models import ModelUnavailable, available_models, display_name_among
 from core.protocols import describe
 from core.training import (
     BUILTIN_TASKS,
@@ -146,7 +146,8 @@ def render_runs() -> None:
                 st.caption("Paper protocol on: the values it fixes (table above: the slides' for classification, Gao "
                            "et al.'s for unsupervised SimCSE) replace the form's.")
             c1, c2, c3 = st.columns(3)
-            model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True)
+            model = c1.selectbox("Model", model_names, key=K + "model", accept_new_options=True,
+                                 format_func=display_name_among(model_names))
             task = c2.selectbox("Task", [*BUILTIN_TASKS, FILE_TASK], key=K + "task",
                                 format_func=lambda t: TASK_TITLES.get(t, "My file (CSV/JSONL, below)"))
             objective = c3.selectbox(
@@ -232,7 +233,8 @@ def render_runs() -> None:
                    "are scored on SNLI **dev** (BERT Lens's default, so the test split stays unseen): the side-by-side "
                    "table below names each run's split.")
         c1, c2, c3, c4 = st.columns(4)
-        preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True)
+        preset_model = c1.selectbox("Model", model_names, key=K + "preset_model", accept_new_options=True,
+                                    format_func=display_name_among(model_names))
         preset_task = c2.selectbox("Task", ["snli", "drugs", "drugs-rating"], key=K + "preset_task",
                                    help="drugs-rating: Druglib's rating in 5 buckets, the closest label to the slides' "
                                    "satisfaction (see 'Drug reviews as in the slides' above)")

@@ -29,7 +29,7 @@ from core.charts.finetune import (
     similarity_frame,
 )
 from core.datasets import DataUnavailable
-from core.models import LoadedModel, ModelUnavailable, available_models, display_name
+from core.models import LoadedModel, ModelUnavailable, available_models, display_name, display_name_among
 from core.probe import ProbeData, ProbeResult, ProbeSettings, parse_sentence, probe_data, probe_layers, random_control
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import describe
@@ -89,7 +89,7 @@ def model_choice() -> tuple[str, list[str]]:
     st.session_state.setdefault(P + "base", model_ref() if model_ref() in names else (names[0] if names else ""))
     row = st.columns([2, 3])
     base = row[0].selectbox("Pretrained model (A)", names, key=P + "base", accept_new_options=True,
-                            help="The model the runs started from.")
+                            format_func=display_name_among(names), help="The model the runs started from.")
     others = [n for n in names if n != base]
     st.session_state.setdefault(P + "others", [r for r in runs if r != base][:3])
     # A choice that is no longer offered (base changed, run deleted) would make the widget fail.

@@ -11,7 +11,7 @@ import streamlit as st
 from app_pages.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.corpus_picker import SNLI, UD, corpus_picker
 from core.charts import head_studies as charts
-from core.models import ModelUnavailable, available_models, display_name
+from core.models import ModelUnavailable, available_models, display_name, display_name_among
 from core.safe_text import markdown_text
 
 P = "studies."
@@ -36,11 +36,13 @@ def model_pair() -> list[str]:
     runs = [e.name for e in available_models() if e.source == "run"]
     st.session_state.setdefault(P + "base", model_ref())
     row = st.columns(2)
-    base = row[0].selectbox("Pretrained model (A)", names, key=P + "base", accept_new_options=True)
+    base = row[0].selectbox("Pretrained model (A)", names, key=P + "base", accept_new_options=True,
+                            format_func=display_name_among(names))
     others = [NONE] + [n for n in runs if n != base] + [n for n in names if n != base and n not in runs]
     if st.session_state.get(P + "other") not in others:
         st.session_state[P + "other"] = others[1] if len(others) > 1 and others[1] in runs else NONE
     other = row[1].selectbox("Fine-tuned model (B)", others, key=P + "other", accept_new_options=True,
+                             format_func=display_name_among(others),
                              help="A run from the Runs tab, or any model; (none) shows A alone.")
     if not runs:
         st.caption("No fine-tuned run yet: train one in the Runs tab (the aspect task is `absa_qa`), or compare any "
@@ -173,7 +175,8 @@ def example_view(refs: list[str], pairs, result) -> None:
     row = st.columns([3, 2, 1, 1])
     index = row[0].selectbox("Pair", shown, key=P + "pair", format_func=lambda i: f"[{pairs[i].label}] "
                              f"{pairs[i].category}: {' '.join(pairs[i].review_words)[:70]}")
-    which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=lambda i: refs[i])
+    name = display_name_among(refs)
+    which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=lambda i: name(refs[i]))
     top = result[which].top_heads(1)[0]
     layers, heads = result[which].span_score.shape
     layer = int(row[2].number_input("Layer", 0, layers - 1, value=top[0], key=P + "pair_layer"))

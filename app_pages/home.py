@@ -3,7 +3,7 @@
 import streamlit as st
 
 from app_pages.common import cached_model, model_ref, show_model_error
-from core.models import ModelUnavailable
+from core.models import ModelUnavailable, display_name
 from core.safe_text import markdown_code
 
 st.title("BERT Lens")
@@ -46,4 +46,4 @@ else:
     c2.metric("Heads per layer", lm.num_heads)
     c3.metric("Parameters", f"{lm.num_parameters / 1e6:.1f} M")
     c4.metric("Longest input", f"{lm.max_length} tokens")
-    st.caption(f"{markdown_code(lm.ref)} ({lm.source}, {lm.config.model_type}), loaded from {markdown_code(lm.path)} on {lm.device}.")
+    st.caption(f"{markdown_code(display_name(lm.ref))} ({lm.source}, {lm.config.model_type}), loaded from {markdown_code(lm.path)} on {lm.device}.")

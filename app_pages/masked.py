@@ -67,7 +67,7 @@ def render() -> None:
     if lm is None:
         return
     if lm.masked_lm is None:
-        st.warning(no_head_message(lm))
+        st.warning(markdown_text(no_head_message(lm)))
         offer_models(mlm_alternatives(lm))
         return
     text_a, text_b = sentences()

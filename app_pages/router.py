@@ -5,12 +5,14 @@ when the user moves between pages. The URL carries them too (?model=…&a=…&b=
 Page paths are relative to app.py's folder (the main script's), like every st.Page path.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from app_pages import lesson_bar, page_report, presenter, url_state
 from app_pages.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings
-from core.models import availability, available_models, choose_start_model, pick_device, start_model
+from core.models import availability, available_models, choose_start_model, display_name_among, pick_device, start_model
 from core.safe_text import markdown_text
 
 START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
@@ -67,15 +69,21 @@ def sidebar() -> None:
         st.header("BERT Lens")
         # A style element in the sidebar: as a style-only st.html (Streamlit's event container) it saved less.
         st.markdown(KEEP_STALE_OPAQUE, unsafe_allow_html=True)
-        names = [e.name for e in available_models()]
         current = st.session_state[MODEL_KEY]
+        # A local model the box already holds by its folder is not listed again by name: both would show one name.
+        here = Path(current).expanduser().resolve()
+        names = [e.name for e in available_models() if Path(e.path).resolve() != here]
         options = list(dict.fromkeys([current, settings.default_model(), *names]))
+        # The box shows short names, but its options (and so its value) stay the references: the name shown is
+        # mapped back to its reference, and the model is not loaded again under a new name.
         st.selectbox(
             "Model",
             options,
             key=MODEL_KEY,
             accept_new_options=True,
-            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time).",
+            format_func=display_name_among(options),
+            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time). "
+                 f"Now: {markdown_text(current)}",
         )
         model_status(st.session_state[MODEL_KEY])
         st.caption(f"Runs on: **{pick_device().upper()}**")

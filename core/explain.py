@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from core.models import LoadedModel, ModelUnavailable
+from core.models import LoadedModel, ModelUnavailable, display_name
 
 METHODS = ("grad-input", "saliency", "ig", "rollout", "value-zeroing", "attention")
 GRADIENT_METHODS = frozenset({"grad-input", "saliency", "ig"})
@@ -65,11 +65,11 @@ class Explainer:
 
     def require_head(self) -> None:
         if not self.has_head:
-            raise NoClassifierHead(self.head_message or f"'{self.lm.ref}' has no classifier head.")
+            raise NoClassifierHead(self.head_message or f"'{display_name(self.lm.ref)}' has no classifier head.")
 
 
 def no_head_message(ref: str) -> str:
-    return (f"'{ref}' has no classifier head: it is a plain encoder, so there is no prediction to explain. "
+    return (f"'{display_name(ref)}' has no classifier head: it is a plain encoder, so there is no prediction to explain. "
             "Attention rollout, value zeroing and raw attention still show how tokens mix; pick a fine-tuned "
             "classification run (Fine-tuning comparison page, or `python -m core finetune`) for the gradient methods.")
 

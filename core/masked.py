@@ -18,7 +18,7 @@ import numpy as np
 
 from core.encoding import Encoding, encode
 from core.models import (Availability, LoadedModel, ModelUnavailable, availability, available_models, has_mlm_head,
-                         mlm_suggestion)
+                         display_name, mlm_suggestion)
 from core.validation import MAX_COUNT, check_count
 
 MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
@@ -128,7 +128,7 @@ def no_head_message(lm: LoadedModel) -> str:
     local = [e.name for e in available_models() if e.name != lm.ref and _has_head(e.path)]
     also = f" Models on this computer that have one: {', '.join(local)}." if local else ""
     return (
-        f"'{lm.ref}' cannot guess masked words: its saved weights have no masked-word (MLM) head. Sentence encoders "
+        f"'{display_name(lm.ref)}' cannot guess masked words: its saved weights have no masked-word (MLM) head. Sentence encoders "
         f"such as MiniLM and models fine-tuned for a task keep only the encoder or a classifier. Try "
         f"{suggestion}, which has one.{also}"
     )

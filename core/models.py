@@ -100,6 +100,21 @@ def display_name(ref: str) -> str:
     return re.split(r"[/\\]", text)[-1] if is_path else text
 
 
+def display_names(refs) -> dict[str, str]:
+    """Each reference's display name, or the reference itself where two of them would show the same name (a list
+    of choices must tell them apart, and a selectbox maps the shown name back to its reference)."""
+    names = {ref: display_name(ref) for ref in refs}
+    shared = {name for name in names.values() if list(names.values()).count(name) > 1}
+    return {ref: ref if name in shared else name for ref, name in names.items()}
+
+
+def display_name_among(refs):
+    """A choice box's format_func for model references: each one's name in display_names(refs), any other
+    reference (one typed into the box) by its display name. The box's value stays the reference."""
+    names = display_names(refs)
+    return lambda ref: names.get(ref) or display_name(ref)
+
+
 def pick_device() -> str:
     import torch
 

@@ -54,12 +54,24 @@ class Drawing:
 STREAMLIT_AXIS_THEME = {"labelOverlap": True, "labelLimit": 100, "labelSeparation": 2, "labelFlush": True}
 
 
+# The page's main column (Streamlit's centered layout): the width the frontend gives a stretched chart.
+MAIN_COLUMN_PX = 704
+
+
 def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
-    """The spec as the app draws it: Streamlit adds `autosize: fit` unless the chart sets its own
-    (_prepare_vega_lite_spec), and its theme's axis config lies under the chart's own config."""
+    """The spec as the app draws it: a single or layered chart that sets no autosize of its own is stretched to the
+    main column with `fit-x` (app_pages.common.draw_chart; the frontend sets its width, "container" included)
+    unless faceted by an encoding channel (Vega-Lite cannot fit those);
+    Streamlit adds `autosize: fit` to any other chart without one (_prepare_vega_lite_spec), and its theme's axis
+    config lies under the chart's own config."""
     from streamlit.elements.vega_charts import _prepare_vega_lite_spec
 
-    spec = _prepare_vega_lite_spec(chart.to_dict() if not isinstance(chart, dict) else chart, use_container_width=False)
+    spec = chart.to_dict() if not isinstance(chart, dict) else chart
+    faceted = any(channel in spec.get("encoding", {}) for channel in ("row", "column", "facet"))  # fit never applies
+    stretched = isinstance(chart, (alt.Chart, alt.LayerChart)) and chart.autosize is alt.Undefined and not faceted
+    if stretched:
+        spec = {**spec, "width": MAIN_COLUMN_PX, "autosize": {"type": "fit-x", "contains": "padding"}}
+    spec = _prepare_vega_lite_spec(spec, use_container_width=False)
     config = dict(spec.get("config", {}))
     config["axis"] = {**STREAMLIT_AXIS_THEME, **config.get("axis", {})}
     return {**spec, "config": config}

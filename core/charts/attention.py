@@ -372,7 +372,7 @@ def ablation_chart(result) -> tuple[alt.HConcatChart, pd.DataFrame]:
 def change_chart(change) -> tuple[alt.Chart, pd.DataFrame]:
     """Per-head cosine of two models' attention maps (core.heads.AttentionChange), and its frame."""
     frame = grid_frame(change.cosine, "cosine")
-    chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {change.model_a} vs {change.model_b}", scheme="plasma")
+    chart = grid_chart(frame, "cosine", f"Cosine of attention maps: {display_name(change.model_a)} vs {display_name(change.model_b)}", scheme="plasma")
     return chart, frame
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from core import references
-from core.charts import classification
+from core.charts import classification, layout
+from core.models import display_name
 from core.probe import ProbeResult
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import describe
@@ -84,13 +85,13 @@ def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
     for r in results:
         for measure in MEASURES:
             values = getattr(r, measure)
-            rows.extend({"model": r.model_b, "measure": MEASURES[measure], "layer": int(layer), "value": float(v)}
+            rows.extend({"model": display_name(r.model_b), "measure": MEASURES[measure], "layer": int(layer), "value": float(v)}
                         for layer, v in zip(r.layers, values))
     return pd.DataFrame(rows)
 
 
 def similarity_chart(frame: pd.DataFrame, base: str, protocol: str = DEFAULT_PROTOCOL) -> alt.Chart:
-    title = alt.TitleParams(f"Similarity to {base}, layer by layer (1 = unchanged)", subtitle=textwrap.wrap(describe(protocol), 90))
+    title = alt.TitleParams(f"Similarity to {display_name(base)}, layer by layer (1 = unchanged)", subtitle=textwrap.wrap(describe(protocol), 90))
     return (
         alt.Chart(frame, title=title)
         .mark_line(point=True)
@@ -113,9 +114,10 @@ def cross_frame(result: Similarity, measure: str) -> pd.DataFrame:
 
 
 def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.LayerChart:
-    base = alt.Chart(frame, title=f"{MEASURES[measure]}: every layer of {result.model_a} vs every layer of {result.model_b}").encode(
-        x=alt.X("layer_b:O", title=f"layer of {result.model_b}"),
-        y=alt.Y("layer_a:O", title=f"layer of {result.model_a}", sort="descending"),
+    model_a, model_b = display_name(result.model_a), display_name(result.model_b)
+    base = alt.Chart(frame, title=f"{MEASURES[measure]}: every layer of {model_a} vs every layer of {model_b}").encode(
+        x=alt.X("layer_b:O", title=f"layer of {model_b}"),
+        y=alt.Y("layer_a:O", title=f"layer of {model_a}", sort="descending"),
     )
     cells = base.mark_rect().encode(
         color=alt.Color("value:Q", scale=alt.Scale(scheme="viridis", domain=[0, 1]), title=MEASURES[measure]),
@@ -214,5 +216,5 @@ def arcs_chart(parse, title: str) -> alt.LayerChart:
     words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
                           "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
     text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
-    width = max(400, 60 * len(parse.words))
-    return alt.layer(arcs, text).properties(width=width, height=320, title=title)
+    width = max(400, 60 * len(parse.words))  # wider than the column for long sentences: it scrolls, words stay apart
+    return layout.fixed_size(alt.layer(arcs, text).properties(width=width, height=320, title=title))

@@ -12,6 +12,7 @@ import pandas as pd
 from core.head_clustering import HeadMap
 from core.head_features import FEATURE_TITLES, TOKEN_TYPES, ClsAttention, FeatureAttention
 from core.aspect_heads import ABSENT_PARTS, AspectHeads
+from core.charts import layout
 from core.models import display_name
 
 TYPE_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation", "other": "other tokens"}
@@ -121,11 +122,11 @@ def aspect_row_chart(row) -> tuple[alt.Chart, pd.DataFrame]:
     frame = pd.DataFrame({"token": labels, "weight": row.weights, "kind": row.kinds})
     kinds = ["[CLS]", "[SEP]", "question", "aspect word", "review", "aspect term"]
     chart = alt.Chart(frame, title=f"Layer {row.layer}, head {row.head}: where the aspect word looks").mark_bar().encode(
-        x=alt.X("token:N", sort=labels, axis=alt.Axis(labelAngle=-60)), y=alt.Y("weight:Q"),
+        x=alt.X("token:N", sort=labels, axis=layout.token_axis(angle=-60)), y=alt.Y("weight:Q"),
         color=alt.Color("kind:N", scale=alt.Scale(domain=kinds)),
         tooltip=["token", "kind", alt.Tooltip("weight:Q", format=".3f")],
-    ).properties(height=220)
-    return chart, frame
+    ).properties(width=layout.token_step(), height=220)
+    return layout.fixed_size(chart), frame
 
 
 # ---- Clark §6 -----------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 
 from core.encoding import encode
 from core.models import load_model
-from core.safe_text import markdown_text
+from core.safe_text import markdown_code, markdown_text
 
 
 def test_home_shows_model_facts(minilm_dir, make_app):
@@ -16,6 +16,8 @@ def test_home_shows_model_facts(minilm_dir, make_app):
     assert metrics["Layers"] == "6"
     assert metrics["Heads per layer"] == "12"
     assert metrics["Parameters"] == "22.7 M"
+    facts = next(c.value for c in at.caption if "loaded from" in c.value)
+    assert facts.startswith(markdown_code(minilm_dir.name)) and facts.count(str(minilm_dir)) == 1  # the path once
 
 
 def test_home_unavailable_model_warns_and_app_keeps_working(make_app):
@@ -110,6 +112,37 @@ def test_changing_view_settings_never_reruns_the_model(minilm_dir, make_app, mon
     at.run()
     assert not at.exception
     assert len(calls) == 1
+
+
+def test_model_box_shows_the_short_name_and_keeps_the_folder(minilm_dir, make_app, monkeypatch):
+    """The sidebar shows a model by its display name, the full folder in its help; the name the browser sends back
+    selects the same model (its folder stays the value), so the model is neither loaded again nor run again."""
+    import app_pages.common as common
+
+    calls = []
+    real_encode = common.encode
+    monkeypatch.setattr(common, "encode", lambda *a, **k: calls.append(a[1]) or real_encode(*a, **k))
+    at = make_app(str(minilm_dir), "A heron stood in the reeds.")
+    at.switch_page("app_pages/attention.py").run()
+    box = at.sidebar.selectbox(key="model")
+    assert box.options[box.index] == minilm_dir.name and str(minilm_dir) not in box.options
+    assert markdown_text(str(minilm_dir)) in box.help
+    assert box.value == str(minilm_dir)
+    box.set_value(minilm_dir.name).run()  # what the browser sends: the label it showed
+    assert not at.exception
+    assert at.sidebar.selectbox(key="model").value == str(minilm_dir) == at.session_state["model"]
+    assert len(calls) == 1
+
+
+def test_display_names_tell_apart_models_of_the_same_name():
+    from core.models import display_name_among, display_names
+
+    assert display_names(["/a/models/mini", "/b/runs/bert", "bert-base-uncased"]) == {
+        "/a/models/mini": "mini", "/b/runs/bert": "bert", "bert-base-uncased": "bert-base-uncased"}
+    assert display_names(["/a/mini", "/b/mini", "org/x"]) == {
+        "/a/mini": "/a/mini", "/b/mini": "/b/mini", "org/x": "org/x"}
+    name = display_name_among(["/a/mini", "/b/mini"])
+    assert (name("/a/mini"), name("/typed/into/the/box"), name("org/x")) == ("/a/mini", "box", "org/x")
 
 
 def test_url_carries_model_and_sentences(minilm_dir):

@@ -30,7 +30,9 @@ def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_
     at.switch_page(PAGE)
     at.run()
     assert not at.exception, at.exception
-    assert any("no classifier head" in w.value for w in at.warning)
+    warning = next(w.value for w in at.warning if "no classifier head" in w.value)
+    assert markdown_text(f"'{tiny_bert_dir.name}' has no classifier head") in warning  # the short name, escaped
+    assert str(tiny_bert_dir.parent) not in warning and markdown_text(str(tiny_bert_dir.parent)) not in warning
     assert at.multiselect(key="explain.methods").value == ["rollout"]
     expected = ex.explain(ex.load_explainer(str(tiny_bert_dir), device="cpu"), "the cat sat", method="rollout")
     np.testing.assert_allclose([r["score"] for r in chart_rows(at, 0)], expected.word_scores, atol=1e-6)

@@ -4,6 +4,8 @@ button in a worker thread; the numbers shown are those of the core functions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -51,6 +53,8 @@ def test_similarity_per_layer_matches_core(models):
     assert not at.exception
     assert at.subheader[0].value == "What fine-tuning changes"
     assert at.multiselect(key="changes.others").value == ["tiny-run"]
+    box = at.selectbox(key="changes.base")
+    assert box.value == base and box.options[box.index] == Path(base).name  # its display name
     at.number_input(key="changes.limit").set_value(12).run()
     at.button(key="changes.similarity.run").click().run()
     at = finish(at, "similarity")

@@ -43,7 +43,7 @@ def page(make_app, tiny_bert_dir):
     return opened
 
 
-def test_page_without_runs_offers_the_form(page, monkeypatch):
+def test_page_without_runs_offers_the_form(page, monkeypatch, tiny_bert_dir):
     # No real worker: the "process" is this test's own (alive) pid, so the runs stay queued.
     fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
@@ -53,7 +53,9 @@ def test_page_without_runs_offers_the_form(page, monkeypatch):
     assert any("No runs yet" in i.value for i in at.info)
     preset = at.button(key="finetune.preset_go")
     assert preset.label == "Launch the three runs"
-    model = at.selectbox(key="finetune.preset_model").value
+    box = at.selectbox(key="finetune.preset_model")
+    model = box.value
+    assert model == str(tiny_bert_dir) and box.options[box.index] == tiny_bert_dir.name  # its display name
     preset.click().run()
     assert not at.exception
     from core.training import list_runs

@@ -117,6 +117,9 @@ def test_aspect_heads_side_by_side(models, data_dir):
 
     pairs = semeval_pairs("test", 10)
     index = at.selectbox(key="studies.pair").value
+    assert at.selectbox(key="studies.pair_model").options == ["tiny-base", "tiny-run"]  # display names, not folders
+    box = at.selectbox(key="studies.base")
+    assert box.options[box.index] == "tiny-base" and box.value == base
     layer, head = at.number_input(key="studies.pair_layer").value, at.number_input(key="studies.pair_head").value
     expected = aspect_row(load_model(base), pairs[index], layer, head)
     example = _chart_rows(at, 2)

@@ -141,6 +141,88 @@ def test_presenter_mode_draws_larger_type_and_rows(tiny):
     assert_titles_inside(presented)
 
 
+# ---- token charts of the dataset studies: example maps, one pair's aspect row, a probe's trees, the image heatmap
+
+def encoded_tokens(tiny, text_a, text_b) -> list[str]:
+    from core.encoding import encode
+
+    return list(encode(tiny, (text_a, text_b) if text_b else text_a).tokens)
+
+
+def label_columns(drawing: Drawing, labels, role: str = "axis-label") -> list[float]:
+    """x of each token label drawn along a horizontal axis (or a row of text marks)."""
+    return [t.x for t in drawing.texts if t.role == role and any(drawn(label, [t.text]) for label in labels)]
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_aspect_row_labels_every_token_on_its_own_column(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import head_studies
+
+    tokens = encoded_tokens(tiny, text_a, text_b)
+    weights = np.random.default_rng(len(tokens)).dirichlet(np.ones(len(tokens)))
+    kinds = ["[CLS]", *(["question"] * (len(tokens) - 2)), "[SEP]"]
+    row = SimpleNamespace(tokens=tokens, weights=weights, kinds=kinds, layer=3, head=7)
+    chart, frame = head_studies.aspect_row_chart(row)
+    drawing = draw(chart)
+    labels = list(frame["token"])
+    assert_every_label(drawing, labels)
+    assert smallest_gap(label_columns(drawing, labels)) >= ROW
+    assert min(w for w, _ in drawing.rects) >= ROW / 2, "bars squeezed to hairlines"
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "weight")
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_pattern_example_maps_draw_every_cell(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import attention as attention_charts
+
+    tokens = encoded_tokens(tiny, text_a, text_b)
+    attention = np.random.default_rng(len(tokens)).dirichlet(np.ones(len(tokens)), len(tokens))
+    examples = [SimpleNamespace(tokens=tokens, attention=attention, layer=layer, head=head)
+                for layer, head in ((0, 1), (4, 11))]
+    drawing = draw(attention_charts.examples_chart(examples))
+    assert len(drawing.rects) == 2 * len(tokens) ** 2
+    assert min(min(w, h) for w, h in drawing.rects) >= 180 / 64 - 0.01, "map cells below a 64-token map's"
+    assert drawing.strings("title-text") == ["L0 H1", "L4 H11"]
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_probe_trees_write_every_word_apart(tiny, name, text_a, text_b):
+    from types import SimpleNamespace
+
+    from core.charts import finetune
+
+    words = [t for t in encoded_tokens(tiny, text_a, text_b) if t not in ("[CLS]", "[SEP]")]
+    gold = {(i, i + 1) for i in range(len(words) - 1)}
+    predicted = {(i, i + 2) for i in range(0, len(words) - 2, 2)} | {(0, 1)}
+    parse = SimpleNamespace(words=words, upos=["NOUN"] * len(words), gold_edges=gold, predicted_edges=predicted)
+    drawing = draw(finetune.arcs_chart(parse, "Gold tree above, the probe's below"))
+    marks = [t for t in drawing.texts if t.role == "mark"]
+    assert [t.text for t in sorted(marks, key=lambda t: t.x)] == words
+    spans = sorted(t.span for t in marks)
+    assert all(left_end < right_start for (_, left_end), (right_start, _) in zip(spans, spans[1:])), "words overlap"
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_heatmap_image_fills_its_square(tiny, name, text_a, text_b):
+    from core.attention import attention_view
+    from core.charts import attention as attention_charts
+    from core.encoding import encode
+
+    view = attention_view(encode(tiny, (text_a, text_b) if text_b else text_a), 1, [0])
+    drawing = draw(attention_charts.attention_heatmap_image(view, "Layer 1, head 0"))
+    assert drawing.width >= 640 and drawing.height >= 640
+    assert len(drawing.rects) == len(view.query_labels), "one hover band per query row"
+    assert {"attends to (key position)", "from (query position)"} <= set(drawing.strings("axis-title"))
+    assert_titles_inside(drawing)
+
+
 # ---- charts of results: classifier, heads over a dataset, anisotropy, PCA, reproduce --------------------------
 
 @pytest.mark.parametrize("runs", [1, 2])
@@ -353,6 +435,11 @@ def test_masked_guesses_label_every_guess(tmp_path):
     drawing = draw(chart)
     assert_titles_inside(drawing)
     assert min(h for _, h in drawing.rects) >= 20, "guess cells squeezed"
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="final", mask=0, return_data=True)
+    drawing = draw(chart)
+    assert_titles_inside(drawing)
+    assert_every_label(drawing, [str(layer) for layer in frame["layer"]])
+    assert_no_empty_or_nan(frame, "probability")
 
 
 # ---- every other builder: titles inside, every label of a listed (sorted) axis drawn, no empty dataset ----------
@@ -389,7 +476,9 @@ def _other_builders(tiny_bert_dir):
     grid = attention_charts.grid_frame(rng.uniform(0, 1, (6, 12)), "cls")
     accuracy = pd.DataFrame([{"run": arm, "slice": s, "n": 100, "accuracy": 0.6, "ci_low": 0.5, "ci_high": 0.7}
                              for arm in ARMS for s in ("overall", "with_words", "without_words")])
+    studies = _study_builders(rng, labels)
     return {
+        **studies,
         "model view": lambda: lens.model_view(str(tiny_bert_dir), sentence(12)),
         "token flow": lambda: explain_charts.flow_matrix(explanation, -1),
         "head grid": lambda: attention_charts.grid_chart(grid, "cls", "Mean attention to [CLS] per head"),
@@ -404,11 +493,194 @@ def _other_builders(tiny_bert_dir):
     }
 
 
+LAYERS, HEADS = 6, 12  # MiniLM's shape: the dataset studies' results are layer x head grids of it
+MODELS = ("/work/shared/data/models/all-MiniLM-L6-v2", "/work/runs/snli-minilm")
+
+
+def _grid(rng, low: float = 0.0, high: float = 1.0, *shape) -> np.ndarray:
+    return rng.uniform(low, high, (*shape, LAYERS, HEADS))
+
+
+def _study_builders(rng, labels) -> dict:
+    """The charts of results over a dataset (head surveys, ablation, probes, similarity, bias, pair attention,
+    head studies, faithfulness, the explorer), each from a small synthetic result of the real result's shape."""
+    from types import SimpleNamespace as Result
+
+    from core.aspect_heads import ABSENT_PARTS
+    from core.bias import ARMS
+    from core.charts import attention as attention_charts
+    from core.charts import bias as bias_charts
+    from core.charts import explain as explain_charts
+    from core.charts import explorer, finetune, head_studies, inside_head, pair_attention
+    from core.head_features import FEATURE_TITLES, TOKEN_TYPES
+    from core.heads import PATTERNS
+    from core.pair_attention import DIRECTIONS
+    from core.vector_index import NeighboursResult
+
+    counts = rng.integers(0, 20, (LAYERS, HEADS, len(PATTERNS)))
+    survey = Result(model=MODELS[0], protocol="clark", stat=lambda name: _grid(rng), n_examples=20,
+                    dominant_pattern=counts.argmax(-1), pattern_counts=counts,
+                    pattern_share={p: 1 / len(PATTERNS) for p in PATTERNS})
+    relations = ["nsubj", "obj", "amod", "det", "case", "advmod"]
+    syntax = pd.DataFrame({"relation": relations, "count": [40, 35, 25, 60, 30, 5], "best head": ["3-4"] * 6,
+                           "accuracy": rng.uniform(0.3, 0.9, 6), "baseline_accuracy": rng.uniform(0.1, 0.5, 6)})
+    heads = Result(relations=relations, accuracy=_grid(rng, 0, 1, len(relations)), protocol="bertlens",
+                   baseline_accuracy=rng.uniform(0.1, 0.5, len(relations)))
+    run_metrics = {"labels": labels, "per_class_f1": dict(zip(labels, rng.uniform(0.5, 0.9, 3))),
+                   "confusion": rng.integers(0, 30, (3, 3)).tolist()}
+    runs = [Result(name=name, metrics=run_metrics) for name in ("snli-minilm", "snli-minilm-longer-run")]
+    similarity = [Result(model_a=MODELS[0], model_b=f"/work/runs/{name}", layers=list(range(LAYERS + 1)),
+                         cka=np.linspace(1, 0.6, LAYERS + 1), rsa=np.linspace(1, 0.5, LAYERS + 1),
+                         cka_cross=rng.uniform(0, 1, (LAYERS + 1, LAYERS + 1)),
+                         rsa_cross=rng.uniform(0, 1, (LAYERS + 1, LAYERS + 1))) for name in ("snli-minilm", "mnli-minilm")]
+    probes = finetune.probe_frame([
+        (label, kind, Result(probes=[Result(layer=layer, uuas=float(u), dspr=float(u) - 0.1, eval_loss=1.0,
+                                            n_train=400, n_eval=100)
+                                     for layer, u in enumerate(rng.uniform(0.3, 0.8, LAYERS + 1))]))
+        for label, kind in (("all-MiniLM-L6-v2", "pretrained"), ("snli-minilm", "fine-tuned"),
+                            ("control", finetune.CONTROL))])
+    bias_f1 = pd.DataFrame([{"run": arm, "slice": part, "class": c, "F1": float(rng.uniform(0.4, 0.9))}
+                            for arm in ARMS for part in ("overall", "with_words", "without_words") for c in labels])
+    faithfulness = Result(methods=["ig", "gradient × input", "rollout", "random"], fractions=[0.1, 0.2, 0.5],
+                          comprehensiveness=rng.uniform(0, 0.5, (4, 3)), sufficiency=rng.uniform(0, 0.5, (4, 3)))
+    points = pd.DataFrame({"id": range(50), "x": rng.normal(size=50), "y": rng.normal(size=50),
+                           "text": [sentence(6, i) for i in range(50)], "gold label": rng.choice(labels, 50),
+                           "sentence length": rng.integers(5, 30, 50)})
+    matches = NeighboursResult({"word": "bank", "layer": 3, "mode": "exact"}, (),
+                               pos=(("NOUN", 30), ("VERB", 8), ("PROPN", 2)), deprel=(("obj", 20), ("nsubj", 12), ("nmod", 8)))
+    features = [Result(model=m, feature=lambda f: _grid(rng)) for m in MODELS]
+    cls_shares = [Result(model=m, shares=rng.dirichlet(np.ones(len(TOKEN_TYPES)), HEADS).T) for m in MODELS]
+    aspects = [Result(model=m, span_score=_grid(rng), span_baseline=_grid(rng, 0, 0.1),
+                      absent_parts=_grid(rng, 0, 1, len(ABSENT_PARTS)), present_parts=_grid(rng, 0, 1, len(ABSENT_PARTS)))
+               for m in MODELS]
+    head_maps = [Result(model=m, n_heads=HEADS, points=rng.normal(size=(LAYERS * HEADS, 2)),
+                        top_statistic=lambda: [("cls", 0.5)] * (LAYERS * HEADS)) for m in MODELS]
+    norm_shares = Result(model=MODELS[0], n_inputs=50, categories=list(TOKEN_TYPES),
+                         raw=rng.dirichlet(np.ones(4), LAYERS), norm=rng.dirichlet(np.ones(4), LAYERS))
+    pair_labels = ("entailment", "contradiction")
+    pairs = Result(labels=pair_labels, words_only=True, auc=_grid(rng, 0, 1, 2), mean=_grid(rng, 0, 0.3, 2, 2),
+                   pairs=[(sentence(5, i), sentence(4, i + 2)) for i in range(30)], gold=rng.integers(0, 2, 30),
+                   shares=rng.uniform(0, 0.4, (30, len(DIRECTIONS), LAYERS, HEADS)))
+    return {
+        "head statistic": lambda: attention_charts.statistic_chart(survey, "entropy", "Entropy per head")[0],
+        "head patterns": lambda: attention_charts.pattern_chart(survey),
+        "head ablation": lambda: attention_charts.ablation_chart(
+            Result(head_delta=_grid(rng, -0.05, 0.05), layer_delta=rng.uniform(-0.2, 0.05, LAYERS), mode="zero"))[0],
+        "attention change": lambda: attention_charts.change_chart(
+            Result(cosine=_grid(rng, 0.5, 1), model_a=MODELS[0], model_b=MODELS[1]))[0],
+        "syntax heads": lambda: attention_charts.syntax_chart(syntax, "clark"),
+        "one relation": lambda: attention_charts.relation_chart(heads, "obj")[0],
+        "bias F1": lambda: bias_charts.f1_chart(bias_f1, labels),
+        "faithfulness": lambda: explain_charts.faithfulness_chart(faithfulness),
+        "explorer scatter": lambda: explorer.scatter(points, "gold label", "SNLI dev, layer 6"),
+        "explorer scatter by length": lambda: explorer.scatter(points, "sentence length", "SNLI dev", selectable=False),
+        "match histogram": lambda: explorer.histogram_chart(matches),
+        "runs F1": lambda: finetune.f1_chart(runs),
+        "runs confusion": lambda: finetune.confusion_chart(runs),
+        "similarity": lambda: finetune.similarity_chart(finetune.similarity_frame(similarity), "all-MiniLM-L6-v2"),
+        "cross similarity": lambda: finetune.cross_chart(finetune.cross_frame(similarity[0], "cka"), similarity[0], "cka"),
+        "probe with paper": lambda: finetune.probe_chart(probes, "UUAS", True, model="bert-base-cased", protocol="hewitt-manning"),
+        "probe": lambda: finetune.probe_chart(probes, "DSpr", False),
+        "probe export": lambda: finetune.probe_export_chart(
+            [finetune.probe_chart(probes, metric, True) for metric in finetune.PROBE_REFERENCES]),
+        "Kovaleva features": lambda: head_studies.features_chart(features, next(iter(FEATURE_TITLES)))[0],
+        "Kovaleva [CLS]": lambda: head_studies.cls_chart(cls_shares)[0],
+        "aspect heads": lambda: head_studies.aspect_chart(aspects)[0],
+        "absent aspect": lambda: head_studies.absent_chart(aspects, "sep")[0],
+        "head map": lambda: head_studies.head_map_chart(head_maps)[0],
+        "norm shares": lambda: inside_head.shares_chart(norm_shares)[0],
+        "pair separation": lambda: pair_attention.separation_chart(pairs)[0],
+        "pair shares": lambda: pair_attention.pairs_chart(pairs, DIRECTIONS[0], 2, 3)[0],
+    }
+
+
 def test_every_other_builder_draws_whole(tiny_bert_dir):
+    failures = []
     for name, build in _other_builders(tiny_bert_dir).items():
         chart = build()
         spec = chart.to_dict()
-        assert all(len(rows) for rows in spec.get("datasets", {}).values()), f"{name}: an empty dataset"
-        drawing = draw(chart)
-        assert_titles_inside(drawing)
-        assert_every_label(drawing, list(dict.fromkeys(_listed_labels(spec))))
+        try:
+            assert all(len(rows) for rows in spec.get("datasets", {}).values()), "an empty dataset"
+            drawing = draw(chart)
+            assert_titles_inside(drawing)
+            assert_every_label(drawing, list(dict.fromkeys(_listed_labels(spec))))
+            folders = [text for text in drawing.strings() if "/work/" in text]
+            assert not folders, f"a model's folder drawn instead of its display name: {folders[0]!r}"
+        except AssertionError as err:
+            failures.append(f"{name}: {str(err).splitlines()[0]}")
+    assert not failures, "\n".join(failures)
+
+
+# ---- every builder in core.charts is drawn by a test above --------------------------------------------------------
+
+# Modules of core.charts that build no chart of their own: the sizing helper and the exporters.
+NOT_BUILDERS = {"layout", "export"}
+
+
+def chart_functions(skip=NOT_BUILDERS) -> dict[str, object]:
+    """Every public function defined in a module of core.charts ("module.function"), but those of `skip`."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import core.charts
+
+    found = {}
+    for info in pkgutil.iter_modules(core.charts.__path__):
+        if info.name in skip:
+            continue
+        module = importlib.import_module(f"core.charts.{info.name}")
+        found.update({f"{info.name}.{name}": function for name, function in inspect.getmembers(module, inspect.isfunction)
+                      if function.__module__ == module.__name__ and not name.startswith("_")})
+    return found
+
+
+def chart_builders() -> dict[str, object]:
+    """The functions of core.charts whose return annotation names an altair chart."""
+    import inspect
+    import re
+
+    return {name: function for name, function in chart_functions().items()
+            if re.search(r"alt\.\w*Chart\b", str(inspect.signature(function).return_annotation))}
+
+
+def test_every_chart_function_says_what_it_returns():
+    """chart_builders finds a builder by its return annotation: one without an annotation would slip past."""
+    import inspect
+
+    unannotated = [name for name, function in chart_functions(skip=()).items()
+                   if inspect.signature(function).return_annotation is inspect.Signature.empty]
+    assert not unannotated, f"no return annotation: {unannotated}"
+    assert len(chart_builders()) >= 50  # the 57 of November 2026: finding them still works
+
+
+@pytest.fixture(scope="module", autouse=True)
+def builders_called():
+    """The builders the tests of this module called: each is wrapped wherever a module holds it (its own module's
+    globals, so one builder calling another counts too, and any module that imported it by name)."""
+    import functools
+    import sys
+
+    called: set[str] = set()
+    with pytest.MonkeyPatch.context() as patch:
+        for qualified, function in chart_builders().items():
+            @functools.wraps(function)
+            def recorded(*args, _name=qualified, _function=function, **kwargs):
+                called.add(_name)
+                return _function(*args, **kwargs)
+
+            for module in list(sys.modules.values()):
+                for attribute, value in list(getattr(module, "__dict__", {}).items()):
+                    if value is function:
+                        patch.setattr(module, attribute, recorded)
+        yield called
+
+
+def test_every_chart_builder_is_drawn(request, builders_called):
+    """Runs last in this module: a builder added to core.charts without a drawing test here fails it."""
+    selected = {item.originalname for item in request.session.items if item.module is request.module}
+    every = {name for name in vars(request.module) if name.startswith("test_")}
+    if selected != every:
+        pytest.skip(f"needs every test of this file selected ({len(every - selected)} deselected)")
+    uncovered = sorted(set(chart_builders()) - builders_called)
+    assert not uncovered, f"chart builders no test in this file draws: {uncovered}"
