@@ -20,6 +20,7 @@ import time
 import pytest
 
 from tests.browser.conftest import REPO, StreamlitServer
+from tests.own_thread import in_own_thread
 
 sys.path.insert(0, str(REPO / "bench"))
 import _app  # noqa: E402  (bench/ is a folder of scripts, not a package)
@@ -67,8 +68,9 @@ def test_thirty_sessions_for_two_minutes_all_served_within_the_memory_budget(soa
     try:
         while time.perf_counter() - begin < SOAK_SECONDS and rounds < MAX_ROUNDS:
             text = _app.long_text(tokenizer, TOKENS, seed=rounds)
-            started, charted, finished = classroom_load.websocket_sessions(
-                soak_server.url, browser_model, text, SESSIONS, spread=3.0, timeout=ROUND_TIMEOUT)
+            started, charted, finished = in_own_thread(
+                classroom_load.websocket_sessions, soak_server.url, browser_model, text, SESSIONS, spread=3.0,
+                timeout=ROUND_TIMEOUT)
             rounds += 1
             served = sum(s is not None and c is not None and f is not None for s, c, f in zip(started, charted, finished))
             assert served == SESSIONS, (f"round {rounds}: {served}/{SESSIONS} sessions got their chart and finished; "

@@ -26,6 +26,7 @@ from core.training.runs import final_dir, partial_dir
 from core.vector_index import TokenIndex, index_key, index_root
 from tests.integration import kill_work
 from tests.integration.test_training import _wait_until as wait_for
+from tests.own_thread import in_own_thread
 from tests.unit.test_files import dead_pid
 
 
@@ -140,6 +141,6 @@ def test_the_app_start_cleans_too(monkeypatch):
         async with launch.lifespan(None):
             pass
 
-    asyncio.run(serve_once())
+    in_own_thread(asyncio.run, serve_once())
     assert not stale.exists() and not dead_run.exists()
     assert (settings.runs_dir() / ".dead.failed").is_dir() and not list(settings.runs_dir().rglob("*.safetensors"))
