@@ -20,10 +20,12 @@ from app_pages.common import (
     model_or_error,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
 from core.charts import inside_head as charts
+from core.encoding import tokenize
 from core.examples import EXAMPLES
 from core.models import display_name
 from core.safe_text import markdown_text
@@ -107,6 +109,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     if lm is None:
         return
     ref = model_ref()
+    warn_if_truncated(tokenize(lm, [(text_a, text_b) if text_b else text_a]))
     try:
         norms = cached_norms(ref, text_a, text_b)
     except ih.InsideHeadError as err:

@@ -156,3 +156,23 @@ def test_weights_control_draws_attention_rollout(minilm_dir):
     at.session_state["attention.mode"] = "Model view"
     at.run()
     assert not at.exception
+
+
+def test_long_sentence_says_what_was_cut(tiny_bert_dir):
+    """Issue 32: the "Inside a head" tab cut a long sentence to the model's length without a word (the "One
+    sentence" tab, which does not run beside it, warned). The count is the tokenizer's own."""
+    from transformers import AutoTokenizer
+
+    long = " ".join(["the cat sat on the mat ."] * 20)
+    dropped = len(AutoTokenizer.from_pretrained(tiny_bert_dir)(long, truncation=False)["input_ids"]) - 64
+    assert dropped > 50
+    at = _app(str(tiny_bert_dir), text=long)
+    at.run()
+    assert not at.exception
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut off and "
+        "are not part of this view."]
+    assert len(at.selectbox(key="inside.query").options) == 64  # the views show the 64 tokens the model read
+
+    at.sidebar.text_area(key="sentence_a").set_value("the cat sat on the mat").run()
+    assert not at.exception and not [w for w in at.warning if "cut off" in w.value]
