@@ -13,7 +13,6 @@ from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
 from core.distributed import visible_gpus
-from core.encoding import tokenize
 from core.examples import EXAMPLES
 from core.files import write_bytes_atomic
 from core.models import ModelUnavailable, available_models
@@ -32,6 +31,7 @@ from core.training import (
 )
 from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
+from core.validation import read_input
 from core.safe_text import markdown_text
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
@@ -57,7 +57,7 @@ def cached_classifier(name: str, finished_at: str):
 def cached_prediction(name: str, finished_at: str, text_a: str, text_b: str | None):
     """Class labels, probabilities, and the input as this run's encoder reads it (to say what its length cut off)."""
     clf = cached_classifier(name, finished_at)
-    read = tokenize(clf.encoder, [(text_a, text_b) if text_b else text_a])[0]
+    read = read_input(clf.encoder, text_a, text_b)
     return clf.labels, clf.predict_proba([(text_a, text_b)])[0], read
 
 

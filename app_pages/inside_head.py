@@ -25,10 +25,10 @@ from app_pages.common import (
 from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
 from core.charts import inside_head as charts
-from core.encoding import tokenize
 from core.examples import EXAMPLES
 from core.models import display_name
 from core.safe_text import markdown_text
+from core.validation import read_input
 
 P = "inside."
 WEIGHTS_KEY = "attention.weights"
@@ -109,7 +109,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     if lm is None:
         return
     ref = model_ref()
-    warn_if_truncated(tokenize(lm, [(text_a, text_b) if text_b else text_a]))
+    warn_if_truncated(read_input(lm, text_a, text_b))
     try:
         norms = cached_norms(ref, text_a, text_b)
     except ih.InsideHeadError as err:

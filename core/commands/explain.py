@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import stderr_progress, warn_degenerate
+from core.commands import stderr_progress, warn_degenerate, warn_truncated
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
 
@@ -49,8 +49,8 @@ def run_explain(args) -> int:
     explainer = load_explainer(args.model, device=args.device)
     result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
     degenerate = _warn_if_degenerate(args.model)
+    truncated = warn_truncated(validation.read_input(explainer.lm, args.text, args.text_b))
     if args.json:
-        truncated = validation.input_truncation(explainer.lm, args.text, args.text_b)
         validation.dump_json({**result.to_json(), "truncated": truncated, "degenerate": degenerate}, args.out)
         return 0
     if result.predicted is not None:

@@ -34,19 +34,38 @@ def _json_of(argv, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("command", [
+TEXT_COMMANDS = [
     ["pca", "--text", "{text}"],
     ["attention-norms", "--text", "{text}"],
     ["neuron", "--text", "{text}", "--layer", "0", "--head", "0", "--query", "1"],
     ["explain", "--text", "{text}", "--method", "rollout"],
     ["neighbours", "--text", "{text}", "--word", "cat", "--corpus", "builtin", "--k", "2", "--quiet"],
-])
+]
+
+
+@pytest.mark.parametrize("command", TEXT_COMMANDS)
 def test_json_results_that_encode_user_text_say_what_was_cut(command, tiny_bert_dir, capsys):
     expected = _expected_dropped(tiny_bert_dir, LONG)
     assert expected > 50  # the text really is long for these models
     for text, dropped in ((LONG, expected), (SHORT, 0)):
         argv = [a.replace("{text}", text) for a in command] + ["--model", str(tiny_bert_dir), "--json"]
         assert _json_of(argv, capsys)["truncated"] == {"tokens_dropped": dropped}
+
+
+@pytest.mark.parametrize("command", [*TEXT_COMMANDS, ["fill-mask", "--text", "the [MASK] sat on {text}", "--top-k", "2"]])
+def test_terminal_output_says_what_was_cut_on_stderr(command, tiny_bert_dir, tiny_mlm_dir, capsys):
+    """Issue 32: without --json these commands printed their tables for a cut input without a word. The warning is
+    the pages' notice, on stderr (stdout keeps the table), once, with the tokenizer's own count."""
+    model = tiny_mlm_dir if command[0] == "fill-mask" else tiny_bert_dir
+    for text in (LONG, SHORT):
+        argv = [a.replace("{text}", text) for a in command] + ["--model", str(model)]
+        dropped = _expected_dropped(model, argv[2])
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        warned = [line for line in captured.err.splitlines() if "cut off" in line]
+        assert warned == ([f"warning: The input is longer than the model reads (64 tokens): {dropped} word pieces "
+                           "at its end were cut off and are not part of this view."] if text == LONG else [])
+        assert (dropped > 50) == (text == LONG) and captured.out and "cut off" not in captured.out
 
 
 def test_fill_mask_json_says_what_was_cut(tiny_mlm_dir, capsys):
