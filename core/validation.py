@@ -209,6 +209,16 @@ def truncation_notice(encodings) -> str | None:
             "cut off and are not part of this view.")
 
 
+def corpus_truncation_notice(dropped, max_length: int) -> str | None:
+    """truncation_notice for a corpus pass: `dropped` [N] word pieces cut off each input (0 when it fit)."""
+    dropped = [int(d) for d in dropped]
+    cut = sum(d > 0 for d in dropped)
+    if not cut:
+        return None
+    return (f"{cut} of {len(dropped)} examples are longer than the model reads ({max_length} tokens): "
+            f"{sum(dropped)} word pieces at their ends were cut off and are not part of this view.")
+
+
 def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,
               stream=None) -> None:
     """Print `payload` as JSON, or stream it into `out` (a temporary name, then renamed). Refuses with ValueError

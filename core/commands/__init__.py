@@ -40,7 +40,11 @@ def warn_degenerate(degeneracy, run: str | None = None) -> None:
 def warn_truncated(encodings) -> dict:
     """The pages' notice of an input cut to the model's length (core.validation.truncation_notice), on stderr as
     warn_degenerate's; returns the "truncated" field of the command's JSON ({"tokens_dropped": N})."""
-    notice = validation.truncation_notice(encodings)
+    warn(validation.truncation_notice(encodings))
+    return validation.truncation(encodings)
+
+
+def warn(notice: str | None) -> None:
+    """A notice the page shows as a warning, on stderr (None: nothing to say)."""
     if notice:
         print(f"warning: {notice}", file=sys.stderr)
-    return validation.truncation(encodings)

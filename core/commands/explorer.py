@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress, warn_truncated
+from core.commands import add_model_argument, stderr_progress, warn, warn_truncated
 from core.explorer import METHODS, POOLINGS
 
 
@@ -54,6 +54,7 @@ def run_project(args) -> int:
     layer = lm.num_layers if args.layer is None else args.layer
     result = explore(lm, examples, layer, args.method, args.pooling, explainer=explainer, seed=args.seed,
                      progress=stderr_progress(args))
+    warn(result.truncation_notice())
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

@@ -68,6 +68,29 @@ def test_terminal_output_says_what_was_cut_on_stderr(command, tiny_bert_dir, tin
         assert (dropped > 50) == (text == LONG) and captured.out and "cut off" not in captured.out
 
 
+def test_explorer_project_says_which_examples_were_cut(tiny_bert_dir, tmp_path, capsys):
+    """Issue 32: `project` over an uploaded file cut its long rows to the model's length without a word (and the
+    page's projector did the same). Now the JSON carries the pieces dropped over all rows, stderr says how many rows."""
+    rows = [SHORT, LONG, "the dog ran in the park .", LONG + " the end"]
+    corpus = tmp_path / "rows.csv"
+    corpus.write_text("text,label\n" + "".join(f"{text},{i % 2}\n" for i, text in enumerate(rows)))
+    dropped = [_expected_dropped(tiny_bert_dir, text) for text in rows]
+    assert dropped[0] == dropped[2] == 0 and min(dropped[1], dropped[3]) > 50
+    argv = ["project", "--model", str(tiny_bert_dir), "--corpus", str(corpus), "--quiet"]
+    notice = (f"warning: 2 of 4 examples are longer than the model reads (64 tokens): {sum(dropped)} word pieces at "
+              "their ends were cut off and are not part of this view.")
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": sum(dropped)}
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [notice]
+    assert main(argv) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "cut off" in line] == [notice]
+    corpus.write_text("text,label\n" + "".join(f"{text},{i % 2}\n" for i, text in enumerate([SHORT, rows[2], "a girl sat at the house ."])))
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": 0} and "cut off" not in captured.err
+
+
 def test_fill_mask_json_says_what_was_cut(tiny_mlm_dir, capsys):
     text = "the [MASK] sat on the mat . " + LONG
     expected = _expected_dropped(tiny_mlm_dir, text)
