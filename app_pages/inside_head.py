@@ -172,6 +172,8 @@ def dataset_part() -> None:
         return
     chart, frame = charts.shares_chart(kept)
     draw_chart(chart, key=P + "shares_chart")
+    if notice := kept.truncation_notice():  # numbers only: safe as Markdown
+        st.warning(notice)
     st.caption("Per input: each query's attention row (raw, or ‖α f(x)‖ rescaled to sum to 1) summed over the "
                "category's keys, averaged over queries and heads, then over inputs. [CLS]/[SEP] are the tokenizer's "
                "own (<s>/</s> for RoBERTa); punctuation is any punctuation-only piece. " + FINDING)

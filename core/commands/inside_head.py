@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress, warn_truncated
+from core.commands import add_model_argument, stderr_progress, warn, warn_truncated
 
 
 def register(subparsers) -> None:
@@ -79,6 +79,7 @@ def run_shares(args) -> int:
 
     shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=stderr_progress(args)),
                      corpus=args.corpus)
+    warn(shares.truncation_notice())
     if args.json:
         validation.dump_json(shares.to_json(), args.out)
         return 0

@@ -91,6 +91,20 @@ def test_explorer_project_says_which_examples_were_cut(tiny_bert_dir, tmp_path, 
     assert json.loads(captured.out)["truncated"] == {"tokens_dropped": 0} and "cut off" not in captured.err
 
 
+def test_attention_norm_shares_says_which_inputs_were_cut(tiny_bert_dir, tmp_path, capsys):
+    """Issue 32: `attention-norm-shares` over a file cut its long lines without a word."""
+    lines = [SHORT, LONG, "a dog ran in the park ."]
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    dropped = sum(_expected_dropped(tiny_bert_dir, text) for text in lines)
+    assert main(["attention-norm-shares", "--model", str(tiny_bert_dir), "--corpus", str(corpus), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": dropped} and dropped > 50
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [
+        f"warning: 1 of 3 examples are longer than the model reads (64 tokens): {dropped} word pieces at their ends "
+        "were cut off and are not part of this view."]
+
+
 def test_fill_mask_json_says_what_was_cut(tiny_mlm_dir, capsys):
     text = "the [MASK] sat on the mat . " + LONG
     expected = _expected_dropped(tiny_mlm_dir, text)
