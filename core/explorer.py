@@ -296,7 +296,7 @@ def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> Projecti
 
 
 @dataclass(frozen=True, eq=False)
-class ExplorerResult:
+class ExplorerResult(validation.CorpusCuts):
     """Everything the projector shows for one model: ids [N] example ids (row numbers of the corpus);
     coords [N, 2]; labels [N] gold labels or None; predictions or None (no classifier head); dropped [N] word
     pieces cut off each example to fit the model's max_length (ExampleVectors.dropped)."""
@@ -315,14 +315,11 @@ class ExplorerResult:
     dropped: np.ndarray | None = None
     max_length: int | None = None
 
-    def truncation_notice(self) -> str | None:
-        return None if self.dropped is None else validation.corpus_truncation_notice(self.dropped, self.max_length)
-
     def to_json(self) -> dict:
         return {
             "model": self.model, "corpus": self.corpus, "layer": self.layer, "pooling": self.pooling,
             "method": self.method,
-            "truncated": {"tokens_dropped": int(self.dropped.sum()) if self.dropped is not None else 0},
+            "truncated": self.truncation(),
             "points": [{"id": int(i), "x": float(x), "y": float(y),
                         "label": self.labels[k] if self.labels is not None else None}
                        for k, (i, (x, y)) in enumerate(zip(self.ids, self.coords))],

@@ -70,7 +70,7 @@ def n_top(fraction: float, n_words: int) -> int:
 
 
 @dataclass(frozen=True)
-class Faithfulness:
+class Faithfulness(validation.CorpusCuts):
     """methods [M] (the random control last, named RANDOM); fractions [K];
     comprehensiveness [M, K], sufficiency [M, K]: means over the examples at each fraction;
     aopc_comprehensiveness [M], aopc_sufficiency [M]: their means over the fractions;
@@ -88,9 +88,6 @@ class Faithfulness:
     steps: int = DEFAULT_STEPS
     dropped: np.ndarray | None = None
     max_length: int | None = None
-
-    def truncation_notice(self) -> str | None:
-        return None if self.dropped is None else validation.corpus_truncation_notice(self.dropped, self.max_length)
 
     @property
     def aopc_comprehensiveness(self) -> np.ndarray:
@@ -111,7 +108,7 @@ class Faithfulness:
                 "methods": {m: self.row(m) for m in self.methods if m != RANDOM}, "random": self.row(RANDOM),
                 "curves": {m: {"comprehensiveness": self.comprehensiveness[i].tolist(),
                                "sufficiency": self.sufficiency[i].tolist()} for i, m in enumerate(self.methods)},
-                "truncated": {"tokens_dropped": int(self.dropped.sum()) if self.dropped is not None else 0},
+                "truncated": self.truncation(),
                 "dropped": None if self.dropped is None else self.dropped.tolist(), "max_length": self.max_length}
 
     @classmethod

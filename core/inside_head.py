@@ -292,7 +292,7 @@ def token_categories(item, tokenizer) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class NormShares:
+class NormShares(validation.CorpusCuts):
     """Where attention goes over a dataset, raw vs norm-weighted (L layers, C = len(CATEGORIES)):
 
     raw     [L, C] share of α going to each category: per input, summed over the category's keys, averaged over
@@ -310,13 +310,10 @@ class NormShares:
     dropped: np.ndarray | None = None
     max_length: int | None = None
 
-    def truncation_notice(self) -> str | None:
-        return None if self.dropped is None else validation.corpus_truncation_notice(self.dropped, self.max_length)
-
     def to_json(self) -> dict:
         return {"model": self.model, "corpus": self.corpus, "n_inputs": self.n_inputs,
                 "categories": list(self.categories), "raw": self.raw.tolist(), "norm": self.norm.tolist(),
-                "truncated": {"tokens_dropped": int(self.dropped.sum()) if self.dropped is not None else 0}}
+                "truncated": self.truncation()}
 
 
 def category_shares(weights: np.ndarray, cats: np.ndarray) -> np.ndarray:

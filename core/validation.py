@@ -219,6 +219,18 @@ def corpus_truncation_notice(dropped, max_length: int) -> str | None:
             f"{sum(dropped)} word pieces at their ends were cut off and are not part of this view.")
 
 
+class CorpusCuts:
+    """What a corpus pass's result says about inputs cut to the model's length, from its fields `dropped` ([N] word
+    pieces cut off each input, or None for a result saved before they were counted) and `max_length`."""
+
+    def truncation_notice(self) -> str | None:
+        return None if self.dropped is None else corpus_truncation_notice(self.dropped, self.max_length)
+
+    def truncation(self) -> dict:
+        """The JSON's "truncated" field, as for one input: {"tokens_dropped": N}, summed over the corpus."""
+        return {"tokens_dropped": 0 if self.dropped is None else int(sum(self.dropped))}
+
+
 def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,
               stream=None) -> None:
     """Print `payload` as JSON, or stream it into `out` (a temporary name, then renamed). Refuses with ValueError

@@ -21,7 +21,7 @@ SHOWN_FLIPS = 20
 
 
 @dataclass(frozen=True)
-class CorpusFlips:
+class CorpusFlips(validation.CorpusCuts):
     """One run's predictions on a corpus's items and on their swapped copies.
 
     items: how many items the corpus has; swapped [m]: indices of the items a swap changed (m = swappable);
@@ -41,9 +41,6 @@ class CorpusFlips:
     dropped: np.ndarray | None = None
     max_length: int | None = None
 
-    def truncation_notice(self) -> str | None:
-        return None if self.dropped is None else validation.corpus_truncation_notice(self.dropped, self.max_length)
-
     @property
     def swappable(self) -> int:
         return int(self.swapped.size)
@@ -62,7 +59,7 @@ class CorpusFlips:
                 "flip_rate": None if np.isnan(self.flip_rate) else self.flip_rate,
                 "swapped": self.swapped.tolist(), "before": self.before.tolist(), "after": self.after.tolist(),
                 "flipped": list(self.flipped),
-                "truncated": {"tokens_dropped": int(self.dropped.sum()) if self.dropped is not None else 0},
+                "truncated": self.truncation(),
                 "dropped": None if self.dropped is None else self.dropped.tolist(), "max_length": self.max_length}
 
     @classmethod
