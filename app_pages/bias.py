@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import draw_chart, export_buttons, flag_degenerate, intro, model_ref
+from app_pages.common import draw_chart, export_buttons, flag_degenerate, intro, model_ref, warn_if_truncated
 from core import bias, references
 from core.charts import bias as charts
 from core.datasets import DataUnavailable
@@ -338,7 +338,8 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
 
 def explain_both(run: str, examples: list[dict]) -> None:
     """Integrated gradients of one flipped example before and after its swap, side by side."""
-    from app_pages.explain_view import cached_explanation, show
+    from app_pages.explain_view import cached_explainer, cached_explanation, show
+    from core.explain import prepare
 
     index = st.selectbox("Explain both sides of flipped example", range(len(examples)), key=P + "explain_both",
                          format_func=lambda i: examples[i]["premise"][:80])
@@ -350,6 +351,7 @@ def explain_both(run: str, examples: list[dict]) -> None:
         with column:
             st.markdown(f"**{title}**")
             try:
+                warn_if_truncated(prepare(cached_explainer(run), a, b or None))
                 show(cached_explanation(run, a, b or None, "ig", None, 50), f"{P}explain_both.{title}")
             except (ValueError, ModelUnavailable) as err:
                 st.error(markdown_text(err))

@@ -109,6 +109,8 @@ else:
     if result is not None:
         table = result.table()
         st.dataframe(table, hide_index=True)
+        if notice := result.truncation_notice():  # numbers only: safe as Markdown
+            st.warning(notice)
         chart = charts.faithfulness_chart(result)
         draw_chart(chart)
         export_buttons(chart, charts.faithfulness_frame(result), "faithfulness", K + "faith.export")

@@ -185,6 +185,8 @@ with projector_tab:
                     event = draw_chart(chart, on_select="rerun", key=f"{P}chart.{r}", width="stretch")
                     if res.explained_variance_ratio is not None:
                         st.caption(f"The two axes hold {res.explained_variance_ratio.sum():.0%} of the variance.")
+                    if notice := res.truncation_notice():  # numbers only: safe as Markdown
+                        st.warning(notice)
                     export_buttons(chart, frame, f"explorer-{res.method}-layer{res.layer}", f"{P}export.{r}")
                 selections[r] = selected_ids(event, frame)
             chosen = sorted(set().union(*selections.values())) if selections else []

@@ -7,7 +7,8 @@ import time
 import pandas as pd
 import streamlit as st
 
-from app_pages.common import draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences
+from app_pages.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
+                               warn_if_truncated)
 from app_pages.finetune_changes import render as render_changes
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -30,6 +31,7 @@ from core.training import (
 )
 from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
+from core.validation import read_input
 from core.safe_text import markdown_text
 from core.training.recipe import (
     BERTLENS_DIFFERENCES,
@@ -53,8 +55,10 @@ def cached_classifier(name: str, finished_at: str):
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_prediction(name: str, finished_at: str, text_a: str, text_b: str | None):
+    """Class labels, probabilities, and the input as this run's encoder reads it (to say what its length cut off)."""
     clf = cached_classifier(name, finished_at)
-    return clf.labels, clf.predict_proba([(text_a, text_b)])[0]
+    read = read_input(clf.encoder, text_a, text_b)
+    return clf.labels, clf.predict_proba([(text_a, text_b)])[0], read
 
 
 def save_upload(upload) -> str:
@@ -363,16 +367,19 @@ def render_runs() -> None:
     elif not text_a:
         st.info("Type a sentence (and for pair tasks a second one) in the sidebar, or pick an example above.")
     else:
-        names, labels, probabilities = [], [], []
+        names, labels, probabilities, cuts = [], [], [], {}
         for r in classifiers:
             try:
-                classes, probs = cached_prediction(r.name, str(r.metrics.get("finished_at")), text_a, text_b)
+                classes, probs, read = cached_prediction(r.name, str(r.metrics.get("finished_at")), text_a, text_b)
             except ModelUnavailable as err:
                 st.error(markdown_text(err))
                 continue
             names.append(r.name)
             labels.append(classes)
             probabilities.append(probs)
+            cuts[read.n_tokens_full, read.max_length] = read  # runs of one base model cut the same pieces: one notice
+        for read in cuts.values():
+            warn_if_truncated(read)
         if names:
             frame = finetune_charts.probabilities_frame(names, labels, probabilities)
             chart = finetune_charts.probabilities_chart(frame)

@@ -20,6 +20,7 @@ from app_pages.common import (
     model_or_error,
     model_ref,
     sentences,
+    warn_if_truncated,
 )
 from app_pages.corpus_picker import corpus_picker
 from core import inside_head as ih
@@ -27,6 +28,7 @@ from core.charts import inside_head as charts
 from core.examples import EXAMPLES
 from core.models import display_name
 from core.safe_text import markdown_text
+from core.validation import read_input
 
 P = "inside."
 WEIGHTS_KEY = "attention.weights"
@@ -107,6 +109,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     if lm is None:
         return
     ref = model_ref()
+    warn_if_truncated(read_input(lm, text_a, text_b))
     try:
         norms = cached_norms(ref, text_a, text_b)
     except ih.InsideHeadError as err:
@@ -169,6 +172,8 @@ def dataset_part() -> None:
         return
     chart, frame = charts.shares_chart(kept)
     draw_chart(chart, key=P + "shares_chart")
+    if notice := kept.truncation_notice():  # numbers only: safe as Markdown
+        st.warning(notice)
     st.caption("Per input: each query's attention row (raw, or ‖α f(x)‖ rescaled to sum to 1) summed over the "
                "category's keys, averaged over queries and heads, then over inputs. [CLS]/[SEP] are the tokenizer's "
                "own (<s>/</s> for RoBERTa); punctuation is any punctuation-only piece. " + FINDING)

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from core import corpus as corpora
+from core import corpus as corpora, validation
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 METHODS = ("pca", "umap", "tsne")
@@ -154,13 +154,15 @@ def examples_from_corpus(corpus: corpora.Corpus, labels: Sequence[str] | None = 
 class ExampleVectors:
     """vectors [N, D] float32: example i's vector at `layer` (0 = embeddings), pooled by `pooling`
     ("cls": the first token's vector; "mean": mean over the non-special tokens). lengths [N] int: tokens
-    per example, special tokens included."""
+    per example, special tokens included; dropped [N] int: word pieces cut off its end to fit the model (0 when
+    it fits)."""
 
     model: str
     layer: int
     pooling: str
     vectors: np.ndarray
     lengths: np.ndarray
+    dropped: np.ndarray
 
 
 def pool_example(hidden: np.ndarray, special_mask: np.ndarray, pooling: str) -> np.ndarray:
@@ -186,11 +188,13 @@ def example_vectors(lm, items: Sequence, layer: int, pooling: str = "cls", *, ba
         raise ValueError("no examples: the corpus is empty")
     out = np.zeros((len(items), lm.hidden_size), dtype=np.float32)
     lengths = np.zeros(len(items), dtype=np.int64)
+    dropped = np.zeros(len(items), dtype=np.int64)
     for i, enc in encode_stream(lm, list(items), batch_size=batch_size, attentions=False,
                                 progress=progress, should_stop=should_stop):
         out[i] = pool_example(enc.hidden_states[layer], enc.special_mask, pooling)
         lengths[i] = enc.n_tokens
-    return ExampleVectors(lm.ref, layer, pooling, out, lengths)
+        dropped[i] = enc.n_truncated
+    return ExampleVectors(lm.ref, layer, pooling, out, lengths, dropped)
 
 
 @dataclass(frozen=True, eq=False)
@@ -292,9 +296,10 @@ def project(vectors: np.ndarray, method: str = "pca", seed: int = 0) -> Projecti
 
 
 @dataclass(frozen=True, eq=False)
-class ExplorerResult:
+class ExplorerResult(validation.CorpusCuts):
     """Everything the projector shows for one model: ids [N] example ids (row numbers of the corpus);
-    coords [N, 2]; labels [N] gold labels or None; predictions or None (no classifier head)."""
+    coords [N, 2]; labels [N] gold labels or None; predictions or None (no classifier head); dropped [N] word
+    pieces cut off each example to fit the model's max_length (ExampleVectors.dropped)."""
 
     model: str
     corpus: str
@@ -307,11 +312,14 @@ class ExplorerResult:
     lengths: np.ndarray
     predictions: Predictions | None = None
     explained_variance_ratio: np.ndarray | None = None
+    dropped: np.ndarray | None = None
+    max_length: int | None = None
 
     def to_json(self) -> dict:
         return {
             "model": self.model, "corpus": self.corpus, "layer": self.layer, "pooling": self.pooling,
             "method": self.method,
+            "truncated": self.truncation(),
             "points": [{"id": int(i), "x": float(x), "y": float(y),
                         "label": self.labels[k] if self.labels is not None else None}
                        for k, (i, (x, y)) in enumerate(zip(self.ids, self.coords))],
@@ -334,7 +342,8 @@ def explore(lm, examples: Examples, layer: int, method: str = "pca", pooling: st
     check_stop(should_stop)
     proj = project(vec.vectors, method, seed)
     return ExplorerResult(lm.ref, examples.name, layer, pooling, method, np.arange(n), proj.coords,
-                          examples.labels, vec.lengths, predictions, proj.explained_variance_ratio)
+                          examples.labels, vec.lengths, predictions, proj.explained_variance_ratio, vec.dropped,
+                          lm.max_length)
 
 
 # ---- colourings and slices -------------------------------------------------------------------------------------

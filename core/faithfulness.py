@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core import validation
 from core.explain import DEFAULT_STEPS, Explainer, available_methods, explain, prepare
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -69,11 +70,12 @@ def n_top(fraction: float, n_words: int) -> int:
 
 
 @dataclass(frozen=True)
-class Faithfulness:
+class Faithfulness(validation.CorpusCuts):
     """methods [M] (the random control last, named RANDOM); fractions [K];
     comprehensiveness [M, K], sufficiency [M, K]: means over the examples at each fraction;
     aopc_comprehensiveness [M], aopc_sufficiency [M]: their means over the fractions;
-    examples: how many inputs were scored; skipped: inputs with no word."""
+    examples: how many inputs were scored; skipped: inputs with no word; dropped [examples]: word pieces cut off
+    each scored input to fit the model's max_length (0 when it fit)."""
 
     corpus: str
     model: str
@@ -84,6 +86,8 @@ class Faithfulness:
     examples: int
     skipped: int = 0
     steps: int = DEFAULT_STEPS
+    dropped: np.ndarray | None = None
+    max_length: int | None = None
 
     @property
     def aopc_comprehensiveness(self) -> np.ndarray:
@@ -103,7 +107,9 @@ class Faithfulness:
                 "fractions": list(self.fractions), "steps": self.steps,
                 "methods": {m: self.row(m) for m in self.methods if m != RANDOM}, "random": self.row(RANDOM),
                 "curves": {m: {"comprehensiveness": self.comprehensiveness[i].tolist(),
-                               "sufficiency": self.sufficiency[i].tolist()} for i, m in enumerate(self.methods)}}
+                               "sufficiency": self.sufficiency[i].tolist()} for i, m in enumerate(self.methods)},
+                "truncated": self.truncation(),
+                "dropped": None if self.dropped is None else self.dropped.tolist(), "max_length": self.max_length}
 
     @classmethod
     def from_json(cls, d: dict) -> "Faithfulness":
@@ -111,7 +117,8 @@ class Faithfulness:
         curves = d["curves"]
         return cls(d["corpus"], d["model"], tuple(curves), tuple(d["fractions"]),
                    np.array([c["comprehensiveness"] for c in curves.values()]),
-                   np.array([c["sufficiency"] for c in curves.values()]), d["examples"], d["skipped"], d["steps"])
+                   np.array([c["sufficiency"] for c in curves.values()]), d["examples"], d["skipped"], d["steps"],
+                   None if d.get("dropped") is None else np.array(d["dropped"], dtype=np.int64), d.get("max_length"))
 
     def table(self):
         import pandas as pd
@@ -184,6 +191,7 @@ def faithfulness(explainer: Explainer, items: Sequence, *, methods: Sequence[str
     comp = np.zeros((len(names), len(fractions)))
     suff = np.zeros((len(names), len(fractions)))
     used = skipped = 0
+    dropped = []
     for index, item in enumerate(items):
         check_stop(should_stop)
         text_a, text_b = (item, None) if isinstance(item, str) else (item[0], item[1] or None)
@@ -206,8 +214,10 @@ def faithfulness(explainer: Explainer, items: Sequence, *, methods: Sequence[str
             comp[m] += c
             suff[m] += s
         used += 1
+        dropped.append(tok.n_tokens_full - tok.n_tokens)
         if progress is not None:
             progress(index + 1, len(items))
     if used == 0:
         raise ValueError("none of the items has a word to explain")
-    return Faithfulness(corpus, explainer.lm.ref, names, tuple(fractions), comp / used, suff / used, used, skipped, steps)
+    return Faithfulness(corpus, explainer.lm.ref, names, tuple(fractions), comp / used, suff / used, used, skipped, steps,
+                        np.array(dropped, dtype=np.int64), explainer.lm.max_length)

@@ -27,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import validation
 from core.encoding import TextInput, Tokenized, padded_batch, tokenize
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
@@ -291,12 +292,13 @@ def token_categories(item, tokenizer) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class NormShares:
+class NormShares(validation.CorpusCuts):
     """Where attention goes over a dataset, raw vs norm-weighted (L layers, C = len(CATEGORIES)):
 
     raw     [L, C] share of α going to each category: per input, summed over the category's keys, averaged over
             queries and heads; then averaged over inputs
     norm    [L, C] the same for ‖α f(x)‖, each query's row first rescaled to sum to 1
+    dropped [N] word pieces cut off each input to fit the model's max_length (0 when it fit)
     """
 
     model: str
@@ -305,10 +307,13 @@ class NormShares:
     raw: np.ndarray
     norm: np.ndarray
     categories: tuple[str, ...] = CATEGORIES
+    dropped: np.ndarray | None = None
+    max_length: int | None = None
 
     def to_json(self) -> dict:
         return {"model": self.model, "corpus": self.corpus, "n_inputs": self.n_inputs,
-                "categories": list(self.categories), "raw": self.raw.tolist(), "norm": self.norm.tolist()}
+                "categories": list(self.categories), "raw": self.raw.tolist(), "norm": self.norm.tolist(),
+                "truncated": self.truncation()}
 
 
 def category_shares(weights: np.ndarray, cats: np.ndarray) -> np.ndarray:
@@ -345,4 +350,6 @@ def norm_shares(lm: LoadedModel, inputs: Sequence[TextInput], *, corpus: str = "
         done += len(batch)
         if progress is not None:
             progress(done, len(items))
-    return NormShares(model=lm.ref, corpus=corpus, n_inputs=len(items), raw=raw / len(items), norm=norm / len(items))
+    dropped = np.array([item.n_tokens_full - item.n_tokens for item in items])
+    return NormShares(model=lm.ref, corpus=corpus, n_inputs=len(items), raw=raw / len(items), norm=norm / len(items),
+                      dropped=dropped, max_length=lm.max_length)

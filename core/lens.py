@@ -18,6 +18,7 @@ opaque origin keeps any script out of the notebook.
 
 from __future__ import annotations
 
+import warnings
 from typing import Iterable, Mapping, Sequence
 
 import altair as alt
@@ -27,6 +28,7 @@ import pandas as pd
 from core.charts.export import chart_html
 from core.models import display_name
 from core.safe_text import html_text
+from core.validation import read_input, truncation_notice
 
 RENDERER = "bertlens"
 _MODELS: dict[tuple[str, bool], object] = {}
@@ -82,11 +84,21 @@ def _ref(model) -> str:
     return model if isinstance(model, str) else getattr(model, "ref", str(model))
 
 
+def _warn_if_cut(encodings) -> None:
+    """The pages' notice of an input cut to the model's length, as a Python warning: a notebook shows it under the
+    cell that drew the view."""
+    notice = truncation_notice(encodings)
+    if notice:
+        warnings.warn(notice, stacklevel=3)
+
+
 def _encoding(model, text: str, text_b: str | None):
     from core.encoding import encode
 
     lm = load(model)
-    return lm, encode(lm, (text, text_b) if text_b else text)
+    encoding = encode(lm, (text, text_b) if text_b else text)
+    _warn_if_cut(encoding)
+    return lm, encoding
 
 
 def _out(chart, frame, return_data: bool):
@@ -141,7 +153,9 @@ def neuron_view(model, text: str, text_b: str | None = None, *, layer: int = 0, 
     from core import inside_head as ih
     from core.charts import inside_head as charts
 
-    view = ih.neuron_view(load(model), text, text_b, int(layer), int(head), int(query))
+    lm = load(model)
+    view = ih.neuron_view(lm, text, text_b, int(layer), int(head), int(query))
+    _warn_if_cut(read_input(lm, text, text_b))
     return _out(charts.neuron_chart(view), charts.neuron_frame(view), return_data)
 
 
@@ -152,7 +166,9 @@ def attention_norms(model, text: str, text_b: str | None = None, *, layer: int =
     from core import inside_head as ih
     from core.charts import inside_head as charts
 
-    norms = ih.attention_norms(load(model), text, text_b)
+    lm = load(model)
+    norms = ih.attention_norms(lm, text, text_b)
+    _warn_if_cut(read_input(lm, text, text_b))
     frame = charts.row_frame(norms, int(layer), int(head), int(query))
     chart = charts.row_chart(frame, f"Layer {layer}, head {head}, query {query}")
     return _out(chart, frame, return_data)
@@ -169,9 +185,11 @@ def fill_mask(model, text: str, text_b: str | None = None, *, top_k: int = 5, vi
     "layers": the MLM head on every layer's vector at mask number `mask` (logit lens); "final": that mask's
     final top-k. Frames: core.charts.masked top_frame / lens_frame / final_frame."""
     from core.charts import masked as charts
-    from core.masked import fill_mask as run
+    from core.masked import fill_mask as run, prepare_text
 
-    pred = run(load(model), text, text_b, top_k=int(top_k))
+    lm = load(model)
+    pred = run(lm, text, text_b, top_k=int(top_k))
+    _warn_if_cut(read_input(lm, prepare_text(lm, text), prepare_text(lm, text_b) if text_b else None))
     if view == "top":
         frame = charts.top_frame(pred)
         return _out(charts.top_chart(pred, frame), frame, return_data)
@@ -227,6 +245,7 @@ def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *,
         raise ValueError("give at least one sentence")
     lm = load(model)
     encodings = [encode(lm, (a, b) if b else a) for a, b in items]
+    _warn_if_cut(encodings)
     tokens = collect_tokens(encodings, keep_special=not hide_special, keep_punct=not hide_punct)
     projection = layerwise_projection(tokens, method, protocol=protocol, seed=int(seed))
     layer = int(layer)
@@ -252,6 +271,7 @@ def explain(model, text: str, text_b: str | None = None, *, method: str = "ig", 
     if ref not in _EXPLAINERS:
         _EXPLAINERS[ref] = load_explainer(ref)
     result = run(_EXPLAINERS[ref], text, text_b, method, target=target, steps=int(steps))
+    _warn_if_cut(read_input(_EXPLAINERS[ref].lm, text, text_b))
     return _out(charts.word_bars(result), charts.word_frame(result), return_data)
 
 

@@ -183,11 +183,17 @@ def truncation(encodings) -> dict:
     return {"tokens_dropped": tokens_dropped(encodings)}
 
 
-def input_truncation(lm, text_a: str, text_b: str | None = None) -> dict:
-    """truncation() of one input tokenized as core.encoding does it, for results that do not keep their Encoding."""
+def read_input(lm, text_a: str, text_b: str | None = None):
+    """One input (text_a, or the pair) tokenized as core.encoding does it, truncation included: a Tokenized to
+    count what was cut for a result that does not keep its Encoding, without a forward pass."""
     from core.encoding import tokenize
 
-    return truncation(tokenize(lm, [(text_a, text_b) if text_b else text_a]))
+    return tokenize(lm, [(text_a, text_b) if text_b else text_a])[0]
+
+
+def input_truncation(lm, text_a: str, text_b: str | None = None) -> dict:
+    """truncation() of one input tokenized as core.encoding does it, for results that do not keep their Encoding."""
+    return truncation(read_input(lm, text_a, text_b))
 
 
 def truncation_notice(encodings) -> str | None:
@@ -201,6 +207,28 @@ def truncation_notice(encodings) -> str | None:
     longest = max(e.max_length for e in encodings)
     return (f"The input is longer than the model reads ({longest} tokens): {dropped} word pieces at its end were "
             "cut off and are not part of this view.")
+
+
+def corpus_truncation_notice(dropped, max_length: int) -> str | None:
+    """truncation_notice for a corpus pass: `dropped` [N] word pieces cut off each input (0 when it fit)."""
+    dropped = [int(d) for d in dropped]
+    cut = sum(d > 0 for d in dropped)
+    if not cut:
+        return None
+    return (f"{cut} of {len(dropped)} examples are longer than the model reads ({max_length} tokens): "
+            f"{sum(dropped)} word pieces at their ends were cut off and are not part of this view.")
+
+
+class CorpusCuts:
+    """What a corpus pass's result says about inputs cut to the model's length, from its fields `dropped` ([N] word
+    pieces cut off each input, or None for a result saved before they were counted) and `max_length`."""
+
+    def truncation_notice(self) -> str | None:
+        return None if self.dropped is None else corpus_truncation_notice(self.dropped, self.max_length)
+
+    def truncation(self) -> dict:
+        """The JSON's "truncated" field, as for one input: {"tokens_dropped": N}, summed over the corpus."""
+        return {"tokens_dropped": 0 if self.dropped is None else int(sum(self.dropped))}
 
 
 def dump_json(payload, out: str | None = None, *, indent: int | None = None, limit: int | None = None,

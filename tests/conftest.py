@@ -50,21 +50,23 @@ def minilm_dir(data_dir) -> Path:
     return require_data(data_dir / "models" / "all-MiniLM-L6-v2", "the MiniLM-L6 model")
 
 
-def make_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int = 32, seed: int = 0) -> Path:
-    """A randomly initialised BERT with TINY_VOCAB, saved as safetensors with a fast tokenizer."""
+def make_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int = 32, seed: int = 0,
+                   positions: int = 64) -> Path:
+    """A randomly initialised BERT with TINY_VOCAB, saved as safetensors with a fast tokenizer; it reads
+    `positions` tokens at most."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
     vocab = {piece: i for i, piece in enumerate(TINY_VOCAB)}
-    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=64)
+    tokenizer = BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=positions)
     config = BertConfig(
         vocab_size=len(TINY_VOCAB),
         hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         intermediate_size=hidden * 2,
-        max_position_embeddings=64,
+        max_position_embeddings=positions,
     )
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(folder, safe_serialization=True)

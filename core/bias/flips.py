@@ -11,7 +11,7 @@ from typing import Iterable
 
 import numpy as np
 
-from core import training
+from core import training, validation
 from core.bias.experiment import predict_labels
 from core.bias.swaps import DEFAULT_SWAPS, counterfactuals, parse_swaps
 from core.datasets import Example
@@ -21,12 +21,14 @@ SHOWN_FLIPS = 20
 
 
 @dataclass(frozen=True)
-class CorpusFlips:
+class CorpusFlips(validation.CorpusCuts):
     """One run's predictions on a corpus's items and on their swapped copies.
 
     items: how many items the corpus has; swapped [m]: indices of the items a swap changed (m = swappable);
     before [m], after [m]: predicted class (index into labels) of each such item and of its swapped copy;
-    flipped: up to SHOWN_FLIPS of the items whose prediction changed, as text rows."""
+    flipped: up to SHOWN_FLIPS of the items whose prediction changed, as text rows;
+    dropped [m]: word pieces cut off each such item and its swapped copy together to fit the run's max_length
+    (0 when both fit), max_length: the length the run classifies at (its training length)."""
 
     corpus: str
     run: str
@@ -36,6 +38,8 @@ class CorpusFlips:
     before: np.ndarray
     after: np.ndarray
     flipped: tuple[dict, ...] = ()
+    dropped: np.ndarray | None = None
+    max_length: int | None = None
 
     @property
     def swappable(self) -> int:
@@ -54,12 +58,15 @@ class CorpusFlips:
                 "swappable": self.swappable, "flips": self.flips,
                 "flip_rate": None if np.isnan(self.flip_rate) else self.flip_rate,
                 "swapped": self.swapped.tolist(), "before": self.before.tolist(), "after": self.after.tolist(),
-                "flipped": list(self.flipped)}
+                "flipped": list(self.flipped),
+                "truncated": self.truncation(),
+                "dropped": None if self.dropped is None else self.dropped.tolist(), "max_length": self.max_length}
 
     @classmethod
     def from_json(cls, d: dict) -> "CorpusFlips":
         return cls(d["corpus"], d["run"], tuple(d["labels"]), int(d["items"]), np.array(d["swapped"], dtype=np.int64),
-                   np.array(d["before"], dtype=np.int64), np.array(d["after"], dtype=np.int64), tuple(d.get("flipped", ())))
+                   np.array(d["before"], dtype=np.int64), np.array(d["after"], dtype=np.int64), tuple(d.get("flipped", ())),
+                   None if d.get("dropped") is None else np.array(d["dropped"], dtype=np.int64), d.get("max_length"))
 
 
 def item_examples(items: Iterable) -> tuple[Example, ...]:
@@ -94,4 +101,15 @@ def corpus_flips(corpus, run: str, swaps=DEFAULT_SWAPS, *, device: str | None = 
          "predicted": labels[b], "predicted after swap": labels[a]}
         for o, s, b, a in zip(originals, cf.examples, before.tolist(), after.tolist()) if b != a
     )[:SHOWN_FLIPS]
-    return CorpusFlips(corpus.name, run, labels, len(examples), cf.indices, before, after, flipped)
+    return CorpusFlips(corpus.name, run, labels, len(examples), cf.indices, before, after, flipped,
+                       *_cut(clf, originals, cf.examples))
+
+
+def _cut(clf, originals, swapped) -> tuple[np.ndarray, int]:
+    """Pieces cut off each original + its swapped copy at the length predict_labels classifies them at."""
+    from core.encoding import tokenize
+
+    max_length = min(clf.head.get("max_length") or clf.encoder.max_length, clf.encoder.max_length)
+    read = tokenize(clf.encoder, [(e.text, e.text_b) if e.text_b else e.text for e in (*originals, *swapped)], max_length)
+    cut = np.array([t.n_tokens_full - t.n_tokens for t in read], dtype=np.int64).reshape(2, -1)
+    return cut.sum(axis=0), max_length

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from core import validation
 
 MODEL_HELP = "hub id, local folder or run name (default: BERTLENS_MODEL)"
 
@@ -34,3 +35,16 @@ def warn_degenerate(degeneracy, run: str | None = None) -> None:
     user sees it as a page user does; stdout stays clean for --json, whose output carries "degenerate"."""
     if degeneracy is not None and degeneracy.flagged:
         print(f"warning: {run + ': ' if run else ''}{degeneracy.message}", file=sys.stderr)
+
+
+def warn_truncated(encodings) -> dict:
+    """The pages' notice of an input cut to the model's length (core.validation.truncation_notice), on stderr as
+    warn_degenerate's; returns the "truncated" field of the command's JSON ({"tokens_dropped": N})."""
+    warn(validation.truncation_notice(encodings))
+    return validation.truncation(encodings)
+
+
+def warn(notice: str | None) -> None:
+    """A notice the page shows as a warning, on stderr (None: nothing to say)."""
+    if notice:
+        print(f"warning: {notice}", file=sys.stderr)

@@ -7,7 +7,7 @@ import sys
 import time
 
 from core import jobs, validation
-from core.commands import warn_degenerate
+from core.commands import warn, warn_degenerate
 from core.bias import (
     ARMS,
     DEFAULT_WORDS,
@@ -76,6 +76,7 @@ def run_corpus(args) -> int:
     if not args.model:
         raise ValueError("--corpus needs --model RUN: a finished classification run whose predictions are compared")
     result = corpus_flips(resolve(args.corpus, seed=args.seed), args.model, device=args.device)
+    warn(result.truncation_notice())
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import stderr_progress, warn_degenerate
+from core.commands import stderr_progress, warn, warn_degenerate, warn_truncated
 from core.explain import DEFAULT_STEPS, METHODS, WORD_RULE
 
 
@@ -49,8 +49,8 @@ def run_explain(args) -> int:
     explainer = load_explainer(args.model, device=args.device)
     result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps)
     degenerate = _warn_if_degenerate(args.model)
+    truncated = warn_truncated(validation.read_input(explainer.lm, args.text, args.text_b))
     if args.json:
-        truncated = validation.input_truncation(explainer.lm, args.text, args.text_b)
         validation.dump_json({**result.to_json(), "truncated": truncated, "degenerate": degenerate}, args.out)
         return 0
     if result.predicted is not None:
@@ -77,6 +77,7 @@ def run_faithfulness(args) -> int:
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, seed=args.seed, corpus=args.corpus,
                           progress=stderr_progress(args))
     degenerate = _warn_if_degenerate(args.model)
+    warn(result.truncation_notice())
     if args.json:
         validation.dump_json({**result.to_json(), "degenerate": degenerate}, args.out)
         return 0

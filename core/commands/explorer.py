@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress
+from core.commands import add_model_argument, stderr_progress, warn, warn_truncated
 from core.explorer import METHODS, POOLINGS
 
 
@@ -54,6 +54,7 @@ def run_project(args) -> int:
     layer = lm.num_layers if args.layer is None else args.layer
     result = explore(lm, examples, layer, args.method, args.pooling, explainer=explainer, seed=args.seed,
                      progress=stderr_progress(args))
+    warn(result.truncation_notice())
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0
@@ -85,8 +86,9 @@ def run_neighbours(args) -> int:
     position = find_word(encoding.words, args.word)  # a word not in the sentence is said before any index is built
     index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
     result = neighbours(index, encoding, position, layer, args.k)
+    truncated = warn_truncated(encoding)
     if args.json:
-        validation.dump_json({**result.to_json(), "truncated": validation.truncation(encoding)}, args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     q = result.query
     print(f"'{q['word']}' (word {q['position']}) at layer {layer}: {q['mode']} search over {q['count']} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress
+from core.commands import add_model_argument, stderr_progress, warn, warn_truncated
 
 
 def register(subparsers) -> None:
@@ -42,9 +42,9 @@ def run_neuron(args) -> int:
 
     lm = load_model(args.model)
     view = neuron_view(lm, args.text, args.text_b, args.layer, args.head, args.query)
+    truncated = warn_truncated(validation.read_input(lm, args.text, args.text_b))
     if args.json:
-        validation.dump_json({**view.to_json(), "truncated": validation.input_truncation(lm, args.text, args.text_b)},
-                             args.out)
+        validation.dump_json({**view.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"layer {view.layer}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
     for j, token in enumerate(view.tokens):
@@ -58,9 +58,9 @@ def run_norms(args) -> int:
 
     lm = load_model(args.model)
     result = attention_norms(lm, args.text, args.text_b)
+    truncated = warn_truncated(validation.read_input(lm, args.text, args.text_b))
     if args.json:
-        validation.dump_json({**result.to_json(), "truncated": validation.input_truncation(lm, args.text, args.text_b)},
-                             args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print("per layer: mean ‖f(x)‖ of each token over heads")
     for layer, row in enumerate(result.value_norms.mean(axis=1)):
@@ -79,6 +79,7 @@ def run_shares(args) -> int:
 
     shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=stderr_progress(args)),
                      corpus=args.corpus)
+    warn(shares.truncation_notice())
     if args.json:
         validation.dump_json(shares.to_json(), args.out)
         return 0

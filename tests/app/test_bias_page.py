@@ -109,6 +109,34 @@ def test_finished_experiment_is_shown(make_app, minilm_dir, data_dir, chart_rows
     assert (flipped["predicted"] != flipped["predicted after swap"]).all()
 
 
+def test_explain_both_says_what_a_short_model_cut(make_app, minilm_dir, tmp_path, data_dir):
+    """Issue 32: "explain both" cut a flipped pair to the run's length without a word. The run here reads 16
+    tokens, so real SNLI pairs are cut; each side's notice counts the tokenizer's own untruncated pieces."""
+    from transformers import AutoTokenizer
+
+    from core.training import Recipe, finetune
+    from tests.conftest import make_tiny_bert
+
+    write_finished_experiment("bias-cut")
+    short = make_tiny_bert(tmp_path / "short-bert", positions=16)
+    task = tmp_path / "pairs.csv"
+    task.write_text("text,text_b,label\n" + "the cat sat,a dog ran,yes\nthe dog sat,a cat ran,no\n" * 20)
+    finetune(Recipe(model=str(short), task=str(task), run_name="bias-cut-full", epochs=1, batch_size=8,
+                    max_length=16, cpu_threads=1))
+    at = open_page(make_app, minilm_dir, train_limit=200, test_limit=120, flip_arm="full")
+    at.toggle(key="bias.explain_both.on").set_value(True).run()
+    assert not at.exception, at.exception
+    flipped = next(d.value for d in at.dataframe if "swapped premise" in d.value.columns)
+    row = flipped.iloc[at.selectbox(key="bias.explain_both").value]
+    tokenizer = AutoTokenizer.from_pretrained(short)
+    dropped = [len(tokenizer(row[a], row[b], truncation=False)["input_ids"]) - 16
+               for a, b in (("premise", "hypothesis"), ("swapped premise", "swapped hypothesis"))]
+    assert min(dropped) > 0  # both sides really are longer than the run reads
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"The input is longer than the model reads (16 tokens): {n} word pieces at its end were cut off and are not "
+        "part of this view." for n in dropped]
+
+
 def test_launch_then_cancel(make_app, minilm_dir, data_dir):
     from core.training import get_run
 

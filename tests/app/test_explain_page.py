@@ -68,6 +68,32 @@ def test_faithfulness_job_on_pasted_sentences_matches_core(make_app, tmp_path):
     assert at.dataframe, "the faithfulness table is not shown"
 
 
+def test_faithfulness_says_which_pasted_lines_were_cut(make_app, tmp_path):
+    """Issue 32: faithfulness scored a long pasted line cut to the model's length without a word."""
+    from transformers import AutoTokenizer
+
+    from core import jobs
+
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    lines = ["the cat sat on the mat", " ".join(["a dog ran in the park ."] * 15), "the bird sang"]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    dropped = sum(max(0, len(tokenizer(t, truncation=False)["input_ids"]) - 64) for t in lines)
+    assert dropped > 20
+    at = make_app(str(folder), "the cat sat on the mat")
+    at.session_state["explain.faith.source"] = "Paste text"
+    at.session_state["explain.faith.text"] = "\n".join(lines)
+    at.session_state["explain.fsteps"] = 5
+    at.switch_page(PAGE)
+    at.run()
+    at.button(key="explain.faith.run").click().run()
+    assert jobs.wait(at.session_state["explain.faith.jobstate"]["last_id"], timeout=120).state == "done"
+    at.run()
+    assert not at.exception, at.exception
+    assert [w.value for w in at.warning if "examples are longer" in w.value] == [
+        f"1 of 3 examples are longer than the model reads (64 tokens): {dropped} word pieces at their ends were cut "
+        "off and are not part of this view."]
+
+
 def test_long_input_is_cut_with_a_warning(make_app, tiny_bert_dir):
     """Issue 32: the page said nothing when a long text was cut to the model's 64 positions."""
     from transformers import AutoTokenizer

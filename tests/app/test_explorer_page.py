@@ -54,6 +54,30 @@ def test_builtin_projection_equals_sklearn_pca_and_hides_labels(tiny_bert_dir, m
         np.testing.assert_allclose(got[:, k], sign * expected[:, k], atol=1e-4)
 
 
+def test_examples_longer_than_the_model_are_counted_under_the_chart(tmp_path, make_app):
+    """Issue 32: the projector cut long examples to the model's length without a word. A tiny model reading 12
+    tokens cuts some built-in sentences; the notice counts them and their pieces as the tokenizer does."""
+    from transformers import AutoTokenizer
+
+    from tests.conftest import make_tiny_bert
+
+    short = make_tiny_bert(tmp_path / "short-bert", positions=12)
+    tokenizer = AutoTokenizer.from_pretrained(short)
+    items = corpora.builtin().items
+    dropped = [max(0, len(tokenizer(*([i] if isinstance(i, str) else i), truncation=False)["input_ids"]) - 12)
+               for i in items]
+    cut = sum(d > 0 for d in dropped)
+    assert 0 < cut < len(items)
+    at = make_app(str(short)).switch_page(PAGE).run()
+    at.selectbox(key="explorer.source").set_value("builtin").run()
+    at.button(key=f"explorer.run.{short}.run").click().run()
+    finish(at, f"explorer.run.{short}")
+    assert not at.exception
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"{cut} of {len(items)} examples are longer than the model reads (12 tokens): {sum(dropped)} word pieces at "
+        "their ends were cut off and are not part of this view."]
+
+
 def test_snli_gold_labels_colour_the_points(tiny_bert_dir, data_dir, make_app, chart_rows):
     from core import datasets
     at = make_app(str(tiny_bert_dir)).switch_page(PAGE).run()

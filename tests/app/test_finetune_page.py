@@ -95,6 +95,34 @@ def test_page_compares_finished_runs_and_predicts(page, two_runs):
     np.testing.assert_allclose(shown.loc["tiny-all", ["cat", "dog"]].to_numpy(dtype=float), expected, rtol=1e-4)
 
 
+def test_classifying_a_long_sentence_says_what_was_cut(tiny_bert_dir, two_runs):
+    """Issue 32: "Classify the sidebar's sentences" cut a long sentence (from a link's ?a=) to the model's length
+    without a word. Both runs share one base model, so one notice; its count is the tokenizer's own."""
+    from streamlit.testing.v1 import AppTest
+    from transformers import AutoTokenizer
+
+    from tests.app.conftest import APP_FILE
+
+    long = " ".join(["the cat sat on the mat ."] * 20)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    dropped = len(tokenizer(long, truncation=False)["input_ids"]) - 64  # the tiny model reads 64 positions
+    assert dropped > 50
+    at = AppTest.from_file(APP_FILE, default_timeout=180)
+    at.query_params["model"] = str(tiny_bert_dir)
+    at.query_params["a"] = long
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    cut = [w.value for w in at.warning if "cut off" in w.value]
+    assert cut == [f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut "
+                   "off and are not part of this view."]
+    shown = next(d.value for d in at.dataframe if d.value.index.name == "run")
+    expected = load_classifier("tiny-all").predict_proba([(long, None)])[0]
+    np.testing.assert_allclose(shown.loc["tiny-all", ["cat", "dog"]].to_numpy(dtype=float), expected, rtol=1e-4)
+
+    at.sidebar.text_area(key="sentence_a").set_value("the cat sat on the mat").run()
+    assert not at.exception and not [w for w in at.warning if "cut off" in w.value]
+
+
 def test_form_reports_a_bad_recipe_and_queues_a_good_one(page, tiny_bert_dir, two_runs, monkeypatch):
     launched = []
     # No real worker: the "process" is this test's own (alive) pid, so the run stays queued.

@@ -156,3 +156,43 @@ def test_weights_control_draws_attention_rollout(minilm_dir):
     at.session_state["attention.mode"] = "Model view"
     at.run()
     assert not at.exception
+
+
+def test_long_sentence_says_what_was_cut(tiny_bert_dir):
+    """Issue 32: the "Inside a head" tab cut a long sentence to the model's length without a word (the "One
+    sentence" tab, which does not run beside it, warned). The count is the tokenizer's own."""
+    from transformers import AutoTokenizer
+
+    long = " ".join(["the cat sat on the mat ."] * 20)
+    dropped = len(AutoTokenizer.from_pretrained(tiny_bert_dir)(long, truncation=False)["input_ids"]) - 64
+    assert dropped > 50
+    at = _app(str(tiny_bert_dir), text=long)
+    at.run()
+    assert not at.exception
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut off and "
+        "are not part of this view."]
+    assert len(at.selectbox(key="inside.query").options) == 64  # the views show the 64 tokens the model read
+
+    at.sidebar.text_area(key="sentence_a").set_value("the cat sat on the mat").run()
+    assert not at.exception and not [w for w in at.warning if "cut off" in w.value]
+
+
+def test_dataset_shares_say_which_pasted_lines_were_cut(tiny_bert_dir):
+    """Issue 32: the dataset shares cut a long pasted line to the model's length without a word."""
+    from transformers import AutoTokenizer
+
+    long = " ".join(["the cat sat on the mat ."] * 20)
+    dropped = len(AutoTokenizer.from_pretrained(tiny_bert_dir)(long, truncation=False)["input_ids"]) - 64
+    at = _app(str(tiny_bert_dir), text="")
+    at.session_state["inside.source"] = "Paste text"
+    at.session_state["inside.text"] = f"the cat sat on the mat .\n{long}\na dog ran in the park ."
+    at.run()
+    at.button(key="inside.shares.run").click().run()
+    record = jobs.wait(at.session_state["inside.shares.jobstate"]["last_id"], timeout=240)
+    assert record.state == "done", record.error
+    at.run()
+    assert not at.exception
+    assert [w.value for w in at.warning if "cut off" in w.value] == [
+        f"1 of 3 examples are longer than the model reads (64 tokens): {dropped} word pieces at their ends were cut "
+        "off and are not part of this view."]

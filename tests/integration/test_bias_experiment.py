@@ -146,6 +146,30 @@ def test_bias_corpus_flip_rate_equals_direct_predictions(gender_run, data_dir, c
     assert out["flip_rate"] == pytest.approx(flips / len(swappable))
 
 
+def test_bias_corpus_says_which_items_the_run_cut(gender_run, tiny_bert_dir, tmp_path, capsys):
+    """Issue 32: `bias --corpus` classified long items cut to the run's length (32 tokens here) without a word. The
+    notice counts the item and its swapped copy, as the tokenizer does; "truncated" in the JSON is the same sum."""
+    from transformers import AutoTokenizer
+
+    from core.bias import DEFAULT_SWAPS, swap_text
+
+    lines = ["she sat on the mat .", "he ran to the park and " + "the man sat on the bank of the river . " * 4,
+             "the tree is in the park ."]
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
+    dropped = [max(0, len(tokenizer(t, truncation=False)["input_ids"]) - 32)
+               for line in lines[:2] for t in (line, swap_text(line, DEFAULT_SWAPS))]
+    assert dropped[:2] == [0, 0] and min(dropped[2:]) > 10
+    assert main(["bias", "--corpus", str(corpus), "--model", gender_run, "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["swappable"] == 2 and out["truncated"] == {"tokens_dropped": sum(dropped)}
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [
+        f"warning: 1 of 2 examples are longer than the model reads (32 tokens): {sum(dropped)} word pieces at their "
+        "ends were cut off and are not part of this view."]
+
+
 def test_bias_corpus_needs_a_classification_run(capsys):
     assert main(["bias", "--corpus", "builtin"]) == 2
     assert "--model RUN" in capsys.readouterr().err

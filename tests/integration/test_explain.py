@@ -243,3 +243,24 @@ def test_cli_faithfulness_json(seqcls, capsys, data_dir):
     out = json.loads(capsys.readouterr().out)
     assert set(out["methods"]) == set(ex.METHODS)
     assert set(out["random"]) == {"comprehensiveness", "sufficiency"} and out["examples"] == 3
+
+
+def test_cli_faithfulness_says_which_inputs_were_cut(seqcls, tmp_path, capsys):
+    """Issue 32: faithfulness over a file scored long lines cut to the model's length without a word."""
+    from transformers import AutoTokenizer
+
+    from core.__main__ import main
+
+    lines = ["the cat sat on the mat .", " ".join(["a dog ran in the park ."] * 15), "the man is at the bank ."]
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    tokenizer = AutoTokenizer.from_pretrained(seqcls.lm.path)
+    dropped = sum(max(0, len(tokenizer(t, truncation=False)["input_ids"]) - seqcls.lm.max_length) for t in lines)
+    assert dropped > 20
+    assert main(["explain-faithfulness", "--model", seqcls.lm.path, "--corpus", str(corpus), "--methods", "attention",
+                 "--steps", "5", "--quiet", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": dropped}
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [
+        f"warning: 1 of 3 examples are longer than the model reads ({seqcls.lm.max_length} tokens): {dropped} word "
+        "pieces at their ends were cut off and are not part of this view."]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,35 @@ def test_tour_notebook_runs_top_to_bottom(tiny, tmp_path):
     assert len(charts) >= 9
     last = notebook.cells[-1].outputs[-1]["data"]["text/plain"]
     assert "deck.html" in last and "report.pdf" in last
+
+
+
+LONG = " ".join(["the cat sat on the mat ."] * 20)  # far over the tiny model's 64 positions
+VIEWS = {  # each view, and the text it reads for a sentence t
+    "head_view": (lambda lens, m, t: lens.head_view(m, t), lambda t: t),
+    "model_view": (lambda lens, m, t: lens.model_view(m, t), lambda t: t),
+    "neuron_view": (lambda lens, m, t: lens.neuron_view(m, t), lambda t: t),
+    "attention_norms": (lambda lens, m, t: lens.attention_norms(m, t), lambda t: t),
+    "fill_mask": (lambda lens, m, t: lens.fill_mask(m, "the [MASK] sat on " + t), lambda t: "the [MASK] sat on " + t),
+    "layerwise_pca": (lambda lens, m, t: lens.layerwise_pca(m, [t, "a dog ran ."]), lambda t: t),
+    "explain": (lambda lens, m, t: lens.explain(m, t, method="attention"), lambda t: t),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_a_view_of_a_cut_input_warns_in_the_notebook(name, tiny):
+    """Issue 32: the notebook API drew a long input cut to the model's length without a word. Now it warns with
+    the pages' notice, the count being the tokenizer's own; a short input draws without it."""
+    from transformers import BertTokenizerFast
+
+    from core import lens
+
+    draw, read = VIEWS[name]
+    dropped = len(BertTokenizerFast.from_pretrained(tiny)(read(LONG))["input_ids"]) - 64
+    assert dropped > 50
+    for text, expected in ((LONG, [f"The input is longer than the model reads (64 tokens): {dropped} word pieces at "
+                                   "its end were cut off and are not part of this view."]), (TEXT, [])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            draw(lens, tiny, text)
+        assert [str(w.message) for w in caught if "cut off" in str(w.message)] == expected

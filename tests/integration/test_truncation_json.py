@@ -34,19 +34,75 @@ def _json_of(argv, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("command", [
+TEXT_COMMANDS = [
     ["pca", "--text", "{text}"],
     ["attention-norms", "--text", "{text}"],
     ["neuron", "--text", "{text}", "--layer", "0", "--head", "0", "--query", "1"],
     ["explain", "--text", "{text}", "--method", "rollout"],
     ["neighbours", "--text", "{text}", "--word", "cat", "--corpus", "builtin", "--k", "2", "--quiet"],
-])
+]
+
+
+@pytest.mark.parametrize("command", TEXT_COMMANDS)
 def test_json_results_that_encode_user_text_say_what_was_cut(command, tiny_bert_dir, capsys):
     expected = _expected_dropped(tiny_bert_dir, LONG)
     assert expected > 50  # the text really is long for these models
     for text, dropped in ((LONG, expected), (SHORT, 0)):
         argv = [a.replace("{text}", text) for a in command] + ["--model", str(tiny_bert_dir), "--json"]
         assert _json_of(argv, capsys)["truncated"] == {"tokens_dropped": dropped}
+
+
+@pytest.mark.parametrize("command", [*TEXT_COMMANDS, ["fill-mask", "--text", "the [MASK] sat on {text}", "--top-k", "2"]])
+def test_terminal_output_says_what_was_cut_on_stderr(command, tiny_bert_dir, tiny_mlm_dir, capsys):
+    """Issue 32: without --json these commands printed their tables for a cut input without a word. The warning is
+    the pages' notice, on stderr (stdout keeps the table), once, with the tokenizer's own count."""
+    model = tiny_mlm_dir if command[0] == "fill-mask" else tiny_bert_dir
+    for text in (LONG, SHORT):
+        argv = [a.replace("{text}", text) for a in command] + ["--model", str(model)]
+        dropped = _expected_dropped(model, argv[2])
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        warned = [line for line in captured.err.splitlines() if "cut off" in line]
+        assert warned == ([f"warning: The input is longer than the model reads (64 tokens): {dropped} word pieces "
+                           "at its end were cut off and are not part of this view."] if text == LONG else [])
+        assert (dropped > 50) == (text == LONG) and captured.out and "cut off" not in captured.out
+
+
+def test_explorer_project_says_which_examples_were_cut(tiny_bert_dir, tmp_path, capsys):
+    """Issue 32: `project` over an uploaded file cut its long rows to the model's length without a word (and the
+    page's projector did the same). Now the JSON carries the pieces dropped over all rows, stderr says how many rows."""
+    rows = [SHORT, LONG, "the dog ran in the park .", LONG + " the end"]
+    corpus = tmp_path / "rows.csv"
+    corpus.write_text("text,label\n" + "".join(f"{text},{i % 2}\n" for i, text in enumerate(rows)))
+    dropped = [_expected_dropped(tiny_bert_dir, text) for text in rows]
+    assert dropped[0] == dropped[2] == 0 and min(dropped[1], dropped[3]) > 50
+    argv = ["project", "--model", str(tiny_bert_dir), "--corpus", str(corpus), "--quiet"]
+    notice = (f"warning: 2 of 4 examples are longer than the model reads (64 tokens): {sum(dropped)} word pieces at "
+              "their ends were cut off and are not part of this view.")
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": sum(dropped)}
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [notice]
+    assert main(argv) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "cut off" in line] == [notice]
+    corpus.write_text("text,label\n" + "".join(f"{text},{i % 2}\n" for i, text in enumerate([SHORT, rows[2], "a girl sat at the house ."])))
+    assert main([*argv, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": 0} and "cut off" not in captured.err
+
+
+def test_attention_norm_shares_says_which_inputs_were_cut(tiny_bert_dir, tmp_path, capsys):
+    """Issue 32: `attention-norm-shares` over a file cut its long lines without a word."""
+    lines = [SHORT, LONG, "a dog ran in the park ."]
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    dropped = sum(_expected_dropped(tiny_bert_dir, text) for text in lines)
+    assert main(["attention-norm-shares", "--model", str(tiny_bert_dir), "--corpus", str(corpus), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["truncated"] == {"tokens_dropped": dropped} and dropped > 50
+    assert [line for line in captured.err.splitlines() if "cut off" in line] == [
+        f"warning: 1 of 3 examples are longer than the model reads (64 tokens): {dropped} word pieces at their ends "
+        "were cut off and are not part of this view."]
 
 
 def test_fill_mask_json_says_what_was_cut(tiny_mlm_dir, capsys):

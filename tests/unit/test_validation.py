@@ -105,3 +105,13 @@ def test_numpy_scalars_from_a_page_are_numbers():
     assert recipe.epochs == 3
     with pytest.raises(ValueError, match='field "epochs" must be a whole number'):
         Recipe(model="m", task="snli", run_name="r", epochs=np.bool_(True))
+
+
+def test_corpus_truncation_notice_counts_inputs_and_pieces():
+    import numpy as np
+
+    assert validation.corpus_truncation_notice(np.zeros(5, dtype=int), 64) is None
+    assert validation.corpus_truncation_notice([], 64) is None
+    assert validation.corpus_truncation_notice(np.array([0, 7, 0, 3]), 128) == (
+        "2 of 4 examples are longer than the model reads (128 tokens): 10 word pieces at their ends were cut off and "
+        "are not part of this view.")
