@@ -11,6 +11,9 @@ heatmap's rows shrank to 2 px and its title was cut.
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 import altair as alt
 
 # A token row (or column) is never drawn thinner than this: the 11 px axis labels then never overlap.
@@ -33,6 +36,16 @@ def token_axis(*, angle: int = 0, **options) -> alt.Axis:
     culling and no flush first/last label (Streamlit's theme turns both on), long ones cut with "…"."""
     return alt.Axis(**{"labelOverlap": False, "labelFlush": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle,
                        "labelPadding": 3, **options})
+
+
+def wrapped_labels(labels, chars: int = 80) -> str:
+    """A legend's `labelExpr` that draws each label longer than `chars` characters on several lines, so none is cut
+    with "…" (a legend label has no tooltip: the cut words are lost). Give the legend a labelLimit wide enough for
+    `chars` characters."""
+    lines = {label: textwrap.wrap(label, chars) for label in labels if len(label) > chars}
+    if not lines:
+        return "datum.label"
+    return f"({json.dumps(lines)})[datum.label] || datum.label"
 
 
 def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:

@@ -4,6 +4,7 @@ or a token label not drawn) or clipped (a title or label outside the chart eleme
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -24,7 +25,11 @@ MEASURE = """(el) => {
     box: {l: box.left, r: box.right, t: box.top, b: box.bottom},
     main: {l: main.left, r: main.right},
     titles: [...el.querySelectorAll('.role-title-text text, .role-title-subtitle text')].map(read),
-    labels: [...el.querySelectorAll('.role-axis-label text, .mark-text.role-mark text')].map(read),
+    labels: [...el.querySelectorAll('.role-axis-label text, .mark-text.role-mark text, .role-legend-label text, .role-header-label text')].map(read),
+    legend: [...el.querySelectorAll('.role-legend-label text')].map(n => n.textContent),
+    // the stroke of each drawn line (one per series of a line chart): proof that a series is on screen, and in what colour
+    lines: [...el.querySelectorAll('.mark-line.role-mark path')].filter(p => (p.getAttribute('d') || '').length > 2)
+      .map(p => getComputedStyle(p).stroke),
   };
 }"""
 
@@ -117,6 +122,22 @@ def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser
     assert not emoji, f"emoji on the slide: {emoji}"
 
 
+def chart_problems(charts: list[dict], name: str) -> list[str]:
+    """What is clipped or squeezed among a page's SVG charts (token rows counted view by view elsewhere)."""
+    problems = []
+    for i, chart in enumerate(c for c in charts if c["svg"]):
+        try:
+            assert_not_clipped(chart, f"{name} chart {i}")
+            # a legend label has no tooltip: words cut with "…" there are lost (axis labels keep theirs in one)
+            cut = [t for t in chart["legend"] if t.endswith("…")]
+            assert not cut, f"{name} chart {i}: legend label {cut[0]!r} cut short"
+            if len(token_rows(chart)) > 1:
+                assert_rows(chart, f"{name} chart {i}", None, layout.MIN_ROW_PX)
+        except AssertionError as err:
+            problems.append(str(err).splitlines()[0])
+    return problems
+
+
 def test_every_page_draws_its_charts_whole(page, app_url):
     """Every page of the router, opened with the same sentence: no chart is clipped, no token chart squeezed."""
     from tests.browser.conftest import page_url_paths
@@ -132,12 +153,78 @@ def test_every_page_draws_its_charts_whole(page, app_url):
             continue  # a page that waits for a Run click or a run: nothing drawn to measure yet
         charts = measure(page)
         screenshot(page, f"layout_page_{path}")
-        for i, chart in enumerate(c for c in charts if c["svg"]):
-            name = f"{path} chart {i}"
-            try:
-                assert_not_clipped(chart, name)
-                if len(token_rows(chart)) > 1:  # tokens or words: the count is checked view by view above
-                    assert_rows(chart, name, None, layout.MIN_ROW_PX)
-            except AssertionError as err:
-                problems.append(str(err).splitlines()[0])
+        problems += chart_problems(charts, path)
     assert not problems, "\n".join(problems)
+
+
+# ---- charts drawn only after a Run click, or from a finished run ----------------------------------------------
+# The page sweep above finds no chart on these pages: each is run here on the smallest input that draws it.
+
+
+def run_and_measure(page, name: str, done) -> list[dict]:
+    """Wait for `done` (a locator the finished run shows), then measure every chart and save a screenshot."""
+    done.wait_for(timeout=240_000)
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    charts = measure(page)
+    screenshot(page, f"layout_run_{name}")
+    return charts
+
+
+def contrast_on_white(css_colour: str) -> float:
+    """WCAG contrast ratio against white of a computed CSS colour, "rgb(r, g, b)"."""
+    channels = [int(v) / 255 for v in re.findall(r"\d+", css_colour)[:3]]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)
+
+
+def tall(page) -> None:
+    """Streamlit scrolls inside its own container, so a full-page shot shows the viewport only: make it tall."""
+    page.set_viewport_size({"width": 1400, "height": 3000})
+
+
+def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_url):
+    tall(page)
+    page.goto(f"{app_url}/attention?{urlencode({'tab': 'Heads over a dataset', 'heads_n': 6, 'stat': 'cls'})}")
+    wait_for_app(page)
+    page.get_by_role("button", name=re.compile(r"Run .* over 6 examples")).click()
+    charts = run_and_measure(page, "heads_over_a_dataset", page.get_by_text(re.compile(r"6 inputs \(6 pairs")))
+    assert not chart_problems(charts, "heads over a dataset"), chart_problems(charts, "heads over a dataset")
+    per_layer = [c for c in charts if any(t["text"].startswith("Mean attention to [CLS] per layer") for t in c["titles"])]
+    assert len(per_layer) == 1, [c["titles"] for c in charts]
+    legend = [t["text"] for t in per_layer[0]["labels"] if t["text"].startswith("measured: ") or "Clark" in t["text"]]
+    assert any(t.startswith("measured: ") for t in legend) and any("Clark" in t for t in legend), legend
+    strokes = per_layer[0]["lines"]
+    assert len(strokes) == 2, f"{len(strokes)} of 2 lines (measured MiniLM, Clark's) drawn"
+    for stroke in strokes:  # "the measured MiniLM series missing": it was drawn in pale #83c9ff, 1.8:1 on white
+        assert contrast_on_white(stroke) >= 3, f"a line drawn in {stroke}, too pale to see"
+
+
+def test_anisotropy_chart_is_whole(page, app_url):
+    tall(page)
+    page.goto(f"{app_url}/anisotropy?{urlencode({'limit': 60})}")
+    wait_for_app(page)
+    page.get_by_role("button", name="Run on 1 model").click()
+    charts = run_and_measure(page, "anisotropy", page.locator('[data-testid="stVegaLiteChart"] svg').first)
+    assert charts and not chart_problems(charts, "anisotropy"), chart_problems(charts, "anisotropy")
+
+
+def test_pca_scatter_and_variance_are_whole(page, app_url):
+    tall(page)
+    page.goto(f"{app_url}/pca")
+    wait_for_app(page)
+    page.get_by_role("button", name="“bank” in three senses, one input each").click()
+    charts = run_and_measure(page, "pca", page.get_by_text("Share of each layer's variance on the two axes").first)
+    assert len([c for c in charts if c["svg"]]) >= 2, "the scatter and the variance chart"
+    assert not chart_problems(charts, "pca"), chart_problems(charts, "pca")
+
+
+def test_reproduce_small_multiples_are_whole(page, app_url):
+    tall(page)
+    page.goto(f"{app_url}/reproduce?study=visbert")
+    wait_for_app(page)
+    page.get_by_role("button", name="Measure the sidebar's model").click()
+    wait_for_app(page)
+    page.get_by_role("button", name="Run the study").click()
+    charts = run_and_measure(page, "reproduce", page.get_by_text("No published numbers to compare with").first)
+    assert charts and not chart_problems(charts, "reproduce"), chart_problems(charts, "reproduce")

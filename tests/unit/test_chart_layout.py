@@ -201,11 +201,32 @@ def test_mean_attention_to_cls_draws_both_series_with_a_y_axis():
     assert_titles_inside(drawing)
     legend = drawing.strings("legend-label")
     assert "measured: all-MiniLM-L6-v2" in legend and not any(folder in s for s in drawing.strings())
-    assert len(legend) == 2
+    # Issue 37: Clark's label ended "…; pub…", cutting off whether the two lines are comparable at all
+    paper = frame["series"].iloc[-1]
+    assert paper.endswith("compare the shape)") and paper in " ".join(legend[1:]), legend
+    assert not any(s.endswith("…") for s in legend), legend
     ticks = [t for t in drawing.texts if t.role == "axis-label" and t.x < 60]
     assert len(ticks) >= 3, "no y-axis ticks"
     assert max(t.y for t in ticks) - min(t.y for t in ticks) >= 150, "the plot is squeezed flat"
     assert_no_empty_or_nan(frame, "value", "series")
+
+
+def contrast_on_white(colour: str) -> float:
+    """WCAG contrast ratio of a #rrggbb colour against white."""
+    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)
+
+
+def test_mean_attention_to_cls_measured_line_is_not_pale():
+    """Issue 37: "the measured MiniLM series missing": Streamlit's theme drew it pale blue (#83c9ff, 1.8:1 on
+    white, below WCAG's 3:1 for graphics). Both series get their own colours, each at least 3:1 on white."""
+    from core.charts import attention as attention_charts
+
+    chart, frame = attention_charts.layer_means_chart(_Survey("all-MiniLM-L6-v2"), "cls", "Mean attention to [CLS] per layer")
+    scale = chart.to_dict()["encoding"]["color"].get("scale", {})
+    assert scale.get("domain") == list(dict.fromkeys(frame["series"])), "colours left to the theme's palette"
+    assert all(contrast_on_white(c) >= 3 for c in scale["range"]), scale["range"]
 
 
 def test_anisotropy_line_stays_inside_and_names_models_short(tiny_bert_dir):
