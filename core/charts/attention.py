@@ -318,7 +318,7 @@ def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.Data
     series = list(dict.fromkeys(frame["series"]))
     colours = alt.Scale(domain=series, range=[MEASURED_COLOUR, PAPER_COLOUR][: len(series)])
     dashes = alt.Scale(domain=series, range=[[1, 0], [5, 3]][: len(series)])
-    legend = alt.Legend(orient="bottom", columns=1, labelLimit=520, title=None,
+    legend = alt.Legend(orient="bottom", columns=1, labelLimit=520, title=None, symbolType="stroke", symbolStrokeWidth=2,
                         labelExpr=layout.wrapped_labels(series, LEGEND_CHARS))
     chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
         x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),

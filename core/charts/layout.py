@@ -48,6 +48,13 @@ def wrapped_labels(labels, chars: int = 80) -> str:
     return f"({json.dumps(lines)})[datum.label] || datum.label"
 
 
+def is_faceted(chart: alt.TopLevelMixin) -> bool:
+    """A single chart split into panels by a row, column or facet encoding: sized as a grid, not as one view."""
+    encoding = getattr(chart, "encoding", alt.Undefined)
+    return isinstance(encoding, alt.SchemaBase) and any(
+        getattr(encoding, channel, alt.Undefined) is not alt.Undefined for channel in ("row", "column", "facet"))
+
+
 def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     """The chart drawn at the size its builder gave it, axes and title around it (not squeezed inside it)."""
     return chart.properties(autosize=PAD)

@@ -19,12 +19,14 @@ MEASURE = """(el) => {
   const box = el.getBoundingClientRect();
   const svg = el.querySelector('svg');
   const read = (n) => { const r = n.getBoundingClientRect();
-    return {text: n.textContent, l: r.left, r: r.right, t: r.top, b: r.bottom}; };
+    return {text: n.textContent, l: r.left, r: r.right, t: r.top, b: r.bottom,
+            rotated: ['rotate(-90)', 'rotate(90)', 'rotate(270)'].some(a => (n.getAttribute('transform') || '').includes(a))}; };
   return {
     svg: !!svg,
+    shown: el.checkVisibility(),  // false inside a closed expander or another tab: not seen, not measured
     box: {l: box.left, r: box.right, t: box.top, b: box.bottom},
     main: {l: main.left, r: main.right},
-    titles: [...el.querySelectorAll('.role-title-text text, .role-title-subtitle text')].map(read),
+    titles: [...el.querySelectorAll('.role-title-text text, .role-title-subtitle text, .role-axis-title text')].map(read),
     labels: [...el.querySelectorAll('.role-axis-label text, .mark-text.role-mark text, .role-legend-label text, .role-header-label text')].map(read),
     legend: [...el.querySelectorAll('.role-legend-label text')].map(n => n.textContent),
     // the stroke of each drawn line (one per series of a line chart): proof that a series is on screen, and in what colour
@@ -53,8 +55,11 @@ def assert_not_clipped(chart: dict, name: str) -> None:
     box, main = chart["box"], chart["main"]
     for kind in ("titles", "labels"):
         for t in chart[kind]:
-            # 2 px: a text box spans its glyphs' advance widths, the last glyph's ink ends inside it
-            assert t["l"] >= box["l"] - 2 and t["r"] <= box["r"] + 2, f"{name}: {kind[:-1]} {t['text']!r} cut at the chart's edge"
+            # 2 px: a text box spans its glyphs' advance widths, the last glyph's ink ends inside it; a rotated text
+            # (a y axis title) lies on its side, so its line box's top quarter lies across, left of its glyphs
+            across = 1 + 0.25 * (t["r"] - t["l"]) if t["rotated"] else 2
+            assert t["l"] >= box["l"] - across and t["r"] <= box["r"] + 2, \
+                f"{name}: {kind[:-1]} {t['text']!r} cut at the chart's edge ({t['l']:.0f}..{t['r']:.0f} px, chart {box['l']:.0f}..{box['r']:.0f})"
             assert t["r"] <= main["r"] + 1, f"{name}: {kind[:-1]} {t['text']!r} runs off the page's right edge"
             # a text's box is its line box: the glyphs sit inside it, up to a quarter of its height in from the top
             slack = 1 + 0.25 * (t["b"] - t["t"])
@@ -126,7 +131,11 @@ def chart_problems(charts: list[dict], name: str) -> list[str]:
     """What is clipped or squeezed among a page's SVG charts (token rows counted view by view elsewhere)."""
     problems = []
     for i, chart in enumerate(c for c in charts if c["svg"]):
+        if not chart["shown"]:
+            continue
         try:
+            # a chart in panels given `autosize: fit` was drawn 0 px wide: blank, its labels all "outside" it
+            assert chart["box"]["r"] - chart["box"]["l"] >= 50, f"{name} chart {i}: drawn {chart['box']['r'] - chart['box']['l']:.0f} px wide"
             assert_not_clipped(chart, f"{name} chart {i}")
             # a legend label has no tooltip: words cut with "…" there are lost (axis labels keep theirs in one)
             cut = [t for t in chart["legend"] if t.endswith("…")]
@@ -163,7 +172,7 @@ def test_every_page_draws_its_charts_whole(page, app_url):
 
 def run_and_measure(page, name: str, done) -> list[dict]:
     """Wait for `done` (a locator the finished run shows), then measure every chart and save a screenshot."""
-    done.wait_for(timeout=240_000)
+    done.wait_for(state="attached", timeout=240_000)
     wait_for_app(page)
     assert_no_streamlit_exception(page)
     charts = measure(page)
@@ -178,9 +187,9 @@ def contrast_on_white(css_colour: str) -> float:
     return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)
 
 
-def tall(page) -> None:
+def tall(page, height: int = 3000) -> None:
     """Streamlit scrolls inside its own container, so a full-page shot shows the viewport only: make it tall."""
-    page.set_viewport_size({"width": 1400, "height": 3000})
+    page.set_viewport_size({"width": 1400, "height": height})
 
 
 def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_url):
@@ -228,3 +237,66 @@ def test_reproduce_small_multiples_are_whole(page, app_url):
     page.get_by_role("button", name="Run the study").click()
     charts = run_and_measure(page, "reproduce", page.get_by_text("No published numbers to compare with").first)
     assert charts and not chart_problems(charts, "reproduce"), chart_problems(charts, "reproduce")
+
+
+def test_explain_faithfulness_chart_is_whole(page, app_server, app_url, tmp_path):
+    from tests.integration.test_explain import make_seq_classifier
+
+    tall(page)
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    page.goto(f"{app_url}/explain?{urlencode({'model': str(folder), 'a': 'the cat sat on the mat', 'b': 'a dog ran'})}")
+    wait_for_app(page)
+    examples = page.get_by_label(re.compile(r"^Examples to score"))
+    examples.fill("5")
+    examples.press("Enter")
+    wait_for_app(page)
+    steps = page.get_by_label("IG steps")
+    steps.fill("5")
+    steps.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Score every method").click()
+    axis = "p(class | x) − p(class | perturbed)"  # the faithfulness chart's y axis: drawn when the scores are in
+    charts = run_and_measure(page, "explain_faithfulness", page.locator("svg text", has_text=axis).first)
+    faithfulness = [c for c in charts if any(t["text"] == axis for t in c["titles"])]
+    assert len(faithfulness) == 1 and faithfulness[0]["shown"], "the faithfulness chart is not on screen"
+    assert not chart_problems(charts, "explain"), chart_problems(charts, "explain")
+
+
+def test_bias_results_charts_are_whole(page, app_server, app_url, data_dir, monkeypatch):
+    """The results of a finished experiment, its predictions made up (tests.app.test_bias_page: no training)."""
+    import shutil
+
+    from core import bias
+    from tests.app.test_bias_page import write_finished_experiment
+
+    monkeypatch.setenv("BERTLENS_CACHE", str(app_server.log.parent))  # the server's own cache folder
+    tall(page, 5400)
+    write_finished_experiment("bias-browser-layout")
+    try:
+        page.goto(f"{app_url}/bias?experiment=bias-browser-layout")
+        wait_for_app(page)
+        charts = run_and_measure(page, "bias_results", page.get_by_text("Training pairs removed").first)
+        assert len([c for c in charts if c["svg"]]) >= 3, "the word counts, the accuracies and the flips"
+        assert not chart_problems(charts, "bias"), chart_problems(charts, "bias")
+    finally:  # the server is shared by the session's browser tests: leave its cache as it was
+        shutil.rmtree(bias.experiment_dir("bias-browser-layout"))
+
+
+def test_finetune_results_charts_are_whole(page, app_server, app_url, tiny_bert_dir, tmp_path, monkeypatch):
+    """A finished classification run of the tiny random BERT (a few seconds), as tests/browser/test_finetune.py."""
+    from core.training import Recipe, finetune
+    from core.training.runs import delete_run
+
+    monkeypatch.setenv("BERTLENS_CACHE", str(app_server.log.parent))
+    data = tmp_path / "animals.csv"
+    data.write_text("text,label\n" + "".join(f"the {a} sat on the mat,{a}\n" for a in ["cat", "dog"] * 24))
+    finetune(Recipe(model=str(tiny_bert_dir), task=str(data), run_name="browser-layout", epochs=1, lr=2e-3,
+                    batch_size=16, max_length=16, cpu_threads=1))
+    try:
+        tall(page)
+        page.goto(f"{app_url}/finetune?{urlencode({'runs': 'browser-layout'})}")
+        wait_for_app(page)
+        charts = run_and_measure(page, "finetune_results", page.get_by_text("Confusion matrices").first)
+        assert charts and not chart_problems(charts, "finetune"), chart_problems(charts, "finetune")
+    finally:
+        delete_run("browser-layout")

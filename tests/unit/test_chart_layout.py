@@ -433,3 +433,23 @@ def test_every_other_builder_draws_whole(tiny_bert_dir):
         drawing = draw(chart)
         assert_titles_inside(drawing)
         assert_every_label(drawing, list(dict.fromkeys(_listed_labels(spec))))
+
+
+def test_draw_chart_gives_a_chart_in_panels_its_own_size(monkeypatch):
+    """Issue 37: draw_chart gave every single chart `autosize: fit-x`, which cannot size a grid of panels: the bias
+    page's per-class F1 chart (panels by a column encoding) was drawn 0 px wide, blank, and so was explain's
+    faithfulness chart. A chart in panels is drawn at its own size, as wide as its panels."""
+    from app_pages import common
+    from core import bias
+    from core.charts import bias as bias_charts
+
+    sent = []
+    monkeypatch.setattr(common.st, "altair_chart", lambda chart, **options: sent.append((chart, options)))
+    monkeypatch.setattr(common.page_report, "collect", lambda name, chart: None)
+    f1 = pd.DataFrame([{"run": arm, "slice": s, "class": c, "F1": 0.5} for arm in bias.ARMS
+                       for s in bias.SLICE_ORDER for c in ("entailment", "neutral", "contradiction")])
+    common.draw_chart(bias_charts.f1_chart(f1, ["entailment", "neutral", "contradiction"]))
+    chart, options = sent[-1]
+    assert chart.to_dict()["autosize"] == {"type": "pad", "contains": "padding"} and options.get("width") == "content"
+    drawing = draw(chart)
+    assert drawing.width >= 3 * 220 and len(drawing.rects) == len(f1), "every panel and bar drawn"
