@@ -453,3 +453,13 @@ def test_draw_chart_gives_a_chart_in_panels_its_own_size(monkeypatch):
     assert chart.to_dict()["autosize"] == {"type": "pad", "contains": "padding"} and options.get("width") == "content"
     drawing = draw(chart)
     assert drawing.width >= 3 * 220 and len(drawing.rects) == len(f1), "every panel and bar drawn"
+
+
+def test_training_loss_of_a_short_run_counts_whole_steps():
+    """Issue 37 (seen on the fine-tuning page): a 3-step run's axis read 1.0, 1.1, 1.2, … 3.0, steps that do not exist."""
+    from core.charts import finetune
+
+    drawing = draw(finetune.loss_chart(pd.DataFrame({"run": "r", "step": [1, 2, 3], "loss": [0.7, 0.69, 0.71]})))
+    labels = [t for t in drawing.texts if t.role == "axis-label"]
+    steps = [t.text for t in labels if t.angle == 0 and abs(t.y - max(l.y for l in labels)) < 1]  # the bottom row
+    assert steps == ["1", "2", "3"], steps
