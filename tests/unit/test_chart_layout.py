@@ -463,3 +463,15 @@ def test_training_loss_of_a_short_run_counts_whole_steps():
     labels = [t for t in drawing.texts if t.role == "axis-label"]
     steps = [t.text for t in labels if t.angle == 0 and abs(t.y - max(l.y for l in labels)) < 1]  # the bottom row
     assert steps == ["1", "2", "3"], steps
+
+
+def test_pca_legend_names_each_sentence_as_far_as_its_name_goes(tiny_bert_dir):
+    """Issue 37 (page sweep): the legend read "0: The quick brown fox ju…", the theme's label limit cutting the
+    40-character name core.charts.pca.sentence_names gives it."""
+    from core.charts.pca import sentence_names
+
+    texts = [sentence(14), sentence(14, 3)]
+    chart = lens.layerwise_pca(str(tiny_bert_dir), texts, layer=1, method="per-layer")
+    drawing = draw(chart)
+    legend = drawing.strings("legend-label")
+    assert legend == sentence_names([(t, None) for t in texts]), legend
