@@ -212,6 +212,12 @@ def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_ur
     for stroke in strokes:  # "the measured MiniLM series missing": it was drawn in pale #83c9ff, 1.8:1 on white
         assert contrast_on_white(stroke) >= 3, f"a line drawn in {stroke}, too pale to see"
 
+    # the same pass, its pattern types: the dominant type per head, the shares, the example maps
+    page.get_by_role("radio", name="Pattern types").or_(page.get_by_role("button", name="Pattern types")).first.click()
+    charts = run_and_measure(page, "heads_pattern_types", page.get_by_text("Example maps of each type"))
+    assert len([c for c in charts if c["svg"] and c["shown"]]) >= 2, "the pattern grid and the example maps"
+    assert not chart_problems(charts, "pattern types"), chart_problems(charts, "pattern types")
+
 
 def test_anisotropy_chart_is_whole(page, app_url):
     tall(page)
