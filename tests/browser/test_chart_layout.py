@@ -101,8 +101,7 @@ def test_token_charts_on_screen_are_neither_squeezed_nor_clipped(page, app_url, 
     assert token_charts, f"{view}: no chart with token labels drawn as SVG"
     for chart in token_charts:
         assert_rows(chart, view, n_tokens, layout.MIN_ROW_PX)
-    for chart in charts:
-        assert_not_clipped(chart, view)
+    assert not chart_problems(charts, view), chart_problems(charts, view)
 
 
 def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser_model):
@@ -198,7 +197,7 @@ def tall(page, height: int = 3000) -> None:
 
 def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_url):
     tall(page)
-    page.goto(f"{app_url}/attention?{urlencode({'tab': 'Heads over a dataset', 'heads_n': 6, 'stat': 'cls'})}")
+    page.goto(f"{app_url}/attention?{urlencode({'tab': 'Heads over a dataset', 'heads_n': 6, 'stat': 'cls', 'pairs_n': 10})}")
     wait_for_app(page)
     page.get_by_role("button", name=re.compile(r"Run .* over 6 examples")).click()
     charts = run_and_measure(page, "heads_over_a_dataset", page.get_by_text(re.compile(r"6 inputs \(6 pairs")))
@@ -211,6 +210,12 @@ def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_ur
     assert len(strokes) == 2, f"{len(strokes)} of 2 lines (measured MiniLM, Clark's) drawn"
     for stroke in strokes:  # "the measured MiniLM series missing": it was drawn in pale #83c9ff, 1.8:1 on white
         assert contrast_on_white(stroke) >= 3, f"a line drawn in {stroke}, too pale to see"
+
+    # the paraphrase heads below it: one grid per direction
+    page.get_by_role("button", name="Measure 10 MRPC pairs").click()
+    charts = run_and_measure(page, "paraphrase_heads", page.locator('[data-testid="stVegaLiteChart"]').nth(2))
+    assert len([c for c in charts if c["svg"] and c["shown"]]) >= 3, "the two statistics charts and the paraphrase heads"
+    assert not chart_problems(charts, "paraphrase heads"), chart_problems(charts, "paraphrase heads")
 
     # the same pass, its pattern types: the dominant type per head, the shares, the example maps
     page.get_by_role("radio", name="Pattern types").or_(page.get_by_role("button", name="Pattern types")).first.click()
