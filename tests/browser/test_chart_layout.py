@@ -37,7 +37,8 @@ MEASURE = """(el) => {
 
 
 def measure(page) -> list[dict]:
-    page.wait_for_selector('[data-testid="stVegaLiteChart"] svg, [data-testid="stVegaLiteChart"] canvas')
+    # any chart on screen (the first may sit in a tab not shown)
+    page.locator('[data-testid="stVegaLiteChart"] svg, [data-testid="stVegaLiteChart"] canvas').filter(visible=True).first.wait_for()
     page.wait_for_timeout(500)  # vega draws after the element appears
     return [chart.evaluate(MEASURE) for chart in page.locator('[data-testid="stVegaLiteChart"]').all()]
 
@@ -315,3 +316,20 @@ def test_finetune_results_charts_are_whole(page, app_server, app_url, tiny_bert_
         assert charts and not chart_problems(charts, "finetune"), chart_problems(charts, "finetune")
     finally:
         delete_run("browser-layout")
+
+
+def test_explorer_neighbours_and_their_tags_are_whole(page, app_url):
+    """The nearest contexts of a word in 50 UD EWT sentences, and the POS / relation counts of the matches (panels by
+    a column encoding: drawn 0 px wide before draw_chart gave such a chart its own size)."""
+    tall(page)
+    page.goto(f"{app_url}/explorer?{urlencode({'a': SENTENCE, 'neighbours_corpus': 'ud:dev', 'neighbours_n': 50})}")
+    wait_for_app(page)
+    page.get_by_role("tab", name="Nearest contexts").click()
+    page.get_by_role("button", name="Build / open the corpus index").click()
+    page.locator("svg text", has_text="POS and relation of the matches").first.wait_for(state="attached", timeout=240_000)
+    wait_for_app(page)
+    # the rerun that shows the result reopens the first tab (seen on screen): back to this one
+    page.get_by_role("tab", name="Nearest contexts").click()
+    charts = run_and_measure(page, "explorer_neighbours", page.get_by_text("Exact search").first)
+    assert len([c for c in charts if c["svg"] and c["shown"]]) >= 2, "the neighbours and their tags"
+    assert not chart_problems(charts, "explorer"), chart_problems(charts, "explorer")
