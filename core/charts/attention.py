@@ -289,7 +289,6 @@ def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFr
 LAYER_REFERENCES = {"cls": "clark-cls", "sep": "clark-sep", "punct": "clark-punct"}
 
 
-MEASURED_COLOUR, PAPER_COLOUR = "#0068c9", "#6b6b6b"  # 5.5:1 and 5.3:1 on white
 LEGEND_CHARS = 80  # a legend line of 11 px type: about 480 px, inside the page's main column
 
 
@@ -313,10 +312,9 @@ def layer_means_frame(survey, name: str) -> pd.DataFrame:
 
 def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
     frame = layer_means_frame(survey, name)
-    # The measured line strong and solid, the paper's grey and dashed: with the theme's palette the measured line
-    # was pale blue (#83c9ff, 1.8:1 on white) and read as missing.
+    # the measured line strong and solid, the paper's grey and dashed (layout.MEASURED_COLOUR)
     series = list(dict.fromkeys(frame["series"]))
-    colours = alt.Scale(domain=series, range=[MEASURED_COLOUR, PAPER_COLOUR][: len(series)])
+    colours = alt.Scale(domain=series, range=[layout.MEASURED_COLOUR, layout.PAPER_COLOUR][: len(series)])
     dashes = alt.Scale(domain=series, range=[[1, 0], [5, 3]][: len(series)])
     legend = alt.Legend(orient="bottom", columns=1, labelLimit=520, title=None, symbolType="stroke", symbolStrokeWidth=2,
                         labelExpr=layout.wrapped_labels(series, LEGEND_CHARS))

@@ -24,6 +24,9 @@ LABEL_LIMIT_PX = 140
 PRESENTATION_SCALE = 1.4
 
 PAD = alt.AutoSizeParams(type="pad", contains="padding")
+# A measured line beside a paper's: strong blue and grey, both over 5:1 on white. Left to Streamlit's theme, the
+# second series of a chart is pale blue (#83c9ff, 1.8:1), and a measured line drawn in it read as missing.
+MEASURED_COLOUR, PAPER_COLOUR = "#0068c9", "#6b6b6b"
 
 
 def token_step() -> alt.Step:

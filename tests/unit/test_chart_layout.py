@@ -273,6 +273,20 @@ def test_reproduce_small_multiples_fit_the_main_column():
         assert not any("/some/folder" in s for s in drawing.strings())
 
 
+def test_reproduce_measured_line_is_not_pale():
+    """Issue 37 (seen on the Reproduce page, as on the [CLS] chart): the measured series took the theme's second
+    colour, pale #83c9ff (1.8:1 on white). Paper and measured each get a colour of at least 3:1."""
+    from core import studies
+    from core.charts import reproduce
+    from tests import fake_study
+
+    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    spec = reproduce.layer_comparison_chart(result).to_dict()
+    scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    assert len(scale.get("range", [])) == len(scale["domain"]) == 2, "colours left to the theme's palette"
+    assert all(contrast_on_white(c) >= 3 for c in scale["range"]), scale["range"]
+
+
 def test_display_name_shortens_folders_and_keeps_hub_ids(tmp_path):
     from core.models import display_name
 
