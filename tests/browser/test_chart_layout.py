@@ -1,6 +1,8 @@
 """Charts measured on screen: each view's drawn SVG (Streamlit draws small charts as SVG) read back with the
 browser's own geometry. A chart fails when it is squeezed (a token row thinner than core.charts.layout.MIN_ROW_PX,
-or a token label not drawn) or clipped (a title or label outside the chart element or the page's main column)."""
+or a token label not drawn), clipped (a title or label outside the chart element or the page's main column), blank
+(drawn 0 px wide), cut (a legend label ending in "…": a legend has no tooltip) or too pale (a line under 3:1 on white).
+Charts drawn only after a Run click, or from a finished run, are run here on the smallest inputs that draw them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from core.charts import layout
 from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.chart_geometry import contrast_on_white
 
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank."  # 14+ tokens with [CLS]/[SEP]
 
@@ -182,13 +185,6 @@ def run_and_measure(page, name: str, done) -> list[dict]:
     charts = measure(page)
     screenshot(page, f"layout_run_{name}")
     return charts
-
-
-def contrast_on_white(css_colour: str) -> float:
-    """WCAG contrast ratio against white of a computed CSS colour, "rgb(r, g, b)"."""
-    channels = [int(v) / 255 for v in re.findall(r"\d+", css_colour)[:3]]
-    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)
 
 
 def tall(page, height: int = 3000) -> None:

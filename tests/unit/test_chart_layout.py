@@ -11,7 +11,7 @@ import pytest
 
 from core import lens
 from core.charts import layout
-from tests.chart_geometry import Drawing, draw, drawn, smallest_gap
+from tests.chart_geometry import Drawing, contrast_on_white, draw, drawn, smallest_gap
 from tests.conftest import TINY_VOCAB
 
 WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
@@ -209,13 +209,6 @@ def test_mean_attention_to_cls_draws_both_series_with_a_y_axis():
     assert len(ticks) >= 3, "no y-axis ticks"
     assert max(t.y for t in ticks) - min(t.y for t in ticks) >= 150, "the plot is squeezed flat"
     assert_no_empty_or_nan(frame, "value", "series")
-
-
-def contrast_on_white(colour: str) -> float:
-    """WCAG contrast ratio of a #rrggbb colour against white."""
-    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
-    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)
 
 
 def test_mean_attention_to_cls_measured_line_is_not_pale():
