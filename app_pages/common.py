@@ -153,6 +153,9 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     presenter mode with larger type. The
     chart joins the page's PDF report under `name` (default: its key or title). Returns st.altair_chart's value."""
     page_report.collect(name or options.get("key") or _chart_title(chart) or "chart", chart)
+    if layout.is_faceted(chart) and getattr(chart, "autosize", alt.Undefined) is alt.Undefined:
+        # `fit` cannot size a grid of panels: the bias page's per-class F1 chart was drawn 0 px wide (blank)
+        chart = layout.fixed_size(chart)
     if getattr(chart, "autosize", alt.Undefined) is not alt.Undefined:
         options["width"] = "content"  # stretching would widen the plot past the container: the right edge cut off
     elif isinstance(chart, (alt.Chart, alt.LayerChart)):

@@ -135,3 +135,11 @@ def smallest_gap(values: list[float]) -> float:
     """The smallest distance between neighbouring distinct positions (rows of labels), inf for fewer than two."""
     ordered = sorted(set(round(v, 2) for v in values))
     return min((b - a for a, b in zip(ordered, ordered[1:])), default=math.inf)
+
+
+def contrast_on_white(colour: str) -> float:
+    """WCAG contrast ratio against white of "#rrggbb" or a computed CSS "rgb(r, g, b)" (3:1 is WCAG's floor for graphics)."""
+    values = [int(colour[i:i + 2], 16) for i in (1, 3, 5)] if colour.startswith("#") else \
+        [int(v) for v in re.findall(r"\d+", colour)[:3]]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in values)]
+    return 1.05 / (0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2] + 0.05)

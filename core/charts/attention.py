@@ -289,6 +289,9 @@ def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFr
 LAYER_REFERENCES = {"cls": "clark-cls", "sep": "clark-sep", "punct": "clark-punct"}
 
 
+LEGEND_CHARS = 80  # a legend line of 11 px type: about 480 px, inside the page's main column
+
+
 def layer_means_frame(survey, name: str) -> pd.DataFrame:
     """Mean over heads per layer (layer k = transformer layer k, from 1 as in Clark's Figure 2): rows layer, value,
     series; with Clark's published line beside it for [CLS], [SEP] and punctuation, labelled by
@@ -309,11 +312,17 @@ def layer_means_frame(survey, name: str) -> pd.DataFrame:
 
 def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
     frame = layer_means_frame(survey, name)
+    # the measured line strong and solid, the paper's grey and dashed (layout.MEASURED_COLOUR)
+    series = list(dict.fromkeys(frame["series"]))
+    colours = alt.Scale(domain=series, range=[layout.MEASURED_COLOUR, layout.PAPER_COLOUR][: len(series)])
+    dashes = alt.Scale(domain=series, range=[[1, 0], [5, 3]][: len(series)])
+    legend = alt.Legend(orient="bottom", columns=1, labelLimit=520, title=None, symbolType="stroke", symbolStrokeWidth=2,
+                        labelExpr=layout.wrapped_labels(series, LEGEND_CHARS))
     chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
         x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("value:Q", title="mean over heads"),
-        color=alt.Color("series:N", legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, title=None)),
-        strokeDash=alt.StrokeDash("series:N", legend=None),
+        color=alt.Color("series:N", scale=colours, legend=legend),
+        strokeDash=alt.StrokeDash("series:N", scale=dashes, legend=None),
         tooltip=["series", "layer", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=420, height=220)
     chart = layout.fixed_size(chart)

@@ -63,11 +63,18 @@ def loss_frame(status_or_metrics: dict, run: str) -> pd.DataFrame:
     return pd.DataFrame({"run": run, "step": [p[0] for p in points], "loss": [p[1] for p in points]})
 
 
+def _whole_ticks(values: pd.Series, most: int = 8) -> int:
+    """How many ticks an axis of whole numbers gets: no more than there are whole numbers across its range."""
+    span = int(values.max() - values.min()) if len(values) else 0
+    return max(1, min(most, span))
+
+
 def loss_chart(frame: pd.DataFrame, title: str = "Training loss") -> alt.Chart:
     return (
         alt.Chart(frame, title=title)
         .mark_line()
-        .encode(x=alt.X("step:Q"), y=alt.Y("loss:Q"), color="run:N", tooltip=["run", "step", alt.Tooltip("loss:Q", format=".4f")])
+        # a step is a whole number: a short run's axis said 1.1, 1.2, … between its 3 steps
+        .encode(x=alt.X("step:Q", axis=alt.Axis(format="d", tickCount=_whole_ticks(frame["step"]))), y=alt.Y("loss:Q"), color="run:N", tooltip=["run", "step", alt.Tooltip("loss:Q", format=".4f")])
         .properties(height=220)
     )
 

@@ -11,6 +11,9 @@ heatmap's rows shrank to 2 px and its title was cut.
 
 from __future__ import annotations
 
+import json
+import textwrap
+
 import altair as alt
 
 # A token row (or column) is never drawn thinner than this: the 11 px axis labels then never overlap.
@@ -21,6 +24,9 @@ LABEL_LIMIT_PX = 140
 PRESENTATION_SCALE = 1.4
 
 PAD = alt.AutoSizeParams(type="pad", contains="padding")
+# A measured line beside a paper's: strong blue and grey, both over 5:1 on white. Left to Streamlit's theme, the
+# second series of a chart is pale blue (#83c9ff, 1.8:1), and a measured line drawn in it read as missing.
+MEASURED_COLOUR, PAPER_COLOUR = "#0068c9", "#6b6b6b"
 
 
 def token_step() -> alt.Step:
@@ -33,6 +39,23 @@ def token_axis(*, angle: int = 0, **options) -> alt.Axis:
     culling and no flush first/last label (Streamlit's theme turns both on), long ones cut with "…"."""
     return alt.Axis(**{"labelOverlap": False, "labelFlush": False, "labelLimit": LABEL_LIMIT_PX, "labelAngle": angle,
                        "labelPadding": 3, **options})
+
+
+def wrapped_labels(labels, chars: int = 80) -> str:
+    """A legend's `labelExpr` that draws each label longer than `chars` characters on several lines, so none is cut
+    with "…" (a legend label has no tooltip: the cut words are lost). Give the legend a labelLimit wide enough for
+    `chars` characters."""
+    lines = {label: textwrap.wrap(label, chars) for label in labels if len(label) > chars}
+    if not lines:
+        return "datum.label"
+    return f"({json.dumps(lines)})[datum.label] || datum.label"
+
+
+def is_faceted(chart: alt.TopLevelMixin) -> bool:
+    """A single chart split into panels by a row, column or facet encoding: sized as a grid, not as one view."""
+    encoding = getattr(chart, "encoding", alt.Undefined)
+    return isinstance(encoding, alt.SchemaBase) and any(
+        getattr(encoding, channel, alt.Undefined) is not alt.Undefined for channel in ("row", "column", "facet"))
 
 
 def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:

@@ -46,6 +46,9 @@ def projection_frame(projection: LayerProjection, layers: Sequence[int] | None =
     return pd.concat(frames, ignore_index=True)
 
 
+NAME_PX = 320  # a sentence name of 45 characters in the legend's 11 px type, with room to spare
+
+
 def sentence_names(items: Sequence[tuple[str, str | None]]) -> list[str]:
     """Legend names of the projected sentences (or pairs): index and the first 40 characters."""
     names = []
@@ -96,7 +99,9 @@ def colour_encoding(colour: str, names: Sequence[str], chosen_word: str | None) 
         return alt.Color("segment:N", title="segment", scale=alt.Scale(domain=["A", "B"]))
     if colour == "word":
         return alt.Color("highlight:N", title="word", scale=alt.Scale(domain=[chosen_word or "", OTHER], range=["#d62728", "#c7c7c7"]))
-    return alt.Color("sentence_name:N", title="sentence", scale=alt.Scale(domain=list(names)))
+    # wide enough for a whole name (sentence_names cuts at 40 characters): the theme's limit cut it at 25
+    return alt.Color("sentence_name:N", title="sentence", scale=alt.Scale(domain=list(names)),
+                     legend=alt.Legend(labelLimit=NAME_PX))
 
 
 def scatter(projection: LayerProjection, layer: int, title: str, *, names: Sequence[str], colour: str = "sentence",

@@ -59,7 +59,8 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
     base = alt.Chart().encode(
         x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("value:Q", title=None),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources), legend=alt.Legend(orient="bottom", labelLimit=400)),
+        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
+                        legend=alt.Legend(orient="bottom", labelLimit=400)),
         strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
         tooltip=["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")],
     )

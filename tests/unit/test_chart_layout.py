@@ -11,7 +11,7 @@ import pytest
 
 from core import lens
 from core.charts import layout
-from tests.chart_geometry import Drawing, draw, drawn, smallest_gap
+from tests.chart_geometry import Drawing, contrast_on_white, draw, drawn, smallest_gap
 from tests.conftest import TINY_VOCAB
 
 WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
@@ -283,11 +283,25 @@ def test_mean_attention_to_cls_draws_both_series_with_a_y_axis():
     assert_titles_inside(drawing)
     legend = drawing.strings("legend-label")
     assert "measured: all-MiniLM-L6-v2" in legend and not any(folder in s for s in drawing.strings())
-    assert len(legend) == 2
+    # Issue 37: Clark's label ended "…; pub…", cutting off whether the two lines are comparable at all
+    paper = frame["series"].iloc[-1]
+    assert paper.endswith("compare the shape)") and paper in " ".join(legend[1:]), legend
+    assert not any(s.endswith("…") for s in legend), legend
     ticks = [t for t in drawing.texts if t.role == "axis-label" and t.x < 60]
     assert len(ticks) >= 3, "no y-axis ticks"
     assert max(t.y for t in ticks) - min(t.y for t in ticks) >= 150, "the plot is squeezed flat"
     assert_no_empty_or_nan(frame, "value", "series")
+
+
+def test_mean_attention_to_cls_measured_line_is_not_pale():
+    """Issue 37: "the measured MiniLM series missing": Streamlit's theme drew it pale blue (#83c9ff, 1.8:1 on
+    white, below WCAG's 3:1 for graphics). Both series get their own colours, each at least 3:1 on white."""
+    from core.charts import attention as attention_charts
+
+    chart, frame = attention_charts.layer_means_chart(_Survey("all-MiniLM-L6-v2"), "cls", "Mean attention to [CLS] per layer")
+    scale = chart.to_dict()["encoding"]["color"].get("scale", {})
+    assert scale.get("domain") == list(dict.fromkeys(frame["series"])), "colours left to the theme's palette"
+    assert all(contrast_on_white(c) >= 3 for c in scale["range"]), scale["range"]
 
 
 def test_anisotropy_line_stays_inside_and_names_models_short(tiny_bert_dir):
@@ -332,6 +346,20 @@ def test_reproduce_small_multiples_fit_the_main_column():
         assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
         assert_titles_inside(drawing)
         assert not any("/some/folder" in s for s in drawing.strings())
+
+
+def test_reproduce_measured_line_is_not_pale():
+    """Issue 37 (seen on the Reproduce page, as on the [CLS] chart): the measured series took the theme's second
+    colour, pale #83c9ff (1.8:1 on white). Paper and measured each get a colour of at least 3:1."""
+    from core import studies
+    from core.charts import reproduce
+    from tests import fake_study
+
+    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    spec = reproduce.layer_comparison_chart(result).to_dict()
+    scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    assert len(scale.get("range", [])) == len(scale["domain"]) == 2, "colours left to the theme's palette"
+    assert all(contrast_on_white(c) >= 3 for c in scale["range"]), scale["range"]
 
 
 def test_display_name_shortens_folders_and_keeps_hub_ids(tmp_path):
@@ -609,6 +637,48 @@ def test_every_other_builder_draws_whole(tiny_bert_dir):
         except AssertionError as err:
             failures.append(f"{name}: {str(err).splitlines()[0]}")
     assert not failures, "\n".join(failures)
+
+
+def test_draw_chart_gives_a_chart_in_panels_its_own_size(monkeypatch):
+    """Issue 37: draw_chart gave every single chart `autosize: fit-x`, which cannot size a grid of panels: the bias
+    page's per-class F1 chart (panels by a column encoding) was drawn 0 px wide, blank, and so was explain's
+    faithfulness chart. A chart in panels is drawn at its own size, as wide as its panels."""
+    from app_pages import common
+    from core import bias
+    from core.charts import bias as bias_charts
+
+    sent = []
+    monkeypatch.setattr(common.st, "altair_chart", lambda chart, **options: sent.append((chart, options)))
+    monkeypatch.setattr(common.page_report, "collect", lambda name, chart: None)
+    f1 = pd.DataFrame([{"run": arm, "slice": s, "class": c, "F1": 0.5} for arm in bias.ARMS
+                       for s in bias.SLICE_ORDER for c in ("entailment", "neutral", "contradiction")])
+    common.draw_chart(bias_charts.f1_chart(f1, ["entailment", "neutral", "contradiction"]))
+    chart, options = sent[-1]
+    assert chart.to_dict()["autosize"] == {"type": "pad", "contains": "padding"} and options.get("width") == "content"
+    drawing = draw(chart)
+    assert drawing.width >= 3 * 220 and len(drawing.rects) == len(f1), "every panel and bar drawn"
+
+
+def test_training_loss_of_a_short_run_counts_whole_steps():
+    """Issue 37 (seen on the fine-tuning page): a 3-step run's axis read 1.0, 1.1, 1.2, … 3.0, steps that do not exist."""
+    from core.charts import finetune
+
+    drawing = draw(finetune.loss_chart(pd.DataFrame({"run": "r", "step": [1, 2, 3], "loss": [0.7, 0.69, 0.71]})))
+    labels = [t for t in drawing.texts if t.role == "axis-label"]
+    steps = [t.text for t in labels if t.angle == 0 and abs(t.y - max(l.y for l in labels)) < 1]  # the bottom row
+    assert steps == ["1", "2", "3"], steps
+
+
+def test_pca_legend_names_each_sentence_as_far_as_its_name_goes(tiny_bert_dir):
+    """Issue 37 (page sweep): the legend read "0: The quick brown fox ju…", the theme's label limit cutting the
+    40-character name core.charts.pca.sentence_names gives it."""
+    from core.charts.pca import sentence_names
+
+    texts = [sentence(14), sentence(14, 3)]
+    chart = lens.layerwise_pca(str(tiny_bert_dir), texts, layer=1, method="per-layer")
+    drawing = draw(chart)
+    legend = drawing.strings("legend-label")
+    assert legend == sentence_names([(t, None) for t in texts]), legend
 
 
 # ---- every builder in core.charts is drawn by a test above --------------------------------------------------------
