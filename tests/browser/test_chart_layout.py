@@ -105,7 +105,7 @@ def test_token_charts_on_screen_are_neither_squeezed_nor_clipped(page, app_url, 
     assert token_charts, f"{view}: no chart with token labels drawn as SVG"
     for chart in token_charts:
         assert_rows(chart, view, n_tokens, layout.MIN_ROW_PX)
-    assert not chart_problems(charts, view), chart_problems(charts, view)
+    assert_whole(charts, view)
 
 
 def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser_model):
@@ -131,6 +131,11 @@ def test_presenter_first_slide_heatmap_is_large_and_whole(page, app_url, browser
 
 
 SENTENCE_NAME = re.compile(r"\d+: .{40}…")
+
+
+def assert_whole(charts: list[dict], name: str) -> None:
+    problems = chart_problems(charts, name)
+    assert not problems, problems
 
 
 def chart_problems(charts: list[dict], name: str) -> list[str]:
@@ -198,7 +203,7 @@ def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_ur
     wait_for_app(page)
     page.get_by_role("button", name=re.compile(r"Run .* over 6 examples")).click()
     charts = run_and_measure(page, "heads_over_a_dataset", page.get_by_text(re.compile(r"6 inputs \(6 pairs")))
-    assert not chart_problems(charts, "heads over a dataset"), chart_problems(charts, "heads over a dataset")
+    assert_whole(charts, "heads over a dataset")
     per_layer = [c for c in charts if any(t["text"].startswith("Mean attention to [CLS] per layer") for t in c["titles"])]
     assert len(per_layer) == 1, [c["titles"] for c in charts]
     legend = [t["text"] for t in per_layer[0]["labels"] if t["text"].startswith("measured: ") or "Clark" in t["text"]]
@@ -212,13 +217,13 @@ def test_heads_over_a_dataset_charts_are_whole_with_both_cls_series(page, app_ur
     page.get_by_role("button", name="Measure 10 MRPC pairs").click()
     charts = run_and_measure(page, "paraphrase_heads", page.locator('[data-testid="stVegaLiteChart"]').nth(2))
     assert len([c for c in charts if c["svg"] and c["shown"]]) >= 3, "the two statistics charts and the paraphrase heads"
-    assert not chart_problems(charts, "paraphrase heads"), chart_problems(charts, "paraphrase heads")
+    assert_whole(charts, "paraphrase heads")
 
     # the same pass, its pattern types: the dominant type per head, the shares, the example maps
     page.get_by_role("radio", name="Pattern types").or_(page.get_by_role("button", name="Pattern types")).first.click()
     charts = run_and_measure(page, "heads_pattern_types", page.get_by_text("Example maps of each type"))
     assert len([c for c in charts if c["svg"] and c["shown"]]) >= 2, "the pattern grid and the example maps"
-    assert not chart_problems(charts, "pattern types"), chart_problems(charts, "pattern types")
+    assert_whole(charts, "pattern types")
 
 
 def test_anisotropy_chart_is_whole(page, app_url):
@@ -227,7 +232,8 @@ def test_anisotropy_chart_is_whole(page, app_url):
     wait_for_app(page)
     page.get_by_role("button", name="Run on 1 model").click()
     charts = run_and_measure(page, "anisotropy", page.locator('[data-testid="stVegaLiteChart"] svg').first)
-    assert charts and not chart_problems(charts, "anisotropy"), chart_problems(charts, "anisotropy")
+    assert charts, "anisotropy: no chart drawn"
+    assert_whole(charts, "anisotropy")
 
 
 def test_pca_scatter_and_variance_are_whole(page, app_url):
@@ -237,7 +243,7 @@ def test_pca_scatter_and_variance_are_whole(page, app_url):
     page.get_by_role("button", name="“bank” in three senses, one input each").click()
     charts = run_and_measure(page, "pca", page.get_by_text("Share of each layer's variance on the two axes").first)
     assert len([c for c in charts if c["svg"]]) >= 2, "the scatter and the variance chart"
-    assert not chart_problems(charts, "pca"), chart_problems(charts, "pca")
+    assert_whole(charts, "pca")
 
 
 # visbert: measured numbers only (a panel per series); ethayarajh: the paper's per-layer numbers beside MiniLM's
@@ -260,7 +266,8 @@ def test_reproduce_small_multiples_are_whole(page, app_url, study):
     charts = run_and_measure(page, f"reproduce_{study}", page.locator('[data-testid="stVegaLiteChart"] svg').first)
     pale = [s for c in charts for s in c["lines"] if contrast_on_white(s) < 3]
     assert not pale, f"lines drawn in {sorted(set(pale))}, too pale to see"
-    assert charts and not chart_problems(charts, "reproduce"), chart_problems(charts, "reproduce")
+    assert charts, "reproduce: no chart drawn"
+    assert_whole(charts, "reproduce")
 
 
 def test_explain_faithfulness_chart_is_whole(page, app_server, app_url, tmp_path):
@@ -283,7 +290,7 @@ def test_explain_faithfulness_chart_is_whole(page, app_server, app_url, tmp_path
     charts = run_and_measure(page, "explain_faithfulness", page.locator("svg text", has_text=axis).first)
     faithfulness = [c for c in charts if any(t["text"] == axis for t in c["titles"])]
     assert len(faithfulness) == 1 and faithfulness[0]["shown"], "the faithfulness chart is not on screen"
-    assert not chart_problems(charts, "explain"), chart_problems(charts, "explain")
+    assert_whole(charts, "explain")
 
 
 def test_bias_results_charts_are_whole(page, app_server, app_url, data_dir, monkeypatch):
@@ -301,7 +308,7 @@ def test_bias_results_charts_are_whole(page, app_server, app_url, data_dir, monk
         wait_for_app(page)
         charts = run_and_measure(page, "bias_results", page.get_by_text("Training pairs removed").first)
         assert len([c for c in charts if c["svg"]]) >= 3, "the word counts, the accuracies and the flips"
-        assert not chart_problems(charts, "bias"), chart_problems(charts, "bias")
+        assert_whole(charts, "bias")
     finally:  # the server is shared by the session's browser tests: leave its cache as it was
         shutil.rmtree(bias.experiment_dir("bias-browser-layout"))
 
@@ -321,7 +328,8 @@ def test_finetune_results_charts_are_whole(page, app_server, app_url, tiny_bert_
         page.goto(f"{app_url}/finetune?{urlencode({'runs': 'browser-layout'})}")
         wait_for_app(page)
         charts = run_and_measure(page, "finetune_results", page.get_by_text("Confusion matrices").first)
-        assert charts and not chart_problems(charts, "finetune"), chart_problems(charts, "finetune")
+        assert charts, "finetune: no chart drawn"
+        assert_whole(charts, "finetune")
     finally:
         delete_run("browser-layout")
 
@@ -340,4 +348,4 @@ def test_explorer_neighbours_and_their_tags_are_whole(page, app_url):
     page.get_by_role("tab", name="Nearest contexts").click()
     charts = run_and_measure(page, "explorer_neighbours", page.get_by_text("Exact search").first)
     assert len([c for c in charts if c["svg"] and c["shown"]]) >= 2, "the neighbours and their tags"
-    assert not chart_problems(charts, "explorer"), chart_problems(charts, "explorer")
+    assert_whole(charts, "explorer")
