@@ -231,3 +231,20 @@ def test_an_index_saved_before_cuts_were_counted_counts_them_again(tiny_bert_dir
     reopened = build_token_index(lm, corpus, [1])
     assert reopened.folder == index.folder and list(reopened.info.dropped) == dropped
     assert reopened.info.truncation() == {"tokens_dropped": dropped[1]}
+
+
+def test_counting_cuts_counts_each_input_once_in_its_block(tiny_bert_dir):
+    """A pass that reads its corpus twice (or two models on one corpus) reports each input's cut once; outside
+    the block nothing is counted."""
+    from core.encoding import counting_cuts, encode
+    from core.models import load_model
+
+    lm = load_model(str(tiny_bert_dir))
+    dropped = _expected_dropped(tiny_bert_dir, LONG)
+    with counting_cuts() as cuts:
+        encode(lm, [SHORT, LONG], attentions=False)
+        encode(lm, [LONG], attentions=False)
+    encode(lm, [LONG + " the end"], attentions=False)
+    assert sorted(cuts.dropped) == [0, dropped] and cuts.max_length == 64
+    assert cuts.truncation() == {"tokens_dropped": dropped}
+    assert cuts.truncation_notice().startswith(f"1 of 2 examples are longer than the model reads (64 tokens): {dropped} ")
