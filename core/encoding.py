@@ -19,11 +19,14 @@ tokenize them again.
 from __future__ import annotations
 
 import unicodedata
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence, Union
 
 import numpy as np
 
+from core import validation
 from core.models import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -455,6 +458,41 @@ class EncodedBatch:
             )
 
 
+class CutCount(validation.CorpusCuts):
+    """The word pieces cut off each input the model read inside `counting_cuts`: a corpus pass's CorpusCuts,
+    counted once here where every pass feeds the model. Each distinct input counts once, however many passes
+    read it (a pass that reads its corpus twice, or two models on one corpus)."""
+
+    def __init__(self):
+        self._dropped_by_input: dict[tuple[str, str | None], int] = {}
+        self.max_length = 0
+
+    @property
+    def dropped(self) -> list[int]:
+        return list(self._dropped_by_input.values())
+
+    def add(self, items: Sequence[Tokenized]) -> None:
+        for item in items:
+            self._dropped_by_input.setdefault((item.text_a, item.text_b), item.n_tokens_full - item.n_tokens)
+            self.max_length = max(self.max_length, item.max_length)
+
+
+_cut_count: ContextVar[CutCount | None] = ContextVar("cut_count", default=None)
+
+
+@contextmanager
+def counting_cuts() -> Iterator[CutCount]:
+    """Count what truncation cut off every input encode_batches (so encode_stream, encode) feeds the model in
+    this block, for a corpus pass's notice and its JSON's "truncated" field without threading counts through
+    each analysis. Counts in the calling thread (and context) only."""
+    cuts = CutCount()
+    token = _cut_count.set(cuts)
+    try:
+        yield cuts
+    finally:
+        _cut_count.reset(token)
+
+
 def encode_batches(
     lm: LoadedModel,
     inputs: Sequence[TextInput | Tokenized],
@@ -473,6 +511,9 @@ def encode_batches(
     import torch
 
     tokenized = tokenize(lm, inputs, max_length)
+    cuts = _cut_count.get()
+    if cuts is not None:
+        cuts.add(tokenized)
     order = sorted(range(len(tokenized)), key=lambda i: len(tokenized[i].input_ids))
     done = 0
     for start in range(0, len(order), batch_size):

@@ -25,13 +25,13 @@ import json
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from core import settings
+from core import settings, validation
 from core.files import atomic_path
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -90,8 +90,10 @@ def build_faiss(vectors: np.ndarray, threshold: int = EXACT_THRESHOLD, *, nlist:
 
 
 @dataclass(frozen=True)
-class IndexInfo:
-    """What an index holds: count occurrences of dim-dimensional vectors at `layers`; mode exact | approximate."""
+class IndexInfo(validation.CorpusCuts):
+    """What an index holds: count occurrences of dim-dimensional vectors at `layers`; mode exact | approximate;
+    dropped [items] word pieces cut off each corpus item to fit the model's max_length (None in an index saved
+    before they were counted: TokenIndex counts them again from the corpus)."""
 
     model: str
     corpus: str
@@ -104,6 +106,8 @@ class IndexInfo:
     nprobe: int
     build_seconds: float
     has_trees: bool
+    dropped: tuple[int, ...] | None = None
+    max_length: int | None = None
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
@@ -168,10 +172,10 @@ def build_token_index(lm, corpus, layers: Sequence[int], *, folder: Path | None 
     if bad:
         raise ValueError(f"layers must be 0..{lm.num_layers} for {lm.ref}; got {bad}")
     folder = Path(folder) if folder else index_root() / index_key(lm.ref, corpus.digest, layers)
-    if (folder / "info.json").is_file():
-        return TokenIndex(folder)
     trees = list(corpus.trees) if corpus.trees else [None] * len(corpus.items)
     inputs = [Words(t.words) if t is not None else item for item, t in zip(corpus.items, trees)]
+    if (folder / "info.json").is_file():
+        return _with_cuts(TokenIndex(folder), lm, inputs)
     started = time.perf_counter()
     try:
         # The whole folder is written under a temporary name (core.files) and renamed when complete: a build
@@ -182,6 +186,7 @@ def build_token_index(lm, corpus, layers: Sequence[int], *, folder: Path | None 
             occurrences: list[np.ndarray] = []
             records: dict[int, dict] = {}
             count = 0
+            dropped = np.zeros(len(inputs), dtype=np.int64)
             try:
                 for i, enc in encode_stream(lm, inputs, batch_size=batch_size, attentions=False,
                                             progress=progress, should_stop=should_stop):
@@ -191,6 +196,7 @@ def build_token_index(lm, corpus, layers: Sequence[int], *, folder: Path | None 
                     word_idx = np.asarray(enc.word_ids)[first]
                     occurrences.append(np.stack([np.full(len(first), i), word_idx], axis=1).astype(np.int32))
                     records[i] = _item_record(inputs[i], trees[i], enc.words)
+                    dropped[i] = enc.n_truncated
                     count += len(first)
             finally:
                 for f in files.values():
@@ -212,13 +218,25 @@ def build_token_index(lm, corpus, layers: Sequence[int], *, folder: Path | None 
                 faiss.write_index(index, str(tmp / f"layer_{layer}.faiss"))
                 del vectors
             info = IndexInfo(lm.ref, corpus.name, corpus.digest, layers, count, lm.hidden_size, mode, nlist, nprobe,
-                             round(time.perf_counter() - started, 3), bool(corpus.trees))
+                             round(time.perf_counter() - started, 3), bool(corpus.trees),
+                             tuple(dropped.tolist()), lm.max_length)
             (tmp / "info.json").write_text(json.dumps(info.to_json()))
     except OSError:
         if not (folder / "info.json").is_file():
             raise
         # built meanwhile by another session: keep theirs
-    return TokenIndex(folder)
+    return _with_cuts(TokenIndex(folder), lm, inputs)
+
+
+def _with_cuts(index: TokenIndex, lm, inputs) -> TokenIndex:
+    """`index`, its info counting the word pieces cut off each item even when saved before they were stored
+    (tokenized again, no forward pass)."""
+    if index.info.dropped is None:
+        from core.encoding import tokenize
+
+        dropped = tuple(t.n_tokens_full - t.n_tokens for t in tokenize(lm, inputs))
+        index.info = replace(index.info, dropped=dropped, max_length=lm.max_length)
+    return index
 
 
 # ---- a search ---------------------------------------------------------------------------------------------------

@@ -44,6 +44,23 @@ def warn_truncated(encodings) -> dict:
     return validation.truncation(encodings)
 
 
+def counted(run):
+    """run() inside core.encoding.counting_cuts: (its result, its JSON's "truncated" field), with the corpus
+    pass's notice of inputs cut to the model's length on stderr (warn_cuts)."""
+    from core.encoding import counting_cuts
+
+    with counting_cuts() as cuts:
+        result = run()
+    return result, warn_cuts(cuts)
+
+
+def warn_cuts(cuts: validation.CorpusCuts) -> dict:
+    """warn_truncated for a corpus pass (cuts: core.encoding.counting_cuts's count, or a result's CorpusCuts):
+    "K of N examples ... were cut off" on stderr; returns the JSON's "truncated" field, summed over the corpus."""
+    warn(cuts.truncation_notice())
+    return cuts.truncation()
+
+
 def warn(notice: str | None) -> None:
     """A notice the page shows as a warning, on stderr (None: nothing to say)."""
     if notice:

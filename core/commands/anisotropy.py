@@ -6,7 +6,7 @@ import sys
 
 from core import corpus as corpora, protocols, validation
 from core.anisotropy import MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, measure_corpus
-from core.commands import add_model_argument
+from core.commands import add_model_argument, counted
 from core.models import load_model
 
 
@@ -58,10 +58,10 @@ def run_anisotropy(args) -> int:
         if not args.json or sys.stderr.isatty():
             print(f"\r{done}/{total} sentences", end="", file=sys.stderr, flush=True)
 
-    profile = measure_corpus(lm, corpus, settings, progress=report)
+    profile, truncated = counted(lambda: measure_corpus(lm, corpus, settings, progress=report))
     print(file=sys.stderr)
     if args.json:
-        validation.dump_json(profile.to_json(), args.out)
+        validation.dump_json({**profile.to_json(), "truncated": truncated}, args.out)
         return 0
     paper = profile.protocol == PAPER_PROTOCOL
     print(protocols.describe(profile.protocol))

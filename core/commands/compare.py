@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument
+from core.commands import add_model_argument, counted
 from core.models import load_model
 from core.probe import PROTOCOLS as PROBE_PROTOCOLS
 from core.probe import ProbeSettings, probe_data, probe_layers, random_control
@@ -78,10 +78,10 @@ def _progress(label: str, quiet: bool):
 def run_compare(args) -> int:
     sentences = list(corpora.resolve(args.corpus, args.seed).head(args.limit).sentences)
     a, b = load_model(args.a), load_model(args.b)
-    result = compare_models(a, b, sentences, max_words=args.max_words, seed=args.seed, protocol=args.protocol,
-                            progress=_progress("encoding", args.json))
+    result, truncated = counted(lambda: compare_models(a, b, sentences, max_words=args.max_words, seed=args.seed,
+                                                       protocol=args.protocol, progress=_progress("encoding", args.json)))
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{result.model_a} vs {result.model_b}: {result.n_words} words in {result.n_sentences} sentences, "
           f"protocol {result.protocol}, seed {result.seed}"
@@ -120,9 +120,10 @@ def run_probe(args) -> int:
     data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
                       seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
     model = random_control(lm, args.seed) if args.random_init else lm
-    result = probe_layers(model, data, layers, settings, use_cache=not args.no_cache, progress=_progress("probe", args.json))
+    result, truncated = counted(lambda: probe_layers(model, data, layers, settings, use_cache=not args.no_cache,
+                                                     progress=_progress("probe", args.json)))
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, "
           f"rank {settings.rank}, protocol {settings.protocol}")

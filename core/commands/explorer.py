@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress, warn, warn_truncated
+from core.commands import add_model_argument, stderr_progress, warn, warn_cuts, warn_truncated
 from core.explorer import METHODS, POOLINGS
 
 
@@ -87,8 +87,10 @@ def run_neighbours(args) -> int:
     index = build_token_index(lm, corpus, [layer], progress=stderr_progress(args))
     result = neighbours(index, encoding, position, layer, args.k)
     truncated = warn_truncated(encoding)
+    corpus_truncated = warn_cuts(index.info)
     if args.json:
-        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated, "corpus_truncated": corpus_truncated},
+                             args.out)
         return 0
     q = result.query
     print(f"'{q['word']}' (word {q['position']}) at layer {layer}: {q['mode']} search over {q['count']} "

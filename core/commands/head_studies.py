@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from core import corpus as corpora, validation
-from core.commands import stderr_progress
+from core.commands import counted, stderr_progress
 
 
 def _common(p, corpus_default: str | None) -> None:
@@ -49,11 +49,12 @@ def _models(args) -> list:
 
 
 def _emit(args, results, table) -> int:
+    """results: (result, its "truncated" field) per model, from `counted`."""
     if args.json:
-        out = [r.to_json() for r in results]
+        out = [{**r.to_json(), "truncated": truncated} for r, truncated in results]
         validation.dump_json(out[0] if len(out) == 1 else out, args.out)
     else:
-        for r in results:
+        for r, _ in results:
             table(r)
     return 0
 
@@ -68,8 +69,9 @@ def run_features(args) -> int:
     from core.head_features import FEATURE_TITLES, FEATURES, feature_attention
 
     trees = corpora.require_trees(corpora.resolve(args.corpus, args.seed))
-    results = [replace(feature_attention(lm, trees, batch_size=args.batch_size, progress=stderr_progress(args)),
-                       corpus=args.corpus) for lm in _models(args)]
+    results = [counted(lambda: replace(feature_attention(lm, trees, batch_size=args.batch_size,
+                                                         progress=stderr_progress(args)), corpus=args.corpus))
+               for lm in _models(args)]
 
     def table(r):
         print(f"{r.model} on {args.corpus}: {r.n_sentences} sentences ({r.n_skipped} too long)")
@@ -82,8 +84,9 @@ def run_cls(args) -> int:
     from core.head_features import TOKEN_TYPES, cls_attention
 
     inputs = corpora.resolve(args.corpus, args.seed).inputs
-    results = [replace(cls_attention(lm, inputs, batch_size=args.batch_size, progress=stderr_progress(args)),
-                       corpus=args.corpus) for lm in _models(args)]
+    results = [counted(lambda: replace(cls_attention(lm, inputs, batch_size=args.batch_size,
+                                                     progress=stderr_progress(args)), corpus=args.corpus))
+               for lm in _models(args)]
 
     def table(r):
         print(f"{r.model} on {args.corpus}: {r.n_examples} inputs; last layer, [CLS] row")
@@ -97,7 +100,8 @@ def run_aspects(args) -> int:
     from core.aspect_heads import aspect_heads, semeval_pairs
 
     pairs = semeval_pairs(args.split, args.limit or None)
-    results = [aspect_heads(lm, pairs, batch_size=args.batch_size, split=args.split, progress=stderr_progress(args))
+    results = [counted(lambda: aspect_heads(lm, pairs, batch_size=args.batch_size, split=args.split,
+                                            progress=stderr_progress(args)))
                for lm in _models(args)]
 
     def table(r):
@@ -113,8 +117,9 @@ def run_head_map(args) -> int:
     from core.head_clustering import head_map
 
     inputs = corpora.resolve(args.corpus, args.seed).inputs
-    results = [replace(head_map(lm, inputs, batch_size=args.batch_size, seed=args.seed, progress=stderr_progress(args)),
-                       corpus=args.corpus) for lm in _models(args)]
+    results = [counted(lambda: replace(head_map(lm, inputs, batch_size=args.batch_size, seed=args.seed,
+                                                progress=stderr_progress(args)), corpus=args.corpus))
+               for lm in _models(args)]
 
     def table(r):
         print(f"{r.model} on {args.corpus}: {r.n_examples} inputs")

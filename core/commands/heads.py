@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress, warn_degenerate
+from core.commands import add_model_argument, counted, stderr_progress, warn_degenerate
 from core.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES
 from core.protocols import DEFAULT, describe
 
@@ -83,10 +83,10 @@ def run_heads(args) -> int:
 
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
     lm = load_model(args.model)
-    survey = replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
-                                  progress=stderr_progress(args)), corpus=args.corpus)
+    survey, truncated = counted(lambda: replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
+                                                             progress=stderr_progress(args)), corpus=args.corpus))
     if args.json:
-        validation.dump_json(survey.to_json(), args.out)
+        validation.dump_json({**survey.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
     print(describe(args.protocol))
@@ -129,10 +129,11 @@ def run_attention_change(args) -> int:
     from core.models import load_model
 
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
-    change = attention_change(load_model(args.a), load_model(args.b), inputs, batch_size=args.batch_size,
-                              progress=stderr_progress(args))
+    a, b = load_model(args.a), load_model(args.b)
+    change, truncated = counted(lambda: attention_change(a, b, inputs, batch_size=args.batch_size,
+                                                         progress=stderr_progress(args)))
     if args.json:
-        validation.dump_json(change.to_json(), args.out)
+        validation.dump_json({**change.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{change.model_a} vs {change.model_b}: {change.n_examples} inputs from {args.corpus}")
     _grid("cosine of the flattened attention maps", change.cosine)
@@ -143,11 +144,12 @@ def run_syntax_heads(args) -> int:
     from core.heads import syntax_heads
     from core.models import load_model
     corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
-    result = syntax_heads(load_model(args.model), corpora.require_trees(corpus), batch_size=args.batch_size,
-                          subtypes=args.subtypes, protocol=args.protocol, progress=stderr_progress(args))
+    lm, trees = load_model(args.model), corpora.require_trees(corpus)
+    result, truncated = counted(lambda: syntax_heads(lm, trees, batch_size=args.batch_size, subtypes=args.subtypes,
+                                                     protocol=args.protocol, progress=stderr_progress(args)))
     result = replace(result, treebank=args.corpus)
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
     print(describe(args.protocol))

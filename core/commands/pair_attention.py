@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, stderr_progress
+from core.commands import add_model_argument, counted, stderr_progress
 
 LABELS = ("equivalent", "not equivalent")
 
@@ -34,11 +34,12 @@ def run_pair_attention(args) -> int:
 
     pairs, gold, _ = mrpc_pairs(args.corpus, args.seed, args.limit)
     lm = load_model(args.model)
-    result = pair_heads(lm, pairs, gold, LABELS, words_only=args.words_only, corpus=args.corpus,
-                        batch_size=args.batch_size, progress=stderr_progress(args))
+    result, truncated = counted(lambda: pair_heads(lm, pairs, gold, LABELS, words_only=args.words_only, corpus=args.corpus,
+                                                   batch_size=args.batch_size, progress=stderr_progress(args)))
     if args.json:
         payload = result.to_json()
         payload["top_heads"] = result.top_heads(args.top)
+        payload["truncated"] = truncated
         validation.dump_json(payload, args.out)
         return 0
     n = result.n_pairs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core import corpus as corpora, validation
-from core.commands import add_model_argument, warn_truncated
+from core.commands import add_model_argument, counted, warn_truncated
 from core.encoding import encode
 from core.models import load_model
 from core.projection import METHODS, PROTOCOLS, background_vectors, collect_tokens, layerwise_projection
@@ -51,12 +51,14 @@ def run_pca(args) -> int:
     keep = {"keep_special": not args.drop_special, "keep_punct": not args.drop_punct}
     encodings = encode(lm, inputs, attentions=False)
     tokens = collect_tokens(encodings, **keep)
-    background = background_vectors(lm, background_sentences, **keep) if background_sentences is not None else None
+    background, background_truncated = (counted(lambda: background_vectors(lm, background_sentences, **keep))
+                                        if background_sentences is not None else (None, None))
     projection = layerwise_projection(tokens, args.fit, protocol=args.protocol, background=background, seed=args.seed)
     projection = replace(projection, model=lm.ref, background_name=args.background)
     truncated = warn_truncated(encodings)
     if args.json:
-        validation.dump_json({**projection.to_json(), "truncated": truncated}, args.out)
+        extra = {"background_truncated": background_truncated} if background_truncated is not None else {}
+        validation.dump_json({**projection.to_json(), "truncated": truncated, **extra}, args.out)
         return 0
     ratio = projection.explained_variance_ratio
     print(f"{len(projection.tokens)} tokens, {len(projection.layers)} layers (0 = embeddings), fit: "

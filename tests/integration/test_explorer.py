@@ -111,7 +111,7 @@ def test_cli_neighbours_and_project_json(tiny_bert_dir, tmp_path, isolated_cache
     corpus_file.write_text("text,label,source\n" + "".join(f"{s},{'ab'[i % 2]},{i}\n" for i, s in enumerate(SENTENCES)))
     got = cli("neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--layer", "2",
               "--corpus", str(corpus_file), "--k", "3", env_cache=isolated_cache)
-    assert set(got) == {"query", "neighbours", "truncated"} and len(got["neighbours"]) == 3
+    assert set(got) == {"query", "neighbours", "truncated", "corpus_truncated"} and len(got["neighbours"]) == 3
     assert all(set(n) == {"sentence", "word", "position", "similarity"} for n in got["neighbours"])
     sims = [n["similarity"] for n in got["neighbours"]]
     assert sims == sorted(sims, reverse=True)

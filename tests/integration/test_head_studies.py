@@ -126,7 +126,7 @@ def test_cli_json_keys(tiny_bert_dir):
     out = subprocess.run([sys.executable, "-m", "core", "cls-attention", "--model", str(tiny_bert_dir), "--corpus",
                           "builtin", "--json", "--quiet"], capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
-    assert set(got) == {"model", "corpus", "token_types", "shares", "n_examples"}
+    assert set(got) == {"model", "corpus", "token_types", "shares", "n_examples", "truncated"}
     assert set(got["shares"]) == {"cls", "sep", "punct", "other"}
 
 

@@ -75,7 +75,7 @@ def test_cli_json_on_mrpc(tiny_bert_dir, data_dir, capsys):
                  "--top", "5", "--quiet", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"model", "corpus", "labels", "words_only", "n_pairs", "directions", "mean", "auc",
-                            "top_heads"}
+                            "top_heads", "truncated"}
     assert len(payload["top_heads"]) == 5 and sum(payload["n_pairs"].values()) == 30
     # The same pairs through the library give the same AUC grid.
     pairs, gold, _ = mrpc_pairs("mrpc:test", 0, 30)
