@@ -49,12 +49,14 @@ def token_axis(*, angle: int = 0, **options) -> alt.Axis:
 
 def wrapped_labels(labels, chars: int = 80) -> str:
     """A legend's `labelExpr` that draws each label longer than `chars` characters on several lines, so none is cut
-    with "…" (a legend label has no tooltip: the cut words are lost). Give the legend a labelLimit wide enough for
-    `chars` characters."""
+    with "…" (a legend or panel header label has no tooltip: the cut words are lost). Give the legend (header) a
+    labelLimit wide enough for `chars` characters."""
     lines = {label: textwrap.wrap(label, chars) for label in labels if len(label) > chars}
     if not lines:
         return "datum.label"
-    return f"({json.dumps(lines)})[datum.label] || datum.label"
+    # datum.label in parentheses: a header's labelExpr gets it replaced by an unbracketed `a ? b : c`, and
+    # `x || a ? b : c` reads as `(x || a) ? b : c`, the whole name again
+    return f"({json.dumps(lines)})[(datum.label)] || (datum.label)"
 
 
 def is_faceted(chart: alt.TopLevelMixin) -> bool:

@@ -347,6 +347,30 @@ def test_reproduce_small_multiples_fit_the_main_column():
         assert not any("/some/folder" in s for s in drawing.strings())
 
 
+def test_reproduce_panel_names_are_wrapped_not_cut():
+    """Issue 37: a panel's header was cut at the panel's width, "Ethayarajh 2019: MEV, anisotropy-adjusted — a…"."""
+    from types import SimpleNamespace as Result
+
+    from core import studies
+    from core.charts import reproduce
+    from tests import fake_study
+
+    names = ["Ethayarajh 2019: MEV, anisotropy-adjusted — average over every context of a word", "short one"]
+    chart = reproduce.measured_chart(Result(measured={n: {0: 0.1, 1: 0.3, 2: 0.2} for n in names}, model="m"))
+    drawing = draw(chart)
+    headers = [t for t in drawing.texts if t.role == "title-text" and t.text != "measured (m)"]
+    assert not [t.text for t in headers if t.text.endswith("…")]
+    for name in names:  # each name whole, its lines stacked at one x
+        lines = [t for t in headers if name.startswith(t.text.strip()) or t.text.strip() in name]
+        assert " ".join(t.text.strip() for t in lines).replace("- ", "-") == name, [t.text for t in lines]
+        assert len({round(t.x) for t in lines}) == 1
+    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    for build in (reproduce.layer_comparison_chart, reproduce.table_comparison_chart):
+        spec = build(result).to_dict()  # the paper comparisons take the same wrapped header
+        labels = [row["label"] for rows in spec["datasets"].values() for row in rows]
+        assert spec["facet"]["header"] == reproduce._panel_header(pd.Series(labels)).to_dict()
+
+
 def test_reproduce_measured_line_is_not_pale():
     """Issue 37 (seen on the Reproduce page, as on the [CLS] chart): the measured series took the theme's second
     colour, pale #83c9ff (1.8:1 on white). Paper and measured each get a colour of at least 3:1."""
