@@ -149,8 +149,8 @@ PRESENTING: contextvars.ContextVar[bool] = contextvars.ContextVar("presenting", 
 
 def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     """st.altair_chart for every page: a chart its builder sized (core.charts.layout.fixed_size) is drawn at that
-    size (width="content"), not stretched or squeezed by the container (others as st.altair_chart draws them); in
-    presenter mode with larger type. The
+    size (width="content"), not stretched or squeezed by the container (others as st.altair_chart draws them), its
+    series in layout.CATEGORY_COLOURS; in presenter mode with larger type. The
     chart joins the page's PDF report under `name` (default: its key or title). Returns st.altair_chart's value."""
     page_report.collect(name or options.get("key") or _chart_title(chart) or "chart", chart)
     if layout.is_faceted(chart) and getattr(chart, "autosize", alt.Undefined) is alt.Undefined:
@@ -162,6 +162,7 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
         # as wide as the column, as tall as the builder says plus axes and title: Streamlit's default `fit` would
         # fit those into the stated height and squeeze the plot (it keeps `pad` for concatenated and faceted charts)
         chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    chart = layout.legible_colours(chart)  # not Streamlit's palette, whose second series is pale (issue 37)
     return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
 
 

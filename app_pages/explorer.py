@@ -59,16 +59,19 @@ intro(
     "Pick a dataset and press Run, colour the points by label or prediction, drag a box to select some, and save "
     "the selection as a slice to compare its accuracy with the rest.",
 )
+TABS = ("Projector", "Nearest contexts")
 row = st.columns(3)
 row[0].button("SNLI dev, 200 pairs, last layer", key=P + "ex.snli", width="stretch", on_click=set_state,
               args=({P + "source": "snli:dev", P + "n": 200, P + "method": "pca", P + "pooling": "cls"},))
 row[1].button("UD EWT: sentence length, mean vectors", key=P + "ex.ud", width="stretch", on_click=set_state,
               args=({P + "source": "ud:dev", P + "n": 200, P + "pooling": "mean", P + "colour": "sentence length"},))
 row[2].button("Nearest contexts of “bank”", key=P + "ex.bank", width="stretch", on_click=set_state,
-              args=({SENTENCE_A_KEY: "She sat on the bank of the river and watched the water.", SENTENCE_B_KEY: "",
+              args=({P + "tab": TABS[1], SENTENCE_A_KEY: "She sat on the bank of the river and watched the water.", SENTENCE_B_KEY: "",
                      P + "word": "bank", P + "nsource": "builtin"},))
 
-projector_tab, neighbours_tab = st.tabs(["Projector", "Nearest contexts"])
+# A keyed switch, not st.tabs: tabs keep no state, so the rerun after a job finished reopened the first one and hid
+# the index just built on the second (issue 37); the key also puts the open tab in the URL (core.views).
+tab = st.segmented_control("View", TABS, key=P + "tab", label_visibility="collapsed") or TABS[0]
 
 
 @st.cache_data(show_spinner="Reading the dataset…", max_entries=8)
@@ -127,7 +130,7 @@ def selected_ids(event, frame: pd.DataFrame) -> list[int]:
     return frame.loc[inside, "id"].astype(int).tolist()
 
 
-with projector_tab:
+if tab == TABS[0]:
     examples = pick_examples()
     ref = model_ref()
     if examples is not None:
@@ -236,7 +239,7 @@ def open_index(folder: str) -> vi.TokenIndex:
     return vi.TokenIndex(folder)
 
 
-with neighbours_tab:
+if tab == TABS[1]:
     text_a, text_b = sentences()
     ref = model_ref()
     if not text_a:

@@ -191,6 +191,7 @@ VIEWS: dict[str, tuple[Param, ...]] = {
         Param("study", "reproduce.study", "str"),
     ),
     "explorer": (
+        Param("tab", "explorer.tab", "str", "Projector", ("Projector", "Nearest contexts")),
         Param("corpus", "explorer.source", "str"),
         Param("n", "explorer.n", "int", low=10, high=5000),
         Param("layer", "explorer.layer", **_LAYER),

@@ -44,6 +44,7 @@ class Drawing:
     height: float
     texts: list[Text]
     rects: list[tuple[float, float]]  # (width, height) of every rect mark
+    mark_colours: frozenset[str] = frozenset()  # every fill and stroke of a mark, lower-case "#rrggbb"
 
     def strings(self, role: str | None = None) -> list[str]:
         return [t.text for t in self.texts if role is None or t.role == role]
@@ -52,6 +53,10 @@ class Drawing:
 # The parts of Streamlit's chart theme (frontend CustomTheme: axis config) that decide which axis labels are
 # drawn: it culls overlapping labels and cuts them at 100 px unless the chart's own axis says otherwise.
 STREAMLIT_AXIS_THEME = {"labelOverlap": True, "labelLimit": 100, "labelSeparation": 2, "labelFlush": True}
+# Streamlit's light-theme palette (config.py, theme.chartCategoricalColors), the colours of any series whose chart
+# names none: the frontend merges its theme under the chart's config, so a chart's own range.category wins.
+STREAMLIT_CATEGORY_THEME = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d",
+                            "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5"]
 
 
 # The page's main column (Streamlit's centered layout): the width the frontend gives a stretched chart.
@@ -74,6 +79,7 @@ def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
     spec = _prepare_vega_lite_spec(spec, use_container_width=False)
     config = dict(spec.get("config", {}))
     config["axis"] = {**STREAMLIT_AXIS_THEME, **config.get("axis", {})}
+    config["range"] = {"category": STREAMLIT_CATEGORY_THEME, **config.get("range", {})}
     return {**spec, "config": config}
 
 
@@ -101,6 +107,7 @@ def draw(chart, *, streamlit: bool = True) -> Drawing:
     root = ET.fromstring(vlc.vegalite_to_svg(spec))
     texts: list[Text] = []
     rects: list[tuple[float, float]] = []
+    colours: set[str] = set()
 
     def walk(node: ET.Element, ox: float, oy: float, role: str, size: float) -> None:
         dx, dy, angle = _translate(node.get("transform"))
@@ -109,6 +116,8 @@ def draw(chart, *, streamlit: bool = True) -> Drawing:
         if node.get("font-size"):
             size = float(re.match(r"[\d.]+", node.get("font-size")).group())
         tag = node.tag.replace(SVG, "")
+        if role == "mark":
+            colours.update(c.lower() for c in (node.get("fill"), node.get("stroke")) if c and c.startswith("#"))
         if tag == "text":
             lines = [span.text or "" for span in node.findall(f"{SVG}tspan")] or ["".join(node.itertext())]
             for line in lines:  # a multi-line title is one <text> with a <tspan> per line
@@ -123,7 +132,7 @@ def draw(chart, *, streamlit: bool = True) -> Drawing:
             walk(child, x, y, role, size)
 
     walk(root, 0.0, 0.0, "", 10.0)
-    return Drawing(float(root.get("width")), float(root.get("height")), texts, rects)
+    return Drawing(float(root.get("width")), float(root.get("height")), texts, rects, frozenset(colours))
 
 
 def drawn(label: str, strings: list[str]) -> bool:
@@ -135,6 +144,60 @@ def smallest_gap(values: list[float]) -> float:
     """The smallest distance between neighbouring distinct positions (rows of labels), inf for fewer than two."""
     ordered = sorted(set(round(v, 2) for v in values))
     return min((b - a for a, b in zip(ordered, ordered[1:])), default=math.inf)
+
+
+def listed_colours(spec) -> set[str]:
+    """Every colour a spec names for its series: its config's category palette and each colour scale's listed range
+    (not a scheme: heatmap ramps are no categories)."""
+    found = {c.lower() for c in spec.get("config", {}).get("range", {}).get("category", []) if isinstance(c, str)} \
+        if isinstance(spec, dict) else set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            for channel in ("color", "fill", "stroke"):
+                scale = node.get(channel, {}).get("scale") if isinstance(node.get(channel), dict) else None
+                if isinstance(scale, dict) and isinstance(scale.get("range"), list):
+                    found.update(c.lower() for c in scale["range"] if isinstance(c, str) and c.startswith("#"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def categorical_schemes(spec) -> set[str]:
+    """The named schemes of a spec's nominal colour encodings: such a scheme's colours bypass the palette, and
+    listed_colours cannot name them (an ordinal one, as layers, is a ramp like a heatmap's)."""
+    found: set[str] = set()
+    if isinstance(spec, dict):
+        for channel in ("color", "fill", "stroke"):
+            field = spec.get(channel)
+            if isinstance(field, dict) and field.get("type") == "nominal" \
+                    and isinstance(field.get("scale"), dict) and "scheme" in field["scale"]:
+                found.add(str(field["scale"]["scheme"]))
+        for value in spec.values():
+            found |= categorical_schemes(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found |= categorical_schemes(value)
+    return found
+
+
+def lab_distance(a: str, b: str) -> float:
+    """CIE76 distance of two "#rrggbb" colours in CIELAB (D65): about 2.3 is the least a person notices; series
+    colours want 20 or more."""
+    def lab(colour: str) -> tuple[float, float, float]:
+        rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, bl = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        xyz = ((0.4124 * r + 0.3576 * g + 0.1805 * bl) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * bl,
+               (0.0193 * r + 0.1192 * g + 0.9505 * bl) / 1.08883)
+        fx, fy, fz = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in xyz]
+        return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+    return math.dist(lab(a), lab(b))
 
 
 def contrast_on_white(colour: str) -> float:

@@ -11,7 +11,8 @@ from core.charts import layout
 from core.charts.classification import CELL_PX
 from core.protocols import PROTOCOLS
 
-ARM_COLOURS = alt.Scale(domain=list(ARMS), range=["#4c78a8", "#e45756", "#72b7b2"])
+# Each over 3:1 on white (the third arm was tableau10's teal, 2.2:1).
+ARM_COLOURS = alt.Scale(domain=list(ARMS), range=["#4c78a8", "#e45756", "#00838f"])
 _SLICE_SORT = [SLICE_TITLES[s] for s in SLICE_ORDER]
 
 

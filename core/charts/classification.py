@@ -19,10 +19,9 @@ import pandas as pd
 
 from core.charts import layout
 
-# NLI labels get colours that read apart at a glance (agree green, undecided grey, disagree red); any other class
-# takes the next colour of tableau10 not already used.
-KNOWN_CLASS_COLOURS = {"entailment": "#54a24b", "neutral": "#9d9d9d", "contradiction": "#e45756"}
-_OTHER_COLOURS = ["#4c78a8", "#f58518", "#b279a2", "#72b7b2", "#eeca3b", "#ff9da6", "#9d755d", "#79706e"]
+# NLI labels get colours that read apart at a glance (agree green, undecided grey, disagree red), each over 3:1 on
+# white (the grey was #9d9d9d, 2.7:1); any other class takes the next of layout.CATEGORY_COLOURS not already used.
+KNOWN_CLASS_COLOURS = {"entailment": "#2a8a3e", "neutral": "#767676", "contradiction": "#e45756"}
 # A confusion-matrix cell is at least this many pixels wide and tall: room for its count.
 CELL_PX = 44
 
@@ -31,8 +30,8 @@ def _order(values) -> list:
 
 
 def class_colours(classes: Sequence[str]) -> alt.Scale:
-    """A colour per class, in `classes` order: the NLI labels' fixed colours, then tableau10."""
-    others = iter(c for c in _OTHER_COLOURS if c not in KNOWN_CLASS_COLOURS.values())
+    """A colour per class, in `classes` order: the NLI labels' fixed colours, then layout.CATEGORY_COLOURS."""
+    others = iter(c for c in layout.CATEGORY_COLOURS if c not in KNOWN_CLASS_COLOURS.values())
     return alt.Scale(domain=list(classes), range=[KNOWN_CLASS_COLOURS.get(str(c).lower()) or next(others)
                                                   for c in classes])
 

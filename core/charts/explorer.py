@@ -44,7 +44,8 @@ def scatter(frame: pd.DataFrame, colour: str, title: str, *, selectable: bool = 
         return "quantitative" if column in QUANTITATIVE else "nominal"
 
     # A file's column can be called anything ("a.b", "x: y"): fields by name, escaped (core.safe_text.vega_field).
-    scale = alt.Scale(scheme="viridis") if kind(colour) == "quantitative" else alt.Scale(scheme="tableau10")
+    # categories take the app's palette (layout.legible_colours): tableau10's orange and yellow are pale on white
+    scale = alt.Scale(scheme="viridis") if kind(colour) == "quantitative" else alt.Undefined
     tooltip = [alt.Tooltip("id:Q"), alt.Tooltip("text:N")] + [
         alt.Tooltip(field=vega_field(c), type=kind(c), title=c) for c in frame.columns
         if c not in ("id", "x", "y", "text")]

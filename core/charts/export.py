@@ -1,4 +1,5 @@
-"""Offline export of any chart or table: SVG and PNG through vl-convert, interactive HTML around vl-convert's bundle
+"""Offline export of any chart or table, its series in the app's colours (core.charts.layout.legible_colours):
+SVG and PNG through vl-convert, interactive HTML around vl-convert's bundle
 of Vega, Vega-Lite and Vega-Embed (so no CDN) with the spec embedded by core.safe_text, CSV."""
 
 from __future__ import annotations
@@ -6,6 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from core.charts.layout import legible_colours
 from core.safe_text import inline_script, script_json
 
 # vega-embed's action menu links to the online Vega Editor; an offline file should not offer a call to a third party.
@@ -14,7 +16,7 @@ EMBED_OPTIONS = {"actions": {"export": True, "source": True, "compiled": False, 
 
 def offline_spec(chart: alt.TopLevelMixin | dict) -> dict:
     """The chart's Vega-Lite spec, data inlined, with embed options that keep vega-embed off the network."""
-    spec = dict(chart if isinstance(chart, dict) else chart.to_dict())
+    spec = legible_colours(chart if isinstance(chart, dict) else chart.to_dict())
     usermeta = dict(spec.get("usermeta") or {})
     usermeta["embedOptions"] = {**EMBED_OPTIONS, **usermeta.get("embedOptions", {})}
     spec["usermeta"] = usermeta
@@ -25,13 +27,13 @@ def chart_svg(chart: alt.TopLevelMixin) -> str:
     """Render offline (vl-convert bundles Vega; no CDN)."""
     import vl_convert as vlc
 
-    return vlc.vegalite_to_svg(chart.to_dict())
+    return vlc.vegalite_to_svg(legible_colours(chart).to_dict())
 
 
 def chart_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
     import vl_convert as vlc
 
-    return vlc.vegalite_to_png(chart.to_dict(), scale=scale)
+    return vlc.vegalite_to_png(legible_colours(chart).to_dict(), scale=scale)
 
 
 def frame_csv(frame: pd.DataFrame) -> bytes:

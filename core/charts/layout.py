@@ -27,6 +27,12 @@ PAD = alt.AutoSizeParams(type="pad", contains="padding")
 # A measured line beside a paper's: strong blue and grey, both over 5:1 on white. Left to Streamlit's theme, the
 # second series of a chart is pale blue (#83c9ff, 1.8:1), and a measured line drawn in it read as missing.
 MEASURED_COLOUR, PAPER_COLOUR = "#0068c9", "#6b6b6b"
+# The colours of every series a chart leaves to the theme (`legible_colours`): each over 3:1 on white (WCAG's floor
+# for graphics) and each pair apart by a CIELAB distance of 25 or more. Streamlit's own palette drew the second
+# series in #83c9ff (1.8:1) and Vega's tableau10 (exports) has a yellow of 1.6:1. Blue first: a one-series chart
+# keeps Streamlit's blue; orange second, the most unlike it.
+CATEGORY_COLOURS = ("#0068c9", "#d55e00", "#2a8a3e", "#d62728", "#7b4fb0",
+                    "#8c564b", "#c0397f", "#5f5f5f", "#a36b00", "#00838f")
 
 
 def token_step() -> alt.Step:
@@ -43,12 +49,14 @@ def token_axis(*, angle: int = 0, **options) -> alt.Axis:
 
 def wrapped_labels(labels, chars: int = 80) -> str:
     """A legend's `labelExpr` that draws each label longer than `chars` characters on several lines, so none is cut
-    with "…" (a legend label has no tooltip: the cut words are lost). Give the legend a labelLimit wide enough for
-    `chars` characters."""
+    with "…" (a legend or panel header label has no tooltip: the cut words are lost). Give the legend (header) a
+    labelLimit wide enough for `chars` characters."""
     lines = {label: textwrap.wrap(label, chars) for label in labels if len(label) > chars}
     if not lines:
         return "datum.label"
-    return f"({json.dumps(lines)})[datum.label] || datum.label"
+    # datum.label in parentheses: a header's labelExpr gets it replaced by an unbracketed `a ? b : c`, and
+    # `x || a ? b : c` reads as `(x || a) ? b : c`, the whole name again
+    return f"({json.dumps(lines)})[(datum.label)] || (datum.label)"
 
 
 def is_faceted(chart: alt.TopLevelMixin) -> bool:
@@ -56,6 +64,21 @@ def is_faceted(chart: alt.TopLevelMixin) -> bool:
     encoding = getattr(chart, "encoding", alt.Undefined)
     return isinstance(encoding, alt.SchemaBase) and any(
         getattr(encoding, channel, alt.Undefined) is not alt.Undefined for channel in ("row", "column", "facet"))
+
+
+def legible_colours(chart: alt.TopLevelMixin | dict) -> alt.TopLevelMixin | dict:
+    """The chart (or spec) with CATEGORY_COLOURS as the palette of every colour scale that sets no range or scheme
+    of its own, unless its config names a palette; scales that do (NLI classes, heatmaps) are untouched. Every
+    chart drawn or exported goes through it (app_pages.common.draw_chart, core.charts.export), so both match."""
+    if isinstance(chart, dict):
+        config = chart.get("config", {})
+        if "category" in config.get("range", {}):
+            return chart
+        return {**chart, "config": {**config, "range": {**config.get("range", {}), "category": list(CATEGORY_COLOURS)}}}
+    config = chart.config.to_dict() if isinstance(chart.config, alt.SchemaBase) else {}
+    if "category" in config.get("range", {}):
+        return chart
+    return chart.configure_range(category=list(CATEGORY_COLOURS))
 
 
 def fixed_size(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:

@@ -14,6 +14,8 @@ from core.models import display_name
 # Panels per row of the small multiples: with their axes they stay inside the page's main column (~730 px).
 PANELS_PER_ROW = 2
 PANEL_WIDTH = 250
+# Characters of a panel's name per line: about PANEL_WIDTH at the header's 11 px type.
+PANEL_CHARS = 40
 
 COLUMNS = ["reference", "label", "measure", "key", "layer", "paper", "measured", "tolerance", "within", "kind", "verdict"]
 
@@ -65,8 +67,14 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
         tooltip=["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")],
     )
     layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=200)
-    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
                                            columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
+
+
+def _panel_header(names) -> alt.Header:
+    """A panel's name on as many lines as it takes (labelLimit alone cut "Ethayarajh 2019: MEV, anisotropy-adjusted —
+    a…"; a header has no tooltip, so the cut words were lost)."""
+    return alt.Header(labelLimit=PANEL_WIDTH, labelExpr=layout.wrapped_labels(names.unique(), PANEL_CHARS))
 
 
 def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -84,7 +92,7 @@ def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
                         legend=alt.Legend(orient="bottom", labelLimit=400)),
         tooltip=["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
-    return layout.fixed_size(base.facet(facet=alt.Facet("label:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+    return layout.fixed_size(base.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
                                         columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
 
 
@@ -102,6 +110,6 @@ def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
         tooltip=["series:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
     )
     layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=180)
-    return layout.fixed_size(layered.facet(facet=alt.Facet("series:N", title=None, header=alt.Header(labelLimit=PANEL_WIDTH)),
+    return layout.fixed_size(layered.facet(facet=alt.Facet("series:N", title=None, header=_panel_header(data["series"])),
                                            columns=PANELS_PER_ROW, data=data,
                                            title=title or f"measured ({display_name(result.model)})").resolve_scale(y="independent"))

@@ -97,11 +97,16 @@ def test_nearest_contexts_tab_lists_brute_force_neighbours(tiny_bert_dir, make_a
 
     text = "the cat sat on the bank of the river ."
     at = make_app(str(tiny_bert_dir), text).switch_page(PAGE).run()
+    at.session_state["explorer.tab"] = "Nearest contexts"
+    at.run()
     at.selectbox(key="explorer.nsource").set_value("builtin").run()
     at.selectbox(key="explorer.word").set_value("bank").run()
     at.button(key="explorer.index.run").click().run()
     finish(at, "explorer.index")
     assert not at.exception, at.exception
+    # issue 37: the reruns after the build keep this tab open (st.tabs reopened the Projector, hiding the result)
+    assert at.session_state["explorer.tab"] == "Nearest contexts"
+    assert not any(str(b.key).startswith("explorer.run.") for b in at.button), "the Projector is drawn instead"
     assert any("Exact search" in c.value for c in at.caption)
     table = at.dataframe[0].value
     # brute force: every word occurrence of the built-in sentences, cosine with the query word, top 10
@@ -123,6 +128,8 @@ def test_nearest_contexts_of_a_long_sentence_warn_that_it_was_cut(tiny_bert_dir,
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert_dir)
     dropped = len(tokenizer(long_text, truncation=False)["input_ids"]) - tokenizer.model_max_length
     at = make_app(str(tiny_bert_dir), long_text).switch_page(PAGE).run()
+    at.session_state["explorer.tab"] = "Nearest contexts"
+    at.run()
     assert not at.exception, at.exception
     assert dropped > 0 and [w.value for w in at.warning if "cut off" in w.value] == [
         f"The input is longer than the model reads (64 tokens): {dropped} word pieces at its end were cut off and "

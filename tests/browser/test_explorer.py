@@ -44,9 +44,8 @@ def test_explorer_projector_selection_and_nearest_contexts(page, app_url):
 
     page.goto(f"{app_url}/explorer")
     wait_for_app(page)
-    page.get_by_role("button", name="Nearest contexts of “bank”").click()
+    page.get_by_role("button", name="Nearest contexts of “bank”").click()  # opens the Nearest contexts tab too
     wait_for_app(page)
-    page.get_by_role("tab", name="Nearest contexts").click()
     page.get_by_role("button", name="Build / open the corpus index").click()
     page.get_by_text("search**").or_(page.get_by_text("Exact search")).first.wait_for(timeout=240_000)
     wait_for_app(page)

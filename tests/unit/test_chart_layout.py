@@ -5,13 +5,14 @@ tiny random BERT. Each chart must draw every token label, keep its title inside 
 
 from __future__ import annotations
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
 
 from core import lens
 from core.charts import layout
-from tests.chart_geometry import Drawing, contrast_on_white, draw, drawn, smallest_gap
+from tests.chart_geometry import Drawing, as_streamlit_sends, categorical_schemes, contrast_on_white, draw, drawn, lab_distance, listed_colours, smallest_gap
 from tests.conftest import TINY_VOCAB
 
 WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
@@ -344,6 +345,30 @@ def test_reproduce_small_multiples_fit_the_main_column():
         assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
         assert_titles_inside(drawing)
         assert not any("/some/folder" in s for s in drawing.strings())
+
+
+def test_reproduce_panel_names_are_wrapped_not_cut():
+    """Issue 37: a panel's header was cut at the panel's width, "Ethayarajh 2019: MEV, anisotropy-adjusted — a…"."""
+    from types import SimpleNamespace as Result
+
+    from core import studies
+    from core.charts import reproduce
+    from tests import fake_study
+
+    names = ["Ethayarajh 2019: MEV, anisotropy-adjusted — average over every context of a word", "short one"]
+    chart = reproduce.measured_chart(Result(measured={n: {0: 0.1, 1: 0.3, 2: 0.2} for n in names}, model="m"))
+    drawing = draw(chart)
+    headers = [t for t in drawing.texts if t.role == "title-text" and t.text != "measured (m)"]
+    assert not [t.text for t in headers if t.text.endswith("…")]
+    for name in names:  # each name whole, its lines stacked at one x
+        lines = [t for t in headers if name.startswith(t.text.strip()) or t.text.strip() in name]
+        assert " ".join(t.text.strip() for t in lines).replace("- ", "-") == name, [t.text for t in lines]
+        assert len({round(t.x) for t in lines}) == 1
+    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    for build in (reproduce.layer_comparison_chart, reproduce.table_comparison_chart):
+        spec = build(result).to_dict()  # the paper comparisons take the same wrapped header
+        labels = [row["label"] for rows in spec["datasets"].values() for row in rows]
+        assert spec["facet"]["header"] == reproduce._panel_header(pd.Series(labels)).to_dict()
 
 
 def test_reproduce_measured_line_is_not_pale():
@@ -722,6 +747,10 @@ def test_every_chart_function_says_what_it_returns():
     assert len(chart_builders()) >= 50  # the 57 of November 2026: finding them still works
 
 
+# The first chart each builder returned in this module's tests (builders_called records them).
+RETURNED_CHARTS: dict[str, alt.TopLevelMixin] = {}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def builders_called():
     """The builders the tests of this module called: each is wrapped wherever a module holds it (its own module's
@@ -735,13 +764,86 @@ def builders_called():
             @functools.wraps(function)
             def recorded(*args, _name=qualified, _function=function, **kwargs):
                 called.add(_name)
-                return _function(*args, **kwargs)
+                result = _function(*args, **kwargs)
+                charts = [r for r in (result if isinstance(result, tuple) else (result,)) if isinstance(r, alt.TopLevelMixin)]
+                if charts:
+                    RETURNED_CHARTS.setdefault(_name, charts[0])
+                return result
 
             for module in list(sys.modules.values()):
                 for attribute, value in list(getattr(module, "__dict__", {}).items()):
                     if value is function:
                         patch.setattr(module, attribute, recorded)
         yield called
+
+
+def illegible_series(chart: alt.TopLevelMixin) -> list[str]:
+    """The series colours (palette or listed range, not a heatmap's ramp) drawn in the chart as draw_chart sends it
+    that have under 3:1 contrast on white, and any categorical scheme that bypasses the palette."""
+    sent = layout.legible_colours(chart)
+    spec = as_streamlit_sends(sent)
+    pale = sorted(c for c in draw(sent).mark_colours & listed_colours(spec) if contrast_on_white(c) < 3)
+    return pale + [f"scheme {name}" for name in sorted(categorical_schemes(spec))]
+
+
+def test_category_colours_read_on_white_and_apart():
+    colours = layout.CATEGORY_COLOURS
+    assert len(set(colours)) == len(colours) >= 10
+    assert all(contrast_on_white(c) >= 3 for c in colours), [(c, round(contrast_on_white(c), 2)) for c in colours]
+    closest = min((lab_distance(a, b), a, b) for i, a in enumerate(colours) for b in colours[i + 1:])
+    assert closest[0] >= 25, closest
+
+
+def test_faithfulness_second_method_is_not_pale():
+    """Issue 37: left to Streamlit's palette, explain's faithfulness chart drew its second method (gradient × input)
+    in #83c9ff, 1.8:1 on white."""
+    from types import SimpleNamespace as Result
+
+    from core.charts import explain as explain_charts
+
+    rng = np.random.default_rng(0)
+    result = Result(methods=["ig", "gradient × input", "rollout", "random"], fractions=[0.1, 0.2, 0.5],
+                    comprehensiveness=rng.uniform(0, 0.5, (4, 3)), sufficiency=rng.uniform(0, 0.5, (4, 3)))
+    chart = explain_charts.faithfulness_chart(result)
+    assert "#83c9ff" in draw(chart).mark_colours  # Streamlit's own palette, as the test draws it, is the pale one
+    assert not illegible_series(chart)
+    assert {layout.CATEGORY_COLOURS[1]} <= draw(layout.legible_colours(chart)).mark_colours
+
+
+def test_draw_chart_and_exports_use_the_legible_palette(monkeypatch):
+    from app_pages import common
+    from core.charts import export
+
+    sent = []
+    monkeypatch.setattr(common.st, "altair_chart", lambda chart, **options: sent.append(chart))
+    monkeypatch.setattr(common.page_report, "collect", lambda name, chart: None)
+    frame = pd.DataFrame({"x": [0, 1, 0, 1], "y": [1, 2, 2, 1], "run": ["a", "a", "b", "b"]})
+    chart = alt.Chart(frame).mark_line().encode(x="x:Q", y="y:Q", color="run:N")
+    common.draw_chart(chart)
+    palette = list(layout.CATEGORY_COLOURS)
+    assert sent[-1].to_dict()["config"]["range"]["category"] == palette
+    assert export.offline_spec(chart)["config"]["range"]["category"] == palette
+    assert layout.CATEGORY_COLOURS[1] in export.chart_svg(chart)
+    own = chart.configure_range(category=["#000000", "#444444"])  # a chart naming its palette keeps it
+    assert export.offline_spec(own)["config"]["range"]["category"] == ["#000000", "#444444"]
+
+
+def test_every_series_drawn_reads_on_white(request):
+    """Issue 37: every series colour of every chart a test above drew (as draw_chart sends it) is over 3:1."""
+    selected = {item.originalname for item in request.session.items if item.module is request.module}
+    if "test_every_other_builder_draws_whole" not in selected:
+        pytest.skip("needs the drawing tests of this file selected")
+    pale = {}
+    for name, chart in RETURNED_CHARTS.items():
+        try:
+            found = illegible_series(chart)
+        except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
+            if "config" in str(err) or "top-level" in str(err):
+                continue
+            raise
+        if found:
+            pale[name] = found
+    assert len(RETURNED_CHARTS) >= 40 and not pale, "\n".join(f"{k}: {v}" for k, v in pale.items())
 
 
 def test_every_chart_builder_is_drawn(request, builders_called):
