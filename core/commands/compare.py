@@ -120,10 +120,11 @@ def run_probe(args) -> int:
     data = probe_data(train, evaluation, name=args.corpus + (f" / {args.eval_corpus}" if evaluation else ""),
                       seed=args.seed, max_train=args.max_train, max_eval=args.max_eval)
     model = random_control(lm, args.seed) if args.random_init else lm
-    result, truncated = counted(lambda: probe_layers(model, data, layers, settings, use_cache=not args.no_cache,
-                                                     progress=_progress("probe", args.json)))
+    # No "truncated" count here (yet): a cached probe answers without a forward pass, and under torchrun each rank
+    # would count only its share, so a count would be wrong rather than missing.
+    result = probe_layers(model, data, layers, settings, use_cache=not args.no_cache, progress=_progress("probe", args.json))
     if args.json:
-        validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
+        validation.dump_json(result.to_json(), args.out)
         return 0
     print(f"{result.model} on {data.name}: {len(data.train)} training, {len(data.eval)} evaluation sentences, "
           f"rank {settings.rank}, protocol {settings.protocol}")
