@@ -463,6 +463,10 @@ def derive_state(runs: dict, job: jobs.JobRecord | None, has_result: bool, cance
     a cancel was asked counts as cancelled (the signal can land before the job could record it)."""
     if has_result:
         return "done", None
+    if cancel_asked and (job is None or job.state in ("failed", "cancelled", "killed")
+                         or any(r is not None and r.state in ("failed", "cancelled") for r in runs.values())):
+        # A run stopped while it started can end as failed (its worker died before it could say "cancelled").
+        return "cancelled", "cancelled by the user"
     if job is not None and job.state in ("failed", "cancelled"):
         return job.state, job.error
     if job is not None and job.state == "killed":
