@@ -1,0 +1,20 @@
+"""Read the layers: every layer's vectors in words (logit and tuned lens), feed-forward neurons and sparse features."""
+
+from __future__ import annotations
+
+from core.views import View
+
+VIEW = View(
+    name="layers",
+    title="Read the layers",
+    url_path="layers",
+    icon=":material/translate:",
+    page="app_pages/layers.py",
+    order=25,
+    summary="Read what every layer holds in words: a masked-word head applied to each layer's vector at every "
+            "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
+            "made of, and see which change after fine-tuning.",
+    params=(),
+    commands=(),
+    charts=None,
+)
