@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 from safetensors import safe_open
 
 from core import settings
-from core.model import distributed
+from core.model import artefacts, distributed
 
 # Encoder-only families whose eager attention returns per-head probabilities.
 SUPPORTED_MODEL_TYPES = frozenset(
@@ -46,8 +46,9 @@ class ModelEntry:
     """One model that loads without the network."""
 
     name: str  # what to pass to load_model
-    source: str  # "hub-cache", "run", or "local"
+    source: str  # "hub-cache", "run", "local", or "fitted-head" (an encoder with a fitted masked-word head)
     path: str
+    fitted_on: str = ""  # for a fitted head: the model it was fitted on
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +160,11 @@ def available_models() -> list[ModelEntry]:
             # Unfinished runs live under a dotted temporary name until they are renamed.
             if run.is_dir() and not run.name.startswith(".") and _has_model_files(run):
                 entries.append(ModelEntry(run.name, "run", str(run)))
+    heads = artefacts.heads_dir()
+    if heads.is_dir():
+        for folder in sorted(heads.iterdir()):
+            if folder.is_dir() and not folder.name.startswith(".") and _has_model_files(folder):
+                entries.append(ModelEntry(folder.name, "fitted-head", str(folder), artefacts.fitted_on(folder)))
     data_models = settings.data_dir() / "models"
     if data_models.is_dir():
         for folder in sorted(data_models.iterdir()):
@@ -314,6 +320,9 @@ def resolve(ref: str) -> tuple[str, Path | None]:
     run = settings.runs_dir() / ref
     if run.is_dir() and not ref.startswith("."):
         return "run", run
+    head = artefacts.heads_dir() / ref
+    if head.is_dir() and not ref.startswith(".") and _has_model_files(head):
+        return "fitted-head", head
     data_model = settings.data_dir() / "models" / ref
     if data_model.is_dir() and _has_model_files(data_model):
         return "local", data_model
