@@ -31,6 +31,6 @@ VIEW = View(
         Param("layer", "masked.layer", **LAYER),
         Param("heads", "masked.heads", **HEADS),
     ),
-    commands=("fill-mask",),
+    commands=("fill-mask", "fit-mlm-head"),
     charts=charts,
 )

@@ -1,0 +1,44 @@
+"""`fit-mlm-head`: fit a masked-word head for an encoder that has none (the Masked words page's "Fit a head")."""
+
+from __future__ import annotations
+
+import sys
+
+from core import validation
+from core.commands import add_json_arguments, stderr_progress
+from core.data.corpus import GRAMMAR
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit-mlm-head",
+        help="fit a masked-word head on a frozen encoder (MiniLM, a fine-tuned run) so it can guess [MASK]",
+        description="Trains the family's MLM head (dense + activation + LayerNorm + decoder tied to the word "
+        "embeddings, + bias) on the frozen encoder's last layer with BERT's objective (15 % whole words masked, "
+        "80/10/10), measures it on held-out sentences against the best constant guess, and saves a whole model "
+        "folder under models_cache/heads/NAME that AutoModelForMaskedLM and pipeline('fill-mask') load. "
+        "Ctrl-C cancels and leaves nothing behind.",
+        epilog=GRAMMAR,
+    )
+    p.add_argument("--model", required=True, help="hub id, local folder or run name of an encoder without an MLM head")
+    p.add_argument("--corpus", required=True, help="corpus spec, e.g. snli:train:20000 (pairs give both sentences)")
+    p.add_argument("--limit", type=validation.positive, default=None, help="at most this many sentences")
+    p.add_argument("--steps", type=validation.positive, default=None, help="optimiser steps (default 3000)")
+    p.add_argument("--seed", type=int, default=0, help="masking, split and initialisation seed (default 0)")
+    p.add_argument("--out", required=True, help="name of the saved head, e.g. minilm-mlm (loadable by that name)")
+    add_json_arguments(p, 'one JSON object {"name", "path", "model", "top1_accuracy", "constant_accuracy", ...}')
+    p.set_defaults(func=run_fit_mlm_head)
+
+
+def run_fit_mlm_head(args) -> int:
+    from core.training.mlm_head import fit_mlm_head  # torch: only when the command runs
+
+    fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=args.steps, seed=args.seed,
+                       progress=stderr_progress(args))
+    if args.json:
+        validation.dump_json(fit.to_json(), None)
+    else:
+        print(f"{fit.path}: top-1 on {fit.held_out_words} held-out masked words {fit.top1_accuracy:.3f} "
+              f"(best constant guess '{fit.constant_word}' {fit.constant_accuracy:.3f}); {fit.seconds:.0f} s",
+              file=sys.stdout)
+    return 0

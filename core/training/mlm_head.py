@@ -1,0 +1,346 @@
+"""Fit a masked-word (MLM) head for an encoder that has none (a sentence encoder such as MiniLM, a fine-tuned run).
+
+The head is the family's own architecture (transformers' *ForMaskedLM: dense + activation + LayerNorm + a decoder
+tied to the word embeddings, + a bias), trained with the MLM objective on the *frozen* encoder's last layer:
+15 % of the words of each sentence are masked whole (every word piece of a chosen word), and of those words 80 %
+become [MASK], 10 % a random word piece and 10 % stay as they are (BERT's 80/10/10, decided per word).
+
+Because the encoder is frozen, one pass encodes each training sentence once with its masking drawn, and keeps the
+last layer's vectors at the masked pieces; the head then trains for `steps` steps on those vectors alone (the
+encoder's forward is most of the cost, and it runs once). The result is a complete model folder under
+`models_cache/heads/NAME` (safetensors, the config's `architectures` naming the *ForMaskedLM class, the
+tokenizer), which transformers' AutoModelForMaskedLM and `pipeline("fill-mask")` load, listed by
+`python -m core models` with the model it was fitted on (config key `bertlens_fitted_on`).
+
+Held-out sentences measure it: every word masked in turn is guessed right when each of its pieces is the head's
+top-1; beside it, the best constant guess (the one word that would be right most often on those same held-out
+words, an upper bound for any constant).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from core.files import atomic_path
+from core.model import artefacts
+from core.model.loading import LoadedModel, load_model
+from core.progress import ProgressCallback, StopCheck, check_stop
+from core.validation import check_count
+
+# torch and transformers imported in functions: `python -m core --help` imports every command module.
+
+MASK_RATE = 0.15
+REPLACE_MASK, REPLACE_RANDOM = 0.8, 0.1  # the rest keep their word
+HELD_OUT_SHARE, HELD_OUT_MAX, HELD_OUT_MIN = 0.1, 1000, 20
+DEFAULT_STEPS = 3000
+BATCH_VECTORS = 512
+ENCODE_BATCH = 64
+LEARNING_RATE = 1e-3
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+
+class HeadFitError(ValueError):
+    """A fit that cannot start: the model already has a head, too few sentences, a bad name."""
+
+
+@dataclass(frozen=True)
+class HeadFit:
+    """What a fit made and measured.
+
+    name, path          the saved folder (models_cache/heads/NAME), loadable by name
+    model               the encoder it was fitted on
+    sentences           training sentences encoded; held_out: sentences kept out to measure it
+    vectors             masked pieces trained on (one vector each); steps: optimiser steps
+    top1_accuracy       held-out masked whole words guessed right (every piece top-1) / held_out_words
+    constant_accuracy   the best constant guess's accuracy on the same words (constant_word: that word)
+    loss                mean cross-entropy of the last 100 steps
+    seconds             wall time (encode_seconds of it spent encoding)
+    """
+
+    name: str
+    path: str
+    model: str
+    sentences: int
+    held_out: int
+    held_out_words: int
+    vectors: int
+    steps: int
+    top1_accuracy: float
+    constant_accuracy: float
+    constant_word: str
+    loss: float
+    seconds: float
+    encode_seconds: float
+
+    @property
+    def ratio_to_constant(self) -> float:
+        return self.top1_accuracy / self.constant_accuracy if self.constant_accuracy else math.inf
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "ratio_to_constant": round(self.ratio_to_constant, 4)}
+
+
+def check_name(name: str) -> str:
+    import re
+
+    if not re.match(NAME_PATTERN, name or ""):
+        raise HeadFitError(f"--out {name!r}: a name of letters, digits, '.', '_' or '-' (no '/'), such as minilm-mlm")
+    return name
+
+
+def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
+    """Positions of each word's pieces, in order ([CLS]/[SEP]/padding have word id None and belong to none)."""
+    groups: dict[int, list[int]] = {}
+    for position, word in enumerate(word_ids):
+        if word is not None:
+            groups.setdefault(word, []).append(position)
+    return list(groups.values())
+
+
+def choose_words(n_words: int, rng: np.random.Generator, rate: float = MASK_RATE) -> list[int]:
+    """Which words to mask: round(rate × n) of them, at least one, drawn without replacement."""
+    if n_words == 0:
+        return []
+    k = max(1, int(round(rate * n_words)))
+    return sorted(rng.choice(n_words, size=min(k, n_words), replace=False).tolist())
+
+
+def mask_whole_words(input_ids: Sequence[int], word_ids: Sequence[int | None], *, mask_id: int, vocab_size: int,
+                     special_ids: set[int], rng: np.random.Generator, rate: float = MASK_RATE,
+                     all_mask: bool = False) -> tuple[list[int], list[int]]:
+    """(masked input ids, labels): labels hold the original id at masked pieces and -100 elsewhere. Each chosen
+    word is [MASK]ed (80 %), replaced piece by piece with random non-special pieces (10 %) or kept (10 %);
+    all_mask=True masks every chosen word with [MASK] (measuring)."""
+    masked, labels = list(input_ids), [-100] * len(input_ids)
+    groups = word_groups(word_ids)
+    for w in choose_words(len(groups), rng, rate):
+        draw = 0.0 if all_mask else rng.random()
+        for position in groups[w]:
+            labels[position] = int(input_ids[position])
+            if draw < REPLACE_MASK:
+                masked[position] = mask_id
+            elif draw < REPLACE_MASK + REPLACE_RANDOM:
+                piece = int(rng.integers(vocab_size))
+                while piece in special_ids:
+                    piece = int(rng.integers(vocab_size))
+                masked[position] = piece
+    return masked, labels
+
+
+def masked_lm_class(lm: LoadedModel):
+    """A fresh *ForMaskedLM of the encoder's family with the encoder's weights, its head newly initialised and the
+    decoder tied to the word embeddings."""
+    import torch
+    from transformers import AutoModelForMaskedLM
+
+    config = lm.model.config
+    mlm = AutoModelForMaskedLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = mlm.base_model.load_state_dict(lm.model.state_dict(), strict=False)
+    # The *ForMaskedLM encoders are built without a pooler; nothing else may differ.
+    unexpected = [k for k in unexpected if not k.startswith("pooler.")]
+    missing = [k for k in missing if not k.startswith("pooler.")]
+    if missing or unexpected:
+        raise HeadFitError(f"the encoder's weights do not fit {type(mlm).__name__}: missing {missing[:3]}, "
+                           f"unexpected {unexpected[:3]}")
+    mlm.tie_weights()
+    return mlm.to(lm.device).eval()
+
+
+def head_parameters(mlm) -> list:
+    """The head's trainable tensors: everything outside the encoder (the tied decoder weight is the encoder's)."""
+    encoder = {id(p) for p in mlm.base_model.parameters()}
+    return [p for p in mlm.parameters() if id(p) not in encoder]
+
+
+def _split(sentences: Sequence[str], seed: int) -> tuple[list[str], list[str]]:
+    order = np.random.default_rng(seed).permutation(len(sentences))
+    n_held = min(HELD_OUT_MAX, max(HELD_OUT_MIN, int(HELD_OUT_SHARE * len(sentences))))
+    if len(sentences) < 2 * n_held:
+        raise HeadFitError(f"{len(sentences)} sentences are too few to fit and measure a head: give at least "
+                           f"{2 * HELD_OUT_MIN} (a corpus such as snli:train:20000)")
+    held = [sentences[i] for i in order[:n_held]]
+    train = [sentences[i] for i in order[n_held:]]
+    return train, held
+
+
+def _batches(items: Sequence, size: int):
+    for start in range(0, len(items), size):
+        yield start, items[start:start + size]
+
+
+def encode_masked(lm: LoadedModel, sentences: Sequence[str], rng: np.random.Generator, *, all_mask: bool = False,
+                  progress: ProgressCallback = None, should_stop: StopCheck = None, done_before: int = 0,
+                  total: int | None = None):
+    """Each sentence masked once, encoded by the frozen encoder: (vectors [N, D] at masked pieces, labels [N],
+    groups: per masked word, the row indices of its pieces in vectors)."""
+    import torch
+
+    tok = lm.tokenizer
+    special = set(tok.all_special_ids)
+    vectors, labels, groups = [], [], []
+    count = 0
+    for start, batch in _batches(list(sentences), ENCODE_BATCH):
+        check_stop(should_stop)
+        enc = tok(list(batch), truncation=True, max_length=lm.max_length)
+        rows_ids, rows_labels = [], []
+        for i in range(len(batch)):
+            ids, lab = mask_whole_words(enc["input_ids"][i], enc.word_ids(i), mask_id=tok.mask_token_id,
+                                        vocab_size=len(tok), special_ids=special, rng=rng, all_mask=all_mask)
+            rows_ids.append(ids)
+            rows_labels.append(lab)
+        width = max(len(r) for r in rows_ids)
+        ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, row in enumerate(rows_ids):
+            ids[i, :len(row)] = torch.tensor(row)
+            attention[i, :len(row)] = 1
+        with torch.no_grad():
+            hidden = lm.model(input_ids=ids.to(lm.device), attention_mask=attention.to(lm.device)).last_hidden_state
+        for i, row in enumerate(rows_labels):
+            positions = [p for p, label in enumerate(row) if label != -100]
+            if not positions:
+                continue
+            vectors.append(hidden[i, positions].float().cpu())
+            labels.extend(row[p] for p in positions)
+            # positions of one word are consecutive pieces of one chosen word: group by the word they came from
+            word_of = enc.word_ids(i)
+            by_word: dict[int, list[int]] = {}
+            for offset, p in enumerate(positions):
+                by_word.setdefault(word_of[p], []).append(count + offset)
+            groups.extend(by_word.values())
+            count += len(positions)
+        if progress is not None:
+            progress(done_before + start + len(batch), total or len(sentences), "encoding the masked sentences")
+    d = lm.hidden_size
+    stacked = torch.cat(vectors) if vectors else torch.zeros((0, d))
+    return stacked, torch.tensor(labels, dtype=torch.long), groups
+
+
+def whole_word_accuracy(predicted: np.ndarray, labels: np.ndarray, groups: Sequence[Sequence[int]]) -> float:
+    """Share of masked words whose every piece is predicted right."""
+    if not groups:
+        return 0.0
+    right = sum(all(predicted[i] == labels[i] for i in group) for group in groups)
+    return right / len(groups)
+
+
+def best_constant(labels: np.ndarray, groups: Sequence[Sequence[int]]) -> tuple[float, tuple[int, ...]]:
+    """(accuracy, word as piece ids) of the constant guess right most often on these words."""
+    words: dict[tuple[int, ...], int] = {}
+    for group in groups:
+        key = tuple(int(labels[i]) for i in group)
+        words[key] = words.get(key, 0) + 1
+    if not words:
+        return 0.0, ()
+    word, n = max(words.items(), key=lambda item: (item[1], item[0]))
+    return n / len(groups), word
+
+
+def _init_bias_from_frequencies(mlm, labels, vocab_size: int) -> None:
+    """Start the output bias at the log frequency of each piece among the masked ones (add-one smoothed), so step 0
+    already predicts the unigram distribution rather than a uniform one."""
+    import torch
+
+    bias = mlm.get_output_embeddings().bias
+    if bias is None:
+        return
+    counts = torch.bincount(labels, minlength=vocab_size).float() + 1.0
+    with torch.no_grad():
+        bias.copy_(torch.log(counts / counts.sum())[: bias.shape[0]].to(bias.device))
+
+
+def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None, steps: int | None = None,
+                 seed: int = 0, progress: ProgressCallback = None, should_stop: StopCheck = None) -> HeadFit:
+    """Fit, measure and save a masked-word head for `model` over the sentences of the corpus spec `corpus`
+    (pairs give both sides); `limit` sentences at most. Raises HeadFitError / ModelUnavailable / CorpusError with a
+    plain message; a cancelled or failed fit leaves no folder behind."""
+    import torch
+
+    from core.data import corpus as corpora
+
+    started = time.perf_counter()
+    check_name(out)
+    steps = DEFAULT_STEPS if steps is None else check_count(steps, "--steps", minimum=1)
+    lm = load_model(model, masked_lm=True)
+    if lm.masked_lm is not None:
+        raise HeadFitError(f"'{model}' already has a masked-word head: the Masked words page uses it as it is. "
+                           "Fitting is for encoders without one (a sentence encoder, a fine-tuned run).")
+    sentences = list(corpora.resolve(corpus, seed=seed).sentences)
+    if limit is not None:
+        sentences = sentences[: check_count(limit, "--limit", minimum=1)]
+    train, held = _split(sentences, seed)
+    destination = artefacts.heads_dir() / out
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    total = len(train) + len(held)
+    vectors, labels, _ = encode_masked(lm, train, rng, progress=progress, should_stop=should_stop, total=total + steps)
+    held_vectors, held_labels, held_groups = encode_masked(
+        lm, held, np.random.default_rng(seed + 1), all_mask=True, progress=progress, should_stop=should_stop,
+        done_before=len(train), total=total + steps)
+    encode_seconds = time.perf_counter() - started
+    if len(labels) == 0:
+        raise HeadFitError("no word could be masked: the corpus has no words")
+
+    mlm = masked_lm_class(lm)
+    for p in mlm.base_model.parameters():
+        p.requires_grad_(False)
+    params = head_parameters(mlm)
+    _init_bias_from_frequencies(mlm, labels, len(lm.tokenizer))
+    head = _head_of(mlm)
+    optimiser = torch.optim.AdamW(params, lr=LEARNING_RATE, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 100) * max(0.0, 1 - s / steps))
+    generator = torch.Generator().manual_seed(seed)
+    losses: list[float] = []
+    vectors, labels = vectors.to(lm.device), labels.to(lm.device)
+    for step in range(steps):
+        if step % 20 == 0:
+            check_stop(should_stop)
+        pick = torch.randint(len(labels), (min(BATCH_VECTORS, len(labels)),), generator=generator).to(lm.device)
+        loss = torch.nn.functional.cross_entropy(head(vectors[pick]), labels[pick])
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        schedule.step()
+        losses.append(float(loss.detach()))
+        if progress is not None and (step % 50 == 0 or step == steps - 1):
+            progress(total + step + 1, total + steps, f"training the head: step {step + 1}/{steps}, loss {loss:.3f}")
+
+    with torch.no_grad():
+        predicted = torch.cat([head(chunk).argmax(-1) for chunk in torch.split(held_vectors.to(lm.device), 4096)])
+    held_np = held_labels.numpy()
+    accuracy = whole_word_accuracy(predicted.cpu().numpy(), held_np, held_groups)
+    constant_accuracy, constant_ids = best_constant(held_np, held_groups)
+    check_stop(should_stop)
+    mlm.config.architectures = [type(mlm).__name__]
+    mlm.config.bertlens_fitted_on = model
+    artefacts.heads_dir().mkdir(parents=True, exist_ok=True)
+    with atomic_path(destination) as tmp:
+        mlm.save_pretrained(str(tmp), safe_serialization=True)
+        lm.tokenizer.save_pretrained(str(tmp))
+    return HeadFit(
+        name=out, path=str(destination), model=model, sentences=len(train), held_out=len(held),
+        held_out_words=len(held_groups), vectors=int(len(labels)), steps=steps, top1_accuracy=round(accuracy, 4),
+        constant_accuracy=round(constant_accuracy, 4),
+        constant_word=lm.tokenizer.decode(list(constant_ids)).strip(),
+        loss=round(float(np.mean(losses[-100:])), 4), seconds=round(time.perf_counter() - started, 2),
+        encode_seconds=round(encode_seconds, 2))
+
+
+def _head_of(mlm):
+    """hidden [..., D] -> logits [..., V] through the adapter's map of each family's head."""
+    from core.model.adapter import ModelAdapter
+
+    return ModelAdapter.of(mlm).mlm_head
+
+
+def fit_job(model: str, corpus: str, out: str, limit: int | None, steps: int | None, seed: int,
+            progress: ProgressCallback = None, should_stop: StopCheck = None) -> HeadFit:
+    """core.jobs work (a process job from the Masked words page): JSON-serialisable arguments only."""
+    return fit_mlm_head(model, corpus, out, limit=limit, steps=steps, seed=seed, progress=progress,
+                        should_stop=should_stop)
