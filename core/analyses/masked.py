@@ -129,7 +129,8 @@ def no_head_message(lm: LoadedModel) -> str:
     return (
         f"'{display_name(lm.ref)}' cannot guess masked words: its saved weights have no masked-word (MLM) head. Sentence encoders "
         f"such as MiniLM and models fine-tuned for a task keep only the encoder or a classifier. Try "
-        f"{suggestion}, which has one.{also}"
+        f"{suggestion}, which has one.{also} Or fit a head for this model (below, or python -m core "
+        f"fit-mlm-head --model {display_name(lm.ref)} --corpus snli:train:20000 --out NAME)."
     )
 
 

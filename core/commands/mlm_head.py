@@ -8,6 +8,8 @@ from core import validation
 from core.commands import add_json_arguments, stderr_progress
 from core.data.corpus import GRAMMAR
 
+# core.training.mlm_head (torch) imported in functions: only when the command runs, never for --help.
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -31,7 +33,7 @@ def register(subparsers) -> None:
 
 
 def run_fit_mlm_head(args) -> int:
-    from core.training.mlm_head import fit_mlm_head  # torch: only when the command runs
+    from core.training.mlm_head import fit_mlm_head
 
     fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=args.steps, seed=args.seed,
                        progress=stderr_progress(args))

@@ -20,26 +20,30 @@ words, an upper bound for any constant).
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import torch
 
+from core.data import corpus as corpora
 from core.files import atomic_path
 from core.model import artefacts
+from core.model.adapter import ModelAdapter
 from core.model.loading import LoadedModel, load_model
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.validation import check_count
 
-# torch and transformers imported in functions: `python -m core --help` imports every command module.
+# transformers imported in functions: only a fit builds a *ForMaskedLM (the CLI imports this module lazily).
 
 MASK_RATE = 0.15
 REPLACE_MASK, REPLACE_RANDOM = 0.8, 0.1  # the rest keep their word
 HELD_OUT_SHARE, HELD_OUT_MAX, HELD_OUT_MIN = 0.1, 1000, 20
 DEFAULT_STEPS = 3000
-BATCH_VECTORS = 512
+BATCH_VECTORS = 256
 ENCODE_BATCH = 64
 LEARNING_RATE = 1e-3
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -87,8 +91,6 @@ class HeadFit:
 
 
 def check_name(name: str) -> str:
-    import re
-
     if not re.match(NAME_PATTERN, name or ""):
         raise HeadFitError(f"--out {name!r}: a name of letters, digits, '.', '_' or '-' (no '/'), such as minilm-mlm")
     return name
@@ -136,7 +138,6 @@ def mask_whole_words(input_ids: Sequence[int], word_ids: Sequence[int | None], *
 def masked_lm_class(lm: LoadedModel):
     """A fresh *ForMaskedLM of the encoder's family with the encoder's weights, its head newly initialised and the
     decoder tied to the word embeddings."""
-    import torch
     from transformers import AutoModelForMaskedLM
 
     config = lm.model.config
@@ -179,8 +180,6 @@ def encode_masked(lm: LoadedModel, sentences: Sequence[str], rng: np.random.Gene
                   total: int | None = None):
     """Each sentence masked once, encoded by the frozen encoder: (vectors [N, D] at masked pieces, labels [N],
     groups: per masked word, the row indices of its pieces in vectors)."""
-    import torch
-
     tok = lm.tokenizer
     special = set(tok.all_special_ids)
     vectors, labels, groups = [], [], []
@@ -245,8 +244,6 @@ def best_constant(labels: np.ndarray, groups: Sequence[Sequence[int]]) -> tuple[
 def _init_bias_from_frequencies(mlm, labels, vocab_size: int) -> None:
     """Start the output bias at the log frequency of each piece among the masked ones (add-one smoothed), so step 0
     already predicts the unigram distribution rather than a uniform one."""
-    import torch
-
     bias = mlm.get_output_embeddings().bias
     if bias is None:
         return
@@ -260,10 +257,6 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
     """Fit, measure and save a masked-word head for `model` over the sentences of the corpus spec `corpus`
     (pairs give both sides); `limit` sentences at most. Raises HeadFitError / ModelUnavailable / CorpusError with a
     plain message; a cancelled or failed fit leaves no folder behind."""
-    import torch
-
-    from core.data import corpus as corpora
-
     started = time.perf_counter()
     check_name(out)
     steps = DEFAULT_STEPS if steps is None else check_count(steps, "--steps", minimum=1)
@@ -293,8 +286,9 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
     params = head_parameters(mlm)
     _init_bias_from_frequencies(mlm, labels, len(lm.tokenizer))
     head = _head_of(mlm)
+    warmup = max(1, min(100, steps // 10))
     optimiser = torch.optim.AdamW(params, lr=LEARNING_RATE, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 100) * max(0.0, 1 - s / steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, 1 - s / steps))
     generator = torch.Generator().manual_seed(seed)
     losses: list[float] = []
     vectors, labels = vectors.to(lm.device), labels.to(lm.device)
@@ -334,8 +328,6 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
 
 def _head_of(mlm):
     """hidden [..., D] -> logits [..., V] through the adapter's map of each family's head."""
-    from core.model.adapter import ModelAdapter
-
     return ModelAdapter.of(mlm).mlm_head
 
 

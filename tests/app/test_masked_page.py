@@ -116,3 +116,35 @@ def test_offers_that_cannot_load_are_disabled_with_why_and_local_heads_are_offer
     local.click().run()
     assert not at.exception and at.session_state["model"] == "tiny-mlm"
     assert "[MASK]" in at.info[0].value  # the tiny model has a head: the page now asks for a sentence
+
+
+def test_a_model_without_a_head_gets_one_fitted_as_a_job_and_can_use_it(tiny_bert_dir, make_app, tmp_path):
+    import time
+
+    from transformers import AutoModelForMaskedLM
+
+    from core.model import artefacts
+
+    words = "the a cat dog man woman sat ran on in at mat river bank park house tree".split()
+    rng = np.random.default_rng(1)
+    corpus = tmp_path / "fit.txt"
+    corpus.write_text("\n".join(sorted({" ".join(rng.choice(words, 6)) + " ." for _ in range(200)})))
+    at = make_app(str(tiny_bert_dir))
+    at.switch_page(PAGE).run()
+    assert not at.exception and markdown_text("no masked-word (MLM) head") in at.warning[0].value
+    at.text_input(key="masked.fit_corpus").set_value(str(corpus))
+    at.number_input(key="masked.fit_steps").set_value(20)
+    at.text_input(key="masked.fit_name").set_value("tiny-fitted")
+    at.run()
+    at.button(key="masked.fit_head.run").click().run()
+    deadline = time.time() + 180
+    while not at.success and time.time() < deadline:
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, at.exception
+    assert at.success and markdown_text("Saved as tiny-fitted:") in at.success[0].value
+    folder = artefacts.heads_dir() / "tiny-fitted"
+    assert AutoModelForMaskedLM.from_pretrained(folder).config.architectures == ["BertForMaskedLM"]
+    at.button(key="masked.use_fitted").click().run()
+    assert not at.exception and at.session_state["model"] == "tiny-fitted"
+    assert "[MASK]" in at.info[0].value  # the fitted model guesses: the page asks for a sentence

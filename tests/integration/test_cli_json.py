@@ -44,6 +44,7 @@ COMMANDS = {
     "probe": ["--model", "{m}", "--corpus", "{t}", "--rank", "2", "--epochs", "1", "--no-cache"],
     "pca": ["--model", "{m}", "--text", "the cat sat .", "--text", "a dog ran ."],
     "fill-mask": ["--model", "{mlm}", "--text", "the [MASK] sat .", "--top-k", "2"],
+    "fit-mlm-head": ["--model", "{m}", "--corpus", "builtin", "--limit", "60", "--steps", "2", "--out", "walk-head"],
     "neuron": ["--model", "{m}", "--text", "the cat sat .", "--layer", "0", "--head", "0", "--query", "1"],
     "attention-norms": ["--model", "{m}", "--text", "the cat sat ."],
     "model-view": ["--model", "{m}", "--text", "the cat sat .", "--pixels", "4"],
