@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
                                warn_if_truncated)
 from app_pages.widgets.finetune_changes import render as render_changes
+from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -302,6 +303,8 @@ def render_runs() -> None:
     st.fragment(run_every="2s" if any_active else None)(live_runs)()
     if not any_active:
         st.button("Refresh", key=K + "refresh", icon=":material/refresh:", help="Look for runs started elsewhere")
+
+    render_timelapse(runs)  # above the runs table: a lesson's link opens on it
 
     # ---- finished runs ------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The fine-tuning time-lapse player's charts: one frame of a run's `timelapse.json` (core.training.timelapse) as
 RSA/CKA per layer, attention change per head, anisotropy per layer, and the loss / dev-accuracy curve with a
-marker at the frame's step. No streamlit here.
+marker at the frame's step (both measured on the time-lapse's dev sample). No streamlit here.
 
 Every scale is fixed from all the frames of the time-lapse (`Scales`), not from the frame shown, so the axes and
 the colour ramp stay still while the player moves: only the marks move. A frame is picked by its index in
@@ -18,7 +18,8 @@ import pandas as pd
 from core.charts import layout
 
 MEASURES = {"rsa": "RSA", "cka": "linear CKA"}
-CURVES = {"loss": "training loss", "dev_accuracy": "dev accuracy"}
+# A frame's loss is measured on the same dev examples as its accuracy (core.training.timelapse.Frame).
+CURVES = {"loss": "dev loss", "dev_accuracy": "dev accuracy"}
 LOSS_COLOUR, ACCURACY_COLOUR = "#d55e00", layout.MEASURED_COLOUR
 # Scales snap outwards to this grid: the axis ends on round numbers.
 GRID = 0.05
@@ -101,7 +102,7 @@ def anisotropy_frame(timelapse, index: int) -> pd.DataFrame:
 
 
 def curve_frame(timelapse) -> pd.DataFrame:
-    """step, measure (training loss / dev accuracy), value: every frame's (a measure a frame lacks adds no row)."""
+    """step, measure (dev loss / dev accuracy), value: every frame's (a measure a frame lacks adds no row)."""
     return pd.DataFrame([{"step": int(f.step), "measure": title, "value": float(getattr(f, field))}
                          for f in timelapse.frames for field, title in CURVES.items()
                          if getattr(f, field) is not None],
@@ -162,14 +163,14 @@ def anisotropy_chart(timelapse, index: int) -> alt.Chart:
 
 
 def curve_chart(timelapse, index: int) -> alt.LayerChart:
-    """Training loss (left axis) and dev accuracy (right axis) at every frame, a rule at frame `index`'s step."""
+    """Dev loss (left axis) and dev accuracy (right axis) at every frame, a rule at frame `index`'s step."""
     frame, fixed = timelapse.frames[index], scales(timelapse)
     data = curve_frame(timelapse)
     x = alt.X("step:Q", scale=alt.Scale(domain=list(fixed.steps)), axis=alt.Axis(format="d"), title="training step")
     base = alt.Chart(data).encode(x=x, tooltip=["measure", "step", alt.Tooltip("value:Q", format=".4f")])
     loss = base.transform_filter(alt.datum.measure == CURVES["loss"]).mark_line(point=True, color=LOSS_COLOUR).encode(
         y=alt.Y("value:Q", scale=alt.Scale(domain=list(fixed.loss)),
-                axis=alt.Axis(title="training loss", titleColor=LOSS_COLOUR)))
+                axis=alt.Axis(title="dev loss", titleColor=LOSS_COLOUR)))
     accuracy = base.transform_filter(alt.datum.measure == CURVES["dev_accuracy"]).mark_line(
         point=True, color=ACCURACY_COLOUR).encode(
         y=alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]),
@@ -180,5 +181,5 @@ def curve_chart(timelapse, index: int) -> alt.LayerChart:
         alt.layer(loss, accuracy, marker)
         .resolve_scale(y="independent")
         .properties(width="container", height=220,
-                    title=f"Training loss and dev accuracy; the dashed line is step {frame.step}")
+                    title=f"Loss and accuracy on the dev sample; the dashed line is step {frame.step}")
     )

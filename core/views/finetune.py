@@ -1,5 +1,7 @@
 """Fine-tuning comparison: training runs side by side, what fine-tuning changes inside, and head studies."""
 
+import shlex
+
 from core.views import Param, View, corpus_params
 
 VIEW = View(
@@ -15,6 +17,8 @@ VIEW = View(
     params=(
         Param("protocol", "finetune.paper_protocol", "bool"),
         Param("runs", "finetune.compare", "strs"),
+        Param("timelapse", "finetune.timelapse", "str"),
+        Param("frame", "finetune.frame", "int", low=0, high=10**9),  # a training step of that run's time-lapse
         Param("base", "changes.base", "str"),
         Param("compared", "changes.others", "strs"),
         *corpus_params("changes.", None, "changes_"),
@@ -39,3 +43,15 @@ VIEW = View(
     commands=("finetune", "contrastive", "compare", "probe", "head-features", "cls-attention", "aspect-heads",
               "head-map", "pattern-shares"),
 )
+
+
+# The lesson's time-lapse ("Watch the top layers move"): made with this when it is not on the computer.
+LESSON_TIMELAPSE = dict(task="snli", train_limit=2000, epochs=1, frames=10)
+
+
+def timelapse_command(run: str, model: str) -> str:
+    """The one command that makes the time-lapse run `run` of `model` (the page shows it when a link or a lesson
+    names a run that is not on this computer)."""
+    t = LESSON_TIMELAPSE
+    return (f"python -m core finetune --model {shlex.quote(model)} --task {t['task']} --run {shlex.quote(run)} "
+            f"--train-limit {t['train_limit']} --epochs {t['epochs']} --timelapse {t['frames']}")
