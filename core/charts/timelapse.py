@@ -133,7 +133,8 @@ def attention_chart(timelapse, index: int) -> alt.Chart:
     frame, fixed = timelapse.frames[index], scales(timelapse)
     data = attention_frame(timelapse, index)
     return layout.fixed_size(
-        alt.Chart(data, title=f"Attention change per head at step {frame.step} (cosine with the start; 1 = unchanged)")
+        alt.Chart(data, title=alt.TitleParams(f"Attention change per head at step {frame.step}",
+                                             subtitle=["cosine with the starting model's maps", "(1 = unchanged)"]))
         .mark_rect()
         .encode(
             x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),

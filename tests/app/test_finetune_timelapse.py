@@ -166,3 +166,22 @@ def test_a_link_to_a_run_not_here_says_the_command_that_makes_it(page, tiny_bert
     at.selectbox(key="finetune.timelapse").set_value(RUN).run()
     assert at.select_slider(key="finetune.frame").value == 10
     assert not any("not on this computer" in i.value for i in at.info)
+
+
+def test_the_lessons_step_says_the_command_when_its_run_is_not_here():
+    """The built-in lesson's "Watch the top layers move", in presenter mode on a computer without its run."""
+    from streamlit.testing.v1 import AppTest
+
+    from core import lessons
+    from tests.app.conftest import APP_FILE
+
+    lesson = lessons.builtin()["bert-in-ten-views"]
+    number, step = next((i + 1, s) for i, s in enumerate(lesson.steps) if s.title == "Watch the top layers move")
+    at = AppTest.from_file(APP_FILE, default_timeout=180)
+    at.query_params.update({"lesson": "bert-in-ten-views", "step": str(number)})
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception, at.exception
+    command = timelapse_command(step.params["timelapse"], step.params["model"])
+    assert command == ("python -m core finetune --model all-MiniLM-L6-v2 --task snli --run minilm-snli-timelapse "
+                       "--train-limit 2000 --epochs 1 --timelapse 10")
+    assert any(command in i.value and "not on this computer" in i.value for i in at.info)
