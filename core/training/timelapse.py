@@ -23,7 +23,7 @@ import numpy as np
 from core.files import write_json_atomic
 
 FILE = "timelapse.json"
-CHECKPOINTS = "checkpoints"  # under the run folder: one complete model folder per kept step, step-<STEP>
+DEFAULT_PROBE_SIZE = 100
 
 # The keys of one frame in timelapse.json (the CLI contract of issue 35); "uuas" only when the probe set is a treebank.
 FRAME_KEYS = ("step", "loss", "dev_accuracy", "rsa", "cka", "anisotropy", "attention_change")
@@ -178,6 +178,12 @@ def read_timelapse(run_folder: str | Path) -> Timelapse | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: not a readable time-lapse file ({err})") from None
     return Timelapse.from_json(values, str(path))
+
+
+def default_probe(task: str) -> str | None:
+    """The probe set of a task's time-lapse when the recipe names none: 100 seeded pairs of its dev split, as a
+    corpus spec (core.data.corpus) that `compare --corpus` reads the same way; None for a task without one."""
+    return {"snli": f"snli:dev:{DEFAULT_PROBE_SIZE}", "mrpc": f"mrpc:dev:{DEFAULT_PROBE_SIZE}"}.get(task)
 
 
 def frame_steps(total_steps: int, frames: int) -> tuple[int, ...]:
