@@ -195,6 +195,15 @@ def render_runs() -> None:
                 "Layer-wise LR decay", 0.01, 1.0, 1.0, step=0.05, key=K + "lr_decay",
                 help="Discriminative fine-tuning (Howard & Ruder 2018; Sun et al. 2019 use 0.95): layer l of L trains "
                 "at learning rate × decay^(L − l), the embeddings lowest, the head at the learning rate. 1 = one rate.")
+            c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
+            timelapse = c1.checkbox("Time-lapse", key=K + "timelapse_on",
+                                    help="Measure the model at evenly spaced steps while it trains (step 0 and the last "
+                                    "included) and play the frames below: similarity to the starting model, attention "
+                                    "change, anisotropy, dev loss and accuracy. Costs some training time; the page says how much.")
+            frames = c2.number_input("Frames", 2, 200, 10, key=K + "timelapse_frames")
+            probe = c3.text_input("Time-lapse probe corpus", key=K + "timelapse_corpus",
+                                  placeholder="empty: 100 dev pairs of the task; or builtin, ud:dev:100, a .txt file",
+                                  help="The sentences every frame is measured on (the corpus grammar of `--corpus`).")
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
                     if task == FILE_TASK and upload is None:
@@ -208,7 +217,8 @@ def render_runs() -> None:
                         seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
                         freeze_embeddings=bool(freeze_embeddings), processes=int(processes),
                         gradient_accumulation=int(accumulation), cpu_threads=int(threads) or None,
-                        lr_decay=float(lr_decay),
+                        lr_decay=float(lr_decay), timelapse=int(frames) if timelapse else 0,
+                        timelapse_corpus=(probe.strip() or None) if timelapse else None,
                     )
                     # The protocol's own values replace the form's (the toggle's help says so).
                     recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})

@@ -74,7 +74,7 @@ def assert_frame_shown(at, data: dict, step: int) -> None:
     rows = chart_rows_titled(at, f"Anisotropy per layer at step {step}")
     np.testing.assert_allclose([r["anisotropy"] for r in sorted(rows, key=lambda r: r["layer"])], expected["anisotropy"])
     rows = chart_rows_titled(at, f"Attention change per head at step {step}")
-    grid = np.full((LAYERS, HEADS), np.nan)
+    grid = np.full(np.shape(expected["attention_change"]), np.nan)
     for r in rows:
         grid[r["layer"], r["head"]] = r["cosine"]
     np.testing.assert_allclose(grid, expected["attention_change"])
@@ -166,6 +166,48 @@ def test_a_link_to_a_run_not_here_says_the_command_that_makes_it(page, tiny_bert
     at.selectbox(key="finetune.timelapse").set_value(RUN).run()
     assert at.select_slider(key="finetune.frame").value == 10
     assert not any("not on this computer" in i.value for i in at.info)
+
+
+def test_a_real_run_cancelled_after_two_frames_keeps_them_and_the_page_plays_them(page, tiny_bert_dir, tmp_path):
+    """Issue 35: "a cancelled time-lapse run keeps its frames and the page plays them", on a tiny run trained here
+    with a time-lapse of 4 frames and stopped once 2 were written."""
+    import random
+
+    from core.progress import Cancelled
+    from core.training import finetune
+    from core.training.runs import ended_dir, partial_dir
+    from core.training.timelapse import read_timelapse
+
+    rng = random.Random(0)
+    filler = "the a sat ran on in at to of and is was mat river bank park house tree".split()
+    data, probe = tmp_path / "animals.jsonl", tmp_path / "probe.txt"
+    rows = [(" ".join(rng.sample(filler, 5) + [animal]), animal) for animal in rng.choices(["cat", "dog"], k=160)]
+    data.write_text("".join(json.dumps({"text": text, "label": label}) + "\n" for text, label in rows))
+    probe.write_text("\n".join(text for text, _ in rows[:12]) + "\n")
+    recipe = Recipe(model=str(tiny_bert_dir), task=str(data), run_name="tl-real", epochs=1, lr=1e-3, batch_size=16,
+                    max_length=16, cpu_threads=1, timelapse=4, timelapse_corpus=str(probe))
+
+    def two_frames() -> bool:
+        written = read_timelapse(partial_dir("tl-real"))
+        return written is not None and len(written.frames) >= 2
+
+    with pytest.raises(Cancelled):
+        finetune(recipe, should_stop=two_frames)
+    written = json.loads((ended_dir("tl-real", "cancelled") / FILE).read_text())
+    assert len(written["frames"]) == 2 < len(written["steps"]) == 4
+
+    at = page()
+    assert not at.exception
+    assert at.selectbox(key="finetune.timelapse").value == "tl-real"
+    assert at.select_slider(key="finetune.frame").options == [f"step {f['step']}" for f in written["frames"]]
+    cost = next(c.value for c in at.caption if c.value.startswith("Measuring took"))
+    assert "it kept 2 of its 4 frames" in cost
+    for step in reversed([f["step"] for f in written["frames"]]):
+        at.select_slider(key="finetune.frame").set_value(step).run()
+        assert not at.exception
+        assert_frame_shown(at, written, step)
+    first = chart_rows_titled(at, "Similarity to the starting model at step 0")
+    assert all(r["value"] == pytest.approx(1, abs=1e-6) for r in first)  # frame 0: the model against itself
 
 
 def test_the_lessons_step_says_the_command_when_its_run_is_not_here():
