@@ -15,6 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core.charts import attention as attention_charts
 from core.charts import layout
 
 MEASURES = {"rsa": "RSA", "cka": "linear CKA"}
@@ -90,9 +91,7 @@ def similarity_frame(timelapse, index: int) -> pd.DataFrame:
 
 def attention_frame(timelapse, index: int) -> pd.DataFrame:
     """layer, head, cosine: each head's attention at frame `index` against the starting model's (1 = unchanged)."""
-    change = np.asarray(timelapse.frames[index].attention_change, dtype=float)
-    layers, heads = np.meshgrid(np.arange(change.shape[0]), np.arange(change.shape[1]), indexing="ij")
-    return pd.DataFrame({"layer": layers.ravel(), "head": heads.ravel(), "cosine": change.ravel()})
+    return attention_charts.grid_frame(np.asarray(timelapse.frames[index].attention_change, dtype=float), "cosine")
 
 
 def anisotropy_frame(timelapse, index: int) -> pd.DataFrame:
@@ -131,20 +130,11 @@ def similarity_chart(timelapse, index: int) -> alt.Chart:
 
 def attention_chart(timelapse, index: int) -> alt.Chart:
     frame, fixed = timelapse.frames[index], scales(timelapse)
-    data = attention_frame(timelapse, index)
-    return layout.fixed_size(
-        alt.Chart(data, title=alt.TitleParams(f"Attention change per head at step {frame.step}",
-                                             subtitle=["cosine with the starting model's maps", "(1 = unchanged)"]))
-        .mark_rect()
-        .encode(
-            x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("layer:O", title="layer", sort="descending"),  # the top layers on top
-            color=alt.Color("cosine:Q", scale=alt.Scale(scheme="viridis", domain=list(fixed.attention), clamp=True),
-                            title="cosine"),
-            tooltip=["layer", "head", alt.Tooltip("cosine:Q", format=".4f")],
-        )
-        .properties(width=alt.Step(max(layout.MIN_ROW_PX, 26)), height=alt.Step(max(layout.MIN_ROW_PX, 22)))
-    )
+    title = alt.TitleParams(f"Attention change per head at step {frame.step}",
+                            subtitle=["cosine with the starting model's maps (1 = unchanged);",
+                                      "layer 0 here is the first encoder layer, layer 1 of the line charts"])
+    return layout.fixed_size(attention_charts.grid_chart(attention_frame(timelapse, index), "cosine", title,
+                                                         fmt=".4f", domain=fixed.attention))
 
 
 def anisotropy_chart(timelapse, index: int) -> alt.Chart:
@@ -182,5 +172,6 @@ def curve_chart(timelapse, index: int) -> alt.LayerChart:
         alt.layer(loss, accuracy, marker)
         .resolve_scale(y="independent")
         .properties(width="container", height=220,
-                    title=f"Loss and accuracy on the dev sample; the dashed line is step {frame.step}")
+                    title=alt.TitleParams("Loss and accuracy on the dev sample",
+                                          subtitle=f"the dashed line is step {frame.step}"))
     )
