@@ -41,11 +41,6 @@ def current_timelapse(name: str) -> Timelapse | None:
     return cached_timelapse(run.folder, modified)
 
 
-def nearest(steps: list[int], step) -> int:
-    """The frame shown for a requested step (a link's `frame`): that step, else the closest measured one."""
-    return min(steps, key=lambda s: (abs(s - step), s)) if isinstance(step, int) else steps[-1]
-
-
 def cost_line(run: RunInfo, timelapse: Timelapse) -> str:
     measured, planned = len(timelapse.frames), len(timelapse.steps)
     share = f" ({timelapse.measure_share:.0%})" if timelapse.train_seconds > 0 else ""
@@ -61,13 +56,7 @@ def cost_line(run: RunInfo, timelapse: Timelapse) -> str:
 def show_frame(name: str, step: int) -> None:
     """The four charts of the frame at `step`, and their exports."""
     timelapse = current_timelapse(name)
-    index = [f.step for f in timelapse.frames].index(step)
-    built = {
-        "curve": (charts.curve_chart(timelapse, index), charts.curve_frame(timelapse)),
-        "similarity": (charts.similarity_chart(timelapse, index), charts.similarity_frame(timelapse, index)),
-        "attention": (charts.attention_chart(timelapse, index), charts.attention_frame(timelapse, index)),
-        "anisotropy": (charts.anisotropy_chart(timelapse, index), charts.anisotropy_frame(timelapse, index)),
-    }
+    built = charts.frame_charts(timelapse, [f.step for f in timelapse.frames].index(step))
     for row in (("curve", "similarity"), ("attention", "anisotropy")):
         for column, part in zip(st.columns(2), row):
             with column:
@@ -119,7 +108,8 @@ def render(runs: list[RunInfo]) -> None:
         return
     st.caption(cost_line(by_name[name], timelapse))
     steps = [f.step for f in timelapse.frames]
-    st.session_state[FRAME_KEY] = nearest(steps, st.session_state.get(FRAME_KEY))
+    requested = st.session_state.get(FRAME_KEY)
+    st.session_state[FRAME_KEY] = steps[charts.frame_index(timelapse, requested if isinstance(requested, int) else None)]
 
     def measured_steps() -> list[int]:
         latest = current_timelapse(name)

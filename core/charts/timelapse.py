@@ -74,6 +74,17 @@ def scales(timelapse) -> Scales:
     )
 
 
+def frame_index(timelapse, step: int | None) -> int:
+    """The index of the frame shown for a requested step (a link's `frame`): that step's, else the closest measured
+    one's (the earlier of two as close); the last frame for None."""
+    steps = [f.step for f in timelapse.frames]
+    if not steps:
+        raise ValueError("the time-lapse has no frames yet")
+    if step is None:
+        return len(steps) - 1
+    return min(range(len(steps)), key=lambda i: (abs(steps[i] - step), steps[i]))
+
+
 def _layer_title(values, attention_layers: int) -> str:
     """Hidden-state measures have one value more than the encoder has layers: the embeddings, layer 0."""
     return "layer (0 = embeddings)" if len(values) == attention_layers + 1 else "layer"
@@ -175,3 +186,14 @@ def curve_chart(timelapse, index: int) -> alt.LayerChart:
                     title=alt.TitleParams("Loss and accuracy on the dev sample",
                                           subtitle=f"the dashed line is step {frame.step}"))
     )
+
+
+def frame_charts(timelapse, index: int) -> dict[str, tuple[alt.TopLevelMixin, pd.DataFrame]]:
+    """The player's four charts of frame `index` with the data of each (its CSV): curve, similarity, attention,
+    anisotropy."""
+    return {
+        "curve": (curve_chart(timelapse, index), curve_frame(timelapse)),
+        "similarity": (similarity_chart(timelapse, index), similarity_frame(timelapse, index)),
+        "attention": (attention_chart(timelapse, index), attention_frame(timelapse, index)),
+        "anisotropy": (anisotropy_chart(timelapse, index), anisotropy_frame(timelapse, index)),
+    }

@@ -91,3 +91,32 @@ def test_hidden_state_layers_count_the_embeddings():
     spec = charts.similarity_chart(timelapse, 0).to_dict()
     assert spec["encoding"]["x"]["title"] == "layer (0 = embeddings)"
     assert spec["encoding"]["x"]["scale"]["domain"] == [0, LAYERS]
+
+
+def test_notebook_and_lesson_step_draw_a_runs_frame(tmp_path):
+    """lens.timelapse_charts reads a run's file (by name, from the runs folder) and draws the closest frame; a lesson
+    step naming the run draws the same, and [] when the run is not here."""
+    import json
+
+    from core import lens, settings
+
+    timelapse, data = make()
+    folder = settings.runs_dir() / ".tl-notebook.cancelled"
+    folder.mkdir(parents=True)
+    (folder / "status.json").write_text(json.dumps({"state": "cancelled"}))
+    (folder / "timelapse.json").write_text(json.dumps(data))
+    drawn = lens.timelapse_charts("tl-notebook", step=12)  # closest measured step: 10
+    assert len(drawn) == 4
+    similarity = drawn[1][0].to_dict()
+    rows = similarity["datasets"][similarity["data"]["name"]]
+    assert sorted(r["value"] for r in rows if r["measure"] == "RSA") == sorted(data["frames"][1]["rsa"])
+    step = {"model": "all-MiniLM-L6-v2", "timelapse": "tl-notebook", "frame": "12"}
+    assert [c.to_dict()["title"] for c, _ in lens.view("finetune", step)] == [c.to_dict()["title"] for c, _ in drawn]
+    assert lens.view("finetune", {**step, "timelapse": "not-here"}) == []
+    with pytest.raises(ValueError, match="no time-lapse frames"):
+        lens.timelapse_charts("not-here")
+
+
+def test_frame_index_picks_the_closest_measured_step():
+    timelapse, _ = make()  # frames at 0, 10, 20
+    assert [charts.frame_index(timelapse, s) for s in (None, 0, 4, 5, 6, 14, 15, 99, -3)] == [2, 0, 0, 0, 1, 1, 1, 2, 0]
