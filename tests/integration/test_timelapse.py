@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from core.progress import Cancelled
 from core.training import finetune, load_classifier
 from core.training.runs import ended_dir, final_dir, partial_dir
 from core.training.timelapse import FILE, FRAME_KEYS, frame_steps, kept_checkpoints, read_timelapse
+from tests.integration.test_cli_json import _our_progress
 from tests.integration.test_training import ANIMALS, FILLER, animal_file, tiny_recipe  # noqa: F401 (fixture)
 
 FRAMES = 4
@@ -73,7 +73,7 @@ def cli_json(capsys, *argv) -> dict:
     """One JSON object on stdout, and under --quiet no progress ("12/40") on stderr."""
     assert main([*argv, "--json", "--quiet"]) == 0, capsys.readouterr().err
     captured = capsys.readouterr()
-    assert not re.search(r"\b\d+/\d+\b", captured.err), captured.err
+    assert _our_progress(captured.err) == [], captured.err
     return json.loads(captured.out)
 
 
