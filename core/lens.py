@@ -324,6 +324,29 @@ def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None,
     return _out(*head_studies_charts.cls_features_chart(results), return_data)
 
 
+# ---- fine-tuning -------------------------------------------------------------------------------------------------
+
+def timelapse(run):
+    """The time-lapse of a fine-tuning run trained with `--timelapse N` (its name, or its folder): a
+    core.training.timelapse.Timelapse whose frames give, per measured step, RSA / CKA / anisotropy per layer and
+    attention change per head against the starting model, dev loss and accuracy. A running or cancelled run gives
+    the frames it has so far. ValueError when there is no such run or it was trained without a time-lapse."""
+    from pathlib import Path
+
+    from core.training.runs import get_run
+    from core.training.timelapse import read_timelapse
+
+    found = get_run(str(run))
+    folder = Path(found.folder) if found is not None else Path(str(run))
+    if not folder.is_dir():
+        raise ValueError(f"No run named {str(run)!r}: give a run's name (python -m core runs lists them) or its folder.")
+    result = read_timelapse(folder)
+    if result is None:
+        raise ValueError(f"Run {str(run)!r} has no time-lapse: train it with `python -m core finetune ... --timelapse N` "
+                         "(or the form's time-lapse checkbox).")
+    return result
+
+
 # ---- a lesson step -----------------------------------------------------------------------------------------------
 
 def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:

@@ -210,3 +210,15 @@ def test_finetune_json_prints_the_timelapse_key_and_quiet_means_quiet(tiny_bert_
     assert metrics["recipe"]["timelapse"] == 3 and metrics["recipe"]["timelapse_corpus"] == "builtin"
     timelapse = read_timelapse(final_dir("tl-cli"))
     assert timelapse.probe == "builtin" and timelapse.complete and timelapse.frames[0].uuas is None
+
+
+def test_the_notebook_reads_the_timelapse_by_run_name(run):
+    from core import lens
+
+    name, metrics = run
+    timelapse = lens.timelapse(name)
+    assert timelapse.steps == read_timelapse(final_dir(name)).steps and len(timelapse.frames) == FRAMES
+    with pytest.raises(ValueError, match="no time-lapse"):
+        lens.timelapse(str(final_dir(name) / "checkpoints" / "step-0"))
+    with pytest.raises(ValueError, match="No run named 'nope'"):
+        lens.timelapse("nope")
