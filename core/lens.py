@@ -327,26 +327,40 @@ def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None,
     return _out(*head_studies_charts.cls_features_chart(results), return_data)
 
 
-def timelapse_charts(run: str, step: int | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
-    """One frame of a run's time-lapse (trained with `--timelapse N`; a cancelled run's kept frames too), as the
-    fine-tuning page's player draws it: [(chart, caption)] for the dev loss/accuracy curve, RSA/CKA per layer, the
-    attention change [layer, head] and anisotropy per layer, at `step` (the closest measured step; None: the last).
-    `run` is a run's name or its folder; ValueError when it has no time-lapse."""
-    found = get_run(run)
-    folder = found.folder if found is not None else run
-    timelapse = read_timelapse(folder) if Path(folder).is_dir() else None
-    if timelapse is None or not timelapse.frames:
-        raise ValueError(f"run {run!r} has no time-lapse frames here (train one with `python -m core finetune ... "
-                         "--timelapse N`; `python -m core runs` lists the runs)")
-    index = timelapse_charts_module.frame_index(timelapse, step)
-    measured = f"frame {index + 1} of {len(timelapse.frames)} measured ({len(timelapse.steps)} planned)"
-    built = timelapse_charts_module.frame_charts(timelapse, index)
+# ---- fine-tuning -------------------------------------------------------------------------------------------------
+
+def timelapse(run):
+    """The time-lapse of a fine-tuning run trained with `--timelapse N` (its name, or its folder): a
+    core.training.timelapse.Timelapse whose frames give, per measured step, RSA / CKA / anisotropy per layer and
+    attention change per head against the starting model, dev loss and accuracy. A running or cancelled run gives
+    the frames it has so far. ValueError when there is no such run or it was trained without a time-lapse."""
+    found = get_run(str(run))
+    folder = Path(found.folder) if found is not None else Path(str(run))
+    if not folder.is_dir():
+        raise ValueError(f"No run named {str(run)!r}: give a run's name (python -m core runs lists them) or its folder.")
+    result = read_timelapse(folder)
+    if result is None:
+        raise ValueError(f"Run {str(run)!r} has no time-lapse: train it with `python -m core finetune ... --timelapse N` "
+                         "(or the form's time-lapse checkbox).")
+    return result
+
+
+def timelapse_charts(run, step: int | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
+    """One frame of a run's time-lapse (`timelapse(run)`; a cancelled run's kept frames too), as the fine-tuning
+    page's player draws it: [(chart, caption)] for the dev loss/accuracy curve, RSA/CKA per layer, the attention
+    change [layer, head] and anisotropy per layer, at `step` (the closest measured step; None: the last).
+    ValueError when the run has no time-lapse frames."""
+    result = timelapse(run)
+    if not result.frames:
+        raise ValueError(f"Run {str(run)!r} has no time-lapse frames yet: it has not measured step 0.")
+    index = timelapse_charts_module.frame_index(result, step)
+    measured = f"frame {index + 1} of {len(result.frames)} measured ({len(result.steps)} planned)"
     captions = {"curve": f"Dev loss and accuracy at every frame; {measured}.",
                 "similarity": "RSA and linear CKA of each layer against the starting model on the probe set "
-                              f"{timelapse.probe} (1 = unchanged).",
+                              f"{result.probe} (1 = unchanged).",
                 "attention": "Cosine of each head's attention maps with the starting model's (1 = unchanged).",
                 "anisotropy": "Anisotropy per layer: mean cosine of random word pairs from different sentences."}
-    return [(chart, captions[part]) for part, (chart, _) in built.items()]
+    return [(chart, captions[part]) for part, (chart, _) in timelapse_charts_module.frame_charts(result, index).items()]
 
 
 # ---- a lesson step -----------------------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ REFRESH_SECONDS = 3.0  # how often a run still training is read again for new fr
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def cached_timelapse(folder: str, modified_ns: int) -> Timelapse | None:
-    """One read per version of the file (its modification time is in the key); the Timelapse is frozen, shared."""
+def cached_timelapse(folder: str, version: tuple[int, int]) -> Timelapse | None:
+    """One read per version of the file (its modification time and size are the key); the Timelapse is frozen,
+    shared."""
     return read_timelapse(folder)
 
 
@@ -35,10 +36,10 @@ def current_timelapse(name: str) -> Timelapse | None:
     if run is None:
         return None
     try:
-        modified = (Path(run.folder) / FILE).stat().st_mtime_ns
+        stat = (Path(run.folder) / FILE).stat()
     except OSError:
         return None
-    return cached_timelapse(run.folder, modified)
+    return cached_timelapse(run.folder, (stat.st_mtime_ns, stat.st_size))
 
 
 def cost_line(run: RunInfo, timelapse: Timelapse) -> str:

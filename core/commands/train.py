@@ -142,6 +142,8 @@ def recipe_from_args(args) -> Recipe:
 
 
 def run_finetune(args) -> int:
+    if getattr(args, "timelapse_corpus", None) is not None:
+        corpora.resolve(args.timelapse_corpus, args.seed)  # a bad probe set is refused before a run folder exists
     recipe = recipe_from_args(args)
     if recipe.task in RATING_BUCKETS:
         print(f"{recipe.task} stands in for the slides' drug-review satisfaction task; what differs:\n- "

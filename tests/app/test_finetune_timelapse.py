@@ -138,6 +138,31 @@ def test_a_link_reopens_the_player_at_its_frame(page, timelapse_file):
     assert at.select_slider(key="finetune.frame").value == 5
 
 
+def test_a_run_still_training_shows_its_frames_so_far_and_picks_up_new_ones(page, timelapse_file):
+    """The frames are measured inside the training job; the page only reads the file, again on each rerun."""
+    import os
+
+    from core.training.runs import partial_dir
+
+    folder = partial_dir("tl-running")
+    folder.mkdir(parents=True)
+    (folder / "recipe.json").write_text(json.dumps(Recipe(model="tiny", task="snli", run_name="tl-running").to_dict()))
+    (folder / "status.json").write_text(json.dumps({"state": "running", "phase": "training", "pid": os.getpid(),
+                                                    "queued_at": time.time(), "step": 6, "total_steps": 20, "losses": []}))
+    growing = {**timelapse_file, "frames": timelapse_file["frames"][:2]}
+    (folder / FILE).write_text(json.dumps(growing))
+    at = page(timelapse="tl-running")
+    assert not at.exception
+    assert at.select_slider(key="finetune.frame").options == ["step 0", "step 5"]
+    assert "still training" in next(c.value for c in at.caption if c.value.startswith("Measuring took"))
+    assert_frame_shown(at, growing, 5)
+    (folder / FILE).write_text(json.dumps(timelapse_file))  # the job measured its third frame
+    at.run()
+    assert at.select_slider(key="finetune.frame").options == ["step 0", "step 5", "step 10"]
+    at.select_slider(key="finetune.frame").set_value(10).run()
+    assert_frame_shown(at, timelapse_file, 10)
+
+
 def test_a_run_without_a_timelapse_shows_no_player(page):
     cancelled_run("no-timelapse", None)
     at = page()

@@ -19,6 +19,7 @@ from core.progress import Cancelled
 from core.training import finetune, load_classifier
 from core.training.runs import ended_dir, final_dir, partial_dir
 from core.training.timelapse import FILE, FRAME_KEYS, frame_steps, kept_checkpoints, read_timelapse
+from tests.integration.test_cli_json import _our_progress
 from tests.integration.test_training import ANIMALS, FILLER, animal_file, tiny_recipe  # noqa: F401 (fixture)
 
 FRAMES = 4
@@ -69,8 +70,11 @@ def run(tiny_bert_dir, animal_file, treebank, shared_cache):
 
 
 def cli_json(capsys, *argv) -> dict:
+    """One JSON object on stdout, and under --quiet no progress ("12/40") on stderr."""
     assert main([*argv, "--json", "--quiet"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert _our_progress(captured.err) == [], captured.err
+    return json.loads(captured.out)
 
 
 def test_frames_are_written_with_the_contract_keys(run):
@@ -195,3 +199,26 @@ def test_bad_values_get_clear_messages(tiny_bert_dir, animal_file, capsys, extra
         code = exit_.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_finetune_json_prints_the_timelapse_key_and_quiet_means_quiet(tiny_bert_dir, animal_file, capsys):
+    metrics = cli_json(capsys, "finetune", "--model", str(tiny_bert_dir), "--task", animal_file, "--run", "tl-cli",
+                       "--epochs", "1", "--batch-size", str(BATCH), "--max-length", "16", "--threads", "1",
+                       "--timelapse", "3", "--timelapse-corpus", "builtin")
+    assert metrics["timelapse"] == {"steps": [0, 10, 20], "frames": 3}
+    assert {"accuracy", "loss_curve", "train_seconds", "recipe"} <= set(metrics)  # today's keys stay
+    assert metrics["recipe"]["timelapse"] == 3 and metrics["recipe"]["timelapse_corpus"] == "builtin"
+    timelapse = read_timelapse(final_dir("tl-cli"))
+    assert timelapse.probe == "builtin" and timelapse.complete and timelapse.frames[0].uuas is None
+
+
+def test_the_notebook_reads_the_timelapse_by_run_name(run):
+    from core import lens
+
+    name, metrics = run
+    timelapse = lens.timelapse(name)
+    assert timelapse.steps == read_timelapse(final_dir(name)).steps and len(timelapse.frames) == FRAMES
+    with pytest.raises(ValueError, match="no time-lapse"):
+        lens.timelapse(str(final_dir(name) / "checkpoints" / "step-0"))
+    with pytest.raises(ValueError, match="No run named 'nope'"):
+        lens.timelapse("nope")

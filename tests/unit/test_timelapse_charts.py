@@ -113,7 +113,7 @@ def test_notebook_and_lesson_step_draw_a_runs_frame(tmp_path):
     step = {"model": "all-MiniLM-L6-v2", "timelapse": "tl-notebook", "frame": "12"}
     assert [c.to_dict()["title"] for c, _ in lens.view("finetune", step)] == [c.to_dict()["title"] for c, _ in drawn]
     assert lens.view("finetune", {**step, "timelapse": "not-here"}) == []
-    with pytest.raises(ValueError, match="no time-lapse frames"):
+    with pytest.raises(ValueError, match="No run named"):
         lens.timelapse_charts("not-here")
 
 
