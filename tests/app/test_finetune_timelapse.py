@@ -252,3 +252,24 @@ def test_the_lessons_step_says_the_command_when_its_run_is_not_here():
     assert command == ("python -m core finetune --model all-MiniLM-L6-v2 --task snli --run minilm-snli-timelapse "
                        "--train-limit 2000 --epochs 1 --timelapse 10")
     assert any(command in i.value and "not on this computer" in i.value for i in at.info)
+
+
+def test_the_forms_time_lapse_box_goes_into_the_recipe(page, monkeypatch):
+    """The form's "Time-lapse" box, frame count and probe corpus become the queued recipe's timelapse and
+    timelapse_corpus; unticked, the recipe has none. No real worker: the runs stay queued."""
+    from core.training import list_runs
+    from tests.app.conftest import FakeProcess
+
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: FakeProcess())
+    at = page()
+    at.text_input(key="finetune.run_name").input("plain")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    at.text_input(key="finetune.run_name").input("watched")
+    at.checkbox(key="finetune.timelapse_on").check()
+    at.number_input(key="finetune.timelapse_frames").set_value(6)
+    at.text_input(key="finetune.timelapse_corpus").input("builtin")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception and not at.error
+    recipes = {r.name: r.recipe for r in list_runs()}
+    assert (recipes["plain"]["timelapse"], recipes["plain"]["timelapse_corpus"]) == (0, None)
+    assert (recipes["watched"]["timelapse"], recipes["watched"]["timelapse_corpus"]) == (6, "builtin")
