@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
                                warn_if_truncated)
 from app_pages.widgets.finetune_changes import render as render_changes
+from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
 from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
 from core import settings
@@ -125,6 +126,7 @@ def render_runs() -> None:
 
     model_names = list(dict.fromkeys([model_ref(), *[e.name for e in available_models()]]))
     model_names = [m for m in model_names if m]
+    timelapse_missing_notice()  # a lesson step's time-lapse run that is not here: its command, at the top of the slide
 
     # ---- launch -------------------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from app_pages.widgets.common import draw_chart, export_buttons, intro, model_re
 from app_pages.widgets.player import player
 from core.charts import timelapse as charts
 from core.safe_text import markdown_code, markdown_text
-from core.training.runs import RunInfo, get_run
+from core.training.runs import RunInfo, get_run, list_runs
 from core.training.timelapse import FILE, Timelapse, read_timelapse
 from core.views.finetune import timelapse_command
 
@@ -68,30 +68,43 @@ def show_frame(name: str, step: int) -> None:
             export_buttons(chart, table, f"timelapse-{name}-step{step}-{part}", key=f"{K}timelapse.export.{part}")
 
 
+def with_frames(runs: list[RunInfo]) -> list[RunInfo]:
+    return [r for r in runs if (Path(r.folder) / FILE).is_file()]
+
+
+def missing_notice() -> None:
+    """First thing in the Runs tab, so a slide shows it: a link or a lesson step named a time-lapse run that has no
+    frames here; the one command that makes it (the name is kept until the user picks another run)."""
+    runs = list_runs()
+    requested = st.session_state.get(RUN_KEY)
+    if requested and requested not in [r.name for r in with_frames(runs)]:
+        st.session_state[MISSING_KEY], st.session_state[RUN_KEY] = requested, None
+    missing = st.session_state.get(MISSING_KEY) if st.session_state.get(RUN_KEY) is None else None
+    if not missing:
+        return
+    if any(r.name == missing for r in runs):
+        st.info(f"Run {markdown_code(missing)} has no time-lapse (yet): it was trained without one, or has not "
+                "measured its first frame. Its frames play under Time-lapse below once it has some.")
+    else:
+        st.info(f"Time-lapse run {markdown_code(missing)} is not on this computer. Make it with this command (a few "
+                f"minutes on a CPU), then reload: {markdown_code(timelapse_command(missing, model_ref() or 'MODEL'))}")
+
+
 def render(runs: list[RunInfo]) -> None:
-    """The "Time-lapse" section of the Runs tab: pick a run with a time-lapse, play its frames."""
+    """The "Time-lapse" section of the Runs tab: pick a run with a time-lapse, play its frames (after
+    `missing_notice`, which settles a link's run that is not here)."""
     st.subheader("Time-lapse")
     intro("A time-lapse measures the model at evenly spaced steps while it trains: how similar each layer still is "
           "to the starting model, how much each head's attention moved, and the loss and accuracy so far.",
           "Pick a run trained with one, then drag the step slider or press Play to watch which layers change.")
-    with_frames = [r for r in runs if (Path(r.folder) / FILE).is_file()]
-    names = [r.name for r in with_frames]
-    requested = st.session_state.get(RUN_KEY)
-    if requested and requested not in names:
-        st.session_state[MISSING_KEY], st.session_state[RUN_KEY] = requested, None
+    playable = with_frames(runs)
+    names = [r.name for r in playable]
     missing = st.session_state.get(MISSING_KEY) if st.session_state.get(RUN_KEY) is None else None
-    if missing:
-        if any(r.name == missing for r in runs):
-            st.info(f"Run {markdown_code(missing)} has no time-lapse (yet): it was trained without one, or has not "
-                    "measured its first frame.")
-        else:
-            st.info(f"Run {markdown_code(missing)} is not on this computer. Make it with this command (a few minutes "
-                    f"on a CPU), then reload: {markdown_code(timelapse_command(missing, model_ref() or 'MODEL'))}")
-    if not with_frames:
+    if not playable:
         st.caption("No run has a time-lapse yet: tick “Time-lapse” under “Start a run”, or add `--timelapse 10` to "
                    "`python -m core finetune`.")
         return
-    by_name = {r.name: r for r in with_frames}
+    by_name = {r.name: r for r in playable}
     if not missing and st.session_state.get(RUN_KEY) not in names:
         st.session_state[RUN_KEY] = names[-1]
     name = st.selectbox("Run with a time-lapse", names, key=RUN_KEY, index=None, placeholder="Pick a run",
