@@ -116,7 +116,8 @@ class Watch:
         """Fields for status.json: frames done and the measuring cost, for the page's progress text."""
         t = self.writer.timelapse if self.writer else None
         return {} if t is None else {"timelapse_frames": len(t.frames), "timelapse_total": len(t.steps),
-                                     "timelapse_seconds": t.measure_seconds}
+                                     "timelapse_seconds": t.measure_seconds,
+                                     "timelapse_message": self.message(t.train_seconds)}
 
     def message(self, train_seconds: float) -> str:
         """The job's progress text: frames done and what measuring cost against training."""
