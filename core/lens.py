@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import altair as alt
@@ -331,8 +332,6 @@ def timelapse(run):
     core.training.timelapse.Timelapse whose frames give, per measured step, RSA / CKA / anisotropy per layer and
     attention change per head against the starting model, dev loss and accuracy. A running or cancelled run gives
     the frames it has so far. ValueError when there is no such run or it was trained without a time-lapse."""
-    from pathlib import Path
-
     from core.training.runs import get_run
     from core.training.timelapse import read_timelapse
 
