@@ -19,7 +19,7 @@ Frame 0 is the starting model compared with itself: the reference's own vectors 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -66,8 +66,9 @@ class ProbeSet:
 
 
 class Watch:
-    """The time-lapse of one classifier run: built before training (the starting model measured), then `at(step)`
-    after each step measures, writes and (when asked) saves a checkpoint at the planned steps."""
+    """The time-lapse of one classifier run: built before training (probe set and dev sample read), `begin(total)`
+    plans the frames, then `at(step)` before the first update and after each step measures, writes and (when asked)
+    saves a checkpoint at the planned steps; at step 0 it first encodes the starting model, kept for every frame."""
 
     def __init__(self, recipe, folder: RunFolder, model: Classifier, tokenizer, labels: tuple[str, ...],
                  eval_examples: list, label_index, max_length: int, device: str, should_stop: StopCheck = None):
@@ -80,7 +81,6 @@ class Watch:
         self.pad_id = tokenizer.pad_token_id or 0
         self.steps: tuple[int, ...] = ()
         self.writer: tl.TimelapseWriter | None = None
-        self.seconds = 0.0  # measuring so far
         self.reference: Reference | None = None
         self.maps: AttentionMaps | None = None
 
@@ -102,8 +102,7 @@ class Watch:
         with torch.random.fork_rng(devices=[]), _eval_mode(self.model):
             frame = self._measure(step)
         seconds = time.perf_counter() - start
-        frame = tl.Frame(**{**frame.__dict__, "measure_seconds": seconds})
-        self.seconds += seconds
+        frame = replace(frame, measure_seconds=seconds)
         timelapse = self.writer.add(frame, train_seconds)
         if step in timelapse.checkpoints:
             self._save_checkpoint(step)
