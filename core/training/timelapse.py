@@ -15,7 +15,7 @@ lists runs reads a time-lapse without loading torch).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -109,7 +109,8 @@ class Timelapse:
     frames          the frames measured, in step order (fewer than steps when the run was cancelled)
     dev_examples    how many evaluation examples each frame's dev_accuracy and loss are measured on
     measure_seconds seconds spent measuring, all frames together; train_seconds: seconds spent training so far
-    checkpoints     steps whose whole model was kept (`--keep-checkpoints`), loadable as NAME@STEP
+    checkpoints     steps whose whole model is kept (`--keep-checkpoints`; saved when their frame is measured),
+                    loadable as NAME@STEP
     """
 
     steps: tuple[int, ...]
@@ -119,7 +120,7 @@ class Timelapse:
     dev_examples: int = 0
     measure_seconds: float = 0.0
     train_seconds: float = 0.0
-    checkpoints: tuple[int, ...] = field(default=())
+    checkpoints: tuple[int, ...] = ()
 
     @property
     def measure_share(self) -> float:
@@ -232,5 +233,5 @@ def _floats(values) -> list[float]:
 def _array(values, ndim: int) -> np.ndarray:
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != ndim:
-        raise ValueError(f"expected a {'list' if ndim == 1 else 'list of lists'} of numbers, got {ndim and array.ndim}-d")
+        raise ValueError(f"expected a {'list' if ndim == 1 else 'list of lists'} of numbers, got {array.ndim} dimensions")
     return array

@@ -11,14 +11,15 @@ the model is measured against the starting model with the code of the command-li
 - loss and accuracy on a seeded sample of the run's evaluation examples (core.training.classifier.predict_logits);
 - UUAS per layer when the probe set has dependency trees, as `python -m core probe --corpus PROBE --seed S`.
 
-Measuring runs in eval mode with eager attention (the maps are read), under a forked random state, so the
+Measuring runs in eval mode (eager attention while the maps are read), under a forked random state, so the
 training that follows is the same as without a time-lapse; its seconds are left out of the run's training time.
+Frame 0 is the starting model compared with itself: the reference's own vectors and maps, not a second pass.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -40,7 +41,8 @@ from core.training.runs import RunFolder
 # What the command-line twins read by default: compare --limit 500 --max-words 1500, attention-change --limit 200.
 COMPARE_SENTENCES = 500
 ATTENTION_INPUTS = 200
-DEV_EXAMPLES = 200  # evaluation examples each frame's loss and accuracy are measured on (seeded sample)
+DEV_EXAMPLES = 100  # evaluation examples each frame's loss and accuracy are measured on (seeded sample), as many as
+# the default probe set has pairs: each costs a forward pass at every frame (bench/timelapse.py)
 ANISOTROPY_PAIRS = 1000
 
 
@@ -64,8 +66,9 @@ class ProbeSet:
 
 
 class Watch:
-    """The time-lapse of one classifier run: built before training (the starting model measured), then `at(step)`
-    after each step measures, writes and (when asked) saves a checkpoint at the planned steps."""
+    """The time-lapse of one classifier run: built before training (probe set and dev sample read), `begin(total)`
+    plans the frames, then `at(step)` before the first update and after each step measures, writes and (when asked)
+    saves a checkpoint at the planned steps; at step 0 it first encodes the starting model, kept for every frame."""
 
     def __init__(self, recipe, folder: RunFolder, model: Classifier, tokenizer, labels: tuple[str, ...],
                  eval_examples: list, label_index, max_length: int, device: str, should_stop: StopCheck = None):
@@ -78,7 +81,6 @@ class Watch:
         self.pad_id = tokenizer.pad_token_id or 0
         self.steps: tuple[int, ...] = ()
         self.writer: tl.TimelapseWriter | None = None
-        self.seconds = 0.0  # measuring so far
         self.reference: Reference | None = None
         self.maps: AttentionMaps | None = None
 
@@ -97,11 +99,10 @@ class Watch:
         if step not in self.steps:
             return 0.0
         start = time.perf_counter()
-        with torch.random.fork_rng(devices=[]), _measuring(self.model):
+        with torch.random.fork_rng(devices=[]), _eval_mode(self.model):
             frame = self._measure(step)
         seconds = time.perf_counter() - start
-        frame = tl.Frame(**{**frame.__dict__, "measure_seconds": seconds})
-        self.seconds += seconds
+        frame = replace(frame, measure_seconds=seconds)
         timelapse = self.writer.add(frame, train_seconds)
         if step in timelapse.checkpoints:
             self._save_checkpoint(step)
@@ -114,7 +115,8 @@ class Watch:
         """Fields for status.json: frames done and the measuring cost, for the page's progress text."""
         t = self.writer.timelapse if self.writer else None
         return {} if t is None else {"timelapse_frames": len(t.frames), "timelapse_total": len(t.steps),
-                                     "timelapse_seconds": t.measure_seconds}
+                                     "timelapse_seconds": t.measure_seconds,
+                                     "timelapse_message": self.message(t.train_seconds)}
 
     def message(self, train_seconds: float) -> str:
         """The job's progress text: frames done and what measuring cost against training."""
@@ -134,12 +136,20 @@ class Watch:
     def _measure(self, step: int) -> tl.Frame:
         now = LoadedModel(ref=f"{self.recipe.run_name}@{step}", path=str(self.folder.path), source="training",
                           model=self.model.encoder, tokenizer=self.tokenizer, device=self.device)
-        if self.reference is None:  # step 0: the starting model, kept for every later frame
+        if self.reference is None:
+            # Step 0: the starting model, encoded once and kept for every later frame; frame 0 compares it with
+            # itself (the model is still the starting model) without encoding it a second time.
             self.reference = Reference.of(now, list(self.probe.sentences), max_words=DEFAULT_MAX_WORDS,
                                           seed=self.probe.seed, should_stop=self.should_stop)
-            self.maps = AttentionMaps.of(now, list(self.probe.inputs), should_stop=self.should_stop)
-        similarity, vectors = self.reference.compare(now, should_stop=self.should_stop)
-        change = self.maps.change(now, should_stop=self.should_stop)
+            with _eager_attention(self.model.encoder):
+                self.maps = AttentionMaps.of(now, list(self.probe.inputs), should_stop=self.should_stop)
+            vectors = self.reference.vectors
+            similarity = self.reference.versus(now.ref, vectors, self.should_stop)
+            change = self.maps.unchanged()
+        else:
+            similarity, vectors = self.reference.compare(now, should_stop=self.should_stop)
+            with _eager_attention(self.model.encoder):
+                change = self.maps.change(now, should_stop=self.should_stop)
         anisotropy = random_pair_cosine(vectors.vectors.transpose(1, 0, 2), vectors.sentence, ANISOTROPY_PAIRS,
                                         self.probe.seed).mean
         loss, accuracy = self._dev_scores()
@@ -169,22 +179,35 @@ class Watch:
                             extra={"task": self.recipe.task, "max_length": self.max_length, "step": step})
 
 
-class _measuring:
-    """The model in eval mode with eager attention (attention maps are read) for a measurement, then as it was."""
+class _eval_mode:
+    """The model in eval mode (no dropout) for a measurement, then back in the mode it was in."""
 
     def __init__(self, model: Classifier):
         self.model = model
 
     def __enter__(self):
         self.training = self.model.training
-        self.attention = self.model.encoder.config._attn_implementation
         self.model.eval()
-        if self.attention != "eager":
-            self.model.encoder.set_attn_implementation("eager")
         return self.model
 
     def __exit__(self, *exc):
-        if self.attention != "eager":
-            self.model.encoder.set_attn_implementation(self.attention)
         self.model.train(self.training)
+        return False
+
+
+class _eager_attention:
+    """Eager attention while the attention maps are read (SDPA, which training uses, returns none), then as it was."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+
+    def __enter__(self):
+        self.attention = self.encoder.config._attn_implementation
+        if self.attention != "eager":
+            self.encoder.set_attn_implementation("eager")
+        return self.encoder
+
+    def __exit__(self, *exc):
+        if self.attention != "eager":
+            self.encoder.set_attn_implementation(self.attention)
         return False

@@ -93,6 +93,19 @@ class AttentionMaps:
                                                max_length=max_length, progress=progress, should_stop=should_stop)}
         return cls(lm.ref, tuple(items), layers, max_length, maps)
 
+    def unchanged(self) -> AttentionChange:
+        """The kept maps against themselves: what change(A) gives without encoding A again (1 for every head)."""
+        total = sum((attention_cosine(att, att) for _, att in self.maps.values()), np.zeros(self.shape))
+        total = distributed.current().all_reduce_sum(total)
+        return AttentionChange(self.model, self.model, total / len(self.items), len(self.items), self.layers,
+                               distributed.current().world_size)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(layers, heads) of the kept maps."""
+        first = next(iter(self.maps.values()), None)
+        return (self.layers, first[1].shape[1] if first is not None else 0)
+
     def change(self, lm_b: LoadedModel, *, batch_size: int = 16, progress: ProgressCallback = None,
                should_stop: StopCheck = None) -> AttentionChange:
         """attention_change(A, lm_b, the same items): lm_b's maps against the kept ones."""
