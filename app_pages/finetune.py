@@ -10,6 +10,8 @@ import streamlit as st
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
                                warn_if_truncated)
 from app_pages.widgets.finetune_changes import render as render_changes
+from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
+from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
 from core import settings
 from core.charts import finetune as finetune_charts
@@ -124,6 +126,7 @@ def render_runs() -> None:
 
     model_names = list(dict.fromkeys([model_ref(), *[e.name for e in available_models()]]))
     model_names = [m for m in model_names if m]
+    timelapse_missing_notice()  # a lesson step's time-lapse run that is not here: its command, at the top of the slide
 
     # ---- launch -------------------------------------------------------------------------------------------
 
@@ -194,6 +197,15 @@ def render_runs() -> None:
                 "Layer-wise LR decay", 0.01, 1.0, 1.0, step=0.05, key=K + "lr_decay",
                 help="Discriminative fine-tuning (Howard & Ruder 2018; Sun et al. 2019 use 0.95): layer l of L trains "
                 "at learning rate × decay^(L − l), the embeddings lowest, the head at the learning rate. 1 = one rate.")
+            c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
+            timelapse = c1.checkbox("Time-lapse", key=K + "timelapse_on",
+                                    help="Measure the model at evenly spaced steps while it trains (step 0 and the last "
+                                    "included) and play the frames below: similarity to the starting model, attention "
+                                    "change, anisotropy, dev loss and accuracy. Costs some training time; the page says how much.")
+            frames = c2.number_input("Frames", 2, 200, 10, key=K + "timelapse_frames")
+            probe = c3.text_input("Time-lapse probe corpus", key=K + "timelapse_corpus",
+                                  placeholder="empty: 100 dev pairs of the task; or builtin, ud:dev:100, a .txt file",
+                                  help="The sentences every frame is measured on (the corpus grammar of `--corpus`).")
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
                     if task == FILE_TASK and upload is None:
@@ -207,7 +219,8 @@ def render_runs() -> None:
                         seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
                         freeze_embeddings=bool(freeze_embeddings), processes=int(processes),
                         gradient_accumulation=int(accumulation), cpu_threads=int(threads) or None,
-                        lr_decay=float(lr_decay),
+                        lr_decay=float(lr_decay), timelapse=int(frames) if timelapse else 0,
+                        timelapse_corpus=(probe.strip() or None) if timelapse else None,
                     )
                     # The protocol's own values replace the form's (the toggle's help says so).
                     recipe = paper_recipe(protocol, **{k: v for k, v in values.items() if k not in PAPER_SETTINGS.get(protocol, {})})
@@ -302,6 +315,8 @@ def render_runs() -> None:
     st.fragment(run_every="2s" if any_active else None)(live_runs)()
     if not any_active:
         st.button("Refresh", key=K + "refresh", icon=":material/refresh:", help="Look for runs started elsewhere")
+
+    render_timelapse(runs)  # above the runs table: a lesson's link opens on it
 
     # ---- finished runs ------------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_corpus_cut,
 )
+from app_pages.widgets.player import player
 from core.data import corpus as corpora
 from core.data.datasets import DataUnavailable
 from core.model.encoding import run_counting_cuts
@@ -234,43 +235,10 @@ if colour == "word" and words_seen:
 n_layers = max(len(p.layers) for p in projections.values())
 st.session_state.setdefault("pca.layer", 0)
 st.session_state["pca.layer"] = min(st.session_state["pca.layer"], n_layers - 1)
-st.session_state.setdefault("pca.playing", False)
 
 
-def toggle_play() -> None:
-    playing = not st.session_state["pca.playing"]
-    st.session_state["pca.playing"] = playing
-    if playing:
-        st.session_state["pca.just_started"] = True
-        if st.session_state["pca.layer"] >= n_layers - 1:
-            st.session_state["pca.layer"] = 0
-
-
-timer_on = st.session_state["pca.playing"]
-
-
-@st.fragment(run_every=PLAY_SECONDS if timer_on else None)
-def layer_view() -> None:
-    """Slider, charts and exports; while playing, each timed rerun of this fragment shows the next layer."""
-    if st.session_state["pca.playing"] != timer_on:
-        # Play/Pause was pressed inside the fragment, which reruns only the fragment as it was defined, with or
-        # without its timer: rerun the page so it is defined again with the right one.
-        st.rerun()
-    if st.session_state["pca.playing"]:
-        if st.session_state.pop("pca.just_started", False):
-            pass
-        elif st.session_state["pca.layer"] < n_layers - 1:
-            st.session_state["pca.layer"] += 1
-        else:
-            st.session_state["pca.playing"] = False
-            st.rerun()  # the whole page, so the fragment is redefined without its timer
-    controls = st.columns([6, 1])
-    layer = controls[0].slider("Layer (0 = embeddings)", 0, n_layers - 1, key="pca.layer")
-    controls[1].button(
-        "Pause" if st.session_state["pca.playing"] else "Play",
-        icon=":material/pause:" if st.session_state["pca.playing"] else ":material/play_arrow:",
-        key="pca.play", on_click=toggle_play, width="stretch",
-    )
+def layer_view(layer: int) -> None:
+    """The charts and exports of one layer (the player below shows the next one while playing)."""
     columns = st.columns(len(projections))
     for index, (column, (ref, projection)) in enumerate(zip(columns, projections.items())):
         shown_layer = min(layer, len(projection.layers) - 1)
@@ -286,7 +254,9 @@ def layer_view() -> None:
             export_buttons(chart, projection_frame(projection), f"pca_{name}_{projection.method}_L{shown_layer}", key=f"pca.export.{index}")
 
 
-layer_view()
+player("pca.", "pca.layer", lambda: range(n_layers),
+       lambda column: column.slider("Layer (0 = embeddings)", 0, n_layers - 1, key="pca.layer"), layer_view,
+       seconds=PLAY_SECONDS)
 st.caption(
     "Each point is one word piece; its position comes from the layer's vectors through the projection above. "
     "The CSV holds every layer's coordinates. Command line: `python -m core pca --model M --text \"…\" --json`."

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import altair as alt
@@ -43,6 +44,7 @@ from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import masked as masked_charts
 from core.charts import patching as patching_charts
+from core.charts import timelapse as timelapse_charts_module
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
@@ -50,6 +52,9 @@ from core.model.encoding import encode
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
 from core.settings import default_model
+from core.training import load_classifier
+from core.training.runs import get_run
+from core.training.timelapse import read_timelapse
 from core.model.encoding import read_input
 from core.validation import truncation_notice
 
@@ -233,8 +238,6 @@ def patch(model, clean, corrupt, *, target=None, label=None, over: str = "heads"
     if method not in patchings.METHODS:
         raise ValueError(f"method must be one of {', '.join(patchings.METHODS)}")
     if label is not None:
-        from core.training import load_classifier
-
         subject, goal = (model if hasattr(model, "labels") else load_classifier(_ref(model))), label
     else:
         subject, goal = load(model), target
@@ -324,14 +327,50 @@ def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None,
     return _out(*head_studies_charts.cls_features_chart(results), return_data)
 
 
+# ---- fine-tuning -------------------------------------------------------------------------------------------------
+
+def timelapse(run):
+    """The time-lapse of a fine-tuning run trained with `--timelapse N` (its name, or its folder): a
+    core.training.timelapse.Timelapse whose frames give, per measured step, RSA / CKA / anisotropy per layer and
+    attention change per head against the starting model, dev loss and accuracy. A running or cancelled run gives
+    the frames it has so far. ValueError when there is no such run or it was trained without a time-lapse."""
+    found = get_run(str(run))
+    folder = Path(found.folder) if found is not None else Path(str(run))
+    if not folder.is_dir():
+        raise ValueError(f"No run named {str(run)!r}: give a run's name (python -m core runs lists them) or its folder.")
+    result = read_timelapse(folder)
+    if result is None:
+        raise ValueError(f"Run {str(run)!r} has no time-lapse: train it with `python -m core finetune ... --timelapse N` "
+                         "(or the form's time-lapse checkbox).")
+    return result
+
+
+def timelapse_charts(run, step: int | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
+    """One frame of a run's time-lapse (`timelapse(run)`; a cancelled run's kept frames too), as the fine-tuning
+    page's player draws it: [(chart, caption)] for the dev loss/accuracy curve, RSA/CKA per layer, the attention
+    change [layer, head] and anisotropy per layer, at `step` (the closest measured step; None: the last).
+    ValueError when the run has no time-lapse frames."""
+    result = timelapse(run)
+    if not result.frames:
+        raise ValueError(f"Run {str(run)!r} has no time-lapse frames yet: it has not measured step 0.")
+    index = timelapse_charts_module.frame_index(result, step)
+    measured = f"frame {index + 1} of {len(result.frames)} measured ({len(result.steps)} planned)"
+    captions = {"curve": f"Dev loss and accuracy at every frame; {measured}.",
+                "similarity": "RSA and linear CKA of each layer against the starting model on the probe set "
+                              f"{result.probe} (1 = unchanged).",
+                "attention": "Cosine of each head's attention maps with the starting model's (1 = unchanged).",
+                "anisotropy": "Anisotropy per layer: mean cosine of random word pairs from different sentences."}
+    return [(chart, captions[part]) for part, (chart, _) in timelapse_charts_module.frame_charts(result, index).items()]
+
+
 # ---- a lesson step -----------------------------------------------------------------------------------------------
 
 def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
     """The charts of one app view, for a lesson step {"page": url_path, "params": {url param: str}}: a list of
     (chart, caption), drawn by the view's `charts` (core/views/), which calls the functions above. Reads the
     sidebar's model / a / b and the view's own URL params; a view whose charts need a trained run or a long job
-    (finetune, bias, reproduce), has none (home), or is not registered gives [] and the step is shown by its title
-    and notes. Unknown params are ignored, as in the app."""
+    (finetune, bias, reproduce; a finetune step naming a time-lapse run on this computer draws its frame), has none
+    (home), or is not registered gives [] and the step is shown by its title and notes. Unknown params are ignored, as in the app."""
     params = dict(params or {})
     if not views.is_view(page or "") or views.get(page or "").charts is None:
         return []

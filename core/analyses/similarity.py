@@ -407,11 +407,7 @@ def compare_many(
     check_protocol(protocol, PROTOCOLS)
     models = [base, *others]
     read, keep, skipped = _sampled(models, sentences, max_words, seed, protocol)
-    if len(keep) < 2:
-        raise SimilarityError(
-            f"Only {len(keep)} of {len(sentences)} sentences can be compared (the models split the others into "
-            "different words, or they are too long); give more sentences, or models that share a tokenizer."
-        )
+    _check_enough(keep, sentences)
     total = len(keep) * len(models)
 
     def stage(k: int) -> ProgressCallback:
@@ -433,12 +429,67 @@ def compare_many(
     results = []
     for k, other in enumerate(others, start=1):
         vectors = vectors_of(k)
-        if vectors.words != base_vectors.words:
-            raise SimilarityError(f"{other.ref} split the sentences into other words than {base.ref}.")
-        base_rsa, base_cka = base_signatures.result()
-        rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
-        results.append(
-            Similarity(base.ref, other.ref, _dot_rows(base_rsa, rsa_o), _dot_rows(base_cka, cka_o),
-                       base_vectors.n_words, len(keep), skipped, protocol, seed)
-        )
+        reference = Reference(base.ref, tuple(read[0]), tuple(keep), skipped, protocol, seed, base_vectors,
+                              *base_signatures.result())
+        results.append(reference.versus(other.ref, vectors, should_stop))
     return results
+
+
+def _check_enough(keep: Sequence, sentences: Sequence[str]) -> None:
+    if len(keep) < 2:
+        raise SimilarityError(
+            f"Only {len(keep)} of {len(sentences)} sentences can be compared (the models split the others into "
+            "different words, or they are too long); give more sentences, or models that share a tokenizer."
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """The base model's side of compare_many, kept to compare it with many models later (a time-lapse of a
+    training run: the same model at N steps) without encoding the base again.
+
+    read        [S] the base's Tokenized of each sentence read; keep [S] the indices of each one's kept words
+    vectors     the base's WordVectors of the sample; rsa, cka [L+1, N*N] its signatures (full_signatures)
+    """
+
+    model: str
+    read: tuple
+    keep: tuple
+    skipped: int
+    protocol: str
+    seed: int
+    vectors: WordVectors
+    rsa: np.ndarray
+    cka: np.ndarray
+    tokenization: object = None  # _tokenization_key of the base: who may be compared by `compare`
+
+    def versus(self, other: str, vectors: WordVectors, should_stop: StopCheck = None) -> Similarity:
+        """Similarity of the base with a model whose WordVectors of the same sample are `vectors`."""
+        if vectors.words != self.vectors.words:
+            raise SimilarityError(f"{other} split the sentences into other words than {self.model}.")
+        rsa_o, cka_o = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
+        return Similarity(self.model, other, _dot_rows(self.rsa, rsa_o), _dot_rows(self.cka, cka_o),
+                          self.vectors.n_words, len(self.keep), self.skipped, self.protocol, self.seed)
+
+    def compare(self, other: LoadedModel, *, progress: ProgressCallback = None,
+                should_stop: StopCheck = None) -> tuple[Similarity, WordVectors]:
+        """compare_models(base, other, ...) on the same sample, for a model with the base's tokenizer (the base's
+        tokens are fed to it as they are); also returns the other model's word vectors."""
+        if _tokenization_key(other) != self.tokenization:
+            raise SimilarityError(f"{other.ref} does not share {self.model}'s tokenizer; use compare_models.")
+        vectors = word_vectors(other, self.read, keep=self.keep, progress=progress, should_stop=should_stop)
+        return self.versus(other.ref, vectors, should_stop), vectors
+
+    @classmethod
+    def of(cls, base: LoadedModel, sentences: Sequence[str], *, max_words: int = DEFAULT_MAX_WORDS, seed: int = 0,
+           protocol: str = DEFAULT_PROTOCOL, progress: ProgressCallback = None,
+           should_stop: StopCheck = None) -> "Reference":
+        """The base encoded once on the sample compare_models(base, other, sentences, ...) reads for any `other`
+        that shares its tokenizer (the sample depends only on how the models split the sentences)."""
+        check_protocol(protocol, PROTOCOLS)
+        read, keep, skipped = _sampled([base], sentences, max_words, seed, protocol)
+        _check_enough(keep, sentences)
+        vectors = word_vectors(base, read[0], keep=keep, progress=progress, should_stop=should_stop)
+        rsa_rows, cka_rows = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
+        return cls(base.ref, tuple(read[0]), tuple(keep), skipped, protocol, seed, vectors, rsa_rows, cka_rows,
+                   _tokenization_key(base))

@@ -243,12 +243,15 @@ def protocol_title(title: str, protocol: str) -> str:
     return f"{title} [{PROTOCOLS[protocol].paper.split(',')[0]} protocol]"
 
 
-def grid_chart(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis", diverging: bool = False,
-               fmt: str = ".3f") -> alt.Chart:
-    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures)."""
+def grid_chart(frame: pd.DataFrame, name: str, title: str | alt.TitleParams, scheme: str = "viridis",
+               diverging: bool = False, fmt: str = ".3f", domain: tuple[float, float] | None = None) -> alt.Chart:
+    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures); `domain` fixes the
+    colour scale (values outside it take the end colours), else it spans the data."""
     if diverging:
         bound = max(float(np.nanmax(np.abs(frame[name].to_numpy()))), 0.01)
         scale = alt.Scale(scheme="redblue", domain=[-bound, bound], domainMid=0)
+    elif domain is not None:
+        scale = alt.Scale(scheme=scheme, domain=list(domain), clamp=True)
     else:
         scale = alt.Scale(scheme=scheme)
     return alt.Chart(frame, title=title).mark_rect().encode(

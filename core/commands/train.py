@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core import validation
 from core.commands import add_json_arguments, warn_degenerate
+from core.data import corpus as corpora
 from core.files import write_text_atomic
 from core.model.distributed import launched_world_size
 from core.training import Recipe, cancel, finetune, list_runs, report, submit
@@ -69,6 +70,16 @@ def register(subparsers) -> None:
                    help="slides: the CS4650 slides' AdamW (lr 5e-5, eps 1e-8, no weight decay, no schedule, no "
                    "clipping), 2 epochs, batch 32, scored on the test split; bertlens (default): weight decay 0.01, "
                    "clipping 1.0, scored on SNLI dev so the test split stays unseen")
+    p.add_argument("--timelapse", type=validation.count, default=0, metavar="N",
+                   help="measure the model at N evenly spaced steps (step 0 and the final step included) against the "
+                   "starting model: RSA/CKA and anisotropy per layer, attention change per head, dev loss and "
+                   "accuracy; frames go to the run folder's timelapse.json (default 0: off)")
+    p.add_argument("--timelapse-corpus", default=None, metavar="SPEC",
+                   help="the time-lapse's probe set (" + corpora.CLI_HELP + "; default: 100 seeded pairs of the "
+                   "task's dev split, snli:dev:100 or mrpc:dev:100); a treebank (ud, .conllu) adds UUAS per layer")
+    p.add_argument("--keep-checkpoints", type=validation.count, default=0, metavar="K",
+                   help="keep the whole model at K of the time-lapse's frames (evenly chosen, the final step among "
+                   "them), loadable as NAME@STEP (default 0: none)")
     p.set_defaults(func=run_finetune, objective="classify")
 
     p = subparsers.add_parser("contrastive", help="SimCSE contrastive training; saves an encoder")
@@ -125,10 +136,14 @@ def recipe_from_args(args) -> Recipe:
         freeze_embeddings=args.freeze_embeddings, data_source=args.source,
         device=args.device, cpu_threads=args.threads, gradient_accumulation=args.gradient_accumulation,
         processes=args.processes or launched_world_size(), **values,
+        **({"timelapse": args.timelapse, "timelapse_corpus": args.timelapse_corpus,
+            "keep_checkpoints": args.keep_checkpoints} if not contrastive else {}),
     )
 
 
 def run_finetune(args) -> int:
+    if getattr(args, "timelapse_corpus", None) is not None:
+        corpora.resolve(args.timelapse_corpus, args.seed)  # a bad probe set is refused before a run folder exists
     recipe = recipe_from_args(args)
     if recipe.task in RATING_BUCKETS:
         print(f"{recipe.task} stands in for the slides' drug-review satisfaction task; what differs:\n- "
@@ -143,11 +158,12 @@ def run_finetune(args) -> int:
     stop = SignalStop()
     shown = [-1]
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, message: str | None = None) -> None:
         tenth = int(10 * done / max(total, 1))
         if tenth != shown[0] and not args.quiet:
             shown[0] = tenth
-            print(f"{time.strftime('%H:%M:%S')} {done}/{total} examples", file=sys.stderr, flush=True)
+            print(f"{time.strftime('%H:%M:%S')} {done}/{total} examples" + (f"; {message}" if message else ""),
+                  file=sys.stderr, flush=True)
 
     if recipe.processes > 1 and launched_world_size() == 1:
         # Foreground, several processes: the launcher starts the ranks; this process waits and reports.

@@ -46,7 +46,8 @@ class ModelEntry:
     """One model that loads without the network."""
 
     name: str  # what to pass to load_model
-    source: str  # "hub-cache", "run", "local", or "fitted-head" (an encoder with a fitted masked-word head)
+    source: str  # "hub-cache", "run", "checkpoint" (a run at a step: NAME@STEP), "local", or "fitted-head" (an
+    # encoder with a fitted masked-word head)
     path: str
     fitted_on: str = ""  # for a fitted head: the model it was fitted on
 
@@ -137,6 +138,37 @@ def _has_model_files(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
 
 
+# A run trained with a time-lapse keeps its model at some frames (`finetune --keep-checkpoints K`), each a complete
+# run folder at runs_dir()/NAME/checkpoints/step-STEP, loaded by the name NAME@STEP (core.training.timelapse).
+CHECKPOINTS = "checkpoints"
+
+
+def checkpoint_folder(run_folder: Path, step: int) -> Path:
+    return Path(run_folder) / CHECKPOINTS / f"step-{int(step)}"
+
+
+def kept_steps(run_folder: Path) -> list[int]:
+    """The steps of a run folder whose checkpoint is complete, in order."""
+    found = Path(run_folder) / CHECKPOINTS
+    steps = [int(p.name[5:]) for p in found.glob("step-*") if p.name[5:].isdigit() and _has_model_files(p)] if found.is_dir() else []
+    return sorted(steps)
+
+
+def _run_checkpoint(ref: str) -> Path | None:
+    """The folder of NAME@STEP when NAME is a finished run; ModelUnavailable listing the kept steps when that run
+    kept none at STEP; None when NAME is no run (then `ref` may still be a hub id)."""
+    name, at, step = ref.rpartition("@")
+    run = settings.runs_dir() / name
+    if not at or not name or name.startswith(".") or not run.is_dir():
+        return None
+    kept = kept_steps(run)
+    if step.isdigit() and int(step) in kept:
+        return checkpoint_folder(run, int(step))
+    listed = (f"it kept steps {', '.join(str(s) for s in kept)} ({', '.join(f'{name}@{s}' for s in kept)})" if kept
+              else "it kept no checkpoints (train with --timelapse N --keep-checkpoints K to keep some)")
+    raise ModelUnavailable(f"Run '{name}' has no checkpoint at step '{step}': {listed}.")
+
+
 def _hub_snapshot(ref: str) -> Path | None:
     """The newest complete snapshot of a hub id in our cache, if any."""
     repo_dir = settings.hub_cache_dir() / ("models--" + ref.replace("/", "--"))
@@ -160,6 +192,8 @@ def available_models() -> list[ModelEntry]:
             # Unfinished runs live under a dotted temporary name until they are renamed.
             if run.is_dir() and not run.name.startswith(".") and _has_model_files(run):
                 entries.append(ModelEntry(run.name, "run", str(run)))
+                entries += [ModelEntry(f"{run.name}@{step}", "checkpoint", str(checkpoint_folder(run, step)))
+                            for step in kept_steps(run)]
     heads = artefacts.heads_dir()
     if heads.is_dir():
         for folder in sorted(heads.iterdir()):
@@ -320,6 +354,9 @@ def resolve(ref: str) -> tuple[str, Path | None]:
     run = settings.runs_dir() / ref
     if run.is_dir() and not ref.startswith("."):
         return "run", run
+    checkpoint = _run_checkpoint(ref)
+    if checkpoint is not None:
+        return "checkpoint", checkpoint
     head = artefacts.heads_dir() / ref
     if head.is_dir() and not ref.startswith(".") and _has_model_files(head):
         return "fitted-head", head

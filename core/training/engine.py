@@ -29,6 +29,7 @@ from core.training.evaluation import evaluate_predictions
 from core.training.queue import queue_turn
 from core.training.recipe import Recipe
 from core.training.runs import MAX_LOSS_POINTS, RunFolder, partial_dir
+from core.training.watch import Watch
 
 STATUS_EVERY_SECONDS = 1.0
 MEGA_BATCHES = 50
@@ -279,11 +280,15 @@ def accumulation_groups(n_batches: int, accumulation: int) -> list[int]:
     return sizes
 
 
-def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_fn, device) -> tuple[list[float], float, int]:
+def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_fn, device,
+               watch: Watch | None = None) -> tuple[list[float], float, int]:
     """The epoch/step loop shared by both objectives; step_fn(indices) -> mean loss tensor over those items,
     computed through `model` (under several processes, the DDP-wrapped module: see _wrap). Every rank builds the
     same length-grouped batches from the seed and trains on its slice of each (rank_slice); one optimizer step
-    per recipe.gradient_accumulation batches. Returns losses (whole-batch means), seconds, examples."""
+    per recipe.gradient_accumulation batches. Returns losses (whole-batch means), seconds, examples.
+    watch: a time-lapse (core.training.watch), given the step count, then called before the first step and after
+    each; its measuring seconds are left out of the training time (examples/s, ETA), and with it progress gets a
+    third argument, a message saying the frames done and what measuring cost."""
     ctx = distributed.current()
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
@@ -294,6 +299,8 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
     groups = [accumulation_groups(len(e), accumulation) for e in epochs]
     clock = _Clock(total_steps=sum(len(e) for e in epochs), total_examples=n_examples * recipe.epochs)
     optimizer, scheduler = make_optimizer(recipe, optimizer_groups(model, trainable, recipe), sum(-(-len(e) // accumulation) for e in epochs))
+    if watch is not None:
+        watch.begin(clock.total_steps)
     folder.write_status(phase="training", step=0, total_steps=clock.total_steps, epochs=recipe.epochs, epoch=1)
     folder.log(f"training: {n_examples} examples, {clock.total_steps} steps on {device}"
                + (f", {ctx.world_size} processes" if ctx.distributed else "")
@@ -304,6 +311,12 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
         torch.manual_seed(recipe.seed * 1000 + ctx.rank)  # each rank its own dropout masks
     clock.start = time.perf_counter()
     step = examples = 0
+
+    def measure(step: int) -> None:
+        if watch is not None:
+            clock.start += watch.at(step, time.perf_counter() - clock.start)  # measuring is not training time
+
+    measure(0)
     for epoch, batches in enumerate(epochs, start=1):
         for position, indices in enumerate(batches):
             # A stop asked for on any rank stops every rank at the same step (none waits in an all-reduce).
@@ -331,12 +344,15 @@ def _run_steps(recipe, folder, progress, stop, model, n_examples, lengths, step_
             losses.append(batch_loss)
             step += 1
             examples += len(indices)
-            if progress is not None:
+            measure(step)
+            if progress is not None and watch is not None:
+                progress(examples, clock.total_examples, watch.message(time.perf_counter() - clock.start))
+            elif progress is not None:
                 progress(examples, clock.total_examples)
             now = time.perf_counter()
             if now - clock.last_write >= STATUS_EVERY_SECONDS or step == clock.total_steps:
                 clock.last_write = now
-                folder.write_status(**clock.status(step, examples, epoch, losses))
+                folder.write_status(**clock.status(step, examples, epoch, losses), **(watch.status() if watch else {}))
         folder.log(f"epoch {epoch} done, mean loss {np.mean(losses[-len(batches):]):.4f}")
     seconds = time.perf_counter() - clock.start
     model.eval()
@@ -438,7 +454,12 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
         return F.cross_entropy(logits.float(), targets[indices].to(device))
 
     lengths = [len(f["input_ids"]) for f in train_features]
-    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, forward, len(train_features), lengths, step, device)
+    watch = None
+    if recipe.timelapse and distributed.current().is_main:
+        folder.write_status(phase="measuring the starting model")
+        watch = Watch(recipe, folder, model, tokenizer, data.labels, data.eval, data.label_index, max_length, device, stop)
+    losses, seconds, examples = _run_steps(recipe, folder, progress, stop, forward, len(train_features), lengths, step,
+                                           device, watch)
 
     folder.write_status(phase="evaluating")
     check_stop(stop)
@@ -460,6 +481,7 @@ def _train_classifier(recipe: Recipe, folder: RunFolder, progress, stop) -> dict
     return {
         **_base_metrics(recipe, lm, device, losses, seconds, examples, layers),
         **scores.to_json(),
+        **(watch.summary() if watch is not None else {}),
         "train_examples": len(data.train),
         "eval_split": data.eval_split,
         "eval_seconds": eval_seconds,

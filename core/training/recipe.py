@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from core.training.tasks import BUILTIN_TASKS
+from core.training.timelapse import default_probe
 from core.validation import check_fields, type_problem, whole_match
 
 OBJECTIVES = ("classify", "simcse-unsup", "simcse-sup")
@@ -132,6 +133,9 @@ class Recipe:
     cpu_threads: int | None = None  # torch CPU threads for this run (None: torch's default, all cores)
     gradient_accumulation: int = 1  # batches whose gradients add up to one optimizer step (effective batch x N)
     processes: int = 1  # ranks to train on (GPUs, or CPU processes); >1 runs under torchrun / accelerate launch
+    timelapse: int = 0  # frames of a time-lapse measured during training (core.training.timelapse); 0 = none
+    timelapse_corpus: str | None = None  # its probe set (corpus spec); None: 100 seeded pairs of the task's dev split
+    keep_checkpoints: int = 0  # of the time-lapse's frames, how many keep their whole model (loadable as NAME@STEP)
 
     def __post_init__(self) -> None:
         check_fields(Recipe, {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "recipe")
@@ -176,6 +180,7 @@ class Recipe:
         if self.mlp_in_training and self.objective == "classify":
             problems.append("mlp_in_training is a SimCSE setting; a classifier has its own head")
         problems += _protocol_problems(self)
+        problems += _timelapse_problems(self)
         if self.objective == "simcse-sup" and self.task not in ("snli", "mrpc") and not _looks_like_file(self.task):
             problems.append("supervised SimCSE needs pairs: task snli, mrpc or a file with text and text_b columns")
         if problems:
@@ -271,6 +276,24 @@ def protocol_table(protocol: str) -> list[dict[str, str]]:
     sources = PAPER_SETTING_SOURCES.get(protocol, {})
     fixed = PAPER_SETTINGS.get(protocol, {})
     return [{"setting": name, "value": str(fixed.get(name, "free")), "source": sources[name]} for name in sources]
+
+
+def _timelapse_problems(recipe: Recipe) -> list[str]:
+    problems = []
+    if recipe.timelapse < 0 or recipe.timelapse == 1:
+        problems.append(f"timelapse {recipe.timelapse}: give 0 (off) or at least 2 frames (step 0 and the final step)")
+    if not 0 <= recipe.keep_checkpoints <= max(recipe.timelapse, 0):
+        problems.append(f"keep_checkpoints {recipe.keep_checkpoints}: keep 0 to {max(recipe.timelapse, 0)} of the "
+                        f"time-lapse's {max(recipe.timelapse, 0)} frames' checkpoints"
+                        + ("" if recipe.timelapse else " (checkpoints are kept at time-lapse frames: add timelapse N)"))
+    if recipe.timelapse and recipe.is_contrastive:
+        problems.append("a time-lapse measures a classifier being fine-tuned (objective classify), not SimCSE")
+    if recipe.timelapse and recipe.processes > 1:
+        problems.append("a time-lapse is measured in one process; train with processes 1")
+    if recipe.timelapse and not recipe.timelapse_corpus and default_probe(recipe.task) is None:
+        problems.append(f"task {recipe.task!r} has no built-in dev split to take the time-lapse's probe sentences "
+                        "from: give timelapse_corpus (a corpus spec such as builtin, ud:dev:100 or a .txt file)")
+    return problems
 
 
 def _looks_like_file(task: str) -> bool:

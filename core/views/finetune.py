@@ -1,6 +1,31 @@
 """Fine-tuning comparison: training runs side by side, what fine-tuning changes inside, and head studies."""
 
+import shlex
+
 from core.views import Param, View, corpus_params
+
+# The lesson's time-lapse ("Watch the top layers move"): made with this when it is not on the computer.
+LESSON_TIMELAPSE = dict(task="snli", train_limit=2000, epochs=1, frames=10)
+
+
+def timelapse_command(run: str, model: str) -> str:
+    """The one command that makes the time-lapse run `run` of `model` (the page shows it when a link or a lesson
+    names a run that is not on this computer)."""
+    t = LESSON_TIMELAPSE
+    return (f"python -m core finetune --model {shlex.quote(model)} --task {t['task']} --run {shlex.quote(run)} "
+            f"--train-limit {t['train_limit']} --epochs {t['epochs']} --timelapse {t['frames']}")
+
+
+def timelapse_step(lens, model, a, b, params) -> list:
+    """A lesson step's charts: the frame of the time-lapse run it names, [] when it names none or the run is not
+    here (the step's notes then say how to make it)."""
+    if not params.get("timelapse"):
+        return []
+    try:
+        return lens.timelapse_charts(params["timelapse"], int(params["frame"]) if params.get("frame") else None)
+    except ValueError:
+        return []
+
 
 VIEW = View(
     name="finetune",
@@ -15,6 +40,8 @@ VIEW = View(
     params=(
         Param("protocol", "finetune.paper_protocol", "bool"),
         Param("runs", "finetune.compare", "strs"),
+        Param("timelapse", "finetune.timelapse", "str"),
+        Param("frame", "finetune.frame", "int", low=0, high=10**9),  # a training step of that run's time-lapse
         Param("base", "changes.base", "str"),
         Param("compared", "changes.others", "strs"),
         *corpus_params("changes.", None, "changes_"),
@@ -36,6 +63,8 @@ VIEW = View(
         Param("study_reviews", "studies.reviews", "int", low=10, high=3044),
         *corpus_params("studies.lab.", "studies.lab.limit", "label_"),
     ),
+    charts=timelapse_step,
     commands=("finetune", "contrastive", "compare", "probe", "head-features", "cls-attention", "aspect-heads",
               "head-map", "pattern-shares"),
 )
+

@@ -554,6 +554,24 @@ def _other_builders(tiny_bert_dir):
             [{"run": arm, "flip_rate": 0.1, "flips": 10, "swapped": 100} for arm in ARMS])),
         "bias words": lambda: bias_charts.word_count_chart(pd.DataFrame({"word": ["women", "woman", "girl"], "training pairs": [3, 30, 9]})),
         "slice accuracy": lambda: explorer.slice_chart(SliceComparison("negation", 40, 60, 0.55, 0.7)),
+        **_timelapse_builders(rng),
+    }
+
+
+def _timelapse_builders(rng) -> dict:
+    """The time-lapse player's four charts on a cancelled MiniLM-shaped run (3 of 5 frames)."""
+    from core.charts import timelapse as charts
+    from core.training.timelapse import Timelapse
+
+    frames = [{"step": s, "loss": 1 - s / 40, "dev_accuracy": 0.4 + s / 40, "rsa": rng.uniform(0.5, 1, 7).tolist(),
+               "cka": rng.uniform(0.5, 1, 7).tolist(), "anisotropy": rng.uniform(0.1, 0.6, 7).tolist(),
+               "attention_change": rng.uniform(0.6, 1, (6, 12)).tolist()} for s in (0, 50, 100)]
+    timelapse = Timelapse.from_json({"steps": [0, 50, 100, 150, 200], "probe": "snli", "seed": 0, "frames": frames})
+    return {
+        "time-lapse similarity": lambda: charts.similarity_chart(timelapse, 1),
+        "time-lapse attention change": lambda: charts.attention_chart(timelapse, 1),
+        "time-lapse anisotropy": lambda: charts.anisotropy_chart(timelapse, 1),
+        "time-lapse curve": lambda: charts.curve_chart(timelapse, 1),
     }
 
 

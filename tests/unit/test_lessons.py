@@ -56,7 +56,7 @@ def test_builtin_ten_views_lesson():
     assert lesson.title == "BERT in ten views"
     titles = [s.title.lower() for s in lesson.steps]
     for topic in ("word pieces", "one head", "all heads", "[sep]", "masked", "anisotropy", "bank",
-                  "fine-tuning", "biased", "why a prediction"):
+                  "fine-tuning", "top layers move", "biased", "why a prediction"):
         assert sum(topic in t for t in titles) == 1, topic
     assert lessons.notices(lesson) == []  # every param is one its page knows
     for step in lesson.steps:

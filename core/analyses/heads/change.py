@@ -59,28 +59,67 @@ def attention_change(
     if lm_a.num_heads != lm_b.num_heads:
         raise ValueError(f"{lm_a.ref} has {lm_a.num_heads} heads per layer and {lm_b.ref} {lm_b.num_heads}; "
                          "compare a fine-tuned run with the model it was trained from")
-    layers = min(lm_a.num_layers, lm_b.num_layers)
-    max_length = min(lm_a.max_length, lm_b.max_length)
     items = list(inputs)
-    total = np.zeros((layers, lm_a.num_heads))
 
     def half_progress(offset: int):
         return None if progress is None else (lambda done, _n: progress(offset + done, 2 * len(items)))
 
-    first = {}
-    # Several ranks: each compares its share of the inputs; the sum is all-reduced (core.model.distributed).
-    for index, enc in encode_share(lm_a, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
-                                               progress=half_progress(0), should_stop=should_stop):
-        first[index] = (enc.input_ids, enc.attentions[:layers].astype(np.float32))
-    for index, enc in encode_share(lm_b, items, batch_size=batch_size, hidden_states=False, max_length=max_length,
-                                               progress=half_progress(len(items)), should_stop=should_stop):
-        ids, att = first.pop(index)
-        if not np.array_equal(ids, enc.input_ids):
-            raise ValueError(f"{lm_a.ref} and {lm_b.ref} tokenize input {index} differently; attention maps can only "
-                             "be compared between models that share a tokenizer (a run and its base model)")
-        total += attention_cosine(att, enc.attentions[:layers])
-    total = distributed.current().all_reduce_sum(total)
-    return AttentionChange(lm_a.ref, lm_b.ref, total / len(items), len(items), layers, distributed.current().world_size)
+    first = AttentionMaps.of(lm_a, items, layers=min(lm_a.num_layers, lm_b.num_layers),
+                             max_length=min(lm_a.max_length, lm_b.max_length), batch_size=batch_size,
+                             progress=half_progress(0), should_stop=should_stop)
+    return first.change(lm_b, batch_size=batch_size, progress=half_progress(len(items)), should_stop=should_stop)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionMaps:
+    """Model A's side of attention_change, kept to compare A with many models later (a time-lapse of a training
+    run) without encoding A again. maps: {input index: (input ids, float32 [layers, head, T, T])}, this rank's
+    share of `items`."""
+
+    model: str
+    items: tuple
+    layers: int
+    max_length: int
+    maps: dict
+
+    @classmethod
+    def of(cls, lm: LoadedModel, items: Sequence[TextInput], *, layers: int | None = None, max_length: int | None = None,
+           batch_size: int = 16, progress: ProgressCallback = None, should_stop: StopCheck = None) -> "AttentionMaps":
+        layers = lm.num_layers if layers is None else layers
+        max_length = lm.max_length if max_length is None else max_length
+        # Several ranks: each compares its share of the inputs; the sum is all-reduced (core.model.distributed).
+        maps = {index: (enc.input_ids, enc.attentions[:layers].astype(np.float32))
+                for index, enc in encode_share(lm, list(items), batch_size=batch_size, hidden_states=False,
+                                               max_length=max_length, progress=progress, should_stop=should_stop)}
+        return cls(lm.ref, tuple(items), layers, max_length, maps)
+
+    def unchanged(self) -> AttentionChange:
+        """The kept maps against themselves: what change(A) gives without encoding A again (1 for every head)."""
+        total = sum((attention_cosine(att, att) for _, att in self.maps.values()), np.zeros(self.shape))
+        total = distributed.current().all_reduce_sum(total)
+        return AttentionChange(self.model, self.model, total / len(self.items), len(self.items), self.layers,
+                               distributed.current().world_size)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(layers, heads) of the kept maps."""
+        first = next(iter(self.maps.values()), None)
+        return (self.layers, first[1].shape[1] if first is not None else 0)
+
+    def change(self, lm_b: LoadedModel, *, batch_size: int = 16, progress: ProgressCallback = None,
+               should_stop: StopCheck = None) -> AttentionChange:
+        """attention_change(A, lm_b, the same items): lm_b's maps against the kept ones."""
+        total = np.zeros((self.layers, lm_b.num_heads))
+        for index, enc in encode_share(lm_b, list(self.items), batch_size=batch_size, hidden_states=False,
+                                       max_length=self.max_length, progress=progress, should_stop=should_stop):
+            ids, att = self.maps[index]
+            if not np.array_equal(ids, enc.input_ids):
+                raise ValueError(f"{self.model} and {lm_b.ref} tokenize input {index} differently; attention maps can "
+                                 "only be compared between models that share a tokenizer (a run and its base model)")
+            total += attention_cosine(att, enc.attentions[: self.layers])
+        total = distributed.current().all_reduce_sum(total)
+        return AttentionChange(self.model, lm_b.ref, total / len(self.items), len(self.items), self.layers,
+                               distributed.current().world_size)
 
 
 def layer_change(cosine: np.ndarray) -> np.ndarray:
