@@ -314,7 +314,7 @@ def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, t
                                                                      progress=progress))
         order = index.by_max() if changes is None else changes.order
         frame = neuron_charts.neurons_frame(index, order[:int(top)], changes)
-        measure = "max activation" if changes is None else "change (Cohen's d)"
+        measure = "max activation" if changes is None else "change"
         title = (f"Neurons of layer {index.layer}, highest activation first" if changes is None else
                  f"Neurons of layer {index.layer} that changed most in {display_name(_ref(compare))}")
         return _out(neuron_charts.neurons_chart(frame, measure, title), frame, return_data)

@@ -74,7 +74,7 @@ def render() -> None:
         changes = changes_part(ref, corpus, layer, index)
     order = index.by_max() if changes is None else changes.order
     frame = charts.neurons_frame(index, order[:SHOWN], changes)
-    measure = "max activation" if changes is None else "change (Cohen's d)"
+    measure = "max activation" if changes is None else "change"
     title = (f"The {SHOWN} neurons of layer {layer} with the highest activation" if changes is None else
              f"The {SHOWN} neurons of layer {layer} that changed most")
     listed = charts.neurons_chart(frame, measure, title)

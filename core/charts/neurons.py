@@ -14,6 +14,7 @@ from core.charts import layout
 
 # Each context line shows this many characters either side of its word.
 CONTEXT_CHARS = 40
+AXIS_TITLES = {"max activation": "highest activation over the corpus", "change": "change after fine-tuning (Cohen's d)"}
 
 
 def neurons_frame(index: NeuronIndex, neurons: Sequence[int], changes: NeuronChanges | None = None) -> pd.DataFrame:
@@ -25,16 +26,17 @@ def neurons_frame(index: NeuronIndex, neurons: Sequence[int], changes: NeuronCha
                "max activation": float(index.max_activation[n]), "mean": float(index.mean[n]),
                "firing rate": float(index.firing_rate[n])}
         if changes is not None:
-            row.update({"change (Cohen's d)": float(changes.effect[n]), "mean in B": float(changes.mean_b[n]),
+            row.update({"change": float(changes.effect[n]), "mean in B": float(changes.mean_b[n]),
                         "firing rate in B": float(changes.firing_b[n])})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def neurons_chart(frame: pd.DataFrame, measure: str, title: str) -> alt.Chart:
-    """A bar per neuron of `frame` (neurons_frame), in its order, of column `measure`."""
+    """A bar per neuron of `frame` (neurons_frame), in its order, of column `measure` ("max activation" or, with
+    changes, "change": Cohen's d of B against A)."""
     return layout.fixed_size(alt.Chart(frame, title=title).mark_bar().encode(
-        x=alt.X(f"{measure}:Q", title=measure),
+        x=alt.X(f"{measure}:Q", title=AXIS_TITLES.get(measure, measure)),
         y=alt.Y("label:N", sort=list(frame["label"]), title=None, axis=layout.token_axis()),
         color=alt.condition(alt.datum[measure] < 0, alt.value(layout.CATEGORY_COLOURS[1]),
                             alt.value(layout.CATEGORY_COLOURS[0])),
