@@ -322,7 +322,8 @@ def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, t
     frame = neuron_charts.contexts_frame(index, int(neuron), int(k))
     if text:
         sentence = nr.neuron_sentence(lm, text, layer, text_b)
-        chart = alt.vconcat(chart, neuron_charts.sentence_chart(sentence, int(neuron)))
+        chart = alt.vconcat(chart, neuron_charts.sentence_chart(sentence, int(neuron),
+                                                                reach=float(index.max_activation[int(neuron)])))
     return _out(chart, frame, return_data)
 
 
