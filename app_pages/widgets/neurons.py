@@ -103,8 +103,8 @@ def render() -> None:
         return
     if sentence.truncated:
         st.warning(f"Your sentence was cut to the model's length ({sentence.truncated} word pieces dropped).")
-    st.caption("Shaded on the scale of the neuron's highest activation over the corpus, so a cell as dark as its "
-               "top contexts' bars fires as strongly.")
+    st.caption("Shaded on the scale of the neuron's highest activation over the corpus: the darkest red is as "
+               "strong as its top context.")
     shaded = charts.sentence_chart(sentence, neuron, reach=float(index.max_activation[neuron]))
     draw_chart(shaded)
     export_buttons(shaded, charts.sentence_frame(sentence, neuron), f"neuron-{neuron}-layer{layer}-sentence",

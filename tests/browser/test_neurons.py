@@ -12,7 +12,7 @@ VISIBLE = CHARTS + ':visible'
 
 
 def test_neurons_tab_runs_its_pass_and_draws_three_charts(page, app_url, browser_model):
-    query = urlencode({"model": browser_model, "a": "The bank raised its interest rates on Monday.",
+    query = urlencode({"model": browser_model, "a": "The bank did not raise its interest rates on Monday.",
                        "neuron_layer": "3", "tab": "Neurons"})
     page.goto(f"{app_url}/layers?{query}")
     wait_for_app(page)
@@ -30,3 +30,6 @@ def test_neurons_tab_runs_its_pass_and_draws_three_charts(page, app_url, browser
     charts.nth(1).scroll_into_view_if_needed()
     page.wait_for_timeout(400)
     screenshot(page, "neurons_contexts")
+    charts.nth(2).scroll_into_view_if_needed()
+    page.wait_for_timeout(400)
+    screenshot(page, "neurons_sentence")
