@@ -42,6 +42,7 @@ from core.charts import attention as attention_charts
 from core.charts import explain as explain_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
+from core.charts import layout
 from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
@@ -322,8 +323,11 @@ def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, t
     frame = neuron_charts.contexts_frame(index, int(neuron), int(k))
     if text:
         sentence = nr.neuron_sentence(lm, text, layer, text_b)
-        chart = alt.vconcat(chart, neuron_charts.sentence_chart(sentence, int(neuron),
-                                                                reach=float(index.max_activation[int(neuron)])))
+        shaded = neuron_charts.sentence_chart(sentence, int(neuron), reach=float(index.max_activation[int(neuron)]))
+        parts = [chart.copy(), shaded.copy()]
+        for part in parts:  # a part of a concatenation may not size itself: the whole is sized instead
+            part.autosize = alt.Undefined
+        chart = layout.fixed_size(alt.vconcat(*parts))
     return _out(chart, frame, return_data)
 
 
