@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.views import View
+from core.views import LAYER, Param, View
 
 VIEW = View(
     name="layers",
@@ -14,7 +14,15 @@ VIEW = View(
     summary="Read what every layer holds in words: a masked-word head applied to each layer's vector at every "
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
-    params=(),
-    commands=(),
+    params=(
+        Param("tab", "layers.tab", "str", None, ("Lens", "Neurons", "Sparse features")),
+        # the Neurons tab (app_pages/widgets/neurons.py)
+        Param("neuron_layer", "neurons.layer", **LAYER),
+        Param("neuron", "neurons.neuron", "int", low=0, high=1_000_000),
+        Param("neuron_by", "neurons.by", "str", None, ("max", "change")),
+        Param("neuron_b", "neurons.b", "str"),
+        Param("neuron_corpus", "neurons.source", "str"),
+    ),
+    commands=("neurons", "neurons-diff"),
     charts=None,
 )
