@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
-from core.views import View
+from typing import Mapping
+
+from core.views import Param, View
+
+LENS_PARAMS = (  # the Lens tab (app_pages/widgets/layer_lens.py)
+    Param("lens_kind", "layers.lens.kind", "str", "logit", choices=("logit", "tuned")),
+    Param("lens", "layers.lens.name", "str"),
+    Param("lens_top_k", "layers.lens.top_k", "int", 5, low=1, high=20),
+    Param("lens_layer", "layers.lens.layer", "int", low=0, high=200),
+    Param("lens_token", "layers.lens.token", "int", low=0, high=4096),
+)
+
+
+def lens_charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
+    """A lesson step's Lens tab: the grid of top guesses, then KL to the final layer."""
+    if not a:
+        return []
+    kind, name = params.get("lens_kind") or "logit", params.get("lens") or None
+    return [(lens.logit_lens(model, a, b, kind=kind, lens=name), "The head's top guess at every layer and token."),
+            (lens.logit_lens(model, a, b, kind=kind, lens=name, view="kl"),
+             "How far each layer's guesses are from the model's output (KL, nats).")]
+
 
 VIEW = View(
     name="layers",
@@ -14,7 +35,7 @@ VIEW = View(
     summary="Read what every layer holds in words: a masked-word head applied to each layer's vector at every "
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
-    params=(),
-    commands=(),
-    charts=None,
+    params=(*LENS_PARAMS,),
+    commands=("lens", "fit-tuned-lens"),
+    charts=lens_charts,
 )
