@@ -15,7 +15,7 @@ streamed batches.
 
 from __future__ import annotations
 
-# torch and safetensors imported in functions: importing this module (the CLI's --help, the pages) must not load them.
+# torch imported in functions: importing this module (the CLI's --help, the pages) must not load it.
 import json
 import time
 from dataclasses import dataclass, field
@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from safetensors.numpy import load_file, save_file
 
 from core import files
 from core.model import artefacts
-from core.model.adapter import NoMaskedLMHead
+from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.encoding import encode, encode_batches
 from core.model.loading import LoadedModel, available_models, display_name
 from core.progress import ProgressCallback, StopCheck, check_stop
@@ -92,7 +93,6 @@ def expected_keys(n_layers: int) -> set[str]:
 
 def read_translators(folder: str | Path) -> Translators:
     """A saved lens folder's translators; ValueError naming the file when its keys or shapes are not the format's."""
-    from safetensors.numpy import load_file
 
     folder = Path(folder)
     config = files.read_json(folder / "config.json") or {}
@@ -207,7 +207,6 @@ def read_layers(lm: LoadedModel, hidden_states: np.ndarray, special_mask: np.nda
     """The lens on one input's hidden states [L+1, T, D] (core.model.encoding.Encoding.hidden_states)."""
     import torch
 
-    from core.model.adapter import ModelAdapter
 
     head = ModelAdapter.of(require_head(lm)).mlm_head
     top_k = check_count(top_k, "top-k", minimum=1)
@@ -334,7 +333,6 @@ def held_out_kl(lm: LoadedModel, states: np.ndarray, translators: Translators | 
     """[L+1] KL(final ‖ lens) averaged over the tokens of states [L+1, N, D] (non-special tokens only)."""
     import torch
 
-    from core.model.adapter import ModelAdapter
 
     head = ModelAdapter.of(require_head(lm)).mlm_head
     n_states, n_tokens, _ = states.shape
@@ -357,7 +355,6 @@ def fit_translators(lm: LoadedModel, states: np.ndarray, *, steps: int = DEFAULT
     step 0 is the logit lens."""
     import torch
 
-    from core.model.adapter import ModelAdapter
 
     masked_lm = require_head(lm)
     head = ModelAdapter.of(masked_lm).mlm_head
@@ -386,7 +383,7 @@ def fit_translators(lm: LoadedModel, states: np.ndarray, *, steps: int = DEFAULT
             loss.backward()
             optimizer.step()
             if progress is not None:
-                progress(step + 1, steps, f"step {step + 1}/{steps}: mean KL {float(loss):.3f}")
+                progress(step + 1, steps, f"step {step + 1}/{steps}: mean KL {loss.item():.3f}")
     finally:
         for p, was in frozen:
             p.requires_grad_(was)
@@ -397,7 +394,6 @@ def fit_translators(lm: LoadedModel, states: np.ndarray, *, steps: int = DEFAULT
 
 def save_lens(translators: Translators, name: str, config: dict) -> Path:
     """Write the lens folder atomically (complete or absent); an existing lens of that name is replaced whole."""
-    from safetensors.numpy import save_file
 
     folder = artefacts.artefact_dir("tuned-lens") / check_name(name)
     folder.parent.mkdir(parents=True, exist_ok=True)
