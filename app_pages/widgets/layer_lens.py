@@ -84,7 +84,7 @@ def _fit_section(lm) -> None:
         if fitted is not None:
             st.success(markdown_text(f"Saved tuned lens '{fitted.name}' ({fitted.train_tokens} tokens, "
                                      f"{fitted.steps} steps). Held-out KL to the final layer, logit → tuned: ")
-                       + ", ".join(f"layer {l}: {a:.3f} → {b:.3f}" for l, (a, b) in
+                       + ", ".join(f"layer {l}: {a:.3g} → {b:.3g}" for l, (a, b) in
                                    enumerate(zip(fitted.kl_logit_held_out[:-1], fitted.kl_tuned_held_out[:-1]))))
 
 

@@ -217,7 +217,7 @@ def read_layers(lm: LoadedModel, hidden_states: np.ndarray, special_mask: np.nda
         raise ValueError("The input has no tokens besides the special ones: write a sentence.")
     ids, probs, kl = [], [], np.zeros(n_states, np.float32)
     with torch.inference_mode():
-        states = torch.from_numpy(np.ascontiguousarray(hidden_states, dtype=np.float32)).to(lm.device)
+        states = torch.tensor(hidden_states, dtype=torch.float32, device=lm.device)  # a copy: the page's arrays are read-only
         final = torch.log_softmax(head(states[n_layers]).float(), dim=-1)
         for layer in range(n_states):  # one layer at a time: [T, V] each, never [L+1, T, V]
             logp = final if layer == n_layers else torch.log_softmax(
