@@ -17,32 +17,15 @@ from core.model.adapter import NoMaskedLMHead
 from core.model.loading import load_model
 from core.progress import Cancelled
 from tests.conftest import make_tiny_bert
-from tests.tiny_mlm import make_tiny_mlm
+from tests.tiny_mlm import make_layered_mlm, make_tiny_mlm
 
 TEXT = "the cat sat on the mat and the dog ran in the park ."
 WORDS = "the a cat dog sat ran on in at to of and is was mat river bank park house tree man woman girl boy".split()
 
 
-def decisive_mlm(folder):
-    """A tiny BertForMaskedLM whose guesses depend on the hidden state (the stock one's head bias swamps it): the
-    tied word embeddings scaled up, the head's bias zeroed, so each layer's guesses differ."""
-    import torch
-    from transformers import BertForMaskedLM
-
-    make_tiny_mlm(folder, layers=3, seed=3)
-    model = BertForMaskedLM.from_pretrained(folder)
-    with torch.no_grad():
-        model.bert.embeddings.word_embeddings.weight.mul_(60.0)
-        model.cls.predictions.bias.zero_()
-        for layer in model.bert.encoder.layer:  # each layer's own output outweighs the residual it adds to
-            layer.output.dense.weight.mul_(20.0)
-    model.save_pretrained(folder, safe_serialization=True)
-    return folder
-
-
 @pytest.fixture(scope="module")
 def mlm_dir(tmp_path_factory):
-    return decisive_mlm(tmp_path_factory.mktemp("lens") / "mlm")
+    return make_layered_mlm(tmp_path_factory.mktemp("lens") / "mlm")
 
 
 def _reference(folder, text):
