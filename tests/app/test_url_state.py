@@ -62,6 +62,8 @@ def _cases(tiny: str, mlm: str) -> dict[str, tuple[dict, bool]]:
         "explorer": ({"model": tiny, "corpus": "builtin", "layer": "1", "pooling": "mean", "method": "tsne",
                       "k": "5"}, False),
         "lessons": ({}, False),
+        "layers": ({"model": mlm, "a": "the cat sat on the mat .", "lens_top_k": "3",
+                    "lens_layer": "1", "lens_token": "2"}, True),
     }
 
 
