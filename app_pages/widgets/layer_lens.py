@@ -30,7 +30,7 @@ from core.safe_text import markdown_text
 
 P = "layers.lens."
 KIND, NAME, TOP_K, LAYER, TOKEN = P + "kind", P + "name", P + "top_k", P + "layer", P + "token"
-FIT_JOB = P + "fit"
+FIT_JOB, GRID = P + "fit", P + "grid"
 KIND_LABELS = {"logit": "Logit lens (the head as it is)", "tuned": "Tuned lens (a fitted translator per layer)"}
 
 
@@ -52,6 +52,13 @@ def cached_lens(ref: str, version, text_a: str, text_b: str | None, name: str | 
     translators = lenses.load_lens(name, lm) if name else None
     return lenses.read_layers(lm, encoding.hidden_states, encoding.special_mask, encoding.tokens,
                               translators=translators, top_k=top_k)
+
+
+def pick_clicked_cell() -> None:
+    """A click on a grid cell: its layer and token in the select boxes below, whose top-k chart follows."""
+    picked = st.session_state[GRID].selection.get(charts.CELL_SELECTION) or []
+    if picked:
+        st.session_state[LAYER], st.session_state[TOKEN] = int(picked[0]["layer"]), int(picked[0]["position"])
 
 
 def _fit_section(lm) -> None:
@@ -126,10 +133,11 @@ def render() -> None:
         st.info("No tuned lens is fitted for this model yet: fit one below. Showing the logit lens.")
     shown = tuned if kind == "tuned" and tuned is not None else logit
     grid = charts.grid_chart(shown)
-    draw_chart(grid, key=P + "grid")
+    draw_chart(grid, key=GRID, on_select=pick_clicked_cell, selection_mode=charts.CELL_SELECTION)
     export_buttons(grid, lambda: charts.grid_frame(shown), "layer-lens-grid", P + "grid.export")
 
     st.subheader("One cell's top guesses")
+    st.caption("Click a cell of the grid, or pick its layer and token here.")
     n_layers, n_tokens = len(shown.layers), len(shown.tokens)
     if not 0 <= int(st.session_state.get(LAYER) or 0) < n_layers:
         st.session_state[LAYER] = n_layers - 1

@@ -10,6 +10,7 @@ from core.charts import layout
 
 GRID_COLUMN_MAX_PX, GRID_COLUMN_MIN_PX, GRID_WIDTH_PX = 84, 56, 640
 LENS_NAMES = {"logit": "logit lens", "tuned": "tuned lens"}
+CELL_SELECTION = "lens_cell"  # a click on a grid cell selects {layer, position} (the page shows its top-k)
 
 
 def token_labels(tokens) -> list[str]:
@@ -29,7 +30,7 @@ def grid_frame(result) -> pd.DataFrame:
 
 def grid_chart(result, frame: pd.DataFrame | None = None) -> alt.LayerChart:
     """Tokens down (every one labelled, in order), layers across; each cell names the layer's top guess there and
-    is shaded by its probability."""
+    is shaded by its probability. A click selects the cell through the point selection named CELL_SELECTION."""
     frame = grid_frame(result) if frame is None else frame
     column = max(GRID_COLUMN_MIN_PX, min(GRID_COLUMN_MAX_PX, GRID_WIDTH_PX // max(len(result.layers), 1)))
     what = f"tuned lens '{result.lens}'" if result.kind == "tuned" else "logit lens"
@@ -40,7 +41,8 @@ def grid_chart(result, frame: pd.DataFrame | None = None) -> alt.LayerChart:
         tooltip=["token", "layer", "guess", alt.Tooltip("p:Q", format=".1%", title="probability")],
     )
     cells = base.mark_rect().encode(color=alt.Color("p:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                                                    title="probability", legend=alt.Legend(format="%")))
+                                                    title="probability", legend=alt.Legend(format="%"))).add_params(
+        alt.selection_point(name=CELL_SELECTION, fields=["layer", "position"], on="click", empty=False))
     colour = alt.condition("datum.p > 0.5", alt.value("white"), alt.value("black"))
     text = base.mark_text(fontSize=11, limit=column - 6).encode(text="guess:N", color=colour)
     return alt.layer(cells, text, title=f"Top guess at every layer and token ({what})").properties(
