@@ -162,6 +162,13 @@ def test_a_lens_for_another_model_and_a_model_without_a_head_are_refused(mlm_dir
     assert "fit-mlm-head" in str(err.value) and "bare-mlm" in str(err.value)
 
 
+def test_cli_names_fit_mlm_head_for_a_model_without_one(tmp_path, capsys):
+    bare = make_tiny_bert(tmp_path / "bare")
+    assert main(["lens", "--model", str(bare), "--text", "the cat sat .", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "no masked-word (MLM) head" in err and "python -m core fit-mlm-head" in err
+
+
 def test_cli_lens_json_has_exactly_the_issue_keys_and_fit_prints_name_and_path(mlm_dir, capsys):
     assert main(["lens", "--model", str(mlm_dir), "--text", "the cat sat .", "--top-k", "3", "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
