@@ -32,6 +32,7 @@ from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
 from core.analyses import inside_head as ih
+from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
@@ -44,6 +45,7 @@ from core.charts import explain as explain_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import layout
+from core.charts import layer_lens as layer_lens_charts
 from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
@@ -223,6 +225,26 @@ def fill_mask(model, text: str, text_b: str | None = None, *, top_k: int = 5, vi
         frame = masked_charts.final_frame(pred, int(mask))
         return _out(masked_charts.final_chart(pred, int(mask), frame), frame, return_data)
     raise ValueError(f"view must be 'top', 'layers' or 'final', not {view!r}")
+
+
+def logit_lens(model, text: str, text_b: str | None = None, *, kind: str = "logit", lens=None, top_k: int = 5,
+               view: str = "grid", return_data: bool = False):
+    """Every layer read in words: the MLM head on each layer's vector at every token (kind "logit"), or through
+    a fitted tuned lens (kind "tuned", lens=NAME; python -m core fit-tuned-lens). view "grid": top guess per
+    layer and token; "kl": KL to the final layer per layer. Frames: core.charts.layer_lens grid_frame /
+    kl_frame; with return_data the LayerLens result comes third."""
+    lm = load(model)
+    result = layer_lenses.logit_lens(lm, text, text_b, kind=kind, lens=lens, top_k=int(top_k))
+    _warn_if_cut(read_input(lm, text, text_b))
+    if view == "grid":
+        frame = layer_lens_charts.grid_frame(result)
+        chart = layer_lens_charts.grid_chart(result, frame)
+    elif view == "kl":
+        frame = layer_lens_charts.kl_frame(result)
+        chart = layer_lens_charts.kl_chart(result, frame=frame)
+    else:
+        raise ValueError(f"view must be 'grid' or 'kl', not {view!r}")
+    return (chart, frame, result) if return_data else chart
 
 
 # ---- what causes the output -------------------------------------------------------------------------------------

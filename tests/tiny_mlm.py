@@ -27,6 +27,24 @@ def make_tiny_mlm(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int 
     return folder
 
 
+
+def make_layered_mlm(folder: Path, *, layers: int = 3, seed: int = 3) -> Path:
+    """make_tiny_mlm whose guesses depend on the hidden state and differ from layer to layer (the stock one's head
+    bias swamps them): the tied word embeddings scaled up, the head's bias zeroed, each layer's output outweighing
+    the residual it adds to. For the layer lens's tests and screenshot."""
+    import torch
+    from transformers import BertForMaskedLM
+
+    make_tiny_mlm(folder, layers=layers, seed=seed)
+    model = BertForMaskedLM.from_pretrained(folder)
+    with torch.no_grad():
+        model.bert.embeddings.word_embeddings.weight.mul_(60.0)
+        model.cls.predictions.bias.zero_()
+        for layer in model.bert.encoder.layer:
+            layer.output.dense.weight.mul_(20.0)
+    model.save_pretrained(folder, safe_serialization=True)
+    return Path(folder)
+
 if __name__ == "__main__":  # python -m tests.tiny_mlm FOLDER: for a manual look at the page
     import sys
 

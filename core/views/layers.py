@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from core.views import LAYER, Param, View
+
+LENS_PARAMS = (  # the Lens tab (app_pages/widgets/layer_lens.py)
+    Param("lens_kind", "layers.lens.kind", "str", "logit", choices=("logit", "tuned")),
+    Param("lens", "layers.lens.name", "str"),
+    Param("lens_top_k", "layers.lens.top_k", "int", 5, low=1, high=20),
+    Param("lens_layer", "layers.lens.layer", "int", low=0, high=200),
+    Param("lens_token", "layers.lens.token", "int", low=0, high=4096),
+)
+
+
+def lens_charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
+    """A lesson step's Lens tab: the grid of top guesses, then KL to the final layer."""
+    if not a:
+        return []
+    kind, name = params.get("lens_kind") or "logit", params.get("lens") or None
+    return [(lens.logit_lens(model, a, b, kind=kind, lens=name), "The head's top guess at every layer and token."),
+            (lens.logit_lens(model, a, b, kind=kind, lens=name, view="kl"),
+             "How far each layer's guesses are from the model's output (KL, nats).")]
+
 
 VIEW = View(
     name="layers",
@@ -15,6 +36,7 @@ VIEW = View(
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
     params=(
+        *LENS_PARAMS,
         Param("tab", "layers.tab", "str", None, ("Lens", "Neurons", "Sparse features")),
         # the Neurons tab (app_pages/widgets/neurons.py)
         Param("neuron_layer", "neurons.layer", **LAYER),
@@ -23,6 +45,6 @@ VIEW = View(
         Param("neuron_b", "neurons.b", "str"),
         Param("neuron_corpus", "neurons.source", "str"),
     ),
-    commands=("neurons", "neurons-diff"),
-    charts=None,
+    commands=("lens", "fit-tuned-lens", "neurons", "neurons-diff"),
+    charts=lens_charts,
 )

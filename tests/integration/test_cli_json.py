@@ -71,6 +71,8 @@ COMMANDS = {
     "patch": ["--model", "{mlm}", "--clean", "the man sat on the [MASK] .", "--corrupt", "the woman sat on the [MASK] .",
               "--target", "mat", "--over", "heads"],
     "reproduce": ["fake", "--limit", "2"],
+    "lens": ["--model", "{mlm}", "--text", "the cat sat .", "--top-k", "2"],
+    "fit-tuned-lens": ["--model", "{mlm}", "--corpus", "{c}", "--steps", "2", "--out", "walk-lens"],
 }
 # Second forms of a subcommand whose JSON comes from another branch of its code.
 VARIANTS = [("finetune", ["--model", "{m}", "--task", "{task}", "--run", "walk-queued", "--epochs", "1", "--threads", "1",

@@ -551,6 +551,34 @@ def test_masked_guesses_label_every_guess(tmp_path):
     assert_no_empty_or_nan(frame, "probability")
 
 
+@pytest.mark.parametrize("name,text_a,text_b", [INPUTS[2], INPUTS[4]], ids=[IDS[2], IDS[4]])
+def test_layer_lens_grid_labels_every_token_and_layer(tmp_path, name, text_a, text_b):
+    from core.analyses.logit_lens import Translators
+    from core.charts import layer_lens as layer_lens_charts
+    from tests.tiny_mlm import make_tiny_mlm
+
+    mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm", layers=7)), masked_lm=True)
+    chart, frame, result = lens.logit_lens(mlm, text_a, text_b, return_data=True)
+    drawing = draw(chart)
+    labels = layer_lens_charts.token_labels(result.tokens)
+    assert_every_label(drawing, labels)
+    assert_every_label(drawing, [str(layer) for layer in range(8)])
+    rows = sorted(set(label_rows(drawing, labels)))
+    assert len(rows) == len(labels) and smallest_gap(rows) >= ROW, "token rows squeezed"
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "p")
+    cell = layer_lens_charts.cell_chart(result, 7, 1)
+    cell_drawing = draw(cell)
+    assert_every_label(cell_drawing, list(result.top_tokens[7][1]))
+    assert_titles_inside(cell_drawing)
+    tuned = lens.logit_lens(mlm, text_a, text_b, kind="tuned", lens=Translators.identity(7, 32), return_data=True)[2]
+    kl = layer_lens_charts.kl_chart(result, tuned)
+    kl_drawing = draw(kl)
+    assert_every_label(kl_drawing, [str(layer) for layer in range(8)])
+    assert_titles_inside(kl_drawing)
+    assert_no_empty_or_nan(layer_lens_charts.kl_frame(result, tuned), "kl", "lens")
+
+
 # ---- every other builder: titles inside, every label of a listed (sorted) axis drawn, no empty dataset ----------
 
 def _listed_labels(spec) -> list[str]:
