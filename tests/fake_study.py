@@ -22,7 +22,8 @@ TABLE = Reference(key="fake.table", study="fake", measure="accuracy", label="Fak
 
 def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studies.StudyResult:
     model = options.model or "fake-bert"
-    shift = float(options.extra.get("shift", 0.0))
+    # seed_shift moves the curve by seed_shift x seed: seeds that measure different values, for seeds runs.
+    shift = float(options.extra.get("shift", 0.0)) + float(options.extra.get("seed_shift", 0.0)) * options.seed
     steps = int(options.limit or 3)
     for step in range(steps):
         check_stop(should_stop)
@@ -36,7 +37,13 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         comparisons=(references.compare(CURVE, curve, model, "ethayarajh"), references.compare(TABLE, table, model, "ethayarajh")),
         measured={"random_cosine": curve, "extra_measure": {0: 1.0, 1: 2.0}}, notes=("Fake data: for tests only.",),
         degenerate=studies.degeneracy_of(model),  # when the "model" is a classification run
+        heads=(studies.HeadRank("fake head", "1-2", head_rank(options.seed), 12),),
     )
+
+
+def head_rank(seed: int) -> int:
+    """The fake head's rank: 1, 4, 7, ... for seeds 0, 1, 2, ..."""
+    return 1 + 3 * seed
 
 
 STUDY = studies.Study(

@@ -1,0 +1,133 @@
+"""Seeds as a dimension of a study (core.studies.seeds): the seeds parsed with clear messages, intervals against
+scipy, the interval verdict on constructed values, the summary of per-seed results, and `reproduce --seeds` whose
+per-seed entries equal single-seed runs (the model-free fake study)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from core import studies
+from core.__main__ import main
+from core.studies import seeds
+from tests import fake_study
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), (" , ", "empty"), ("a,b", "'a' is not a whole number"), ("0,1.5", "'1.5' is not a whole number"),
+    ("1,2,1", "1 is given twice"), ("-1,2", "-1 is negative"), ("3", "two or more seeds"),
+])
+def test_bad_seeds_get_a_clear_message(text, message):
+    with pytest.raises(ValueError, match=message):
+        seeds.parse_seeds(text)
+
+
+def test_seeds_are_parsed_in_order():
+    assert seeds.parse_seeds(" 2, 0,11 ") == (2, 0, 11)
+
+
+@pytest.mark.parametrize("values", [[0.31, 0.35, 0.28], [1.0, 2.0], [0.5, 0.52, 0.49, 0.55, 0.47]])
+def test_t_interval_is_scipy_student_t_over_the_seeds(values):
+    expected = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert seeds.interval(values, "t") == pytest.approx(expected, abs=1e-12)
+
+
+def test_bootstrap_interval_is_scipy_percentile_bootstrap_of_the_mean():
+    values = [0.61, 0.58, 0.66, 0.59]
+    found = stats.bootstrap((np.array(values),), np.mean, confidence_level=0.95, n_resamples=9999,
+                            method="percentile", rng=np.random.default_rng(0)).confidence_interval
+    low, high = seeds.interval(values, "bootstrap")
+    assert (low, high) == pytest.approx((found.low, found.high))
+    assert min(values) <= low < np.mean(values) < high <= max(values)
+
+
+def test_equal_values_give_a_point_interval_and_one_value_none():
+    assert seeds.interval([0.4, 0.4, 0.4], "t") == (0.4, 0.4)
+    with pytest.raises(ValueError, match="two or more"):
+        seeds.interval([0.4], "t")
+    with pytest.raises(ValueError, match="unknown interval"):
+        seeds.interval([0.4, 0.5], "jackknife")
+
+
+@pytest.mark.parametrize("low, high, verdict", [
+    (0.49, 0.51, "reproduced"),     # inside the band [0.48, 0.52]
+    (0.48, 0.52, "reproduced"),     # the band's edges count as inside
+    (0.53, 0.60, "differs"),        # wholly above
+    (0.30, 0.47, "differs"),        # wholly below
+    (0.50, 0.55, "inconclusive"),   # straddles the upper edge
+    (0.40, 0.60, "inconclusive"),   # wider than the band
+])
+def test_verdict_is_made_on_the_interval(low, high, verdict):
+    assert seeds.interval_verdict(low, high, paper=0.50, tolerance=0.02) == verdict
+
+
+def _fake(seed, **extra):
+    return fake_study.run(studies.StudyOptions(seed=seed, extra=extra))
+
+
+def test_summary_per_number_and_head():
+    results = [_fake(s, seed_shift=0.004) for s in (0, 1, 2)]
+    summary = seeds.summarize(results, "t", top_k=5)
+    first = summary.numbers[0]
+    assert (first.reference, first.key, first.paper) == ("fake.curve", 0, 0.10)
+    values = [0.10, 0.104, 0.108]
+    assert first.values == pytest.approx(tuple(values))
+    assert first.mean == pytest.approx(np.mean(values))
+    assert (first.low, first.high) == pytest.approx(stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values)))
+    # the t interval 0.104 ± 0.0099 lies inside the curve's band 0.10 ± 0.02
+    assert first.verdict == "reproduced"
+    table = [n for n in summary.numbers if n.reference == "fake.table"]  # tolerance 0.01: the interval straddles
+    assert {n.verdict for n in table} == {"inconclusive"} and summary.verdict == "inconclusive"
+    (head,) = summary.heads
+    assert head.ranks == (1, 4, 7) and head.of == 12 and head.in_top_k == 2 and head.top_k == 5
+    far = seeds.summarize([_fake(s, shift=0.5) for s in (0, 1)], "t")
+    assert {n.verdict for n in far.numbers} == {"differs"}
+
+
+def test_another_model_keeps_shape_only_and_unmeasured_numbers_say_so():
+    results = [fake_study.run(studies.StudyOptions(model="other-bert", seed=s), None, None) for s in (0, 1)]
+    summary = seeds.summarize(results)
+    assert {n.verdict for n in summary.numbers} == {"different model: shape only"}
+    assert summary.verdict == "different model: shape only"
+
+
+def test_run_seeds_entries_equal_single_runs_and_progress_names_the_seed():
+    seen = []
+    options = studies.StudyOptions(limit=2, extra={"seed_shift": 0.01})
+    result = seeds.run_seeds(fake_study.STUDY, options, (3, 5), lambda d, t, m=None: seen.append((d, t, m)), None)
+    singles = [fake_study.run(studies.StudyOptions(limit=2, seed=s, extra={"seed_shift": 0.01})).to_json() for s in (3, 5)]
+    assert [r.to_json() for r in result.per_seed] == singles
+    assert seen == [(1, 4, "seed 3 (1 of 2)"), (2, 4, "seed 3 (1 of 2)"), (3, 4, "seed 5 (2 of 2)"), (4, 4, "seed 5 (2 of 2)")]
+    again = seeds.SeedsResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.to_json() == result.to_json()
+
+
+def test_cli_seeds_json_is_the_contract(monkeypatch, capsys):
+    fake_study.install(monkeypatch)
+    argv = ["reproduce", "fake", "--limit", "2", "--set", "seed_shift=0.01", "--json", "--quiet"]
+    assert main([*argv, "--seeds", "0,1,2"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert set(found) == {"study", "seeds", "per_seed", "summary"}
+    assert found["study"] == "fake" and found["seeds"] == [0, 1, 2]
+    for seed, entry in zip((0, 1, 2), found["per_seed"]):
+        assert main([*argv, "--seed", str(seed)]) == 0
+        assert entry == json.loads(capsys.readouterr().out)
+    summary = found["summary"]
+    assert summary["interval"] == "t" and summary["confidence"] == 0.95
+    assert summary["heads"] == [{"claim": "fake head", "head": "1-2", "ranks": [1, 4, 7], "of": 12, "top_k": 5, "in_top_k": 2}]
+
+
+def test_cli_seeds_and_seed_together_is_a_clear_error(monkeypatch, capsys):
+    fake_study.install(monkeypatch)
+    assert main(["reproduce", "fake", "--seeds", "0,1", "--seed", "2", "--json"]) != 0
+    assert "either --seed S (one run) or --seeds" in capsys.readouterr().err
+    assert main(["reproduce", "fake", "--seeds=-1,2", "--json"]) != 0
+    assert "-1 is negative" in capsys.readouterr().err
+
+
+def test_a_study_that_bootstraps_says_so():
+    assert studies.get("slides-bias").interval == "bootstrap"
+    assert {studies.get(n).interval for n in studies.NAMES} == {"t", "bootstrap"}
