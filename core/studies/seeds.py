@@ -11,10 +11,11 @@ from __future__ import annotations
 
 # scipy imported in functions: listing the studies must stay light (tests/unit/test_studies.py).
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from core.model.loading import reusing_loads
 from core.progress import StopCheck, check_stop
 from core.references import Verdict
 from core.studies import HeadRank, Study, StudyOptions, StudyResult
@@ -206,10 +207,6 @@ def run_seeds(study: Study, options: StudyOptions, seeds, progress=None,
     """`study` run with `options` once per seed (options.seed replaced), as one piece of work: progress(done,
     total, message) goes over all seeds, its message "seed s (i of n)" (a core.jobs job's progress); the model is
     loaded once."""
-    from dataclasses import replace
-
-    from core.model.loading import reusing_loads
-
     seeds = tuple(seeds)
     results = []
     with reusing_loads():
