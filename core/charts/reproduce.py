@@ -113,3 +113,92 @@ def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
     return layout.fixed_size(layered.facet(facet=alt.Facet("series:N", title=None, header=_panel_header(data["series"])),
                                            columns=PANELS_PER_ROW, data=data,
                                            title=title or f"measured ({display_name(result.model)})").resolve_scale(y="independent"))
+
+
+# ---- a study over several seeds (core.studies.seeds.SeedsResult) ---------------------------------------------------
+
+SEEDS_COLUMNS = ["reference", "label", "measure", "key", "layer", "paper", "tolerance", "values", "mean", "low", "high",
+                 "verdict"]
+
+
+def seeds_frame(result) -> pd.DataFrame:
+    """One row per number the paper reports, over the seeds: reference, label, measure, key (as text), layer (int or
+    None), paper, tolerance, values (the seeds' values, text), mean, low, high (the interval; NaN when fewer than
+    two seeds measured it) and the interval's verdict."""
+    nan = float("nan")
+    rows = [{
+        "reference": n.reference, "label": n.label, "measure": n.measure, "key": str(n.key),
+        "layer": n.key if isinstance(n.key, int) else None, "paper": n.paper, "tolerance": n.tolerance,
+        "values": ", ".join("—" if v is None else f"{v:.3f}" for v in n.values),
+        "mean": nan if n.mean is None else n.mean, "low": nan if n.low is None else n.low,
+        "high": nan if n.high is None else n.high, "verdict": n.verdict,
+    } for n in result.summary.numbers]
+    return pd.DataFrame(rows, columns=SEEDS_COLUMNS)
+
+
+def head_ranks_frame(result) -> pd.DataFrame:
+    """One row per head the paper names: claim, head, its rank in each seed (a column "seed S" each), of (heads
+    ranked) and "in top k" ("2 of 3")."""
+    rows = [{"claim": h.claim, "head": h.head,
+             **{f"seed {s}": (None if r is None else int(r)) for s, r in zip(result.seeds, h.ranks)},
+             "of": h.of, f"in top {h.top_k}": f"{h.in_top_k} of {len(h.ranks)}"} for h in result.summary.heads]
+    return pd.DataFrame(rows)
+
+
+def _seeds_long(frame: pd.DataFrame, result) -> tuple[pd.DataFrame, list[str]]:
+    """seeds_frame rows -> one row per (source, number): the paper's value, or the seeds' mean with its interval."""
+    measured = f"mean of {len(result.seeds)} seeds ({display_name(result.model)})"
+    paper = frame.assign(source="paper", value=frame["paper"], low=float("nan"), high=float("nan"))
+    mean = frame.assign(source=measured, value=frame["mean"]).dropna(subset=["value"])
+    columns = ["reference", "label", "key", "layer", "source", "value", "low", "high", "tolerance", "verdict"]
+    return pd.concat([paper, mean], ignore_index=True)[columns], ["paper", measured]
+
+
+def _interval_tooltip() -> list:
+    return ["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("low:Q", format=".3f"),
+            alt.Tooltip("high:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f"), "verdict:N"]
+
+
+def seeds_layer_chart(result, title: str | None = None) -> alt.FacetChart | None:
+    """Paper vs the seeds' mean over layers, the mean with its interval as an error bar, one panel per per-layer
+    reference; None if the study has none. Dataset columns: reference, label, key, layer, source, value, low, high,
+    tolerance, verdict."""
+    frame = seeds_frame(result)
+    frame = frame[frame["layer"].notna()]
+    if frame.empty:
+        return None
+    data, sources = _seeds_long(frame, result)
+    data["layer"] = data["layer"].astype(int)
+    colour = alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
+                       legend=alt.Legend(orient="bottom", labelLimit=400))
+    x = alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d"))
+    base = alt.Chart().encode(
+        x=x, y=alt.Y("value:Q", title=None), color=colour, tooltip=_interval_tooltip(),
+        strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
+    )
+    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="low:Q", y2="high:Q", color=colour,
+                                                       tooltip=_interval_tooltip()).transform_filter("isValid(datum.low)")
+    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), bars).properties(width=PANEL_WIDTH, height=200)
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
+                                           columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
+
+
+def seeds_table_chart(result, title: str | None = None) -> alt.FacetChart | None:
+    """Paper vs the seeds' mean for references keyed by row name: bars side by side, the mean's interval as an
+    error bar; None if there are none."""
+    frame = seeds_frame(result)
+    frame = frame[frame["layer"].isna()]
+    if frame.empty:
+        return None
+    data, sources = _seeds_long(frame, result)
+    y = alt.Y("key:N", title=None, sort=None, axis=layout.token_axis())
+    offset = alt.YOffset("source:N", scale=alt.Scale(domain=sources))
+    bars = alt.Chart().mark_bar().encode(
+        y=y, x=alt.X("value:Q", title=None), yOffset=offset, tooltip=_interval_tooltip(),
+        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources), legend=alt.Legend(orient="bottom", labelLimit=400)),
+    )
+    errors = alt.Chart().mark_rule(color="black", strokeWidth=2).encode(
+        y=y, yOffset=offset, x="low:Q", x2="high:Q", tooltip=_interval_tooltip()).transform_filter("isValid(datum.low)")
+    layered = alt.layer(bars, errors).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
+                                           columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))

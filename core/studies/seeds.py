@@ -28,24 +28,24 @@ BOOTSTRAP_SEED = 0
 INTERVAL_VERDICTS = ("reproduced", "differs", "inconclusive")
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
+def parse_seeds(text: str, name: str = "--seeds", single: str = "--seed") -> tuple[int, ...]:
     """'0,1,2' -> (0, 1, 2). A ValueError that says what is wrong: empty, not a whole number, negative, repeated,
-    or a single seed (an interval needs two)."""
+    or a single seed (an interval needs two). name: what the user typed it into; single: where one seed goes."""
     parts = [p.strip() for p in str(text).split(",")]
     if not any(parts):
-        raise ValueError("--seeds is empty: give two or more seeds separated by commas, e.g. 0,1,2.")
+        raise ValueError(f"{name} is empty: give two or more seeds separated by commas, e.g. 0,1,2.")
     seeds = []
     for part in parts:
         if not part.lstrip("-").isdigit():
-            raise ValueError(f"--seeds: '{part}' is not a whole number; give seeds like 0,1,2.")
+            raise ValueError(f"{name}: '{part}' is not a whole number; give seeds like 0,1,2.")
         seed = int(part)
         if seed < 0:
-            raise ValueError(f"--seeds: {seed} is negative; seeds are 0 or more.")
+            raise ValueError(f"{name}: {seed} is negative; seeds are 0 or more.")
         if seed in seeds:
-            raise ValueError(f"--seeds: {seed} is given twice; each seed runs once.")
+            raise ValueError(f"{name}: {seed} is given twice; each seed runs once.")
         seeds.append(seed)
     if len(seeds) < 2:
-        raise ValueError(f"--seeds needs two or more seeds for an interval (got {seeds[0]}); for one run use --seed.")
+        raise ValueError(f"{name}: one seed ({seeds[0]}) gives no interval; give two or more, or for one run use {single}.")
     return tuple(seeds)
 
 

@@ -18,7 +18,7 @@ from tests import fake_study
 
 @pytest.mark.parametrize("text, message", [
     ("", "empty"), (" , ", "empty"), ("a,b", "'a' is not a whole number"), ("0,1.5", "'1.5' is not a whole number"),
-    ("1,2,1", "1 is given twice"), ("-1,2", "-1 is negative"), ("3", "two or more seeds"),
+    ("1,2,1", "1 is given twice"), ("-1,2", "-1 is negative"), ("3", r"one seed \(3\) gives no interval; give two or more, or for one run use --seed"),
 ])
 def test_bad_seeds_get_a_clear_message(text, message):
     with pytest.raises(ValueError, match=message):
