@@ -120,7 +120,11 @@ def show_seeds(found: seed_runs.SeedsResult) -> None:
         draw_chart(table_chart, key=P + "seeds_table_chart")
     numbers = reproduce_charts.seeds_frame(found)
     st.markdown("**Every number, per seed**")
-    st.dataframe(numbers.drop(columns=["reference", "layer"]), hide_index=True)
+    three = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(numbers, hide_index=True, column_order=["label", "key", "verdict", "paper", "tolerance", "mean", "low",
+                                                         "high", "values"],
+                 column_config={"label": st.column_config.TextColumn("reference", width="medium"), "mean": three,
+                                "low": three, "high": three, "values": "per seed"})
     heads = reproduce_charts.head_ranks_frame(found)
     if not heads.empty:
         st.markdown(f"**The paper's heads: rank per seed** (1 = best), and in how many seeds each is in the top {summary.top_k}")
