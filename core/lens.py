@@ -26,7 +26,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import views
+from core import studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
@@ -43,6 +43,7 @@ from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import masked as masked_charts
 from core.charts import patching as patching_charts
+from core.charts import reproduce as reproduce_charts
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
@@ -50,6 +51,7 @@ from core.model.encoding import encode
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
 from core.settings import default_model
+from core.studies import seeds as seed_runs
 from core.model.encoding import read_input
 from core.validation import truncation_notice
 
@@ -322,6 +324,30 @@ def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None,
     models = [models] if isinstance(models, (str, LoadedModel)) else list(models)
     results = [head_features.cls_feature_attention(load(m), trees, progress=progress) for m in models]
     return _out(*head_studies_charts.cls_features_chart(results), return_data)
+
+
+# ---- reproduce a paper -------------------------------------------------------------------------------------------
+
+def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
+              limit: int | None = None, top_k: int = seed_runs.TOP_K, progress=None, return_data: bool = False, **extra):
+    """A published study run the paper's way (Reproduce page; core.studies.NAMES), the paper's numbers beside the
+    measured ones. model: a reference (None: the paper's); extra: the study's options (`--set KEY=VALUE`).
+    seeds (two or more): the study once per seed; the chart draws the seeds' mean with its 95 % interval beside the
+    paper and the frame is core.charts.reproduce.seeds_frame (each number's values per seed, mean, interval,
+    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame."""
+    chosen = studies.get(study)
+    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, seed=int(seed),
+                                   limit=limit, extra=extra)
+    report = None if progress is None else (lambda done, total, _message=None: progress(done, total))
+    if seeds is not None:
+        found = seed_runs.run_seeds(chosen, options, seed_runs.parse_seeds(",".join(map(str, seeds)), "seeds", "seed="),
+                                    report, None, top_k=int(top_k))
+        chart = reproduce_charts.seeds_layer_chart(found) or reproduce_charts.seeds_table_chart(found)
+        return _out(chart, reproduce_charts.seeds_frame(found), return_data)
+    result = chosen.run(options, report, None)
+    chart = (reproduce_charts.layer_comparison_chart(result) or reproduce_charts.table_comparison_chart(result)
+             or reproduce_charts.measured_chart(result))
+    return _out(chart, reproduce_charts.comparison_frame(result), return_data)
 
 
 # ---- a lesson step -----------------------------------------------------------------------------------------------

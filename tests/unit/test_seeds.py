@@ -131,3 +131,25 @@ def test_cli_seeds_and_seed_together_is_a_clear_error(monkeypatch, capsys):
 def test_a_study_that_bootstraps_says_so():
     assert studies.get("slides-bias").interval == "bootstrap"
     assert {studies.get(n).interval for n in studies.NAMES} == {"t", "bootstrap"}
+
+
+def test_notebook_reproduce_with_seeds_draws_the_seeds_mean_and_interval(monkeypatch):
+    from core import lens
+    from core.charts import reproduce as reproduce_charts
+
+    fake_study.install(monkeypatch)
+    seen = []
+    chart, frame = lens.reproduce("fake", seeds=[0, 1, 2], limit=1, seed_shift=0.004, return_data=True,
+                                  progress=lambda done, total: seen.append((done, total)))
+    direct = seeds.run_seeds(fake_study.STUDY, studies.StudyOptions(limit=1, extra={"seed_shift": 0.004}), (0, 1, 2))
+    assert frame.equals(reproduce_charts.seeds_frame(direct)) and seen[-1] == (3, 3)
+    drawn = chart.to_dict()["datasets"]
+    (rows,) = drawn.values()
+    means = {r["layer"]: (r["value"], r["low"], r["high"]) for r in rows if r["source"].startswith("mean of 3 seeds")}
+    curve = frame[frame["reference"] == "fake.curve"]
+    assert means == {int(r.layer): (r.mean, r.low, r.high) for r in curve.itertuples()}
+    single_chart, single = lens.reproduce("fake", seed=2, limit=1, seed_shift=0.004, return_data=True)
+    assert list(single["measured"][single["reference"] == "fake.curve"]) == pytest.approx(
+        [v + 0.008 for v in fake_study.PAPER_CURVE.values()])
+    with pytest.raises(ValueError, match="given twice"):
+        lens.reproduce("fake", seeds=[1, 1])
