@@ -153,3 +153,25 @@ def test_notebook_reproduce_with_seeds_draws_the_seeds_mean_and_interval(monkeyp
         [v + 0.008 for v in fake_study.PAPER_CURVE.values()])
     with pytest.raises(ValueError, match="given twice"):
         lens.reproduce("fake", seeds=[1, 1])
+
+
+def test_clark_ranks_the_paper_head_of_each_relation_as_scipy_does():
+    from core import references
+    from core.studies.clark import _paper_head_rank
+
+    accuracy = np.random.default_rng(3).random((12, 12)).round(2)  # rounded: ties, which share the better rank
+    found = _paper_head_rank(accuracy, "dobj")
+    layer, head = (int(n) - 1 for n in references.CLARK_BEST_HEADS["dobj"].split("-"))
+    expected = stats.rankdata(-accuracy.ravel(), method="min").reshape(12, 12)[layer, head]
+    assert (found.head, found.rank, found.of, found.claim) == ("8-10", expected, 144, "best head for dobj")
+    assert _paper_head_rank(accuracy[:6], "dobj") is None  # a 6-layer model has no layer 8
+
+
+def test_cli_seeds_text_names_each_number_and_head(monkeypatch, capsys):
+    fake_study.install(monkeypatch)
+    assert main(["reproduce", "fake", "--limit", "1", "--set", "seed_shift=0.004", "--seeds", "0,1,2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds 0, 1, 2: INCONCLUSIVE (95% t interval over the seeds)" in out
+    low, high = stats.t.interval(0.95, 2, loc=0.104, scale=stats.sem([0.1, 0.104, 0.108]))
+    assert f"0.100, 0.104, 0.108\t0.104 [{low:.3f}, {high:.3f}]\treproduced" in out
+    assert "head 1-2 (fake head): rank per seed 1, 4, 7 of 12; in the top 5 in 2 of 3 seeds" in out
