@@ -175,3 +175,14 @@ def test_cli_seeds_text_names_each_number_and_head(monkeypatch, capsys):
     low, high = stats.t.interval(0.95, 2, loc=0.104, scale=stats.sem([0.1, 0.104, 0.108]))
     assert f"0.100, 0.104, 0.108\t0.104 [{low:.3f}, {high:.3f}]\treproduced" in out
     assert "head 1-2 (fake head): rank per seed 1, 4, 7 of 12; in the top 5 in 2 of 3 seeds" in out
+
+
+def test_cancel_stops_between_and_within_seeds():
+    from core.progress import Cancelled
+
+    done = []
+    options = studies.StudyOptions(limit=3)
+    with pytest.raises(Cancelled):  # asked to stop once the first seed reported its last step
+        seeds.run_seeds(fake_study.STUDY, options, (0, 1, 2), lambda d, t, m=None: done.append(m),
+                        lambda: len(done) >= 3)
+    assert done == ["seed 0 (1 of 3)"] * 3  # the second seed never started
