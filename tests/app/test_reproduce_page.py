@@ -223,3 +223,20 @@ def test_bad_seeds_are_said_and_run_is_disabled(make_app, monkeypatch, text, mes
     assert not at.exception, at.exception
     assert any(message in plain(e.value) and plain(e.value).startswith("Seeds:") for e in at.error)
     assert at.button(key="reproduce.fake.run").disabled
+
+
+def test_the_lesson_step_over_seeds_keeps_the_presenter_url(make_app):
+    """The built-in lesson's "Does it survive another seed?" step: the Reproduce page on a slide wrote its own URL
+    (write_now, before a possible st.stop()) and dropped the presenter's lesson and step, so the slide lost its place."""
+    from core import lessons
+
+    lesson = lessons.builtin()["bert-in-ten-views"]
+    index = next(i for i, s in enumerate(lesson.steps) if s.page == "reproduce")
+    assert lesson.steps[index].params["seeds"] == "0,1,2"
+    at = make_app("all-MiniLM-L6-v2")
+    at.query_params.update({"lesson": "bert-in-ten-views", "step": str(index + 1)})
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception, at.exception
+    assert at.session_state["reproduce.seeds"] == "0,1,2" and at.session_state["reproduce.study"] == "clark"
+    assert at.query_params["lesson"] in ("bert-in-ten-views", ["bert-in-ten-views"])
+    assert at.query_params["step"] in (str(index + 1), [str(index + 1)])
