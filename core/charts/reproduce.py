@@ -55,18 +55,27 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
     frame = frame[frame["layer"].notna()]
     if frame.empty:
         return None
-    data = _long(frame, result.model)
-    data["layer"] = data["layer"].astype(int)
-    sources = ["paper", f"measured ({display_name(result.model)})"]
+    tooltip = ["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")]
+    return _layer_panels(_long(frame, result.model), ["paper", f"measured ({display_name(result.model)})"], tooltip, title)
+
+
+def _layer_panels(data: pd.DataFrame, sources: list[str], tooltip: list, title: str | None,
+                  interval: bool = False) -> alt.FacetChart:
+    """Lines over layers, paper (dashed) and measured (solid), one panel per reference label; with `interval`, the
+    measured rows' low..high drawn as error bars."""
+    data = data.assign(layer=data["layer"].astype(int))
+    x = alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d"))
+    colour = alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
+                       legend=alt.Legend(orient="bottom", labelLimit=400))
     base = alt.Chart().encode(
-        x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
-                        legend=alt.Legend(orient="bottom", labelLimit=400)),
+        x=x, y=alt.Y("value:Q", title=None), color=colour, tooltip=tooltip,
         strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
-        tooltip=["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")],
     )
-    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=200)
+    marks = [base.mark_line(), base.mark_point(filled=True, size=40)]
+    if interval:
+        marks.append(alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="low:Q", y2="high:Q", color=colour, tooltip=tooltip)
+                     .transform_filter("isValid(datum.low)"))
+    layered = alt.layer(*marks).properties(width=PANEL_WIDTH, height=200)
     return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
                                            columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
 
@@ -83,17 +92,26 @@ def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
     frame = frame[frame["layer"].isna()]
     if frame.empty:
         return None
-    data = _long(frame, result.model)
-    base = alt.Chart().mark_bar().encode(
-        y=alt.Y("key:N", title=None, sort=None, axis=layout.token_axis()),
-        x=alt.X("value:Q", title=None),
-        yOffset=alt.YOffset("source:N"),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=["paper", f"measured ({display_name(result.model)})"]),
-                        legend=alt.Legend(orient="bottom", labelLimit=400)),
-        tooltip=["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
-    return layout.fixed_size(base.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
-                                        columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
+    tooltip = ["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")]
+    return _row_panels(_long(frame, result.model), ["paper", f"measured ({display_name(result.model)})"], tooltip, title)
+
+
+def _row_panels(data: pd.DataFrame, sources: list[str], tooltip: list, title: str | None,
+                interval: bool = False) -> alt.FacetChart:
+    """Bars per row name, paper and measured side by side, one panel per reference label; with `interval`, the
+    measured rows' low..high drawn as error bars."""
+    y = alt.Y("key:N", title=None, sort=None, axis=layout.token_axis())
+    offset = alt.YOffset("source:N", scale=alt.Scale(domain=sources))
+    marks = [alt.Chart().mark_bar().encode(
+        y=y, x=alt.X("value:Q", title=None), yOffset=offset, tooltip=tooltip,
+        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources), legend=alt.Legend(orient="bottom", labelLimit=400)),
+    )]
+    if interval:
+        marks.append(alt.Chart().mark_rule(color="black", strokeWidth=2).encode(
+            y=y, yOffset=offset, x="low:Q", x2="high:Q", tooltip=tooltip).transform_filter("isValid(datum.low)"))
+    layered = alt.layer(*marks).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
+                                           columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
 
 
 def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -167,20 +185,7 @@ def seeds_layer_chart(result, title: str | None = None) -> alt.FacetChart | None
     frame = frame[frame["layer"].notna()]
     if frame.empty:
         return None
-    data, sources = _seeds_long(frame, result)
-    data["layer"] = data["layer"].astype(int)
-    colour = alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
-                       legend=alt.Legend(orient="bottom", labelLimit=400))
-    x = alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d"))
-    base = alt.Chart().encode(
-        x=x, y=alt.Y("value:Q", title=None), color=colour, tooltip=_interval_tooltip(),
-        strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
-    )
-    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="low:Q", y2="high:Q", color=colour,
-                                                       tooltip=_interval_tooltip()).transform_filter("isValid(datum.low)")
-    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40), bars).properties(width=PANEL_WIDTH, height=200)
-    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
-                                           columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
+    return _layer_panels(*_seeds_long(frame, result), _interval_tooltip(), title, interval=True)
 
 
 def seeds_table_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -190,15 +195,4 @@ def seeds_table_chart(result, title: str | None = None) -> alt.FacetChart | None
     frame = frame[frame["layer"].isna()]
     if frame.empty:
         return None
-    data, sources = _seeds_long(frame, result)
-    y = alt.Y("key:N", title=None, sort=None, axis=layout.token_axis())
-    offset = alt.YOffset("source:N", scale=alt.Scale(domain=sources))
-    bars = alt.Chart().mark_bar().encode(
-        y=y, x=alt.X("value:Q", title=None), yOffset=offset, tooltip=_interval_tooltip(),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources), legend=alt.Legend(orient="bottom", labelLimit=400)),
-    )
-    errors = alt.Chart().mark_rule(color="black", strokeWidth=2).encode(
-        y=y, yOffset=offset, x="low:Q", x2="high:Q", tooltip=_interval_tooltip()).transform_filter("isValid(datum.low)")
-    layered = alt.layer(bars, errors).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
-    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
-                                           columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
+    return _row_panels(*_seeds_long(frame, result), _interval_tooltip(), title, interval=True)
