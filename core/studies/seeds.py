@@ -178,11 +178,14 @@ def summarize(results, method: str = "t", confidence: float = CONFIDENCE, top_k:
     """Each paper number's values over `results` (one StudyResult per seed, in seed order), their mean, interval
     and verdict; each named head's ranks and how often it is in the top `top_k`."""
     numbers = []
-    first = results[0]
-    for c, comparison in enumerate(first.comparisons):
-        shape_only = any(r.comparisons[c].kind == "shape" for r in results)
-        for i, row in enumerate(comparison.rows):
-            values = tuple(r.comparisons[c].rows[i].measured for r in results)
+    # Each seed's comparisons by reference key, then its rows by key: matched by name, not position.
+    by_seed = [{c.reference.key: (c.kind, {row.key: row.measured for row in c.rows}) for c in r.comparisons}
+               for r in results]
+    for comparison in results[0].comparisons:
+        ref = comparison.reference.key
+        shape_only = any(seed[ref][0] == "shape" for seed in by_seed if ref in seed)
+        for row in comparison.rows:
+            values = tuple(seed[ref][1].get(row.key) if ref in seed else None for seed in by_seed)
             measured = [v for v in values if v is not None]
             mean = low = high = None
             verdict = "not measured"

@@ -186,3 +186,17 @@ def test_cancel_stops_between_and_within_seeds():
         seeds.run_seeds(fake_study.STUDY, options, (0, 1, 2), lambda d, t, m=None: done.append(m),
                         lambda: len(done) >= 3)
     assert done == ["seed 0 (1 of 3)"] * 3  # the second seed never started
+
+
+def test_numbers_are_matched_by_reference_not_position():
+    from dataclasses import replace
+
+    results = [_fake(s, seed_shift=0.004) for s in (0, 1, 2)]
+    results[1] = replace(results[1], comparisons=results[1].comparisons[::-1])  # another order: same numbers
+    results[2] = replace(results[2], comparisons=results[2].comparisons[:1])  # the table not measured in seed 2
+    summary = seeds.summarize(results)
+    curve = next(n for n in summary.numbers if n.reference == "fake.curve" and n.key == 2)
+    assert curve.values == pytest.approx((0.35, 0.354, 0.358))
+    table = next(n for n in summary.numbers if n.reference == "fake.table" and n.key == "full")
+    assert table.values[:2] == pytest.approx((0.90, 0.904)) and table.values[2] is None
+    assert table.mean == pytest.approx(0.902)
