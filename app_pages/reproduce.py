@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages.shell import url_state
 from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref
 from core import protocols, references, studies
+from core.studies import seeds as seed_runs
 from core.charts import reproduce as reproduce_charts
 from core.data.corpus import GRAMMAR
 from core.model.loading import availability, available_models, display_name
@@ -20,7 +21,9 @@ from core.training.evaluation import Degeneracy
 from core.training.runs import saved_degeneracy
 
 P = "reproduce."
-VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning}
+VERDICT_STYLE = {"reproduced": st.success, "differs": st.error, "different model: shape only": st.info, "not measured": st.warning,
+                 "inconclusive": st.warning}
+INTERVAL_NAMES = {"t": "Student-t interval over the seeds", "bootstrap": "percentile bootstrap of the seeds' mean"}
 
 st.title("Reproduce a paper")
 intro(
@@ -60,7 +63,7 @@ def use_sidebar_model() -> None:
     st.session_state[P + f"{name}.model"] = sidebar_model
 
 
-c1, c2, c3, c4 = st.columns([3, 3, 1, 1])
+c1, c2, c3, c4, c5 = st.columns([3, 3, 1, 1, 1])
 c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
@@ -69,7 +72,18 @@ model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model",
 corpus = c2.text_input("Corpus", value=study.default_corpus or "", key=P + f"{name}.corpus",
                        help="Leave as is for the study's default. " + GRAMMAR, disabled=study.default_corpus is None)
 limit = c3.number_input("Items (0 = default)", 0, 1_000_000, 0, key=P + f"{name}.limit")
-seed = c4.number_input("Seed", 0, 1_000_000, 0, key=P + f"{name}.seed")
+seeds_text = c5.text_input("Seeds", key=P + "seeds", placeholder="e.g. 0,1,2",
+                           help="Run the study once per seed (its corpus sample and any training redone) to see "
+                                "whether a finding survives another seed: every seed's value, the mean, a 95 % "
+                                "interval and a verdict on the interval. Empty: one run with the seed beside it.")
+seed = c4.number_input("Seed", 0, 1_000_000, 0, key=P + f"{name}.seed", disabled=bool(seeds_text.strip()))
+seed_list, seeds_error = None, None
+if seeds_text.strip():
+    try:
+        seed_list = seed_runs.parse_seeds(seeds_text, "Seeds", "the Seed field (and leave Seeds empty)")
+    except ValueError as err:
+        seeds_error = str(err)
+        st.error(markdown_text(seeds_error))
 flag_degenerate(saved_degeneracy(model or ""), model)
 options = studies.StudyOptions(model=model or None, corpus=(corpus.strip() or None) if study.default_corpus else None,
                                seed=int(seed), limit=int(limit) or None)
@@ -77,9 +91,48 @@ options = studies.StudyOptions(model=model or None, corpus=(corpus.strip() or No
 
 def make_work():
     def work(progress, should_stop):
+        if seed_list is not None:
+            return seed_runs.run_seeds(study, options, seed_list, progress, should_stop)
         return study.run(options, progress, should_stop)
 
     return work
+
+
+def show_seeds(found: seed_runs.SeedsResult) -> None:
+    """A study run once per seed: the verdict on the intervals, paper vs the seeds' mean with error bars, every
+    number's values per seed, and the named heads' ranks per seed."""
+    summary = found.summary
+    first = found.per_seed[0]
+    seeds = ", ".join(map(str, found.seeds))
+    VERDICT_STYLE.get(summary.verdict, st.info)(
+        f"**{summary.verdict.capitalize()}** over seeds {seeds} — {markdown_code(display_name(found.model))} on "
+        f"{markdown_text(first.corpus)}, protocol `{first.protocol}`.")
+    st.caption(f"Each number's {summary.confidence:.0%} interval is the {INTERVAL_NAMES[summary.interval]}. Reproduced: "
+               "the whole interval lies within the paper's tolerance; differs: it lies wholly outside; inconclusive: "
+               "it straddles an edge (more seeds narrow it).")
+    for run, degenerate in {r: d for result in found.per_seed for r, d in result.degenerate.items()}.items():
+        flag_degenerate(Degeneracy.from_json(degenerate), run)
+    layer_chart = reproduce_charts.seeds_layer_chart(found)
+    if layer_chart is not None:
+        draw_chart(layer_chart, key=P + "seeds_layer_chart")
+    table_chart = reproduce_charts.seeds_table_chart(found)
+    if table_chart is not None:
+        draw_chart(table_chart, key=P + "seeds_table_chart")
+    numbers = reproduce_charts.seeds_frame(found)
+    st.markdown("**Every number, per seed**")
+    three = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(numbers, hide_index=True, column_order=["label", "key", "verdict", "paper", "tolerance", "mean", "low",
+                                                         "high", "values"],
+                 column_config={"label": st.column_config.TextColumn("reference", width="medium"), "mean": three,
+                                "low": three, "high": three, "values": "per seed"})
+    heads = reproduce_charts.head_ranks_frame(found)
+    if not heads.empty:
+        st.markdown(f"**The paper's heads: rank per seed** (1 = best), and in how many seeds each is in the top {summary.top_k}")
+        st.dataframe(heads, hide_index=True)
+    with st.expander("Each seed's notes"):
+        for seed, result in zip(found.seeds, found.per_seed):
+            st.caption(f"Seed {seed}: " + " ".join(markdown_text(note) for note in result.notes))
+    export_buttons(layer_chart or table_chart, numbers, f"reproduce_{found.study}_seeds", key=P + "seeds_export")
 
 
 chosen = loadable.get(model) or availability(model or "")
@@ -89,12 +142,15 @@ elif not references.same_model_name(model, study.model):
     compared = ("the verdict will compare the shape of the paper's curves with yours, not the numbers"
                 if references.for_study(name) else "compare your figures with the paper's in shape only")
     st.info(f"**Different model: shape only** — {markdown_code(model)} is not the paper's model ({markdown_code(study.model)}): {compared}.")
-result = job_controls(P + name, "Run the study", (name, repr(options.to_json())), make_work, kind="reproduce",
-                      unit="steps", hide_stale=True, disabled=not chosen.loadable,
-                      load_result=studies.StudyResult.from_json)
+result = job_controls(P + name, "Run the study", (name, repr(options.to_json()), seed_list), make_work, kind="reproduce",
+                      unit="steps", hide_stale=True, disabled=not chosen.loadable or seeds_error is not None,
+                      load_result=studies.StudyResult.from_json if seed_list is None else seed_runs.SeedsResult.from_json)
 if result is None:
-    if chosen.loadable:  # otherwise the warning above is the next step, not "Press Run"
+    if chosen.loadable and seeds_error is None:  # otherwise the message above is the next step, not "Press Run"
         st.info("Press **Run the study** to measure (nothing is computed until then).")
+    st.stop()
+if isinstance(result, seed_runs.SeedsResult):
+    show_seeds(result)
     st.stop()
 
 if result.comparisons:

@@ -27,7 +27,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import views
+from core import studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
@@ -50,6 +50,7 @@ from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
 from core.charts import timelapse as timelapse_charts_module
+from core.charts import reproduce as reproduce_charts
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
@@ -60,6 +61,7 @@ from core.settings import default_model
 from core.training import load_classifier
 from core.training.runs import get_run
 from core.training.timelapse import read_timelapse
+from core.studies import seeds as seed_runs
 from core.model.encoding import read_input
 from core.validation import truncation_notice
 
@@ -420,6 +422,30 @@ def timelapse_charts(run, step: int | None = None) -> list[tuple[alt.TopLevelMix
                 "attention": "Cosine of each head's attention maps with the starting model's (1 = unchanged).",
                 "anisotropy": "Anisotropy per layer: mean cosine of random word pairs from different sentences."}
     return [(chart, captions[part]) for part, (chart, _) in timelapse_charts_module.frame_charts(result, index).items()]
+
+
+# ---- reproduce a paper -------------------------------------------------------------------------------------------
+
+def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
+              limit: int | None = None, top_k: int = seed_runs.TOP_K, progress=None, return_data: bool = False, **extra):
+    """A published study run the paper's way (Reproduce page; core.studies.NAMES), the paper's numbers beside the
+    measured ones. model: a reference (None: the paper's); extra: the study's options (`--set KEY=VALUE`).
+    seeds (two or more): the study once per seed; the chart draws the seeds' mean with its 95 % interval beside the
+    paper and the frame is core.charts.reproduce.seeds_frame (each number's values per seed, mean, interval,
+    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame."""
+    chosen = studies.get(study)
+    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, seed=int(seed),
+                                   limit=limit, extra=extra)
+    report = None if progress is None else (lambda done, total, _message=None: progress(done, total))
+    if seeds is not None:
+        found = seed_runs.run_seeds(chosen, options, seed_runs.parse_seeds(",".join(map(str, seeds)), "seeds", "seed="),
+                                    report, None, top_k=int(top_k))
+        chart = reproduce_charts.seeds_layer_chart(found) or reproduce_charts.seeds_table_chart(found)
+        return _out(chart, reproduce_charts.seeds_frame(found), return_data)
+    result = chosen.run(options, report, None)
+    chart = (reproduce_charts.layer_comparison_chart(result) or reproduce_charts.table_comparison_chart(result)
+             or reproduce_charts.measured_chart(result))
+    return _out(chart, reproduce_charts.comparison_frame(result), return_data)
 
 
 # ---- a lesson step -----------------------------------------------------------------------------------------------

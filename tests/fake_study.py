@@ -10,6 +10,7 @@ from core.progress import check_stop
 from core.references import Reference
 
 STEP_SECONDS = 0.0  # a test that cancels sets it higher
+SEED_SHIFT = 0.0  # a test of a seeds run on the page sets it: the page has no --set
 PAPER_CURVE = {0: 0.10, 1: 0.20, 2: 0.35, 3: 0.30}
 PAPER_TABLE = {"full": 0.90, "biased": 0.59}
 CURVE = Reference(key="fake.curve", study="fake", measure="random_cosine", label="Fake paper, Figure 1", model="fake-bert",
@@ -22,7 +23,8 @@ TABLE = Reference(key="fake.table", study="fake", measure="accuracy", label="Fak
 
 def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studies.StudyResult:
     model = options.model or "fake-bert"
-    shift = float(options.extra.get("shift", 0.0))
+    # seed_shift moves the curve by seed_shift x seed: seeds that measure different values, for seeds runs.
+    shift = float(options.extra.get("shift", 0.0)) + float(options.extra.get("seed_shift", SEED_SHIFT)) * options.seed
     steps = int(options.limit or 3)
     for step in range(steps):
         check_stop(should_stop)
@@ -36,7 +38,13 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         comparisons=(references.compare(CURVE, curve, model, "ethayarajh"), references.compare(TABLE, table, model, "ethayarajh")),
         measured={"random_cosine": curve, "extra_measure": {0: 1.0, 1: 2.0}}, notes=("Fake data: for tests only.",),
         degenerate=studies.degeneracy_of(model),  # when the "model" is a classification run
+        heads=(studies.HeadRank("fake head", "1-2", head_rank(options.seed), 12),),
     )
+
+
+def head_rank(seed: int) -> int:
+    """The fake head's rank: 1, 4, 7, ... for seeds 0, 1, 2, ..."""
+    return 1 + 3 * seed
 
 
 STUDY = studies.Study(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.widgets.common import MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
+from app_pages.widgets.common import MODEL_KEY, PRESENTING, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import views
 from core.safe_text import markdown_code, markdown_text
 
@@ -103,7 +103,10 @@ def sync(page: str, *, after_run: bool = True) -> None:
 
 
 def write_now(page: str) -> None:
-    """Write the page's settings into the URL now, from inside the page (before a possible st.stop())."""
+    """Write the page's settings into the URL now, from inside the page (before a possible st.stop()). Not on a
+    presenter slide: there the URL is the lesson's (lesson, step), written by the slide before the page runs."""
+    if PRESENTING.get():
+        return
     _write(page.strip("/"))
 
 

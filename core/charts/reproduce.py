@@ -55,18 +55,27 @@ def layer_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
     frame = frame[frame["layer"].notna()]
     if frame.empty:
         return None
-    data = _long(frame, result.model)
-    data["layer"] = data["layer"].astype(int)
-    sources = ["paper", f"measured ({display_name(result.model)})"]
+    tooltip = ["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")]
+    return _layer_panels(_long(frame, result.model), ["paper", f"measured ({display_name(result.model)})"], tooltip, title)
+
+
+def _layer_panels(data: pd.DataFrame, sources: list[str], tooltip: list, title: str | None,
+                  interval: bool = False) -> alt.FacetChart:
+    """Lines over layers, paper (dashed) and measured (solid), one panel per reference label; with `interval`, the
+    measured rows' low..high drawn as error bars."""
+    data = data.assign(layer=data["layer"].astype(int))
+    x = alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d"))
+    colour = alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
+                       legend=alt.Legend(orient="bottom", labelLimit=400))
     base = alt.Chart().encode(
-        x=alt.X("layer:Q", title="layer (0 = input embeddings)", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources, range=[layout.PAPER_COLOUR, layout.MEASURED_COLOUR]),
-                        legend=alt.Legend(orient="bottom", labelLimit=400)),
+        x=x, y=alt.Y("value:Q", title=None), color=colour, tooltip=tooltip,
         strokeDash=alt.StrokeDash("source:N", title="", scale=alt.Scale(domain=sources, range=[[6, 4], [1, 0]]), legend=None),
-        tooltip=["reference:N", "source:N", "layer:Q", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f")],
     )
-    layered = alt.layer(base.mark_line(), base.mark_point(filled=True, size=40)).properties(width=PANEL_WIDTH, height=200)
+    marks = [base.mark_line(), base.mark_point(filled=True, size=40)]
+    if interval:
+        marks.append(alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="low:Q", y2="high:Q", color=colour, tooltip=tooltip)
+                     .transform_filter("isValid(datum.low)"))
+    layered = alt.layer(*marks).properties(width=PANEL_WIDTH, height=200)
     return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
                                            columns=PANELS_PER_ROW, data=data, title=title or "").resolve_scale(y="independent"))
 
@@ -83,17 +92,26 @@ def table_comparison_chart(result, title: str | None = None) -> alt.FacetChart |
     frame = frame[frame["layer"].isna()]
     if frame.empty:
         return None
-    data = _long(frame, result.model)
-    base = alt.Chart().mark_bar().encode(
-        y=alt.Y("key:N", title=None, sort=None, axis=layout.token_axis()),
-        x=alt.X("value:Q", title=None),
-        yOffset=alt.YOffset("source:N"),
-        color=alt.Color("source:N", title="", scale=alt.Scale(domain=["paper", f"measured ({display_name(result.model)})"]),
-                        legend=alt.Legend(orient="bottom", labelLimit=400)),
-        tooltip=["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")],
-    ).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
-    return layout.fixed_size(base.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
-                                        columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
+    tooltip = ["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f")]
+    return _row_panels(_long(frame, result.model), ["paper", f"measured ({display_name(result.model)})"], tooltip, title)
+
+
+def _row_panels(data: pd.DataFrame, sources: list[str], tooltip: list, title: str | None,
+                interval: bool = False) -> alt.FacetChart:
+    """Bars per row name, paper and measured side by side, one panel per reference label; with `interval`, the
+    measured rows' low..high drawn as error bars."""
+    y = alt.Y("key:N", title=None, sort=None, axis=layout.token_axis())
+    offset = alt.YOffset("source:N", scale=alt.Scale(domain=sources))
+    marks = [alt.Chart().mark_bar().encode(
+        y=y, x=alt.X("value:Q", title=None), yOffset=offset, tooltip=tooltip,
+        color=alt.Color("source:N", title="", scale=alt.Scale(domain=sources), legend=alt.Legend(orient="bottom", labelLimit=400)),
+    )]
+    if interval:
+        marks.append(alt.Chart().mark_rule(color="black", strokeWidth=2).encode(
+            y=y, yOffset=offset, x="low:Q", x2="high:Q", tooltip=tooltip).transform_filter("isValid(datum.low)"))
+    layered = alt.layer(*marks).properties(width=PANEL_WIDTH, height=alt.Step(layout.MIN_ROW_PX // 2 + 2))
+    return layout.fixed_size(layered.facet(facet=alt.Facet("label:N", title=None, header=_panel_header(data["label"])),
+                                           columns=1, data=data, title=title or "").resolve_scale(x="independent", y="independent"))
 
 
 def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
@@ -113,3 +131,68 @@ def measured_chart(result, title: str | None = None) -> alt.FacetChart | None:
     return layout.fixed_size(layered.facet(facet=alt.Facet("series:N", title=None, header=_panel_header(data["series"])),
                                            columns=PANELS_PER_ROW, data=data,
                                            title=title or f"measured ({display_name(result.model)})").resolve_scale(y="independent"))
+
+
+# ---- a study over several seeds (core.studies.seeds.SeedsResult) ---------------------------------------------------
+
+SEEDS_COLUMNS = ["reference", "label", "measure", "key", "layer", "paper", "tolerance", "values", "mean", "low", "high",
+                 "verdict"]
+
+
+def seeds_frame(result) -> pd.DataFrame:
+    """One row per number the paper reports, over the seeds: reference, label, measure, key (as text), layer (int or
+    None), paper, tolerance, values (the seeds' values, text), mean, low, high (the interval; NaN when fewer than
+    two seeds measured it) and the interval's verdict."""
+    nan = float("nan")
+    rows = [{
+        "reference": n.reference, "label": n.label, "measure": n.measure, "key": str(n.key),
+        "layer": n.key if isinstance(n.key, int) else None, "paper": n.paper, "tolerance": n.tolerance,
+        "values": ", ".join("—" if v is None else f"{v:.3f}" for v in n.values),
+        "mean": nan if n.mean is None else n.mean, "low": nan if n.low is None else n.low,
+        "high": nan if n.high is None else n.high, "verdict": n.verdict,
+    } for n in result.summary.numbers]
+    return pd.DataFrame(rows, columns=SEEDS_COLUMNS)
+
+
+def head_ranks_frame(result) -> pd.DataFrame:
+    """One row per head the paper names: claim, head, its rank in each seed (a column "seed S" each), of (heads
+    ranked) and "in top k" ("2 of 3")."""
+    rows = [{"claim": h.claim, "head": h.head,
+             **{f"seed {s}": (None if r is None else int(r)) for s, r in zip(result.seeds, h.ranks)},
+             "of": h.of, f"in top {h.top_k}": f"{h.in_top_k} of {len(h.ranks)}"} for h in result.summary.heads]
+    return pd.DataFrame(rows)
+
+
+def _seeds_long(frame: pd.DataFrame, result) -> tuple[pd.DataFrame, list[str]]:
+    """seeds_frame rows -> one row per (source, number): the paper's value, or the seeds' mean with its interval."""
+    measured = f"mean of {len(result.seeds)} seeds ({display_name(result.model)})"
+    paper = frame.assign(source="paper", value=frame["paper"], low=float("nan"), high=float("nan"))
+    mean = frame.assign(source=measured, value=frame["mean"]).dropna(subset=["value"])
+    columns = ["reference", "label", "key", "layer", "source", "value", "low", "high", "tolerance", "verdict"]
+    return pd.concat([paper, mean], ignore_index=True)[columns], ["paper", measured]
+
+
+def _interval_tooltip() -> list:
+    return ["reference:N", "key:N", "source:N", alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("low:Q", format=".3f"),
+            alt.Tooltip("high:Q", format=".3f"), alt.Tooltip("tolerance:Q", format=".3f"), "verdict:N"]
+
+
+def seeds_layer_chart(result, title: str | None = None) -> alt.FacetChart | None:
+    """Paper vs the seeds' mean over layers, the mean with its interval as an error bar, one panel per per-layer
+    reference; None if the study has none. Dataset columns: reference, label, key, layer, source, value, low, high,
+    tolerance, verdict."""
+    frame = seeds_frame(result)
+    frame = frame[frame["layer"].notna()]
+    if frame.empty:
+        return None
+    return _layer_panels(*_seeds_long(frame, result), _interval_tooltip(), title, interval=True)
+
+
+def seeds_table_chart(result, title: str | None = None) -> alt.FacetChart | None:
+    """Paper vs the seeds' mean for references keyed by row name: bars side by side, the mean's interval as an
+    error bar; None if there are none."""
+    frame = seeds_frame(result)
+    frame = frame[frame["layer"].isna()]
+    if frame.empty:
+        return None
+    return _row_panels(*_seeds_long(frame, result), _interval_tooltip(), title, interval=True)

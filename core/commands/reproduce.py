@@ -6,6 +6,7 @@ import json
 import sys
 
 from core import jobs, studies, validation
+from core.studies import seeds
 from core.commands import add_json_arguments, stderr_progress, warn_degenerate
 from core.training.evaluation import Degeneracy
 
@@ -21,7 +22,12 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the studies with their model, data and expected cost")
     p.add_argument("--model", default=None, help="model to measure (default: the paper's model)")
     p.add_argument("--corpus", default=None, help="corpus spec (default: the study's stand-in for the paper's data)")
-    p.add_argument("--seed", type=validation.count, default=0)
+    p.add_argument("--seed", type=validation.count, default=None, help="the seed of the corpus sample and of any training (default 0)")
+    p.add_argument("--seeds", default=None, metavar="S,S,...",
+                   help="run the study once per seed (e.g. 0,1,2) as one job: every seed's values, their mean, a 95 %% "
+                   "interval and the verdict on the interval; JSON {study, seeds, per_seed, summary}")
+    p.add_argument("--top-k", type=validation.positive, default=seeds.TOP_K,
+                   help="with --seeds: count the seeds where a head the paper names ranks in the top K (default %(default)s)")
     p.add_argument("--limit", type=validation.positive, default=None, help="at most N items (default: the study's own size)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a study-specific option (e.g. --set finetuned=RUN); VALUE is parsed as JSON when it can be")
@@ -54,7 +60,12 @@ def run_reproduce(args) -> int:
     if not args.study:
         raise ValueError(f"Name a study ({', '.join(studies.NAMES)}) or pass --list.")
     study = studies.get(args.study)
-    options = studies.StudyOptions(model=args.model, corpus=args.corpus, seed=args.seed, limit=args.limit, extra=_extra(args.set))
+    seed_list = None
+    if args.seeds is not None:
+        if args.seed is not None:
+            raise ValueError("Give either --seed S (one run) or --seeds S,S,... (one run per seed), not both.")
+        seed_list = seeds.parse_seeds(args.seeds)
+    options = studies.StudyOptions(model=args.model, corpus=args.corpus, seed=args.seed or 0, limit=args.limit, extra=_extra(args.set))
 
     printer = stderr_progress(args)
 
@@ -64,18 +75,27 @@ def run_reproduce(args) -> int:
             if printer is not None:
                 printer(done, total)
 
+        if seed_list is not None:
+            return seeds.run_seeds(study, options, seed_list, report, should_stop, top_k=args.top_k)
         return study.run(options, report, should_stop)
 
-    job = jobs.submit("reproduce", {"study": study.name, **options.to_json()}, work, unit="steps")
+    params = {"study": study.name, **options.to_json()}
+    if seed_list is not None:
+        params.update(seeds=list(seed_list), top_k=args.top_k)
+    job = jobs.submit("reproduce", params, work, unit="steps")
     if not args.quiet and (not args.json or sys.stderr.isatty()):
         print(f"{study.name}: job {job.id}", file=sys.stderr)
-    result = jobs.wait_in_foreground(job)
-    if result.degenerate:
-        for run, found in result.degenerate.items():
-            warn_degenerate(Degeneracy.from_json(found), run)
+    found = jobs.wait_in_foreground(job)
+    for result in (found.per_seed if seed_list is not None else (found,)):
+        for run, degenerate in result.degenerate.items():
+            warn_degenerate(Degeneracy.from_json(degenerate), run)
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        validation.dump_json(found.to_json(), args.out)
         return 0
+    if seed_list is not None:
+        _print_seeds(study, found)
+        return 0
+    result = found
     print(f"{study.title}\nmodel {result.model}, corpus {result.corpus}, protocol {result.protocol}: {result.verdict.upper()}")
     for note in result.notes:
         print(f"  note: {note}")
@@ -89,3 +109,18 @@ def run_reproduce(args) -> int:
             within = "—" if row.within is None else ("yes" if row.within else "no")
             print(f"  {row.key}\t{row.paper:.3f}\t{measured}\t{within} (±{row.tolerance:g})")
     return 0
+
+
+def _print_seeds(study, found: seeds.SeedsResult) -> None:
+    summary = found.summary
+    print(f"{study.title}\nmodel {found.model}, seeds {', '.join(map(str, found.seeds))}: "
+          f"{summary.verdict.upper()} ({summary.confidence:.0%} {summary.interval} interval over the seeds)")
+    print("  reference\tkey\tpaper ±tol\tper seed\tmean [interval]\tverdict")
+    for n in summary.numbers:
+        values = ", ".join("—" if v is None else f"{v:.3f}" for v in n.values)
+        spread = "—" if n.mean is None else f"{n.mean:.3f} [{n.low:.3f}, {n.high:.3f}]"
+        print(f"  {n.label}\t{n.key}\t{n.paper:.3f} ±{n.tolerance:g}\t{values}\t{spread}\t{n.verdict}")
+    for h in summary.heads:
+        ranks = ", ".join("—" if r is None else str(r) for r in h.ranks)
+        print(f"  head {h.head} ({h.claim}): rank per seed {ranks} of {h.of}; in the top {h.top_k} in "
+              f"{h.in_top_k} of {len(h.ranks)} seeds")

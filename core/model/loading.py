@@ -16,7 +16,9 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -468,6 +470,22 @@ def mlm_suggestion(model_type: str | None) -> str:
     return MLM_SUGGESTIONS.get(model_type or "", "bert-base-uncased")
 
 
+# The models loaded inside `reusing_loads()`, by load_model's arguments; None outside one.
+_REUSED: ContextVar[dict | None] = ContextVar("bertlens_reused_loads", default=None)
+
+
+@contextmanager
+def reusing_loads() -> Iterator[None]:
+    """Within it (in this thread), load_model returns the model it already loaded for the same arguments: a study
+    run once per seed loads its model once. Safe because analyses never change a loaded model (hooks go through
+    the adapter and are removed on exit; training loads its own copy)."""
+    token = _REUSED.set({})
+    try:
+        yield
+    finally:
+        _REUSED.reset(token)
+
+
 def load_model(ref: str | None = None, *, device: str | None = None, attention: str = "eager",
                masked_lm: bool = False) -> LoadedModel:
     """Load an encoder for analysis.
@@ -479,10 +497,20 @@ def load_model(ref: str | None = None, *, device: str | None = None, attention: 
     classes with add_pooling_layer=False); nothing in BERT Lens reads the pooler. Without a head, as before and
     `masked_lm` stays None.
     """
+    reused = _REUSED.get()
+    key = ((ref or settings.default_model()).strip(), device, attention, masked_lm)
+    if reused is not None and key in reused:
+        return reused[key]
+    loaded = _load_model(*key)
+    if reused is not None:
+        reused[key] = loaded
+    return loaded
+
+
+def _load_model(ref: str, device: str | None, attention: str, masked_lm: bool) -> LoadedModel:
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    ref = (ref or settings.default_model()).strip()
     source, folder = resolve(ref)
     if folder is None:
         folder = download(ref)

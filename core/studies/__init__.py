@@ -39,6 +39,20 @@ class StudyOptions:
 
 
 @dataclass(frozen=True)
+class HeadRank:
+    """A named head's standing in one run: claim (what the paper says the head does), head (its name as the paper
+    writes it), rank among all `of` heads on the claim's score (1 = best)."""
+
+    claim: str
+    head: str
+    rank: int
+    of: int
+
+    def to_json(self) -> dict:
+        return {"claim": self.claim, "head": self.head, "rank": self.rank, "of": self.of}
+
+
+@dataclass(frozen=True)
 class StudyResult:
     """What a study measured, beside the paper.
 
@@ -46,7 +60,8 @@ class StudyResult:
     per layer); measured: every measured series by name (layer -> value, or row -> value), including ones the
     paper has no number for; notes: plain sentences on what differs from the paper (stand-in data, sizes);
     degenerate: for each classification run the study trained or read, core.training.evaluation's
-    Degeneracy.to_json() (whether it learned (almost) nothing, so comparisons with it are not meaningful).
+    Degeneracy.to_json() (whether it learned (almost) nothing, so comparisons with it are not meaningful);
+    heads: the rank of each head the paper names (its claims about single heads), for a seeds run to follow.
     """
 
     study: str
@@ -57,6 +72,7 @@ class StudyResult:
     measured: Mapping[str, Mapping[int | str, float]]
     notes: tuple[str, ...]
     degenerate: Mapping[str, dict] = field(default_factory=dict)
+    heads: tuple[HeadRank, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -74,7 +90,7 @@ class StudyResult:
             "study": self.study, "model": self.model, "corpus": self.corpus, "protocol": self.protocol,
             "verdict": self.verdict, "comparisons": [c.to_json() for c in self.comparisons],
             "measured": {name: {str(k): float(v) for k, v in series.items()} for name, series in self.measured.items()},
-            "notes": list(self.notes), "degenerate": dict(self.degenerate),
+            "notes": list(self.notes), "degenerate": dict(self.degenerate), "heads": [h.to_json() for h in self.heads],
         }
 
     @classmethod
@@ -84,7 +100,7 @@ class StudyResult:
         plain = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         return cls(**{**plain, "comparisons": tuple(Comparison.from_json(c) for c in d["comparisons"]),
                       "measured": {name: json_keyed(series) for name, series in d["measured"].items()},
-                      "notes": tuple(d["notes"])})
+                      "notes": tuple(d["notes"]), "heads": tuple(HeadRank(**h) for h in d.get("heads", ()))})
 
 
 @dataclass(frozen=True)
@@ -92,7 +108,9 @@ class Study:
     """name: the CLI name; title: the paper; model / data: what the paper used; stand_in: the offline data used
     instead (None when the paper's own data is what runs); default_corpus: the corpus spec run by default;
     protocol: the `core.protocols` name; cost_cpu / cost_gpu: expected wall time at the default size, in words;
-    run(options, progress, should_stop) -> StudyResult."""
+    run(options, progress, should_stop) -> StudyResult; interval: how a run over several seeds (core.studies.seeds)
+    puts an interval on each number: "t" (Student-t over the seeds) or "bootstrap" (for a study that already
+    bootstraps its numbers)."""
 
     name: str
     title: str
@@ -105,12 +123,13 @@ class Study:
     cost_gpu: str
     summary: str
     run: Callable[[StudyOptions, ProgressCallback | None, StopCheck | None], StudyResult]
+    interval: str = "t"
 
     def to_json(self) -> dict:
         return {
             "name": self.name, "title": self.title, "model": self.model, "data": self.data, "stand_in": self.stand_in,
             "default_corpus": self.default_corpus, "protocol": self.protocol, "cost_cpu": self.cost_cpu,
-            "cost_gpu": self.cost_gpu, "summary": self.summary,
+            "cost_gpu": self.cost_gpu, "summary": self.summary, "interval": self.interval,
         }
 
 

@@ -140,12 +140,15 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
                      f"{best['mean equivalent']:.3f} on equivalent pairs and {best['mean not equivalent']:.3f} on the "
                      "others. The Attention page's 'Paraphrase heads' section opens any pair in the head view.")
     layer, head = NAMED_HEAD
+    head_ranks = ()
     if layer < by_label.auc.shape[1] and head < by_label.auc.shape[2]:
         measured["summary"]["AUC of bertviz's layer 4 head 3, A→B share"] = float(by_label.auc[0, layer, head])
     if layer < twin.shape[1] and head < twin.shape[2]:
         score = twin[eq]
         rank = int((score > score[layer, head]).sum()) + 1
         measured["summary"]["rank of bertviz's layer 4 head 3 by twin attention (equivalent pairs)"] = float(rank)
+        head_ranks = (studies.HeadRank("links paraphrase words (twin attention, equivalent pairs)", f"{layer}-{head}",
+                                       rank, int(score.size)),)
         notes.append(f"The report's 'layer 4, head 3' (bertviz, from 0; 5-4 counted from 1) ranks {rank} of "
                      f"{score.size} heads by twin attention on equivalent pairs.")
     report_measured, report_notes = report_pairs(lm, should_stop)
@@ -153,7 +156,7 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
     notes.extend(report_notes)
     return studies.StudyResult(
         study="bertviz-mrpc", model=lm.ref, corpus=spec, protocol=PROTOCOL, comparisons=comparisons,
-        measured=measured, notes=tuple(notes),
+        measured=measured, notes=tuple(notes), heads=head_ranks,
     )
 
 

@@ -103,6 +103,8 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         comparisons.append(references.compare(references.CLARK_SYNTAX, best, lm.ref, PROTOCOL))
         comparisons.append(references.compare(references.CLARK_BASELINE, base, lm.ref, PROTOCOL))
         shown = [name for name in references.CLARK_SYNTAX.values if name in rows]
+        ranked = (_paper_head_rank(syntax.accuracy[rows[name]], name) for name in shown)
+        head_ranks = tuple(h for h in ranked if h is not None)
         notes.append("Best heads measured (layer-head from 1, paper's in brackets): " + ", ".join(
             f"{name} {syntax.label(rows[name])} [{references.CLARK_BEST_HEADS[name]}]" for name in shown) + ".")
         notes.append(f"Syntax part: {syntax.n_sentences} sentences ({syntax.n_skipped} over {MAX_TOKENS} pieces "
@@ -113,11 +115,22 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
             notes.append(f"All words (roots as misses): best head {syntax.label(rows['all'])} "
                          f"{best['all']:.3f}, baseline {base['all']:.3f} (paper, other conventions: 0.347 and 0.267).")
     else:
+        head_ranks = ()
         notes.append(f"{corpus.name} has no dependency trees: the Table 1 part was not run (give ud[:SPLIT[:N]]).")
     return studies.StudyResult(
         study="clark", model=lm.ref, corpus=spec, protocol=PROTOCOL, comparisons=tuple(comparisons),
-        measured=measured, notes=tuple(notes),
+        measured=measured, notes=tuple(notes), heads=head_ranks,
     )
+
+
+def _paper_head_rank(accuracy, relation: str) -> studies.HeadRank | None:
+    """The rank (1 = best) of the head Table 1 names for `relation` among all heads, by accuracy [layer, head];
+    None when the model has no such head."""
+    layer, head = (int(n) - 1 for n in references.CLARK_BEST_HEADS[relation].split("-"))
+    if layer >= accuracy.shape[0] or head >= accuracy.shape[1]:
+        return None
+    return studies.HeadRank(f"best head for {relation}", references.CLARK_BEST_HEADS[relation],
+                            int((accuracy > accuracy[layer, head]).sum()) + 1, int(accuracy.size))
 
 
 STUDY = studies.Study(

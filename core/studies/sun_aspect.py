@@ -24,7 +24,7 @@ from core.analyses.aspect_heads import ABSENT_PARTS, semeval_pairs
 from core.analyses.aspect_sentiment import MEASURES, TOP_SHARE, aspect_roles, top_count
 from core.model.loading import load_model
 from core.progress import ProgressCallback, StopCheck
-from core.studies import Study, StudyOptions, StudyResult, degeneracy_of, half_progress
+from core.studies import HeadRank, Study, StudyOptions, StudyResult, degeneracy_of, half_progress
 
 PAPER_MODEL = "bert-base-uncased"
 PROTOCOL = "bertlens"
@@ -135,8 +135,9 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         l, h, s = roles.top_heads(m, 1)[0]
         notes.append(f"Best head for {m}: {head_name(l, h)} (mass {s:.3f}, flat baseline "
                      f"{roles.baseline[MEASURES.index(m)]:.3f}).")
+    ranks = tuple(HeadRank(f"{m} head", head_name(*lh), roles.rank(m, *lh), layers * heads) for m, lh in exists.items())
     return StudyResult(STUDY.name, base, "semeval14:test", PROTOCOL, comparisons, measured, tuple(notes),
-                       degeneracy_of(metrics["run"]))
+                       degeneracy_of(metrics["run"]), ranks)
 
 
 STUDY = Study(

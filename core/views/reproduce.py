@@ -13,6 +13,7 @@ VIEW = View(
             "See its numbers beside yours, with a plain verdict: reproduced, differs, or other model.",
     params=(
         Param("study", "reproduce.study", "str"),
+        Param("seeds", "reproduce.seeds", "str"),  # "0,1,2": the study run once per seed (core.studies.seeds)
     ),
     commands=("reproduce",),
 )

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+import pytest
+
 from core import jobs, studies
 from tests import fake_study
+from tests.markdown_text import plain
 
 
 def _open(make_app, monkeypatch, model="fake-bert", **state):
@@ -183,3 +187,56 @@ def test_a_sun_aspect_result_shows_the_claims_and_the_blog_heads(make_app, monke
     assert "head 9-8 is an aspect head" in shown and "head 10-3 attends to the other aspect" in shown
     rows = [r for r in chart_rows(at, 0) if r.get("source", "").startswith("measured")]
     assert rows and {r["value"] for r in rows} <= {0.0, 1.0}
+
+
+def test_seeds_field_runs_every_seed_and_draws_the_interval(make_app, monkeypatch, chart_rows):
+    from scipy import stats
+
+    monkeypatch.setattr(fake_study, "SEED_SHIFT", 0.004)
+    at = _open(make_app, monkeypatch, **{"reproduce.seeds": "0,1,2"})
+    assert at.number_input(key="reproduce.fake.seed").disabled  # the seeds field replaces it
+    at = _run(at)
+    assert not at.exception, at.exception
+    assert any(w.value.startswith("**Inconclusive** over seeds 0, 1, 2") for w in at.warning)
+    assert at.query_params["seeds"] in ("0,1,2", ["0,1,2"])
+    rows = chart_rows(at, 0)
+    paper = {r["layer"]: r["value"] for r in rows if r["source"] == "paper"}
+    mean = {r["layer"]: r for r in rows if r["source"] == "mean of 3 seeds (fake-bert)"}
+    assert paper == fake_study.PAPER_CURVE and set(mean) == set(paper)
+    for layer, row in mean.items():
+        values = [fake_study.PAPER_CURVE[layer] + 0.004 * s for s in (0, 1, 2)]
+        low, high = stats.t.interval(0.95, 2, loc=np.mean(values), scale=stats.sem(values))
+        assert (row["value"], row["low"], row["high"]) == pytest.approx((np.mean(values), low, high))
+        assert row["verdict"] == "reproduced"  # 0.004 ± 0.0099 off the paper: inside its ±0.02
+    bars = chart_rows(at, 1)
+    assert {r["verdict"] for r in bars if r["source"] != "paper"} == {"inconclusive"}  # ±0.01 band: straddled
+    numbers, heads = at.dataframe[0].value, at.dataframe[1].value
+    assert list(numbers["values"])[0] == "0.100, 0.104, 0.108"
+    assert heads.iloc[0]["head"] == "1-2" and [heads.iloc[0][f"seed {s}"] for s in (0, 1, 2)] == [1, 4, 7]
+    assert heads.iloc[0]["in top 5"] == "2 of 3"
+
+
+@pytest.mark.parametrize("text, message", [("1,1", "1 is given twice"), ("a", "'a' is not a whole number"),
+                                           ("4", "one seed (4) gives no interval")])
+def test_bad_seeds_are_said_and_run_is_disabled(make_app, monkeypatch, text, message):
+    at = _open(make_app, monkeypatch, **{"reproduce.seeds": text})
+    assert not at.exception, at.exception
+    assert any(message in plain(e.value) and plain(e.value).startswith("Seeds:") for e in at.error)
+    assert at.button(key="reproduce.fake.run").disabled
+
+
+def test_the_lesson_step_over_seeds_keeps_the_presenter_url(make_app):
+    """The built-in lesson's "Does it survive another seed?" step: the Reproduce page on a slide wrote its own URL
+    (write_now, before a possible st.stop()) and dropped the presenter's lesson and step, so the slide lost its place."""
+    from core import lessons
+
+    lesson = lessons.builtin()["bert-in-ten-views"]
+    index = next(i for i, s in enumerate(lesson.steps) if s.page == "reproduce")
+    assert lesson.steps[index].params["seeds"] == "0,1,2"
+    at = make_app("all-MiniLM-L6-v2")
+    at.query_params.update({"lesson": "bert-in-ten-views", "step": str(index + 1)})
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception, at.exception
+    assert at.session_state["reproduce.seeds"] == "0,1,2" and at.session_state["reproduce.study"] == "clark"
+    assert at.query_params["lesson"] in ("bert-in-ten-views", ["bert-in-ten-views"])
+    assert at.query_params["step"] in (str(index + 1), [str(index + 1)])

@@ -58,7 +58,7 @@ def _cases(tiny: str, mlm: str) -> dict[str, tuple[dict, bool]]:
         "finetune": ({"model": tiny, "protocol": "true"}, False),
         "explain": ({"model": tiny, **PAIR, "methods": "rollout", "layer": "1"}, True),
         "bias": ({"model": tiny, "task": "mrpc", "seed": "7", "train_limit": "500"}, True),
-        "reproduce": ({"model": tiny, "study": list(studies.NAMES)[-1]}, False),
+        "reproduce": ({"model": tiny, "study": list(studies.NAMES)[-1], "seeds": "0,1,2"}, False),
         "explorer": ({"model": tiny, "corpus": "builtin", "layer": "1", "pooling": "mean", "method": "tsne",
                       "k": "5"}, False),
         "lessons": ({}, False),

@@ -78,6 +78,7 @@ COMMANDS = {
 VARIANTS = [("finetune", ["--model", "{m}", "--task", "{task}", "--run", "walk-queued", "--epochs", "1", "--threads", "1",
                           "--background"]),
             ("reproduce", ["--list"]),
+            ("reproduce", ["fake", "--limit", "2", "--seeds", "0,1"]),
             ("cls-attention", ["--by", "feature", "--model", "{m}", "--corpus", "{t}"])]
 
 

@@ -213,6 +213,19 @@ def test_clark_study_on_minilm(minilm_dir):
     assert "det" in best and "dobj" in best and "obj" not in best  # UD relations renamed to Stanford's
     assert any("Stand-in data" in n for n in result.notes)
     json.dumps(result.to_json())
+    # the heads Table 1 names (from 1) that MiniLM has (6 layers): their rank by accuracy, as scipy ranks them
+    from scipy.stats import rankdata
+
+    from core.analyses.heads import syntax_heads
+
+    syntax = syntax_heads(load_model(str(minilm_dir)), [clark.to_stanford(t) for t in corpora.resolve(corpus, 0).trees],
+                          protocol="clark")
+    rows = {name: r for r, name in enumerate(syntax.relations)}
+    assert result.heads and all(int(h.head.split("-")[0]) <= 6 and h.of == 72 for h in result.heads)
+    for h in result.heads:
+        layer, head = (int(n) - 1 for n in h.head.split("-"))
+        ranks = rankdata(-syntax.accuracy[rows[h.claim.removeprefix("best head for ")]], method="min").reshape(6, 12)
+        assert h.rank == ranks[layer, head], h
 
 
 def _sharpen(folder, out, layers, scale=25.0):

@@ -336,9 +336,14 @@ def test_reproduce_small_multiples_fit_the_main_column():
     from core.charts import reproduce
     from tests import fake_study
 
-    result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
+    from core.studies import seeds
+
+    options = studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1, extra={"seed_shift": 0.01})
+    result = fake_study.run(options)
+    over_seeds = seeds.run_seeds(fake_study.STUDY, options, (0, 1, 2))
     for chart in (reproduce.layer_comparison_chart(result), reproduce.table_comparison_chart(result),
-                  reproduce.measured_chart(result)):
+                  reproduce.measured_chart(result), reproduce.seeds_layer_chart(over_seeds),
+                  reproduce.seeds_table_chart(over_seeds)):
         if chart is None:
             continue
         drawing = draw(chart)

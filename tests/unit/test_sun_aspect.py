@@ -44,6 +44,10 @@ def test_the_blog_heads_are_ranked_from_0_and_judged_by_the_top_tenth(monkeypatc
     result = run_with(monkeypatch, fake)
     ranks = result.measured["blog heads: rank among all heads (1 = best)"]
     assert ranks == {"9-8 aspect term": 1.0, "9-0 sentiment words": 16.0, "10-3 other aspect's terms": 1.0}
+    assert [h.to_json() for h in result.heads] == [  # what a seeds run follows per seed
+        {"claim": "aspect term head", "head": "9-8", "rank": 1, "of": 144},
+        {"claim": "sentiment words head", "head": "9-0", "rank": 16, "of": 144},
+        {"claim": "other aspect's terms head", "head": "10-3", "rank": 1, "of": 144}]
     claims = {c.reference.key: c.rows[0].measured for c in result.comparisons}
     assert claims == {"sun-aspect-9-8": 1.0, "sun-aspect-9-0": 0.0, "sun-aspect-10-3": 0.0, "sun-aspect-absent-sep": 1.0}
     assert [c.verdict for c in result.comparisons] == ["reproduced", "differs", "differs", "reproduced"]
@@ -59,6 +63,7 @@ def test_a_smaller_model_has_no_blog_heads_and_says_so(monkeypatch):
     result = run_with(monkeypatch, roles("fake-run", layers=6), model="all-MiniLM-L6-v2")
     assert [c.verdict for c in result.comparisons] == ["not measured"] * 4
     assert result.measured["blog heads: rank among all heads (1 = best)"] == {}
+    assert result.heads == ()
     assert any("do not exist" in n for n in result.notes)
     assert len(result.measured["top heads: aspect term"]) == 5
 
