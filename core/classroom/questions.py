@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.classroom.store import MAX_ANSWER_CHARS, MAX_CHOICES as MAX_GENERATED_CHOICES, Question
-from core.model.encoding import pool_attention
+from core.model.encoding import pool_attention, word_units
 
 # A typed question: what a phone shows as large buttons without scrolling far. A question built from a view (a
 # sentence's words, a model's layers) may have up to the store's MAX_CHOICES.
@@ -116,6 +116,12 @@ def _sentence_with_blank(pred, mask: int, spell) -> str:
 # ---- attention ---------------------------------------------------------------------------------------------------
 
 
+def word_labels(encoding) -> tuple[str, ...]:
+    """The words the model read, in order, each once ("the", …, "the (2)"): the attention question's choices."""
+    _, first_token = word_units(encoding.word_ids, False)
+    return _unique([encoding.words[encoding.word_ids[t]] for t in first_token])
+
+
 def attention_question(encoding, layer: int, head: int, word: int, *, page: str = "attention",
                        params: dict | None = None) -> Question:
     """"Which word does ⟨word⟩ attend to most in layer L, head H?" The choices are the input's words (a repeated
@@ -128,12 +134,12 @@ def attention_question(encoding, layer: int, head: int, word: int, *, page: str 
         raise QuestionError(f"Layer {layer} does not exist; the model has layers 0..{n_layers - 1}.")
     if not 0 <= head < n_heads:
         raise QuestionError(f"Head {head} does not exist; the model has heads 0..{n_heads - 1}.")
-    merged, first_token = pool_attention(encoding.attentions[layer, head], encoding.word_ids)
-    if len(first_token) < MIN_CHOICES:
+    merged, _ = pool_attention(encoding.attentions[layer, head], encoding.word_ids)
+    labels = word_labels(encoding)
+    if len(labels) < MIN_CHOICES:
         raise QuestionError("The sentence needs at least two words for this question.")
-    if not 0 <= word < len(first_token):
-        raise QuestionError(f"Word {word} is not in the model's input; it read words 0..{len(first_token) - 1}.")
-    labels = _unique([encoding.words[encoding.word_ids[t]] for t in first_token])
+    if not 0 <= word < len(labels):
+        raise QuestionError(f"Word {word} is not in the model's input; it read words 0..{len(labels) - 1}.")
     row = merged[word]
     best = int(np.argmax(row))
     shown = np.arange(len(labels))
