@@ -89,3 +89,13 @@ def vega_field(name) -> str:
     CSV column called "a.b" or "x[0]" would draw nothing; each is backslash-escaped. Pass it as `field=` (with
     `type=`), never in altair's "name:N" shorthand, which also splits at ":"."""
     return _VEGA_PATH_SYNTAX.sub(r"\\\1", str(name))
+
+
+# A spreadsheet reads a CSV cell that starts with one of these as a formula (CSV injection: "=HYPERLINK(...)").
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(text) -> str:
+    """Text for a CSV cell that a spreadsheet shows as text: a leading formula character gets a "'" before it."""
+    text = "" if text is None else str(text)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
