@@ -22,6 +22,7 @@ from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question
 from core.safe_text import markdown_text
 
 P = "ask."
+PAGES = ("masked", "attention", "anisotropy", "finetune")  # the views that build their own questions
 TYPED = "A question of your own"
 # What a page offers: question label -> builder, called only when the teacher presses "Ask the class". A callable
 # returning that mapping may draw the question's own inputs first (the attention page's "which word").

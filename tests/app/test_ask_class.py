@@ -1,0 +1,113 @@
+"""AppTest of "Ask the class" on the Masked words page (a tiny random BertForMaskedLM, the class store in a temporary
+folder): ask -> the answer is held back -> students answer -> live count -> reveal -> the histogram holds exactly the
+answers stored, beside the model's own guesses."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from app_pages.widgets import ask_class
+from core.classroom.store import ClassStore
+from core.safe_text import markdown_text
+from tests.app.conftest import chart_rows_titled
+from tests.tiny_mlm import make_tiny_mlm
+
+PAGE = "app_pages/masked.py"
+TEXT = "the girl sat on the [MASK] of the river ."
+
+
+@pytest.fixture(scope="module")
+def mlm_dir(tmp_path_factory):
+    return make_tiny_mlm(tmp_path_factory.mktemp("tiny-mlm-ask"))
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A running class in a temporary store, this session its teacher."""
+    store = ClassStore(tmp_path / "classroom.sqlite3", rate_limit_seconds=0)
+    store.start_class()
+    monkeypatch.setattr(ask_class, "class_store", lambda: store)
+    monkeypatch.setattr(ask_class, "teacher_class", store.active_class)
+    return store
+
+
+def models_top_guess(folder) -> str:
+    from transformers import BertForMaskedLM, BertTokenizerFast
+
+    tokenizer = BertTokenizerFast.from_pretrained(str(folder))
+    model = BertForMaskedLM.from_pretrained(str(folder)).eval()
+    feed = tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**feed).logits[0]
+    at = int(np.flatnonzero(feed["input_ids"][0].numpy() == tokenizer.mask_token_id)[0])
+    return tokenizer.convert_ids_to_tokens(int(logits[at].argmax()))
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_ask_count_reveal_histogram_equals_the_stored_answers(mlm_dir, store, make_app):
+    at = make_app(str(mlm_dir), TEXT)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert any(e.label == "Ask the class" for e in at.expander)
+    guesses_drawn = len(at.get("vega_lite_chart"))
+    assert guesses_drawn >= 3
+
+    at.selectbox(key="ask.type").set_value("Which word will fill the blank? (4 choices)")
+    button(at, "Ask the class").click().run()
+    assert not at.exception
+    class_id = store.active_class().id
+    asked = store.current_question(class_id)
+    assert asked.question.kind == "masked" and asked.question.page == "masked"
+    assert asked.question.correct == models_top_guess(mlm_dir)
+    # the projector shows the question, not the chart that answers it
+    assert len(at.get("vega_lite_chart")) == 0
+    assert at.subheader[0].value == markdown_text(asked.question.prompt) and "___" in asked.question.prompt
+
+    choices = asked.question.choices
+    given = [choices[i % len(choices)] for i in (0, 1, 1, 2, 1)]  # five students; one choice picked by nobody
+    for device, text in enumerate(given):
+        store.answer(asked.id, f"student-{device}", text)
+    store.answer(asked.id, "student-0", choices[1])  # a student changes their mind before the reveal
+    given[0] = choices[1]
+    at.run()
+    assert at.metric[0].value == "5"
+
+    button(at, "Reveal").click().run()
+    assert not at.exception
+    rows = chart_rows_titled(at, "The class's answers")
+    assert {r["choice"]: r["answers"] for r in rows} == {c: Counter(given)[c] for c in choices}
+    assert [r["choice"] for r in rows if r["right"]] == [asked.question.correct]
+    assert len(at.get("vega_lite_chart")) == 2  # the model's guesses beside the histogram
+    assert any(markdown_text(asked.question.correct) in m.value for m in at.markdown)
+    assert store.question(asked.id).revealed
+
+    button(at, "Next question").click().run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == guesses_drawn  # the page as before, ready for another question
+    assert any(e.label == "Ask the class" for e in at.expander)
+
+
+def test_typed_question_is_checked_on_ask(mlm_dir, store, make_app):
+    at = make_app(str(mlm_dir), TEXT)
+    at.switch_page(PAGE).run()
+    at.selectbox(key="ask.type").set_value(ask_class.TYPED)
+    at.text_input(key="ask.typed.prompt").set_value("Is this <b>bold</b>?")
+    at.text_area(key="ask.typed.choices").set_value("only one")
+    button(at, "Ask the class").click().run()
+    assert "2 to 8 choices" in at.error[0].value
+    assert store.current_question(store.active_class().id) is None
+
+
+def test_no_class_no_button(mlm_dir, make_app, monkeypatch):
+    monkeypatch.setattr(ask_class, "teacher_class", lambda: None)
+    at = make_app(str(mlm_dir), TEXT)
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    assert not any(e.label == "Ask the class" for e in at.expander)
