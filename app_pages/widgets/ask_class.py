@@ -10,40 +10,51 @@ The question lives in the class's SQLite store, so a teacher's reload finds it w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import altair as alt
 import streamlit as st
 
+from app_pages.shell import classroom, presenter
 from app_pages.widgets.common import PRESENTING, draw_chart, export_buttons
+from core.analyses.masked import masked_predictions
 from core.charts import classroom as class_charts
+from core.classroom import access
 from core.classroom import questions as q
-from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question
+from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question, shared_store
 from core.safe_text import markdown_text
 
 P = "ask."
 PAGES = ("masked", "attention", "anisotropy", "finetune")  # the views that build their own questions
 TYPED = "A question of your own"
-# What a page offers: question label -> builder, called only when the teacher presses "Ask the class". A callable
-# returning that mapping may draw the question's own inputs first (the attention page's "which word").
-Questions = Mapping[str, Callable[[], Question]]
 
 
-@st.cache_resource(show_spinner=False)
+@dataclass(frozen=True)
+class WithInputs:
+    """A question with inputs of its own (which word, which head; the typed question's text), drawn only when it
+    is picked: draw() draws them and returns the question's builder."""
+
+    draw: Callable[[], Callable[[], Question]]
+
+
+# What a page offers: question label -> its builder (called only when the teacher presses "Ask the class") or
+# WithInputs.
+Questions = Mapping[str, Callable[[], Question] | WithInputs]
+
+
 def class_store() -> ClassStore:
-    return ClassStore()
+    return shared_store()
 
 
 def teacher_class() -> ClassInfo | None:
     """The running class when class mode is on and this session is the teacher; None otherwise."""
-    from app_pages.shell import classroom
-
-    if not classroom.class_mode() or not classroom.is_teacher():
+    if not access.class_mode() or not classroom.is_teacher():
         return None
     return class_store().active_class()
 
 
-def render(page: str, questions: Questions | Callable[[], Questions], chart: alt.TopLevelMixin | None = None) -> bool:
+def render(page: str, questions: Questions, chart: alt.TopLevelMixin | None = None) -> bool:
     """The "Ask the class" section for `page`. True while a question from this page is on screen (asked or
     revealed): the caller then stops drawing its own charts, which would give the answer away or draw twice."""
     info = teacher_class()
@@ -58,13 +69,12 @@ def render(page: str, questions: Questions | Callable[[], Questions], chart: alt
             show_open(store, current)
         return True
     with st.expander("Ask the class", icon=":material/how_to_vote:"):
-        offered = dict(questions() if callable(questions) else questions)
-        offered[TYPED] = typed_inputs(page)
+        offered = {**questions, TYPED: WithInputs(lambda: typed_inputs(page))}
         label = st.selectbox("Question", list(offered), key=P + "type")
+        build = offered[label].draw() if isinstance(offered[label], WithInputs) else offered[label]
         if st.button("Ask the class", key=P + "ask", type="primary"):
             try:
-                question = offered[label]()
-                store.ask(info.id, question)
+                store.ask(info.id, build())
             except (q.QuestionError, ClassroomError) as err:
                 st.error(markdown_text(err))
             else:
@@ -74,7 +84,7 @@ def render(page: str, questions: Questions | Callable[[], Questions], chart: alt
 
 def typed_inputs(page: str) -> Callable[[], Question]:
     """The teacher's own multiple-choice question: its inputs, and the builder that checks them."""
-    prompt = st.text_input("Your question (for “A question of your own”)", key=P + "typed.prompt",
+    prompt = st.text_input("Your question", key=P + "typed.prompt",
                            max_chars=q.MAX_PROMPT_CHARS)
     lines = st.text_area(f"Choices, one per line ({q.MIN_CHOICES} to {q.MAX_CHOICES})", key=P + "typed.choices")
     choices = [line for line in lines.splitlines() if line.strip()]
@@ -95,9 +105,14 @@ def show_open(store: ClassStore, current) -> None:
     columns[1].button("Drop this question", key=P + "drop", on_click=finish, args=(current.id, False), width="stretch")
 
 
-@st.fragment(run_every=1)
+# Twice a second: the count is complete within a second of the last answer (issue 36's target), and each redraw is
+# one indexed query of the class's SQLite file, not a rerun of the page.
+COUNT_EVERY_S = 0.5
+
+
+@st.fragment(run_every=COUNT_EVERY_S)
 def live_count(store: ClassStore, question_id: int) -> None:
-    """How many students have answered, redrawn every second without rerunning the page."""
+    """How many students have answered, redrawn without rerunning the page."""
     n = len(store.answers(question_id))
     st.metric("Answers received", n)
 
@@ -110,8 +125,6 @@ def finish(question_id: int, next_step: bool) -> None:
     """Back to the page (this question stays in the store for the export); in presenter mode on to the next step."""
     st.session_state[P + "done"] = question_id
     if next_step:
-        from app_pages.shell import presenter
-
         presenter.go(1)
 
 
@@ -146,8 +159,6 @@ MASKED_GUESSES = 12  # the distractors are drawn from the model's guesses 2..12
 
 def masked_questions(lm, encoding, mask: int = 0) -> Questions:
     """Masked words: the model's top guess at the mask, among its own next guesses, or typed by the students."""
-    from core.analyses.masked import masked_predictions
-
     def asked(free_text: bool) -> Question:
         pred = masked_predictions(lm, encoding, top_k=MASKED_GUESSES, layers="last")
         return q.masked_word_question(pred, mask=mask, free_text=free_text, spell=lm.tokenizer.convert_tokens_to_string)
@@ -156,17 +167,17 @@ def masked_questions(lm, encoding, mask: int = 0) -> Questions:
             "Which word will fill the blank? (students type it)": lambda: asked(True)}
 
 
-def attention_questions(encoding, layer: int, heads) -> Callable[[], Questions]:
-    """Attention: which word one word attends to most in this layer and head (the word and head picked here)."""
-    def offered() -> Questions:
+def attention_questions(encoding, layer: int, heads) -> Questions:
+    """Attention: which word a word attends to most in this layer and head (the word, and the head when several
+    are averaged on the page, picked here)."""
+    def draw() -> Callable[[], Question]:
         words = q.word_labels(encoding)
-        word = st.selectbox("Which word's attention?", range(len(words)), format_func=lambda i: words[i],
+        word = st.selectbox("Whose attention?", range(len(words)), format_func=lambda i: words[i],
                             key=P + "attention.word")
         head = st.selectbox("Head", list(heads), key=P + "attention.head") if len(heads) > 1 else heads[0]
-        return {f"Which word does “{words[word]}” attend to most in layer {layer}, head {head}?":
-                lambda: q.attention_question(encoding, layer, head, word)}
+        return lambda: q.attention_question(encoding, layer, head, word)
 
-    return offered
+    return {f"Which word does a word attend to most in layer {layer}?": WithInputs(draw)}
 
 
 def direction_questions(profiles, measure: str, measure_name: str) -> Questions:
