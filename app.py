@@ -7,12 +7,15 @@ Streamlit reads this file in two ways:
 - Every browser session then runs this file as its script (`__main__`, also under AppTest): the router
   (app_pages/shell/router.py), once the warm-up's imports are done; while it waits, a blank chart has the browser load
   Streamlit's chart code.
+- `streamlit run app.py -- --class` (or BERTLENS_CLASS=1) is class mode: app_pages/shell/class_server.py serves the app
+  on the local network and announces the class; the router gives any device that is not the teacher's only the
+  student view (app_pages/shell/classroom.py).
 Nothing heavy is imported at the top, so the server answers before the warm-up has finished.
 """
 
 import streamlit as st
 
-from app_pages.shell import launch
+from app_pages.shell import class_server, launch
 
 # A blank 1x1 chart: its element makes the browser fetch and compile Streamlit's chart code (~0.8 MB of JavaScript,
 # otherwise loaded with the first chart, after the first forward pass) while the server is still importing torch.
@@ -30,4 +33,5 @@ if __name__ == "__main__":
 
     router.main()
 else:
+    class_server.prepare()  # `-- --class`: serve the class on the network (app_pages/shell/class_server.py)
     app = st.App("app.py", lifespan=launch.lifespan)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages.shell import lesson_bar, page_report, presenter, url_state
+from app_pages.shell import classroom, lesson_bar, page_report, presenter, url_state
 from app_pages.widgets.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings, views
 from core.model.loading import availability, available_models, choose_start_model, display_name_among, pick_device, start_model
@@ -114,6 +114,8 @@ def sync_url() -> None:
 
 
 def main() -> None:
+    if classroom.student_gate():  # a student's device: the student view only, before any page code runs
+        return
     # A local icon file, not ":material/…": Streamlit turns a material page icon into a favicon fetched from
     # fonts.gstatic.com on every page load (issue 20, point 7); the file is served by the app itself.
     st.set_page_config(page_title="BERT Lens", page_icon="app_pages/assets/icon.png", layout="wide")
@@ -123,6 +125,7 @@ def main() -> None:
     if page.url_path == "present":
         presenter.prepare()  # a step sets the sidebar's model and sentences: before those widgets exist
     sidebar()
+    classroom.teacher_panel()
     lesson_bar.sidebar_button(page.url_path, page.title)
     sync_url()
     url_state.sync(page.url_path, after_run=False)

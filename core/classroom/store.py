@@ -449,3 +449,17 @@ def _check_nickname(nickname: str | None) -> str | None:
     if len(nickname) > MAX_NICKNAME_CHARS:
         raise AnswerRejected(f"A nickname is at most {MAX_NICKNAME_CHARS} characters.")
     return nickname or None
+
+
+_shared: dict[Path, ClassStore] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_store(path: Path | None = None) -> ClassStore:
+    """The one open ClassStore of this process for `path` (default: default_path(), read each time, so a test
+    that moves BERTLENS_CACHE gets its own): the app's sessions are threads and share it."""
+    path = (Path(path) if path is not None else default_path()).resolve()
+    with _shared_lock:
+        if path not in _shared:
+            _shared[path] = ClassStore(path)
+        return _shared[path]

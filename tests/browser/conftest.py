@@ -53,17 +53,21 @@ def _free_port() -> int:
 
 class StreamlitServer:
     """A fresh `streamlit run app.py` on localhost; stopped by .stop(). `config_only`: no settings on the command
-    line but the port, so the server runs with .streamlit/config.toml alone (the settings test checks that file)."""
+    line but the port, so the server runs with .streamlit/config.toml alone (the settings test checks that file).
+    `env`: more environment variables (e.g. BERTLENS_TEACHER_ADDRESSES); `script_args`: the app's own arguments,
+    after `--` (e.g. ["--class"])."""
 
-    def __init__(self, model: str, cache: Path, *, config_only: bool = False):
+    def __init__(self, model: str, cache: Path, *, config_only: bool = False, env: dict | None = None,
+                 script_args: list[str] | tuple[str, ...] = ()):
         self.port = _free_port()
         self.url = f"http://localhost:{self.port}"
-        env = dict(os.environ, BERTLENS_MODEL=model, BERTLENS_CACHE=str(cache), PYTHONUNBUFFERED="1")
+        env = dict(os.environ, BERTLENS_MODEL=model, BERTLENS_CACHE=str(cache), PYTHONUNBUFFERED="1", **(env or {}))
         self.log = cache / "streamlit.log"
         flags = [] if config_only else ["--server.address", "localhost", "--server.headless", "true",
                                         "--browser.gatherUsageStats", "false"]
+        after = ["--", *script_args] if script_args else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port), *flags],
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port), *flags, *after],
             cwd=REPO, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
         )
         deadline = time.time() + 90
