@@ -97,7 +97,7 @@ def test_ask_count_reveal_histogram_equals_the_stored_answers(mlm_dir, store, ma
 def test_typed_question_is_checked_on_ask(mlm_dir, store, make_app):
     at = make_app(str(mlm_dir), TEXT)
     at.switch_page(PAGE).run()
-    at.selectbox(key="ask.type").set_value(ask_class.TYPED)
+    at.selectbox(key="ask.type").set_value(ask_class.TYPED).run()  # its inputs are drawn once it is picked
     at.text_input(key="ask.typed.prompt").set_value("Is this <b>bold</b>?")
     at.text_area(key="ask.typed.choices").set_value("only one")
     button(at, "Ask the class").click().run()
