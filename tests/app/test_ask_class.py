@@ -111,3 +111,49 @@ def test_no_class_no_button(mlm_dir, make_app, monkeypatch):
     at.switch_page(PAGE).run()
     assert not at.exception
     assert not any(e.label == "Ask the class" for e in at.expander)
+
+
+def test_attention_question_uses_the_page_layer_and_the_picked_word_and_head(mlm_dir, store, make_app):
+    from core.classroom.questions import attention_question
+    from core.model.encoding import encode
+    from core.model.loading import load_model
+
+    at = make_app(str(mlm_dir), "the unhappy girl sat on the bank .")
+    at.session_state["attention.layer"] = 1
+    at.session_state["attention.heads"] = [1, 3]
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception
+    at.selectbox(key="ask.attention.word").set_value(6)
+    at.selectbox(key="ask.attention.head").set_value(3)
+    button(at, "Ask the class").click().run()
+    assert not at.exception
+    asked = store.current_question(store.active_class().id).question
+    expected = attention_question(encode(load_model(str(mlm_dir)), "the unhappy girl sat on the bank ."), 1, 3, 6,
+                                  page="attention")
+    assert asked == expected and "“bank” attend to most in layer 1, head 3" in asked.prompt
+
+
+def test_presenter_step_of_another_page_can_take_a_typed_question(store, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import APP_FILE
+
+    at = AppTest.from_file(APP_FILE, default_timeout=120)
+    at.query_params.update({"lesson": "bert-in-ten-views", "step": "7"})  # the PCA step: no question of its own
+    at.switch_page("app_pages/present.py").run()
+    assert not at.exception
+    at.selectbox(key="ask.type").set_value(ask_class.TYPED).run()
+    at.text_input(key="ask.typed.prompt").set_value("Which layer is the input?")
+    at.text_area(key="ask.typed.choices").set_value("the embeddings\nthe last layer").run()
+    at.selectbox(key="ask.typed.right").set_value("the embeddings")
+    button(at, "Ask the class").click().run()
+    assert not at.exception
+    asked = store.current_question(store.active_class().id)
+    assert asked.question.kind == "choice" and asked.question.page == "present"
+    assert asked.question.choices == ("the embeddings", "the last layer")
+    store.answer(asked.id, "phone", "the last layer")
+    button(at, "Reveal").click().run()
+    rows = chart_rows_titled(at, "The class's answers")
+    assert [(r["choice"], r["answers"], r["right"]) for r in rows] == [("the embeddings", 0, True),
+                                                                      ("the last layer", 1, False)]
+    assert "(next step)" in button(at, "Next question (next step)").label
