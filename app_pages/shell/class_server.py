@@ -47,12 +47,22 @@ def prepare() -> None:
         environment = network_environment(os.environ, access.lan_address())
         sys.stdout.flush()
         sys.stderr.flush()
+        # Streamlit made its listening socket inheritable; the new image must not keep it, or its own bind of the
+        # same port fails. Nothing else is open that the new image needs beyond stdin, stdout and stderr.
+        os.closerange(3, _highest_fd())
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
     address = streamlit_config.get_option("server.address")
     if address != access.CLASS_BIND_ADDRESS:  # a --server.address flag beats the environment: say so, go on
         _log.warning("class mode: the server listens on %s only (a --server.address flag?), so phones may not "
                      "reach it; start it with `streamlit run app.py -- --class` and no --server.address.", address)
     announce()
+
+
+def _highest_fd() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the C runtime's usual limit
+        return 8192
 
 
 def announce() -> None:

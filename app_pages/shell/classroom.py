@@ -29,8 +29,8 @@ CODE_INPUT_KEY = "class.code_input"
 POLL_SECONDS = 2.0
 # Phones: full-width buttons tall enough for a thumb, large text. A constant: no user text in it.
 STUDENT_STYLE = ('<style>[data-testid="stButton"] button, [data-testid="stFormSubmitButton"] button '
-                 '{min-height: 3.4rem; font-size: 1.25rem;} [data-testid="stSidebarCollapsedControl"] '
-                 '{display: none;}</style>')
+                 '{min-height: 3.4rem;} [data-testid="stButton"] button p, [data-testid="stFormSubmitButton"] '
+                 'button p {font-size: 1.3rem;} [data-testid="stSidebarCollapsedControl"] {display: none;}</style>')
 
 
 def connection() -> tuple[str | None, list[tuple[str, str]]] | None:
@@ -195,7 +195,7 @@ def teacher_panel() -> None:
         url = access.join_url(access.lan_address() or "localhost", int(st.get_option("server.port")), info.code)
         st.markdown(f"Class code: **{markdown_text(info.code)}**")
         st.image(access.qr_png(url), caption="Scan to join", width=200)
-        st.code(url, language=None)
+        st.code(url, language=None, wrap_lines=True)
         student_count(info.id)
         st.button("End class", key="class.end", on_click=store.end_class, args=(info.id,),
                   help="Students' code expires and answers close. The answers stay until you forget the class.")
