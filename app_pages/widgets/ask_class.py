@@ -145,7 +145,7 @@ def show_reveal(store: ClassStore, current, chart: alt.TopLevelMixin | None) -> 
     with beside:
         st.markdown(right)
         draw_chart(histogram, key=P + "histogram")
-        export_buttons(histogram, frame, "class_answers", key=P + "export")
+    export_buttons(histogram, frame, "class_answers", key=P + "export")  # full width: a narrow column cuts its labels
     presenting = PRESENTING.get()
     st.button("Next question" + (" (next step)" if presenting else ""), key=P + "next", type="primary",
               on_click=finish, args=(current.id, presenting))

@@ -26,8 +26,8 @@ def _typed_key(text: str) -> str:
 
 
 def answers_frame(question, counts: Mapping[str, int]) -> pd.DataFrame:
-    """Rows choice, answers (how many students gave it), share (of all answers, 0 when none), right (bool), in the
-    order drawn. `counts`: answer text -> number of students (the store's counts for this question)."""
+    """Rows choice, answers (how many students gave it), share (of all answers, 0 when none), right (bool), kind and
+    label (the legend's and the bar end's words), in the order drawn. `counts`: answer text -> number of students (the store's counts for this question)."""
     if question.free_text:
         grouped: Counter = Counter()
         spelling: dict[str, str] = {}
@@ -54,6 +54,8 @@ def answers_frame(question, counts: Mapping[str, int]) -> pd.DataFrame:
         "share": [n / total if total else 0.0 for _, n, _ in rows],
         "right": [r for _, _, r in rows],
         "kind": [RIGHT if r else OTHER for _, _, r in rows],
+        # written at the bar's end: the right answer is named even when nobody picked it (a bar of 0 has no colour)
+        "label": [f"{n}  ✓ {RIGHT}" if r else str(n) for _, n, r in rows],
     })
 
 
@@ -70,7 +72,8 @@ def answers_chart(frame: pd.DataFrame, title: str = "The class's answers") -> al
     bars = base.mark_bar().encode(color=alt.Color(
         "kind:N", scale=alt.Scale(domain=[RIGHT, OTHER], range=[RIGHT_COLOUR, OTHER_COLOUR]),
         legend=alt.Legend(title=None, orient="bottom")))
-    labels = base.mark_text(align="left", dx=4, fontSize=13).encode(text="answers:Q")
+    labels = base.mark_text(align="left", dx=4, fontSize=13).encode(
+        text="label:N", color=alt.condition("datum.right", alt.value(RIGHT_COLOUR), alt.value("#31333f")))
     subtitle = f"{total} answer{'s' if total != 1 else ''}"
     return layout.fixed_size(alt.layer(bars, labels, title=alt.Title(title, subtitle=subtitle)).properties(
         width=WIDTH_PX, height=alt.Step(BAR_PX)))

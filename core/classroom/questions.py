@@ -77,7 +77,7 @@ def masked_word_question(pred, *, mask: int = 0, n_choices: int = DEFAULT_MASKED
         raise QuestionError(f"Mask {mask} does not exist; the sentence has masks 0..{len(pred.positions) - 1}.")
     correct = clean_text(spell([pred.final_tokens[mask]]).strip(), "model's guess", MAX_CHOICE_CHARS)
     sentence = _sentence_with_blank(pred, mask, spell)
-    prompt = clean_text(f"Which word will the model put in the blank? {sentence}", "question", MAX_PROMPT_CHARS)
+    prompt = clean_text(f"Which word will the model put in the blank? “{sentence}”", "question", MAX_PROMPT_CHARS)
     if free_text:
         return Question(kind="masked", prompt=prompt, choices=(), free_text=True, correct=correct, page=page,
                         params=dict(params or {}))
