@@ -1,7 +1,7 @@
 """A live class answering one question (issue 36): every answer stored once, the teacher's count complete soon after
 the last answer, the server's memory within budget.
 
-    python bench/live_class.py [--students 60] [--spread 8] [--model tiny|minilm-mlm|PATH] [--quick]
+    python bench/live_class.py [--students 60] [--spread 8] [--model tiny|bert-base-random|PATH] [--quick]
 
 One `streamlit run app.py` in class mode on localhost (BERTLENS_CLASS=1; BERTLENS_TEACHER_ADDRESSES=127.0.0.1,::1),
 so the teacher is one headless Chromium page on localhost and `--students` bare websocket sessions connecting from
@@ -11,7 +11,8 @@ guesses, through the same SQLite file), the teacher's page (Masked words) shows 
 student joins by the link's class code and presses one choice (student i picks choice i mod n), the first
 starting at 0 s and the last at `--spread` s. Printed: answers stored (and each device once), the answers per
 choice against those sent, the time from the first join to the last "Answer received", the time from that last
-acknowledgement to the teacher's page showing the full count, and the server's peak RSS (children included,
+acknowledgement to the teacher's page showing the full count, each student's time from join to "Answer received"
+(median, max), and the server's peak RSS (children included,
 sampled every 0.2 s) beside the budget (encoding cache budget + the model's bytes), with the load average.
 --quick: 6 students over 2 s. Model "tiny": tests/tiny_mlm.py's random BertForMaskedLM (built under bench/out/).
 """
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import threading
 import time
 from collections import Counter
@@ -137,6 +139,7 @@ def main() -> None:
         answers = store.answers(question_id)
     sent = Counter(question.choices[i % len(question.choices)] for i in range(n))
     acks = [a for a in outcome["acknowledged"] if a is not None]
+    waits = [a - s for s, a in zip(outcome["started"], outcome["acknowledged"]) if a is not None and s is not None]
     first_join = min(s for s in outcome["started"] if s is not None)
     last_ack = max(acks, default=None)
     result = {
@@ -144,6 +147,8 @@ def main() -> None:
         "acknowledged": len(acks), "stored": len(answers), "devices_once": len({a.device_id for a in answers}) == len(answers),
         "stored_per_choice_equals_sent": dict(Counter(a.text for a in answers)) == dict(sent),
         "all_answered_within_s": (last_ack - first_join) if last_ack else None,
+        "join_to_received_median_s": statistics.median(waits) if waits else None,
+        "join_to_received_max_s": max(waits, default=None),
         "teacher_count_shown": shown,
         "teacher_count_complete_after_last_answer_s": (full_at - last_ack) if full_at and last_ack else None,
         "server_peak_rss_mib": peak[0] / 2**20,
