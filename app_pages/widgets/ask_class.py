@@ -23,6 +23,7 @@ from core.charts import classroom as class_charts
 from core.classroom import access
 from core.classroom import questions as q
 from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question, shared_store
+from core.model.loading import display_name
 from core.safe_text import markdown_text
 
 P = "ask."
@@ -182,13 +183,12 @@ def attention_questions(encoding, layer: int, heads) -> Questions:
 
 def direction_questions(profiles, measure: str, measure_name: str) -> Questions:
     """Anisotropy: does the measure shown go up or down with depth, for each model measured."""
-    return {f"Up or down with depth: {measure_name} ({profile.model})?":
-            (lambda profile=profile: q.direction_question(profile.layers, getattr(profile, measure),
-                                                          f"{measure_name} of {profile.model}"))
-            for profile in profiles if getattr(profile, measure, None) is not None}
+    return {f"Up or down with depth: {measure_name} ({display_name(p.model)})?":
+            (lambda p=p: q.direction_question(p.layers, getattr(p, measure), f"{measure_name} of {display_name(p.model)}"))
+            for p in profiles if getattr(p, measure, None) is not None}
 
 
 def changed_layer_questions(results) -> Questions:
-    """Fine-tuning: which layer changed most, for each fine-tuned model compared with its base."""
-    return {f"Which layer changes most after fine-tuning ({r.model_b})?":
+    """Fine-tuning: which layer changed most (lowest CKA with the base model), for each model compared."""
+    return {f"Which layer changes most after fine-tuning ({display_name(r.model_b)})?":
             (lambda r=r: q.changed_layer_question(r, "cka")) for r in results}

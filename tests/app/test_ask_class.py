@@ -157,3 +157,29 @@ def test_presenter_step_of_another_page_can_take_a_typed_question(store, monkeyp
     assert [(r["choice"], r["answers"], r["right"]) for r in rows] == [("the embeddings", 0, True),
                                                                       ("the last layer", 1, False)]
     assert "(next step)" in button(at, "Next question (next step)").label
+
+
+def test_anisotropy_question_is_the_measured_curves_direction(tiny_bert_dir, store, make_app):
+    from core.analyses import anisotropy as an
+    from core.data import corpus as corpora
+    from core.model.loading import load_model
+    from tests.app.test_anisotropy_page import open_page, run_until
+
+    at = open_page(make_app, str(tiny_bert_dir), 20)
+    at.button(key="anisotropy.run").click()
+    run_until(at, lambda a: any(e.label == "Ask the class" for e in a.expander))
+    charts_drawn = len(at.get("vega_lite_chart"))
+    button(at, "Ask the class").click().run()  # the first question: up or down, for the measure shown
+    assert not at.exception
+    asked = store.current_question(store.active_class().id)
+    expected = an.measure_corpus(load_model(str(tiny_bert_dir)), corpora.builtin(limit=20),
+                                 an.AnisotropySettings(n_pairs=500)).random_cosine
+    assert asked.question.kind == "direction" and asked.question.page == "anisotropy"
+    assert asked.question.correct == ("Up" if expected[-1] > expected[0] else "Down")
+    assert len(at.get("vega_lite_chart")) == 0  # the curve waits for the reveal
+    store.answer(asked.id, "phone", "Up")
+    button(at, "Reveal").click().run()
+    assert not at.exception
+    assert [(r["choice"], r["answers"]) for r in chart_rows_titled(at, "The class's answers")] == [("Up", 1), ("Down", 0)]
+    button(at, "Next question").click().run()
+    assert len(at.get("vega_lite_chart")) == charts_drawn

@@ -87,7 +87,7 @@ def test_teacher_asks_students_answer_reveal_matches(servers, browser):
     teacher.wait_for_function(f"() => document.querySelector('{METRIC}').innerText.trim() === '{STUDENTS}'")
     teacher.get_by_role("button", name="Reveal").click()
     wait_for_app(teacher)
-    teacher.get_by_text("The model's answer").wait_for()
+    teacher.get_by_text("The model's answer:").first.wait_for()
     assert teacher.locator('[data-testid="stVegaLiteChart"]').count() == 2  # the guesses and the histogram
     assert_no_streamlit_exception(teacher)
     teacher.wait_for_timeout(500)
