@@ -101,7 +101,7 @@ def rerun_message(query: dict | None = None, page_name: str = "", widgets=(), fr
     return message.SerializeToString()
 
 
-def button_press(element) -> "WidgetState":
+def button_press(element):
     """The widget state a click on a button element sends."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 

@@ -133,7 +133,7 @@ def test_attention_question_uses_the_page_layer_and_the_picked_word_and_head(mlm
     assert asked == expected and "“bank” attend to most in layer 1, head 3" in asked.prompt
 
 
-def test_presenter_step_of_another_page_can_take_a_typed_question(store, monkeypatch):
+def test_presenter_step_of_another_page_can_take_a_typed_question(store):
     from streamlit.testing.v1 import AppTest
 
     from tests.app.conftest import APP_FILE
@@ -183,3 +183,27 @@ def test_anisotropy_question_is_the_measured_curves_direction(tiny_bert_dir, sto
     assert [(r["choice"], r["answers"]) for r in chart_rows_titled(at, "The class's answers")] == [("Up", 1), ("Down", 0)]
     button(at, "Next question").click().run()
     assert len(at.get("vega_lite_chart")) == charts_drawn
+
+
+def test_finetune_question_is_the_layer_of_lowest_cka(tmp_path, store):
+    from core import settings
+    from core.analyses.similarity import compare_models
+    from core.classroom.questions import layer_label
+    from core.data.corpus import builtin
+    from core.model.loading import load_model
+    from tests.app.test_finetune_changes import finish, open_app
+    from tests.conftest import make_tiny_bert
+
+    base = str(make_tiny_bert(tmp_path / "tiny-base", seed=0))
+    run = str(make_tiny_bert(settings.runs_dir() / "tiny-run", seed=1))
+    at = open_app(base)
+    at.number_input(key="changes.limit").set_value(12).run()
+    at.button(key="changes.similarity.run").click().run()
+    at = finish(at, "similarity")
+    assert not at.exception
+    button(at, "Ask the class").click().run()
+    assert not at.exception
+    asked = store.current_question(store.active_class().id).question
+    cka = compare_models(load_model(base), load_model(run), list(builtin(12).sentences)).cka
+    assert asked.kind == "layer" and asked.choices == tuple(layer_label(layer) for layer in range(3))
+    assert asked.correct == layer_label(int(np.argmin(cka)))
