@@ -14,6 +14,7 @@ Nothing heavy is imported at the top, so the server answers before the warm-up h
 """
 
 import streamlit as st
+from starlette.middleware import Middleware
 
 from app_pages.shell import class_server, launch
 
@@ -34,4 +35,4 @@ if __name__ == "__main__":
     router.main()
 else:
     class_server.prepare()  # `-- --class`: serve the class on the network (app_pages/shell/class_server.py)
-    app = st.App("app.py", lifespan=launch.lifespan)
+    app = st.App("app.py", lifespan=launch.lifespan, middleware=[Middleware(class_server.TeacherOnlyUploads)])

@@ -77,3 +77,29 @@ def announce() -> None:
     if lan is None:
         lines.append("This computer has no network address: connect it to the room's network (Wi-Fi) first.")
     print("\n".join(lines), flush=True)
+
+
+UPLOAD_PATH = "/_stcore/upload_file"
+UPLOAD_REFUSED = b"Uploads are the teacher's: this device is a student's."
+
+
+class TeacherOnlyUploads:
+    """ASGI middleware (st.App's `middleware`): an upload from a connection that is not the teacher's is refused
+    (403) before Streamlit reads its body. A student's session is a live session, and Streamlit would otherwise
+    keep whatever it PUTs (up to server.maxUploadSize a file) in memory, although no student page has an upload
+    box. Decided like the student gate: the socket's peer and the request's headers
+    (core.classroom.access.is_teacher_connection)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("path", "").startswith(UPLOAD_PATH):
+            peer = (scope.get("client") or (None,))[0]
+            headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope.get("headers", [])]
+            if not access.is_teacher_connection(peer, headers):
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8")]})
+                await send({"type": "http.response.body", "body": UPLOAD_REFUSED})
+                return
+        await self.app(scope, receive, send)

@@ -193,3 +193,16 @@ def test_forwarded_for_reaches_the_server(browser, class_server):
     wait_for_student_view(page)
     assert is_student_view(page)
     page.context.close()
+
+
+def test_a_student_cannot_upload(student_server, class_server):
+    """The running app refuses a student's upload before Streamlit reads it (app.py's TeacherOnlyUploads); the
+    teacher's own upload without an XSRF token is refused by Streamlit itself, with another message."""
+    from app_pages.shell.class_server import UPLOAD_REFUSED
+    from tests.unit.test_server_config import _request
+
+    headers = {"Content-Type": "multipart/form-data; boundary=x"}
+    status, _, body = _request(student_server, "PUT", "/_stcore/upload_file/some-session/some-file", headers)
+    assert (status, body) == (403, UPLOAD_REFUSED)
+    status, _, body = _request(class_server, "PUT", "/_stcore/upload_file/some-session/some-file", headers)
+    assert status == 403 and body != UPLOAD_REFUSED

@@ -80,3 +80,34 @@ def test_class_mode_server_settings():
                                                                           "192.168.1.20"]
     assert environment["FORWARDED_ALLOW_IPS"] == ""  # uvicorn believes no X-Forwarded-For
     assert environment[SERVING_ENV] == "1" and environment[access.CLASS_ENV] == "1"
+
+
+def _call(middleware_app, path: str, peer: str, headers=()):
+    import asyncio
+
+    sent, reached = [], []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "path": path, "client": (peer, 50000),
+             "headers": [(k.encode(), v.encode()) for k, v in headers]}
+    asyncio.run(middleware_app(app)(scope, None, send))
+    return reached, sent
+
+
+def test_uploads_only_from_the_teacher(monkeypatch):
+    from app_pages.shell.class_server import UPLOAD_REFUSED, TeacherOnlyUploads
+
+    monkeypatch.setenv(access.TEACHER_ENV, "192.0.2.1")
+    upload = "/_stcore/upload_file/session/file"
+    reached, sent = _call(TeacherOnlyUploads, upload, "192.0.2.1")
+    assert reached == [upload] and sent == []
+    for peer, headers in (("127.0.0.1", ()), ("192.0.2.7", ()), ("192.0.2.1", [("x-forwarded-for", "192.0.2.1")])):
+        reached, sent = _call(TeacherOnlyUploads, upload, peer, headers)
+        assert reached == [] and sent[0]["status"] == 403 and sent[1]["body"] == UPLOAD_REFUSED
+    reached, _ = _call(TeacherOnlyUploads, "/_stcore/health", "192.0.2.7")  # other requests pass
+    assert reached == ["/_stcore/health"]
