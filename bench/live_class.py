@@ -36,7 +36,10 @@ import classroom_load
 STUDENT_ADDRESS = "127.0.0.2"  # a loopback address that is not the teacher's: the server sees a student
 TEACHER_ADDRESSES = "127.0.0.1,::1"
 TEXT = "the girl sat on the [MASK] of the river ."
-METRIC = '[data-testid="stMetricValue"]'
+# The open question's count (the sidebar's class panel has a "Students" metric too)
+ANSWERS = ("() => [...document.querySelectorAll('[data-testid=\"stMetric\"]')]"
+           ".filter(m => m.innerText.includes('Answers received'))"
+           ".map(m => m.querySelector('[data-testid=\"stMetricValue\"]').innerText.trim())[0] || null")
 
 
 def tiny_model() -> str:
@@ -117,7 +120,7 @@ def main() -> None:
         sampler.start()
         teacher = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         teacher.goto(f"{server.url}/masked?{urlencode({'model': model, 'a': TEXT})}")
-        teacher.wait_for_selector(METRIC, timeout=args.timeout * 1000)
+        teacher.wait_for_function(f"() => ({ANSWERS})() === '0'", timeout=args.timeout * 1000)
         # A class starts once the server is up: its warm-up (imports, the default model's load) done, not competing
         # with the first answers for the CPU.
         warm_deadline = time.perf_counter() + args.timeout
@@ -129,14 +132,17 @@ def main() -> None:
             ("started", "acknowledged", "errors"),
             students(base, info.code, question.choices, n, spread, args.timeout))))
         crowd.start()
-        shown, full_at = None, None
+        shown, full_at, crowd_done = None, None, None
         deadline = time.perf_counter() + args.timeout
-        while time.perf_counter() < deadline and (crowd.is_alive() or full_at is None):
-            shown = teacher.locator(METRIC).first.inner_text()
-            if full_at is None and shown.strip() == str(n):
+        while time.perf_counter() < deadline:
+            shown = teacher.evaluate(ANSWERS)
+            if shown == str(n):
                 full_at = time.perf_counter()
-            if not crowd.is_alive() and full_at is None and time.perf_counter() > deadline - args.timeout / 2:
                 break
+            if not crowd.is_alive():
+                crowd_done = crowd_done or time.perf_counter()
+                if time.perf_counter() - crowd_done > 10:  # every student is done and the count never completed
+                    break
             time.sleep(0.05)
         crowd.join()
         stop.set()
