@@ -114,7 +114,7 @@ def render_one_sentence() -> None:
         chart = charts.head_view_lines(view, title, **limits)
     else:
         chart = charts.attention_heatmap(view, title)
-    if ask_class.render("attention", ask_class.attention_questions(encoding, layer, heads), chart):
+    if ask_class.render("attention", ask_class.attention_questions(encoding, layer, heads, matrix), chart):
         return  # a class question is on screen: the head's lines wait for its reveal
     draw_chart(chart, key="attention.chart")
     if style == "Lines":

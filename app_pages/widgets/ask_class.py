@@ -168,15 +168,15 @@ def masked_questions(lm, encoding, mask: int = 0) -> Questions:
             "Which word will fill the blank? (students type it)": lambda: asked(True)}
 
 
-def attention_questions(encoding, layer: int, heads) -> Questions:
+def attention_questions(encoding, layer: int, heads, attentions=None) -> Questions:
     """Attention: which word a word attends to most in this layer and head (the word, and the head when several
-    are averaged on the page, picked here)."""
+    are averaged on the page, picked here), in the weights the page draws (`attentions`; None: raw)."""
     def draw() -> Callable[[], Question]:
         words = q.word_labels(encoding)
         word = st.selectbox("Whose attention?", range(len(words)), format_func=lambda i: words[i],
                             key=P + "attention.word")
         head = st.selectbox("Head", list(heads), key=P + "attention.head") if len(heads) > 1 else heads[0]
-        return lambda: q.attention_question(encoding, layer, head, word)
+        return lambda: q.attention_question(encoding, layer, head, word, attentions=attentions)
 
     return {f"Which word does a word attend to most in layer {layer}?": WithInputs(draw)}
 

@@ -122,19 +122,21 @@ def word_labels(encoding) -> tuple[str, ...]:
     return _unique([encoding.words[encoding.word_ids[t]] for t in first_token])
 
 
-def attention_question(encoding, layer: int, head: int, word: int, *, page: str = "attention",
-                       params: dict | None = None) -> Question:
+def attention_question(encoding, layer: int, head: int, word: int, *, attentions: np.ndarray | None = None,
+                       page: str = "attention", params: dict | None = None) -> Question:
     """"Which word does ⟨word⟩ attend to most in layer L, head H?" The choices are the input's words (a repeated
     word numbered, more than MAX_GENERATED_CHOICES cut to the ones this head weighs most, kept in sentence order);
     the right answer is the argmax of the word-level attention, merged as the Attention page merges (Clark et al.:
     pieces summed as keys, averaged as queries; special tokens left out, which leaves the argmax over words as it is).
+    attentions: [layer, head, query, key] weights the page draws instead of the raw ones (norm-weighted, rollout).
     """
-    n_layers, n_heads = encoding.attentions.shape[:2]
+    weights = encoding.attentions if attentions is None else attentions
+    n_layers, n_heads = weights.shape[:2]
     if not 0 <= layer < n_layers:
         raise QuestionError(f"Layer {layer} does not exist; the model has layers 0..{n_layers - 1}.")
     if not 0 <= head < n_heads:
         raise QuestionError(f"Head {head} does not exist; the model has heads 0..{n_heads - 1}.")
-    merged, _ = pool_attention(encoding.attentions[layer, head], encoding.word_ids)
+    merged, _ = pool_attention(weights[layer, head], encoding.word_ids)
     labels = word_labels(encoding)
     if len(labels) < MIN_CHOICES:
         raise QuestionError("The sentence needs at least two words for this question.")

@@ -89,3 +89,14 @@ def test_attention_question_answer_is_the_heads_argmax_over_words(tiny_mlm):
         attention_question(encoding, 0, 4, 0)
     with pytest.raises(QuestionError, match="words 0..7"):
         attention_question(encoding, 0, 0, 8)
+
+
+def test_attention_question_reads_the_weights_the_page_draws(tiny_mlm):
+    _, lm = tiny_mlm
+    encoding = encode(lm, "the unhappy girl sat on the bank .")
+    raw = attention_question(encoding, 1, 2, 0).correct
+    target = "bank" if raw != "bank" else "girl"
+    planted = np.full_like(encoding.attentions, 1.0 / encoding.attentions.shape[-1])
+    word = attention_question(encoding, 1, 2, 0).choices.index(target)
+    planted[1, 2, :, np.flatnonzero(np.asarray(encoding.word_ids) == word)[0]] += 1.0  # every token looks at it
+    assert attention_question(encoding, 1, 2, 0, attentions=planted).correct == target != raw
