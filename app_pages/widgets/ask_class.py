@@ -103,7 +103,8 @@ def show_open(store: ClassStore, current) -> None:
     live_count(store, current.id)
     columns = st.columns([1, 1, 3])
     columns[0].button("Reveal", key=P + "reveal", type="primary", on_click=reveal, args=(store, current), width="stretch")
-    columns[1].button("Drop this question", key=P + "drop", on_click=finish, args=(current.id, False), width="stretch")
+    columns[1].button("Drop this question", key=P + "drop", on_click=drop, args=(store, current.id), width="stretch",
+                      help="Close it to answers without showing the answer, and go back to the page.")
 
 
 # Twice a second: the count is complete within a second of the last answer (issue 36's target), and each redraw is
@@ -120,6 +121,11 @@ def live_count(store: ClassStore, question_id: int) -> None:
 
 def reveal(store: ClassStore, current) -> None:
     store.reveal(current.id, current.question.correct)
+
+
+def drop(store: ClassStore, question_id: int) -> None:
+    store.reveal(question_id, None)  # closed, with no right answer: the students' phones say "Answers are closed"
+    finish(question_id, False)
 
 
 def finish(question_id: int, next_step: bool) -> None:

@@ -207,3 +207,15 @@ def test_finetune_question_is_the_layer_of_lowest_cka(tmp_path, store):
     cka = compare_models(load_model(base), load_model(run), list(builtin(12).sentences)).cka
     assert asked.kind == "layer" and asked.choices == tuple(layer_label(layer) for layer in range(3))
     assert asked.correct == layer_label(int(np.argmin(cka)))
+
+
+def test_dropping_a_question_closes_it_without_an_answer(mlm_dir, store, make_app):
+    at = make_app(str(mlm_dir), TEXT)
+    at.switch_page(PAGE).run()
+    button(at, "Ask the class").click().run()
+    asked = store.current_question(store.active_class().id)
+    button(at, "Drop this question").click().run()
+    assert not at.exception
+    dropped = store.question(asked.id)
+    assert dropped.revealed and dropped.correct is None
+    assert any(e.label == "Ask the class" for e in at.expander) and len(at.get("vega_lite_chart")) >= 3

@@ -88,6 +88,8 @@ def test_teacher_asks_students_answer_reveal_matches(servers, browser):
     screenshot(pages[-1], "live_class_student")
 
     teacher.wait_for_function(f"() => ({ANSWERS})() === '{STUDENTS}'")
+    assert teacher.locator('[data-testid="stVegaLiteChart"]').count() == 0  # the guesses wait for the reveal
+    screenshot(teacher, "live_class_teacher_open")
     teacher.get_by_role("button", name="Reveal").click()
     wait_for_app(teacher)
     teacher.get_by_text("The model's answer:").first.wait_for()
