@@ -221,3 +221,25 @@ def test_dropping_a_question_closes_it_without_an_answer(mlm_dir, store, make_ap
     dropped = store.question(asked.id)
     assert dropped.revealed and dropped.correct is None
     assert any(e.label == "Ask the class" for e in at.expander) and len(at.get("vega_lite_chart")) >= 3
+
+
+def test_only_the_teacher_in_class_mode_with_a_running_class_gets_the_button(mlm_dir, make_app, monkeypatch):
+    from app_pages.shell import classroom
+    from core.classroom import shared_store
+
+    def has_button() -> bool:
+        at = make_app(str(mlm_dir), TEXT)
+        at.switch_page(PAGE).run()
+        assert not at.exception
+        return any(e.label == "Ask the class" for e in at.expander)
+
+    shared_store().start_class()
+    assert not has_button()  # class mode off: the page as always
+    monkeypatch.setenv("BERTLENS_CLASS", "1")
+    assert has_button()  # AppTest has no connection: the teacher's session, as before class mode existed
+    teacher = classroom.is_teacher
+    monkeypatch.setattr(classroom, "is_teacher", lambda: False)
+    assert ask_class.teacher_class() is None  # a student never gets it (the router shows them the student view)
+    monkeypatch.setattr(classroom, "is_teacher", teacher)
+    shared_store().end_class(shared_store().active_class().id)
+    assert not has_button()  # no running class
