@@ -110,7 +110,8 @@ def main() -> None:
     from core.model.loading import load_model
 
     model_bytes = nbytes_of(load_model(model, masked_lm=True).masked_lm)
-    (_app.OUT / "server-cache" / FILE_NAME).unlink(missing_ok=True)  # a fresh class
+    for suffix in ("", "-wal", "-shm"):  # a fresh class (an old write-ahead log would be replayed into a new file)
+        (_app.OUT / "server-cache" / (FILE_NAME + suffix)).unlink(missing_ok=True)
     env = {"BERTLENS_CLASS": "1", "BERTLENS_TEACHER_ADDRESSES": TEACHER_ADDRESSES}
     with _app.served(model, env) as (server, _), _app.chromium() as browser:
         store = ClassStore(Path(server.log).parent / FILE_NAME)
