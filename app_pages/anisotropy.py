@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages.shell import prefetch
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, job_running, model_ref,
                                       shared_results, warn_if_corpus_cut)
+from app_pages.widgets import ask_class
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import anisotropy as an
 from core.charts import anisotropy as anisotropy_charts
@@ -170,6 +171,8 @@ if reference is not None:
         reference_rows = anisotropy_charts.reference_frame(reference, judged, protocol)
 st.caption(MEASURE_HELP[measure])
 chart = anisotropy_charts.layer_chart(frame, measure, reference=reference_rows, protocol=protocol)
+if ask_class.render("anisotropy", ask_class.direction_questions(profiles, measure, an.MEASURES[measure]), chart):
+    st.stop()  # a class question is on screen: the curve waits for its reveal
 draw_chart(chart, key=P + "chart")
 st.caption(protocols.describe(protocol))
 if reference_rows is not None:

@@ -17,7 +17,7 @@ from core.charts import attention as charts
 from core.analyses.attention import PAIR_FILTERS, attention_view
 from core.analyses.model_view import SCALES, model_view
 from app_pages.widgets.attention_dataset import render as render_heads_over_dataset
-from app_pages.widgets import causes, inside_head
+from app_pages.widgets import ask_class, causes, inside_head
 from app_pages.widgets import pair_heads
 from core.data.examples import EXAMPLES, MRPC_REPORT_EXAMPLES
 from core.views.attention import TABS
@@ -114,6 +114,8 @@ def render_one_sentence() -> None:
         chart = charts.head_view_lines(view, title, **limits)
     else:
         chart = charts.attention_heatmap(view, title)
+    if ask_class.render("attention", ask_class.attention_questions(encoding, layer, heads, matrix), chart):
+        return  # a class question is on screen: the head's lines wait for its reveal
     draw_chart(chart, key="attention.chart")
     if style == "Lines":
         st.caption(charts.lines_note(view, **limits))

@@ -17,6 +17,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets import ask_class
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
 from core.charts import masked as charts
@@ -118,10 +119,12 @@ def render() -> None:
                 "to mask it.")
         return
 
-    st.subheader("The model's guesses")
-    st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
     frame = charts.top_frame(pred)
     chart = charts.top_chart(pred, frame)
+    if ask_class.render("masked", ask_class.masked_questions(lm, encoding), chart):
+        return  # a class question is on screen: the guesses wait for its reveal
+    st.subheader("The model's guesses")
+    st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
     draw_chart(chart, key="masked.top")
     export_buttons(chart, frame, "masked_guesses", key="masked.export_top")
 

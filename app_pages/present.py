@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.shell import prefetch as step_jobs
 from app_pages.shell import presenter, url_state
+from app_pages.widgets import ask_class
 from app_pages.widgets.common import PRESENTING, cached_encoding, cached_model
 from core import lessons, views
 from core.safe_text import markdown_text
@@ -128,6 +129,8 @@ url_state.sync("present")
 presenting = PRESENTING.set(True)  # the slide's charts get larger type and rows (common.draw_chart)
 try:
     with slide:
-        runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
+        # A step on a page that asks the class itself asks there; any other step can take a typed question.
+        if step.page in ask_class.PAGES or not ask_class.render("present", {}):
+            runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
 finally:
     PRESENTING.reset(presenting)

@@ -86,39 +86,79 @@ def browser_sessions(base_url: str, model: str, text: str, sessions: int, spread
     return started, done
 
 
+def rerun_message(query: dict | None = None, page_name: str = "", widgets=(), fragment_id: str = "") -> bytes:
+    """A browser's rerun request as bytes: the page's query string and name, widget states (WidgetState protos; a
+    button press is one with trigger_value=True) and, for a widget inside a fragment, the fragment's id."""
+    from urllib.parse import urlencode
+
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    message = BackMsg()
+    message.rerun_script.query_string = urlencode(query or {})
+    message.rerun_script.page_name = page_name
+    message.rerun_script.widget_states.widgets.extend(widgets)
+    message.rerun_script.fragment_id = fragment_id
+    return message.SerializeToString()
+
+
+def button_press(element):
+    """The widget state a click on a button element sends."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    return WidgetState(id=element.button.id, trigger_value=True)
+
+
+def connect(base_url: str, timeout: float, local_address: str | None = None):
+    """A bare websocket client of Streamlit's own protocol (/_stcore/stream), as `async with`; `local_address`
+    (e.g. 127.0.0.2) sets the address the server sees the connection come from."""
+    import websockets
+
+    uri = base_url.replace("http://", "ws://") + "/_stcore/stream"
+    extra = {"local_addr": (local_address, 0)} if local_address else {}
+    return websockets.connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout, **extra)
+
+
+async def read_run(ws, on_element=None) -> list:
+    """The new-element deltas of one script (or fragment) run, read until its script_finished message: each has
+    `.new_element` (an Element proto) and `.fragment_id` (what a press of a button inside a fragment sends back);
+    on_element(element) is called as each arrives."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    deltas = []
+    while True:
+        message = ForwardMsg()
+        message.ParseFromString(await ws.recv())
+        kind = message.WhichOneof("type")
+        if kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+            deltas.append(message.delta)
+            if on_element is not None:
+                on_element(message.delta.new_element)
+        if kind == "script_finished":
+            return deltas
+
+
 def websocket_sessions(base_url: str, model: str, text: str, sessions: int, spread: float, timeout: float):
     """`sessions` websocket clients ask for the same Attention page, started evenly over `spread` s, as a browser
     does on opening the link (one rerun_script BackMsg with the link's query string); (start, chart message,
     run finished) times per session."""
     import asyncio
-    from urllib.parse import urlencode
-
-    import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     started, done, finished = [None] * sessions, [None] * sessions, [None] * sessions
-    uri = base_url.replace("http://", "ws://") + "/_stcore/stream"
-    hello = BackMsg()
-    hello.rerun_script.query_string = urlencode({"model": model, "a": text})
-    hello.rerun_script.page_name = "attention"
+    hello = rerun_message({"model": model, "a": text}, "attention")
 
     async def one(i: int) -> None:
         await asyncio.sleep(i * spread / max(sessions - 1, 1))
-        async with websockets.connect(uri, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
+        async with connect(base_url, timeout) as ws:
             started[i] = time.perf_counter()
-            await ws.send(hello.SerializeToString())
-            while True:
-                message = ForwardMsg()
-                message.ParseFromString(await ws.recv())
-                kind = message.WhichOneof("type")
-                if (kind == "delta" and message.delta.WhichOneof("type") == "new_element"
-                        and message.delta.new_element.WhichOneof("type") == "vega_lite_chart" and done[i] is None
-                        and not _blank(message.delta.new_element.vega_lite_chart.spec)):
+            await ws.send(hello)
+
+            def seen(element) -> None:
+                if (element.WhichOneof("type") == "vega_lite_chart" and done[i] is None
+                        and not _blank(element.vega_lite_chart.spec)):
                     done[i] = time.perf_counter()
-                if kind == "script_finished":
-                    finished[i] = time.perf_counter()
-                    return
+
+            await read_run(ws, seen)
+            finished[i] = time.perf_counter()
 
     async def all_sessions() -> None:
         await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(sessions)), return_exceptions=True), timeout)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from app_pages.widgets import ask_class
 from app_pages.widgets.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.charts.finetune import (
@@ -155,6 +156,8 @@ def similarity_part(base: str, compared: list[str]) -> None:
                f"{first.protocol}, seed {first.seed}.")
     frame = similarity_frame(results)
     chart = similarity_chart(frame, first.model_a, first.protocol)
+    if ask_class.render("finetune", ask_class.changed_layer_questions(results), chart):
+        return  # a class question is on screen: the per-layer lines wait for its reveal
     draw_chart(chart, width="stretch")
     export_buttons(chart, frame, "similarity-per-layer", key=P + "export.lines")
 
