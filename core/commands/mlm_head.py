@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--corpus", required=True, help="corpus spec, e.g. snli:train:20000 (pairs give both sentences)")
     p.add_argument("--limit", type=validation.positive, default=None, help="at most this many sentences")
     p.add_argument("--steps", type=validation.positive, default=None, help="optimiser steps (default 3000)")
-    p.add_argument("--seed", type=int, default=0, help="masking, split and initialisation seed (default 0)")
+    p.add_argument("--seed", type=validation.count, default=0, help="masking, split and initialisation seed (default 0)")
     p.add_argument("--out", required=True, help="name of the saved head, e.g. minilm-mlm (loadable by that name)")
     add_json_arguments(p, 'one JSON object {"name", "path", "model", "top1_accuracy", "constant_accuracy", ...}')
     p.set_defaults(func=run_fit_mlm_head)
