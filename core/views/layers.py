@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.views import View
+from core.views import Param, View
 
 VIEW = View(
     name="layers",
@@ -14,7 +14,13 @@ VIEW = View(
     summary="Read what every layer holds in words: a masked-word head applied to each layer's vector at every "
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
-    params=(),
-    commands=(),
+    params=(
+        # The Sparse features tab (app_pages/widgets/sparse_features.py).
+        Param("sae", "features.sae", "str"),
+        Param("feature", "features.feature", "int", low=0),
+        Param("sae_corpus", "features.corpus", "str"),
+        Param("sae_tuned", "features.tuned", "str"),
+    ),
+    commands=("sae-train", "sae-features"),
     charts=None,
 )

@@ -67,6 +67,9 @@ COMMANDS = {
     "patch": ["--model", "{mlm}", "--clean", "the man sat on the [MASK] .", "--corrupt", "the woman sat on the [MASK] .",
               "--target", "mat", "--over", "heads"],
     "reproduce": ["fake", "--limit", "2"],
+    "sae-train": ["--model", "{m}", "--corpus", "{c}", "--layer", "1", "--features", "16", "--k", "2", "--out", "walk-sae",
+                  "--steps", "3"],
+    "sae-features": ["--sae", "walk-sae", "--text", "the cat sat ."],
 }
 # Second forms of a subcommand whose JSON comes from another branch of its code.
 VARIANTS = [("finetune", ["--model", "{m}", "--task", "{task}", "--run", "walk-queued", "--epochs", "1", "--threads", "1",
