@@ -32,6 +32,7 @@ from core.analyses import explain as explanations
 from core.analyses import head_features
 from core.analyses import inside_head as ih
 from core.analyses import masked as masked_words
+from core.analyses import neurons as nr
 from core.analyses import patching as patchings
 from core.analyses.attention import attention_view
 from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
@@ -42,6 +43,7 @@ from core.charts import explain as explain_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import masked as masked_charts
+from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
@@ -292,6 +294,36 @@ def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *,
     chart, _ = scatter(projection, layer, f"{name}, layer {layer}", names=sentence_names(items), colour=colour,
                        chosen_word=word, show_labels=show_labels)
     return _out(chart, projection_frame(projection), return_data)
+
+
+def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, text: str | None = None,
+            text_b: str | None = None, compare=None, top: int = 20, k: int = nr.DEFAULT_K, text_column: str | None = None,
+            progress=None, return_data: bool = False):
+    """Feed-forward neurons of `layer` (1..L: layer l's neurons write into hidden_states[l]) over a corpus (Read
+    the layers page, Neurons tab; corpus as in `anisotropy`). Without `neuron`: the `top` neurons by highest
+    activation, or, with `compare` (a model fine-tuned from `model`, read over the same corpus), by how much they
+    changed (Cohen's d). With `neuron`: its top-k contexts, and with `text` its activation shaded over that
+    sentence below. The index is kept under models_cache/neuron_index and reused. Frame: the chart's table."""
+    chosen = corpora.corpus_of(corpus, text_column=text_column)
+    lm = load(model)
+    index = nr.build_neuron_index(lm, chosen, layer, k=int(k), progress=progress)
+    if neuron is None:
+        changes = None
+        if compare is not None:
+            changes = nr.neuron_changes(index, nr.build_neuron_index(load(compare), chosen, layer, k=int(k),
+                                                                     progress=progress))
+        order = index.by_max() if changes is None else changes.order
+        frame = neuron_charts.neurons_frame(index, order[:int(top)], changes)
+        measure = "max activation" if changes is None else "change"
+        title = (f"Neurons of layer {index.layer}, highest activation first" if changes is None else
+                 f"Neurons of layer {index.layer} that changed most in {display_name(_ref(compare))}")
+        return _out(neuron_charts.neurons_chart(frame, measure, title), frame, return_data)
+    chart = neuron_charts.contexts_chart(index, int(neuron), int(k))
+    frame = neuron_charts.contexts_frame(index, int(neuron), int(k))
+    if text:
+        sentence = nr.neuron_sentence(lm, text, layer, text_b)
+        chart = alt.vconcat(chart, neuron_charts.sentence_chart(sentence, int(neuron)))
+    return _out(chart, frame, return_data)
 
 
 # ---- explanations ------------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
     z           [B, T, H, d]  each head's attention context, the input of the output projection (TransformerLens z)
     attn_out    [B, T, D]     the output projection's output, before dropout, residual and LayerNorm
     ffn_in      [B, T, D]     the feed-forward block's input (the attention sub-layer's output)
+    ffn_act     [B, T, I]     the feed-forward neurons: the activation after the nonlinearity (GELU), I = the
+                              intermediate size, read at the input of the feed-forward's second Linear
     ffn_out     [B, T, D]     the feed-forward block's output, before residual and LayerNorm
     resid_post  [B, T, D]     the layer's output hidden state
     call        LayerCall     what the encoder passed the layer besides the hidden state (mask, MPNet's bias)
@@ -35,7 +37,7 @@ from core.model.loading import ModelUnavailable
 # torch imported in functions: the adapter touches only the model's own tensors and modules, and
 # `python -m core --help` imports the analyses that import it.
 
-HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_out", "resid_post", "call", "position_bias")
+HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act", "ffn_out", "resid_post", "call", "position_bias")
 _HEAD_SPLIT = frozenset({"q", "k", "v", "z"})  # [B, T, H*d] in the model, [B, T, H, d] at the hook
 FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet"
 
@@ -65,8 +67,9 @@ def model_lock(model) -> threading.RLock:
 class LayerParts:
     """The modules of one layer. query/key/value/output: the attention's Linear projections (output: the one
     whose input is z); attention: the module MPNet calls with its position bias; ffn_in: the module whose input
-    is the feed-forward input; ffn_out: the module whose output is the feed-forward output. `shared`: the same
-    modules run for other layers too (ALBERT)."""
+    is the feed-forward input; ffn_act: the feed-forward's second Linear, whose input is the neurons' activation;
+    ffn_out: the module whose output is the feed-forward output. `shared`: the same modules run for other layers
+    too (ALBERT)."""
 
     layer: object
     query: object
@@ -75,6 +78,7 @@ class LayerParts:
     output: object
     attention: object
     ffn_in: object
+    ffn_act: object
     ffn_out: object
     shared: bool = False
 
@@ -91,22 +95,24 @@ class LayerCall:
 def _bert_parts(layer) -> LayerParts:
     att = layer.attention
     return LayerParts(layer, att.self.query, att.self.key, att.self.value, att.output.dense, att.self,
-                      layer.intermediate, layer.output.dense)
+                      layer.intermediate, layer.output.dense, layer.output.dense)
 
 
 def _mpnet_parts(layer) -> LayerParts:
     att = layer.attention.attn
-    return LayerParts(layer, att.q, att.k, att.v, att.o, att, layer.intermediate, layer.output.dense)
+    return LayerParts(layer, att.q, att.k, att.v, att.o, att, layer.intermediate, layer.output.dense,
+                      layer.output.dense)
 
 
 def _distilbert_parts(layer) -> LayerParts:
     att = layer.attention
-    return LayerParts(layer, att.q_lin, att.k_lin, att.v_lin, att.out_lin, att, layer.ffn, layer.ffn)
+    return LayerParts(layer, att.q_lin, att.k_lin, att.v_lin, att.out_lin, att, layer.ffn, layer.ffn.lin2, layer.ffn)
 
 
 def _albert_parts(layer) -> LayerParts:
     att = layer.attention
-    return LayerParts(layer, att.query, att.key, att.value, att.dense, att, layer.ffn, layer.ffn_output, shared=True)
+    return LayerParts(layer, att.query, att.key, att.value, att.dense, att, layer.ffn, layer.ffn_output,
+                      layer.ffn_output, shared=True)
 
 
 def _base_of(model):
@@ -302,7 +308,7 @@ class ModelAdapter:
         return {
             "resid_pre": (parts.layer, "in+kwargs"), "call": (parts.layer, "in+kwargs"), "resid_post": (parts.layer, "out"),
             "q": (parts.query, "out"), "k": (parts.key, "out"), "v": (parts.value, "out"), "z": (parts.output, "in"),
-            "attn_out": (parts.output, "out"), "ffn_in": (parts.ffn_in, "in"), "ffn_out": (parts.ffn_out, "out"),
+            "attn_out": (parts.output, "out"), "ffn_in": (parts.ffn_in, "in"), "ffn_act": (parts.ffn_act, "in"), "ffn_out": (parts.ffn_out, "out"),
             "position_bias": (parts.attention, "in+kwargs"),
         }[point]
 

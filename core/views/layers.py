@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.views import Param, View
+from core.views import LAYER, Param, View
 
 VIEW = View(
     name="layers",
@@ -15,12 +15,18 @@ VIEW = View(
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
     params=(
-        # The Sparse features tab (app_pages/widgets/sparse_features.py).
+        # the Neurons tab (app_pages/widgets/neurons.py)
+        Param("neuron_layer", "neurons.layer", **LAYER),
+        Param("neuron", "neurons.neuron", "int", low=0, high=1_000_000),
+        Param("neuron_by", "neurons.by", "str", None, ("max", "change")),
+        Param("neuron_b", "neurons.b", "str"),
+        Param("neuron_corpus", "neurons.source", "str"),
+        # the Sparse features tab (app_pages/widgets/sparse_features.py)
         Param("sae", "features.sae", "str"),
-        Param("feature", "features.feature", "int", low=0),
-        Param("sae_corpus", "features.corpus", "str"),
-        Param("sae_tuned", "features.tuned", "str"),
+        Param("feature", "features.feature", "int", low=0, high=1_000_000),
+        Param("sae_b", "features.b", "str"),
+        Param("sae_corpus", "features.source", "str"),
     ),
-    commands=("sae-train", "sae-features"),
+    commands=("neurons", "neurons-diff", "sae-train", "sae-features"),
     charts=None,
 )

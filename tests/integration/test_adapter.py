@@ -147,6 +147,45 @@ def test_every_point_equals_the_models_own_computation(family):
         assert not torch.allclose(store["q", 0], store["q", 1])
 
 
+def _activation_modules(family: str, model) -> list:
+    """The module whose output is each layer's feed-forward activation (after GELU), by each family's own names;
+    ALBERT: its shared layer's activation, called once per layer."""
+    base = model.base_model
+    if family == "albert":
+        return [base.encoder.albert_layer_groups[0].albert_layers[0].activation]
+    if family == "distilbert":
+        return [l.ffn.activation for l in base.transformer.layer]
+    return [l.intermediate for l in base.encoder.layer]  # dense + act: BERT, RoBERTa, ELECTRA, MPNet
+
+
+def test_ffn_act_equals_a_plain_hook_on_the_intermediate_module(family):
+    name, mlm, _, lm = family
+    feed = _feed(lm.tokenizer)
+    seen = []
+    handles = [m.register_forward_hook(lambda _m, _i, out: seen.append(out.detach()))
+               for m in _activation_modules(name, mlm)]
+    try:
+        with torch.no_grad():
+            mlm(**feed)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert len(seen) == 3
+    adapter = ModelAdapter.of(mlm)
+    with torch.no_grad(), adapter.capture(["ffn_act", "ffn_out"]) as store:
+        mlm(**feed)
+    for layer in range(3):
+        assert store["ffn_act", layer].shape == (2, feed["input_ids"].shape[1], 48)
+        torch.testing.assert_close(store["ffn_act", layer], seen[layer], atol=0, rtol=0)
+    # silencing every neuron of layer 1 leaves the feed-forward output at the second Linear's bias
+    second = adapter.parts(1).ffn_act
+    with torch.no_grad(), adapter.intervene("ffn_act", lambda value, _layer: torch.zeros_like(value), layers=1), \
+            adapter.capture(["ffn_out"], layers=1) as silenced:
+        mlm(**feed)
+    torch.testing.assert_close(silenced["ffn_out", 1], second.bias.expand_as(silenced["ffn_out", 1]))
+    assert _no_hooks(mlm)
+
+
 def test_mlm_lens_at_the_last_layer_is_the_models_output(family):
     from core.analyses.masked import fill_mask, head_probabilities
 

@@ -462,6 +462,60 @@ def test_nearest_contexts_label_every_match(k):
     assert_no_empty_or_nan(frame, "similarity")
 
 
+def _neuron_index(n_items: int, k: int):
+    """A NeuronIndex of 30 neurons over `n_items` made-up sentences of 12 words, top-k contexts each."""
+    from core.analyses.neurons import ItemTokens, NeuronIndex
+    from core.analyses.top_contexts import TopContexts
+
+    rng = np.random.default_rng(k)
+    items = tuple(ItemTokens(("[CLS]", *sentence(12, i).split(), "[SEP]"), (-1, *range(12), -1),
+                             tuple(sentence(12, i).split())) for i in range(n_items))
+    values = -np.sort(-rng.uniform(0.1, 3.0, (30, k)), axis=1)
+    top = TopContexts(values.astype(np.float32), rng.integers(0, n_items, (30, k)), rng.integers(1, 13, (30, k)),
+                      n_items * 12)
+    return NeuronIndex("m", "made-up", "d", 3, top, rng.normal(size=30), rng.uniform(0.1, 1, 30),
+                       rng.uniform(0, 1, 30), items, (0,) * n_items, 64)
+
+
+@pytest.mark.parametrize("k", [5, 20])
+def test_neuron_lists_and_contexts_label_every_row(k):
+    from core.analyses.neurons import NeuronChanges
+    from core.charts import neurons as neuron_charts
+
+    index = _neuron_index(40, k)
+    changes = NeuronChanges("m", "run", "made-up", 3, np.arange(30)[::-1], np.linspace(-2, 2, 30), index.mean,
+                            index.mean + 1, index.firing_rate, index.firing_rate)
+    for frame, measure in ((neuron_charts.neurons_frame(index, index.by_max()[:20]), "max activation"),
+                           (neuron_charts.neurons_frame(index, changes.order[:20], changes), "change")):
+        drawing = draw(neuron_charts.neurons_chart(frame, measure, f"The 20 neurons of layer 3 by {measure}"))
+        assert_every_label(drawing, list(frame["label"]))
+        assert smallest_gap(label_rows(drawing, list(frame["label"]))) >= ROW
+        assert_titles_inside(drawing)
+        assert_no_empty_or_nan(frame, measure)
+    chart = neuron_charts.contexts_chart(index, 4)
+    frame = neuron_charts.contexts_frame(index, 4)
+    lines = chart.to_dict()["encoding"]["y"]["sort"]
+    assert len(lines) == k and all(f"[{w}]" in line for w, line in zip(frame["word"], lines))
+    drawing = draw(chart)
+    assert_every_label(drawing, lines)
+    assert smallest_gap(label_rows(drawing, lines)) >= ROW
+    assert_titles_inside(drawing)
+    assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+
+
+@pytest.mark.parametrize("name,text_a,text_b", INPUTS, ids=IDS)
+def test_neuron_shading_labels_every_token(tiny, name, text_a, text_b):
+    from core.analyses.neurons import neuron_sentence
+    from core.charts import neurons as neuron_charts
+
+    result = neuron_sentence(tiny, text_a, 1, text_b)
+    frame = neuron_charts.sentence_frame(result, 5)
+    drawing = draw(neuron_charts.sentence_chart(result, 5))
+    assert_every_label(drawing, list(frame["label"]))
+    assert_titles_inside(drawing)
+    assert_no_empty_or_nan(frame, "activation")
+
+
 def test_bias_confusion_matrices_name_every_class():
     from core.bias import ARMS
     from core.charts import bias as bias_charts
