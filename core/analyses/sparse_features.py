@@ -30,6 +30,8 @@ from typing import Sequence
 import numpy as np
 
 from core.files import atomic_path, remove, write_json_atomic
+from core.analyses.neurons import ItemTokens, NeuronContext, NeuronIndex
+from core.analyses.top_contexts import TopContexts, TopKAccumulator
 from core.model import distributed
 from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
@@ -162,13 +164,16 @@ def check_model(sae: SparseAutoencoder, lm: LoadedModel, *, same_model: bool = T
 class TokenVectors:
     """One layer's vectors at the non-special tokens of a corpus. vectors [N, d] float32; example_ids [N] int
     (index into `texts`); positions [N] int (the token's index in its input, special tokens counted); tokens [N]
-    the word pieces; texts [S] the inputs as written."""
+    the word pieces; texts [S] the inputs as written; items [S] each input as the model read it (its words, for
+    contexts); dropped [S] word pieces truncation cut off each input."""
 
     vectors: np.ndarray
     example_ids: np.ndarray
     positions: np.ndarray
     tokens: tuple[str, ...]
     texts: tuple[str, ...]
+    items: tuple[ItemTokens, ...]
+    dropped: tuple[int, ...]
 
 
 def layer_vectors(lm: LoadedModel, inputs: Sequence, layer: int, *, batch_size: int = 32,
@@ -179,22 +184,23 @@ def layer_vectors(lm: LoadedModel, inputs: Sequence, layer: int, *, batch_size: 
         raise SaeError(f"{display_name(lm.ref)} has layers 0 (embeddings) to {lm.num_layers}; layer {layer} does not "
                        "exist.")
     inputs = list(inputs)
-    mine: dict[int, tuple[np.ndarray, np.ndarray, tuple[str, ...]]] = {}
+    mine: dict[int, tuple[np.ndarray, np.ndarray, ItemTokens, int]] = {}
     for batch in encode_share_batches(lm, inputs, batch_size=batch_size, attentions=False, progress=progress,
                                       should_stop=should_stop):
         hidden = batch.hidden_states[layer].float().cpu().numpy()
         for row, (index, item) in enumerate(zip(batch.indices, batch.items)):
             keep = np.flatnonzero(~np.asarray(item.special_mask, dtype=bool))
-            mine[index] = (hidden[row, keep], keep, tuple(item.tokens[t] for t in keep))
+            mine[index] = (hidden[row, keep], keep, ItemTokens(tuple(item.tokens), tuple(int(w) for w in item.word_ids),
+                                                               tuple(item.words)), item.n_tokens_full - item.n_tokens)
     # Several ranks: each encoded its share; every rank gets all inputs back, in order (core.model.distributed).
     gathered = distributed.current().gather_indexed(len(inputs), mine)
     dim = lm.hidden_size
-    vectors = np.concatenate([v for v, _, _ in gathered] or [np.zeros((0, dim))]).astype(np.float32)
-    example_ids = np.concatenate([np.full(len(p), i) for i, (_, p, _) in enumerate(gathered)] or [[]]).astype(np.int64)
-    positions = np.concatenate([p for _, p, _ in gathered] or [[]]).astype(np.int64)
-    tokens = tuple(t for _, _, ts in gathered for t in ts)
-    texts = tuple(_text_of(item) for item in inputs)
-    return TokenVectors(vectors, example_ids, positions, tokens, texts)
+    vectors = np.concatenate([v for v, _, _, _ in gathered] or [np.zeros((0, dim))]).astype(np.float32)
+    example_ids = np.concatenate([np.full(len(p), i) for i, (_, p, _, _) in enumerate(gathered)] or [[]]).astype(np.int64)
+    positions = np.concatenate([p for _, p, _, _ in gathered] or [[]]).astype(np.int64)
+    tokens = tuple(item.tokens[p] for _, kept, item, _ in gathered for p in kept)
+    return TokenVectors(vectors, example_ids, positions, tokens, tuple(_text_of(item) for item in inputs),
+                        tuple(item for _, _, item, _ in gathered), tuple(int(cut) for _, _, _, cut in gathered))
 
 
 def _text_of(item) -> str:
@@ -568,55 +574,67 @@ def sentence_features(sae: SparseAutoencoder, lm: LoadedModel, text: str, text_b
 
 
 # --- a feature over a corpus ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+TOP_CONTEXTS = 10
+
+
+@dataclass(frozen=True, eq=False)
 class FeatureAtlas:
-    """Every feature of an SAE over a corpus: firing_rate [F] (share of tokens where it is > 0), max_activation [F],
-    the non-zero activations as (token [M], feature [M], value [M]) triples, and the token vectors' texts and
-    tokens (TokenVectors) to show contexts from."""
+    """Every feature of an SAE over a corpus (F features, N tokens, M non-zero activations):
+
+    top            TopContexts [F, TOP_CONTEXTS] (core.analyses.top_contexts): example = input, position = token
+    firing_rate    [F] share of the corpus's non-special tokens where the feature is > 0
+    mean, std      [F] its mean and standard deviation over those tokens (zeros included)
+    feature_index  [M] int and values [M] float32: every non-zero activation (for the histograms)
+    items          [S] the inputs as the model read them (contexts); dropped [S] pieces truncation cut off
+    """
 
     sae: str
     model: str
     layer: int
     corpus: str
+    digest: str
+    top: TopContexts
     firing_rate: np.ndarray
-    max_activation: np.ndarray
-    token_index: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
     feature_index: np.ndarray
     values: np.ndarray
-    example_ids: np.ndarray
-    positions: np.ndarray
-    tokens: tuple[str, ...]
-    texts: tuple[str, ...]
+    items: tuple[ItemTokens, ...]
+    dropped: tuple[int, ...]
+    max_length: int
 
     @property
     def n_tokens(self) -> int:
-        return len(self.tokens)
+        return self.top.n_tokens
 
-    def activations_of(self, feature: int) -> tuple[np.ndarray, np.ndarray]:
-        """(token indices [m], values [m]) where `feature` fires."""
-        mask = self.feature_index == feature
-        return self.token_index[mask], self.values[mask]
+    @property
+    def max_activation(self) -> np.ndarray:
+        """[F] each feature's highest activation (0 for a feature that never fires)."""
+        return np.maximum(self.top.values[:, 0], 0.0)
+
+    def by_firing(self) -> np.ndarray:
+        """Features, most often firing first (ties: lower index first)."""
+        return np.lexsort((np.arange(len(self.firing_rate)), -self.firing_rate))
+
+    def contexts(self, feature: int, k: int | None = None) -> tuple[NeuronContext, ...]:
+        """The feature's top contexts where it fires (value > 0), best first; the neurons tab's contexts, read
+        through its NeuronIndex (same words either side)."""
+        index = NeuronIndex(self.model, self.corpus, self.digest, self.layer, self.top, self.mean, self.std,
+                            self.firing_rate, self.items, self.dropped, self.max_length)
+        return tuple(c for c in index.contexts(feature, k) if c.value > 0)
 
     def histogram(self, feature: int, bins: int = HISTOGRAM_BINS) -> "Histogram":
-        _, values = self.activations_of(feature)
-        counts, edges = np.histogram(values, bins=bins) if len(values) else (np.zeros(0, np.int64), np.zeros(1))
+        """The feature's non-zero activations binned (numpy's equal-width bins over their range)."""
+        values = self.values[self.feature_index == feature]
+        if not len(values):
+            return Histogram(int(feature), np.zeros(0, np.int64), np.zeros(0), self.n_tokens)
+        counts, edges = np.histogram(values, bins=bins)
         return Histogram(int(feature), counts.astype(np.int64), edges.astype(np.float64), self.n_tokens - len(values))
 
-    def top_contexts(self, feature: int, top: int = 10, window: int = 8) -> list[dict]:
-        """The `top` tokens where the feature is largest: {"value", "example", "position", "token", "left",
-        "right"} (left/right: up to `window` tokens of the same input on each side)."""
-        tokens, values = self.activations_of(feature)
-        order = np.lexsort((tokens, -values))[:top]
-        out = []
-        for i in order:
-            t = int(tokens[i])
-            same = np.flatnonzero(self.example_ids == self.example_ids[t])
-            where = int(np.searchsorted(same, t))
-            out.append({"value": float(values[i]), "example": int(self.example_ids[t]), "position": int(self.positions[t]),
-                        "token": self.tokens[t],
-                        "left": " ".join(self.tokens[j] for j in same[max(0, where - window):where]),
-                        "right": " ".join(self.tokens[j] for j in same[where + 1:where + 1 + window])})
-        return out
+    def feature_json(self, feature: int, k: int | None = None) -> dict:
+        return {"feature": int(feature), "firing_rate": float(self.firing_rate[feature]),
+                "max": float(self.max_activation[feature]), "mean": float(self.mean[feature]),
+                "contexts": [c.__dict__ for c in self.contexts(feature, k)]}
 
     def to_json(self) -> dict:
         return {"sae": self.sae, "model": self.model, "layer": self.layer, "corpus": self.corpus,
@@ -634,31 +652,35 @@ class Histogram:
     zeros: int
 
 
-def feature_atlas(sae: SparseAutoencoder, lm: LoadedModel, inputs: Sequence, *, corpus: str = "",
+def feature_atlas(sae: SparseAutoencoder, lm: LoadedModel, inputs: Sequence, *, corpus: str = "", digest: str = "",
                   same_model: bool = True, batch_size: int = 32, progress: ProgressCallback = None,
                   should_stop: StopCheck = None) -> FeatureAtlas:
     """Encode `inputs` with `lm` and the SAE; same_model=False reads a fine-tuned run of the SAE's model."""
     check_model(sae, lm, same_model=same_model)
     vectors = layer_vectors(lm, inputs, sae.layer, batch_size=batch_size, progress=progress, should_stop=should_stop)
-    token_index, feature_index, values = [], [], []
-    for start in range(0, len(vectors.vectors), 4096):
+    if not len(vectors.vectors):
+        raise SaeError(f"{corpus or 'the corpus'} has no word pieces to read (only special tokens)")
+    top = TopKAccumulator(sae.F, TOP_CONTEXTS)
+    total, squares = np.zeros(sae.F), np.zeros(sae.F)
+    feature_index, values = [], []
+    for start in range(0, len(vectors.vectors), 2048):
         check_stop(should_stop)
-        z = sae.encode(vectors.vectors[start:start + 4096])
+        z = sae.encode(vectors.vectors[start:start + 2048])
+        top.add(z, vectors.example_ids[start:start + 2048], vectors.positions[start:start + 2048])
+        wide = z.astype(np.float64)
+        total += wide.sum(axis=0)
+        squares += (wide ** 2).sum(axis=0)
         rows, cols = np.nonzero(z)
-        token_index.append(rows + start)
         feature_index.append(cols)
         values.append(z[rows, cols])
-    token_index = np.concatenate(token_index or [np.zeros(0, np.int64)]).astype(np.int64)
-    feature_index = np.concatenate(feature_index or [np.zeros(0, np.int64)]).astype(np.int64)
-    values = np.concatenate(values or [np.zeros(0, np.float32)]).astype(np.float32)
-    n = max(len(vectors.vectors), 1)
-    firing = np.bincount(feature_index, minlength=sae.F) / n
-    max_activation = np.zeros(sae.F, dtype=np.float32)
-    np.maximum.at(max_activation, feature_index, values)
-    return FeatureAtlas(sae=sae.name, model=lm.ref, layer=sae.layer, corpus=corpus, firing_rate=firing,
-                        max_activation=max_activation, token_index=token_index, feature_index=feature_index,
-                        values=values, example_ids=vectors.example_ids, positions=vectors.positions,
-                        tokens=vectors.tokens, texts=vectors.texts)
+    n = len(vectors.vectors)
+    feature_index = np.concatenate(feature_index).astype(np.int64)
+    mean = total / n
+    return FeatureAtlas(sae=sae.name, model=lm.ref, layer=sae.layer, corpus=corpus, digest=digest, top=top.result(),
+                        firing_rate=np.bincount(feature_index, minlength=sae.F) / n, mean=mean,
+                        std=np.sqrt(np.maximum(squares / n - mean ** 2, 0.0)), feature_index=feature_index,
+                        values=np.concatenate(values).astype(np.float32), items=vectors.items,
+                        dropped=vectors.dropped, max_length=lm.max_length)
 
 
 @dataclass(frozen=True)
@@ -743,7 +765,7 @@ class FiringChange:
 
 def firing_change(atlas_a: FeatureAtlas, atlas_b: FeatureAtlas) -> FiringChange:
     """Compare two atlases of one SAE over the same corpus (the pretrained model's and a fine-tuned run's)."""
-    if atlas_a.sae != atlas_b.sae or atlas_a.texts != atlas_b.texts:
+    if atlas_a.sae != atlas_b.sae or len(atlas_a.items) != len(atlas_b.items):
         raise SaeError("compare two models with the same SAE over the same corpus")
     return FiringChange(sae=atlas_a.sae, model_a=atlas_a.model, model_b=atlas_b.model, layer=atlas_a.layer,
                         corpus=atlas_a.corpus, rate_a=atlas_a.firing_rate, rate_b=atlas_b.firing_rate,
