@@ -128,3 +128,31 @@ def test_changes_rank_neurons_by_cohens_d_as_numpy_does(tiny_bert_dir, tmp_path)
     assert [n["neuron"] for n in payload["neurons"]] == changes.order[:3].tolist() and "Cohen" in payload["measure"]
     with pytest.raises(nr.NeuronError, match="same corpus and layer"):
         nr.neuron_changes(a, nr.build_neuron_index(load_model(str(other_dir)), corpus, layer=2))
+
+
+def test_cli_prints_one_object_with_the_index_and_the_sentence(tiny_bert_dir, tmp_path, capsys):
+    import json
+
+    from core.__main__ import main
+
+    corpus_file = tmp_path / "sentences.txt"
+    corpus_file.write_text("\n".join(s for s in SENTENCES if isinstance(s, str)) + "\n")
+    other_dir = make_tiny_bert(tmp_path / "other", seed=1)
+    argv = ["neurons", "--model", str(tiny_bert_dir), "--layer", "1", "--corpus", str(corpus_file), "--top", "3",
+            "--neuron", "5", "--neuron", "9", "--text", "the cat sat .", "--json", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1
+    payload = json.loads(out[0])
+    index = nr.build_neuron_index(load_model(str(tiny_bert_dir)), corpora.resolve(str(corpus_file)), 1, k=3)
+    assert [n["neuron"] for n in payload["neurons"]] == [5, 9] and payload["layer"] == 1 and payload["k"] == 3
+    assert payload["neurons"][0] == json.loads(json.dumps(index.neuron_json(5)))
+    sentence = nr.neuron_sentence(load_model(str(tiny_bert_dir)), "the cat sat .", 1)
+    assert payload["sentence"]["tokens"] == list(sentence.tokens)
+    np.testing.assert_allclose(payload["sentence"]["activations"]["9"], sentence.of(9), atol=1e-6)
+    assert main(["neurons-diff", "--model", str(tiny_bert_dir), "--model", str(other_dir), "--layer", "2",
+                 "--corpus", str(corpus_file), "--top", "4", "--json", "--quiet"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["a"] == str(tiny_bert_dir) and len(diff["neurons"]) == 4 and "Cohen" in diff["measure"]
+    assert main(["neurons", "--model", str(tiny_bert_dir), "--layer", "3", "--corpus", str(corpus_file)]) != 0
+    assert "layer must be 1..2" in capsys.readouterr().err
