@@ -35,7 +35,7 @@ from core.analyses.top_contexts import TopContexts, TopKAccumulator
 from core.model import distributed
 from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
-from core.model.loading import LoadedModel, display_name
+from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 
 WEIGHTS = "sae.safetensors"
@@ -151,12 +151,23 @@ def check_model(sae: SparseAutoencoder, lm: LoadedModel, *, same_model: bool = T
     """SaeError unless `lm` gives vectors this SAE reads: the same width and the layer; with same_model, the very
     model it was trained on (a fine-tuned run of it is compared with same_model=False)."""
     label = sae.name or "this SAE"
-    if same_model and lm.ref != sae.model and Path(lm.path).resolve() != Path(sae.model).expanduser().resolve():
+    if same_model and not same_folder(lm, sae.model):
         raise SaeError(f"{label} was trained on {display_name(sae.model)} (layer {sae.layer}), not on "
                        f"{display_name(lm.ref)}: pick that model, or train an SAE on this one.")
     if lm.hidden_size != sae.d or sae.layer > lm.num_layers:
         raise SaeError(f"{label} reads {sae.d}-dimensional vectors of layer {sae.layer}; {display_name(lm.ref)} has "
                        f"{lm.hidden_size} dimensions and layers 0 to {lm.num_layers}.")
+
+
+def same_folder(lm: LoadedModel, ref: str) -> bool:
+    """True when `ref` names the model `lm` is (the same reference, or one that resolves to its folder)."""
+    if lm.ref == ref:
+        return True
+    try:
+        folder = resolve(ref)[1]
+    except ModelUnavailable:
+        return False
+    return folder is not None and Path(folder).resolve() == Path(lm.path).resolve()
 
 
 # --- token vectors ----------------------------------------------------------------------------------------------
