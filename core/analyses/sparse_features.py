@@ -19,7 +19,7 @@ folder itself (`sae.safetensors` + `config.json`) appears only when complete (co
 
 from __future__ import annotations
 
-# torch and safetensors imported in functions: a view module reads this module's names without loading torch.
+# torch (and safetensors.torch) imported in functions: the CLI's --help and the pages' imports stay light.
 import json
 import math
 import time
@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from safetensors.numpy import load_file, save_file
 
 from core.files import atomic_path, remove, write_json_atomic
 from core.analyses.neurons import ItemTokens, NeuronContext, NeuronIndex
 from core.analyses.top_contexts import TopContexts, TopKAccumulator
 from core.model import distributed
+from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
 from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve
@@ -107,8 +109,6 @@ def _encode(weights: dict, x, k: int, input_scale: float):
 # --- saved folders ----------------------------------------------------------------------------------------------
 def save_sae(sae: SparseAutoencoder, name: str) -> Path:
     """Write artefact_dir("sae")/NAME (sae.safetensors + config.json) in one step; returns the folder."""
-    from safetensors.numpy import save_file
-
     check_name(name)
     folder = artefact_dir("sae") / name
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -127,8 +127,6 @@ def check_name(name: str) -> None:
 
 def load_sae(name: str) -> SparseAutoencoder:
     """A saved SAE by name (or folder path); SaeError when its file does not hold exactly the saved format."""
-    from safetensors.numpy import load_file
-
     artefact = find_artefact("sae", name)
     folder = Path(artefact.path)
     config = json.loads((folder / "config.json").read_text())
@@ -368,8 +366,6 @@ def split_vectors(vectors: TokenVectors, settings: TrainSettings) -> tuple[np.nd
 
 
 def write_vectors(name: str, fingerprint: dict, train: np.ndarray, held: np.ndarray) -> None:
-    from safetensors.numpy import save_file
-
     folder = state_dir(name)
     if folder.exists():
         remove(folder)  # a state of other settings: this run starts afresh
@@ -382,8 +378,6 @@ def write_vectors(name: str, fingerprint: dict, train: np.ndarray, held: np.ndar
 def _read_state(name: str, fingerprint: dict) -> dict | None:
     """The saved vectors (and weights, Adam moments, step when a run got that far) of a run with the same
     fingerprint; None when there is none."""
-    from safetensors.numpy import load_file
-
     folder = state_dir(name)
     try:
         meta = json.loads((folder / "state.json").read_text())
@@ -402,11 +396,11 @@ def _read_state(name: str, fingerprint: dict) -> dict | None:
 def _save_progress(name: str, meta: dict, tensors: dict) -> None:
     """Weights and optimiser state first, then state.json naming the step: a kill between the two leaves the older
     step's json with newer weights, which resume treats as that step (a few steps repeated, nothing lost)."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file as save_tensors
 
     folder = state_dir(name)
     with atomic_path(folder / "weights.safetensors") as tmp:
-        save_file({key: value.detach().contiguous().cpu() for key, value in tensors.items()}, str(tmp))
+        save_tensors({key: value.detach().contiguous().cpu() for key, value in tensors.items()}, str(tmp))
     old = json.loads((folder / "state.json").read_text())
     write_json_atomic(folder / "state.json", {**old, **meta})
 
@@ -718,8 +712,6 @@ def lens_tokens(sae: SparseAutoencoder, head_lm: LoadedModel, feature: int, *, a
     core.model.adapter.NoMaskedLMHead, whose message the caller extends with `fit-mlm-head`. activation: the
     feature's value (default sqrt(d): the size of a typical scaled token vector)."""
     import torch
-
-    from core.model.adapter import ModelAdapter, NoMaskedLMHead
 
     if not 0 <= feature < sae.F:
         raise SaeError(f"feature {feature} does not exist: this SAE has features 0 to {sae.F - 1}")
