@@ -25,7 +25,9 @@ def register(subparsers) -> None:
     p.add_argument("--layer", type=validation.count, required=True, help="0 = the embeddings, L = the last layer")
     p.add_argument("--features", type=validation.positive, required=True, help="F, e.g. 8 × the model's width")
     p.add_argument("--k", type=validation.positive, required=True, help="features kept per token (e.g. 32)")
-    p.add_argument("--out", required=True, metavar="NAME", help="the saved SAE's name (models_cache/saes/NAME)")
+    # dest "name": core/__main__.py clears args.out (the JSON file of other commands) on every rank but the first
+    p.add_argument("--out", dest="name", required=True, metavar="NAME",
+                   help="the saved SAE's name (models_cache/saes/NAME)")
     p.add_argument("--steps", type=validation.count, default=0,
                    help="Adam steps (default 0: --epochs passes over the training tokens)")
     p.add_argument("--epochs", type=validation.positive_number, default=sf.TrainSettings.epochs)
@@ -57,11 +59,11 @@ def run_train(args) -> int:
     settings = sf.TrainSettings(features=args.features, k=args.k, batch=args.batch, steps=args.steps,
                                 epochs=args.epochs, lr=args.lr, seed=args.seed)
     settings.check()
-    sf.check_name(args.out)
+    sf.check_name(args.name)
     ctx = distributed.current()
     lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
     spec = f"{args.corpus}" + (f" (first {args.limit})" if args.limit else "")
-    result, truncated = counted(lambda: sf.train_sae(lm, corpus.sentences, args.layer, settings, args.out, corpus=spec,
+    result, truncated = counted(lambda: sf.train_sae(lm, corpus.sentences, args.layer, settings, args.name, corpus=spec,
                                                      progress=stderr_progress(args)))
     if not ctx.is_main:
         return 0
