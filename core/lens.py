@@ -43,6 +43,7 @@ from core.charts import attention as attention_charts
 from core.charts import explain as explain_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
+from core.charts import layout
 from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
@@ -355,7 +356,11 @@ def features(sae, text: str, text_b: str | None = None, *, model=None, feature: 
         other = sparse.feature_atlas(sae, load(compare), list(chosen.sentences), corpus=chosen.name,
                                      digest=chosen.digest, same_model=False, progress=progress)
         charts.append(sparse_charts.change_chart(sparse.firing_change(atlas, other), top))
-    return _out(alt.vconcat(*charts), frame, return_data)
+    # altair refuses a part with its own autosize inside a concatenation: the whole is sized instead
+    parts = [part.copy() for part in charts]
+    for part in parts:
+        part.autosize = alt.Undefined
+    return _out(alt.vconcat(*parts).properties(autosize=layout.PAD), frame, return_data)
 
 
 # ---- explanations ------------------------------------------------------------------------------------------------

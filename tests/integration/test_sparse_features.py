@@ -205,3 +205,20 @@ def test_clear_messages(tiny):
         sf.lens_tokens(sf.load_sae("no-head"), lm, 0)
     with pytest.raises(ValueError, match="no sae named 'missing'.*no-head"):
         sf.load_sae("missing")
+
+
+def test_notebook_features(tiny, tmp_path):
+    from core import lens
+
+    lm = load_model(str(tiny))
+    texts = sentences(40, seed=6)
+    sf.train_sae(lm, texts, 1, SETTINGS, "notebook")
+    text = "the dog ran to the park ."
+    chart, frame = lens.features("notebook", text, return_data=True)
+    found = sf.sentence_features(sf.load_sae("notebook"), lm, text)
+    assert frame["feature"].drop_duplicates().tolist() == found.features[:15].tolist()
+    assert chart.to_dict()["title"].startswith("Features of notebook")
+    other = make_tiny_bert(tmp_path / "other", seed=7)
+    chart = lens.features("notebook", text, feature=int(found.features[0]), corpus=texts, compare=str(other))
+    titles = json.dumps(chart.to_dict())
+    assert f"Top contexts of feature {int(found.features[0])}" in titles and "firing rate changed most" in titles
