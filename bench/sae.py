@@ -40,16 +40,22 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--name", default="bench-minilm-l4")
     parser.add_argument("--dump", default=None)
+    parser.add_argument("--vectors", default=None,
+                        help="train on the .npz a --dump wrote instead of encoding (timing beside sae_lens_trial.py)")
     args = parser.parse_args()
 
     lm = load_model(args.model)
-    sentences = resolve(args.corpus).sentences
     settings = sf.TrainSettings(features=args.features, k=args.k, batch=args.batch, steps=args.steps,
                                 epochs=args.epochs, lr=args.lr)
     started = time.monotonic()
-    vectors = sf.layer_vectors(lm, sentences, args.layer)
+    if args.vectors:
+        sentences, saved = [], np.load(args.vectors)
+        train, held = saved["train"], saved["held"]
+        args.corpus = args.vectors
+    else:
+        sentences = resolve(args.corpus).sentences
+        train, held = sf.split_vectors(sf.layer_vectors(lm, sentences, args.layer), settings)
     encode_seconds = time.monotonic() - started
-    train, held = sf.split_vectors(vectors, settings)
     if args.dump:
         np.savez(args.dump, train=train, held=held)
     sf.write_vectors(args.name, sf.run_fingerprint(lm.ref, args.layer, args.corpus, len(sentences), settings),

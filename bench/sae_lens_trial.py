@@ -52,7 +52,7 @@ def main() -> None:
             step += 1
 
     trainer = SAETrainer(SAETrainerConfig(total_training_samples=args.steps * args.batch,
-                                          train_batch_size_samples=args.batch, lr=args.lr, device="cpu",
+                                          train_batch_size_samples=args.batch, lr=args.lr, lr_end=args.lr, device="cpu",
                                           n_batches_for_norm_estimate=20), sae, batches())
     started = time.monotonic()
     trained = trainer.fit()
