@@ -13,8 +13,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, model_ref,
-                                      sentences, warn_if_truncated)
+from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, model_or_error,
+                                      model_ref, sentences, warn_if_truncated)
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import sparse_features as sf
 from core.charts import sparse_features as charts
@@ -47,12 +47,10 @@ def render() -> None:
           "thousands, each a direction that tends to mean one thing, which is easier to read than the raw numbers.",
           "Pick or train an autoencoder for the sidebar's model, see which features fire on your sentence, read one "
           "feature's top contexts, histogram and words, and find the features that fine-tuning changed most.")
-    ref = model_ref()
-    try:
-        lm = cached_model(ref)
-    except ModelUnavailable as err:
-        st.error(markdown_text(err))
+    lm = model_or_error()
+    if lm is None:
         return
+    ref = model_ref()
     saes = list_artefacts("sae")
     train_part(ref, lm, expanded=not saes)
     saes = list_artefacts("sae")
