@@ -117,7 +117,7 @@ def change_chart(change: FiringChange, top: int = 20) -> alt.LayerChart:
     dots = alt.Chart(long).mark_point(filled=True, size=70).encode(
         x=alt.X("firing rate:Q", title="share of tokens where the feature fires", axis=alt.Axis(format="%")),
         y=y, color=alt.Color("model:N", sort=[f"A: {a}", f"B: {b}"], legend=alt.Legend(title=None, orient="top")),
-        shape=alt.Shape("model:N", sort=[f"A: {a}", f"B: {b}"]),
+        shape=alt.Shape("model:N", sort=[f"A: {a}", f"B: {b}"], legend=None),  # the colour legend names both
         tooltip=["feature", "model", alt.Tooltip("firing rate:Q", format=".2%"), alt.Tooltip("change:Q", format="+.2%")])
     return layout.fixed_size(alt.layer(line, dots, title=f"Features whose firing rate changed most ({change.corpus})")
                              .properties(width=320, height=layout.token_step()))
