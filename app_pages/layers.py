@@ -13,7 +13,8 @@ intro(
     "Below the lens, browse the feed-forward neurons and the sparse features a layer is made of, on your sentence "
     "and over a corpus, and see which change after fine-tuning.",
 )
-lens_tab, neurons_tab, features_tab = st.tabs(["Lens", "Neurons", "Sparse features"])
+# A key keeps the open tab across reruns (without one, a job finishing in the Neurons tab reopened Lens).
+lens_tab, neurons_tab, features_tab = st.tabs(["Lens", "Neurons", "Sparse features"], key="layers.tab", on_change="rerun")
 with lens_tab:
     layer_lens.render()
 with neurons_tab:

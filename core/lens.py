@@ -130,6 +130,14 @@ def _out(chart, frame, return_data: bool):
     return (chart, frame) if return_data else chart
 
 
+def _stacked(charts) -> alt.VConcatChart:
+    """Charts one above the other, sized as a whole (a part of a concatenation may not size itself)."""
+    parts = [chart.copy() for chart in charts]
+    for part in parts:
+        part.autosize = alt.Undefined
+    return layout.fixed_size(alt.vconcat(*parts))
+
+
 # ---- attention ---------------------------------------------------------------------------------------------------
 
 def head_view(model, text: str, text_b: str | None = None, *, layer: int | None = None,
@@ -325,7 +333,8 @@ def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, t
     frame = neuron_charts.contexts_frame(index, int(neuron), int(k))
     if text:
         sentence = nr.neuron_sentence(lm, text, layer, text_b)
-        chart = alt.vconcat(chart, neuron_charts.sentence_chart(sentence, int(neuron)))
+        shaded = neuron_charts.sentence_chart(sentence, int(neuron), reach=float(index.max_activation[int(neuron)]))
+        chart = _stacked([chart, shaded])
     return _out(chart, frame, return_data)
 
 
@@ -356,11 +365,7 @@ def features(sae, text: str, text_b: str | None = None, *, model=None, feature: 
         other = sparse.feature_atlas(sae, load(compare), list(chosen.sentences), corpus=chosen.name,
                                      digest=chosen.digest, same_model=False, progress=progress)
         charts.append(sparse_charts.change_chart(sparse.firing_change(atlas, other), top))
-    # altair refuses a part with its own autosize inside a concatenation: the whole is sized instead
-    parts = [part.copy() for part in charts]
-    for part in parts:
-        part.autosize = alt.Undefined
-    return _out(alt.vconcat(*parts).properties(autosize=layout.PAD), frame, return_data)
+    return _out(_stacked(charts), frame, return_data)
 
 
 # ---- explanations ------------------------------------------------------------------------------------------------

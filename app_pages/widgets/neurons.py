@@ -87,8 +87,11 @@ def render() -> None:
                                  index.n_neurons - 1, key=P + "neuron"))
     contexts = charts.contexts_chart(index, neuron)
     draw_chart(contexts)
-    export_buttons(contexts, charts.contexts_frame(index, neuron), f"neuron-{neuron}-layer{layer}-contexts",
-                   P + "contexts_export")
+    table = charts.contexts_frame(index, neuron)
+    with st.expander("The contexts as a table (left words, the word, its word piece, right words)"):
+        st.dataframe(table[["rank", "activation", "left", "word", "token", "right"]], hide_index=True,
+                     column_config={"activation": st.column_config.NumberColumn(format="%.3f")})
+    export_buttons(contexts, table, f"neuron-{neuron}-layer{layer}-contexts", P + "contexts_export")
     text_a, text_b = sentences()
     if not text_a:
         st.info("Type a sentence in the sidebar to see this neuron's activation over it.")
@@ -100,7 +103,9 @@ def render() -> None:
         return
     if sentence.truncated:
         st.warning(f"Your sentence was cut to the model's length ({sentence.truncated} word pieces dropped).")
-    shaded = charts.sentence_chart(sentence, neuron)
+    st.caption("Shaded on the scale of the neuron's highest activation over the corpus: the darkest red is as "
+               "strong as its top context.")
+    shaded = charts.sentence_chart(sentence, neuron, reach=float(index.max_activation[neuron]))
     draw_chart(shaded)
     export_buttons(shaded, charts.sentence_frame(sentence, neuron), f"neuron-{neuron}-layer{layer}-sentence",
                    P + "sentence_export")

@@ -173,6 +173,8 @@ def build_neuron_index(lm, corpus, layer: int, *, k: int = DEFAULT_K, batch_size
     inputs = list(corpus.items)
     if not inputs:
         raise NeuronError(f"{corpus.name} has no sentences")
+    import torch
+
     adapter = ModelAdapter.of(lm.model)
     width = int(adapter.parts(layer - 1).ffn_act.in_features)
     top = TopKAccumulator(width, k)
@@ -191,7 +193,8 @@ def build_neuron_index(lm, corpus, layer: int, *, k: int = DEFAULT_K, batch_size
                 items[i] = ItemTokens(tuple(t.tokens), tuple(int(w) for w in t.word_ids), tuple(t.words))
                 dropped[i] = t.n_tokens_full - t.n_tokens
             rows, positions = np.nonzero(keep)
-            values = acts[rows, positions].float().cpu().numpy()
+            picked = torch.from_numpy(rows).to(acts.device), torch.from_numpy(positions).to(acts.device)
+            values = acts[picked].float().cpu().numpy()
             top.add(values, np.asarray(batch.indices)[rows], positions)
             wide = values.astype(np.float64)
             total += wide.sum(axis=0)

@@ -83,11 +83,13 @@ def sentence_frame(sentence: NeuronSentence, neuron: int) -> pd.DataFrame:
                          "activation": values.astype(float), "special": sentence.special_mask.astype(bool)})
 
 
-def sentence_chart(sentence: NeuronSentence, neuron: int) -> alt.LayerChart:
+def sentence_chart(sentence: NeuronSentence, neuron: int, reach: float | None = None) -> alt.LayerChart:
     """The neuron's activation shaded over the sentence: one cell per token, red above 0 and blue below, on a
-    scale symmetric around 0 so equal shades mean equal magnitudes."""
+    scale symmetric around 0 so equal shades mean equal magnitudes. `reach`: the scale's end (e.g. the neuron's
+    highest activation over a corpus, so the shades compare with its top contexts); default the sentence's own
+    largest |activation|."""
     frame = sentence_frame(sentence, neuron)
-    reach = float(np.abs(frame["activation"]).max()) or 1.0
+    reach = max(float(reach or 0.0), float(np.abs(frame["activation"]).max())) or 1.0
     order = list(frame["label"])
     x = alt.X("label:N", sort=order, title=None, axis=layout.token_axis(angle=-45))
     cells = alt.Chart(frame).mark_rect().encode(

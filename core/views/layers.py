@@ -15,6 +15,7 @@ VIEW = View(
             "token (logit and tuned lens). Browse the feed-forward neurons and the sparse features a layer is "
             "made of, and see which change after fine-tuning.",
     params=(
+        Param("tab", "layers.tab", "str", None, ("Lens", "Neurons", "Sparse features")),
         # the Neurons tab (app_pages/widgets/neurons.py)
         Param("neuron_layer", "neurons.layer", **LAYER),
         Param("neuron", "neurons.neuron", "int", low=0, high=1_000_000),

@@ -92,3 +92,11 @@ def test_ranking_by_change_uses_the_second_models_pass(tiny_bert_dir, tmp_path, 
     rows = chart_rows_titled(at, "that changed most")
     assert [r["neuron"] for r in rows] == changes.order[:20].tolist()
     np.testing.assert_allclose([r["change"] for r in rows], changes.effect[changes.order[:20]])
+
+
+def test_the_corpus_pass_shows_progress_and_cancels(minilm_dir, isolated_cache):
+    from tests.app.test_cancel_every_job import _app, _cancel_while_running
+
+    at = _app(str(minilm_dir), "app_pages/layers.py", {"layers.tab": "Neurons", "neurons.layer": 3})
+    _cancel_while_running(at, "neurons.index")
+    assert not (isolated_cache / "neuron_index").exists() or not any((isolated_cache / "neuron_index").iterdir())

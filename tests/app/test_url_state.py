@@ -62,6 +62,9 @@ def _cases(tiny: str, mlm: str) -> dict[str, tuple[dict, bool]]:
         "explorer": ({"model": tiny, "corpus": "builtin", "layer": "1", "pooling": "mean", "method": "tsne",
                       "k": "5"}, False),
         "lessons": ({}, False),
+        # the Neurons tab's settings (its corpus pass has not run: no chart yet)
+        "layers": ({"model": tiny, "tab": "Neurons", "neuron_layer": "1", "neuron": "3", "neuron_by": "change",
+                    "neuron_corpus": "Built-in sentences"}, False),
     }
 
 

@@ -156,3 +156,24 @@ def test_cli_prints_one_object_with_the_index_and_the_sentence(tiny_bert_dir, tm
     assert diff["a"] == str(tiny_bert_dir) and len(diff["neurons"]) == 4 and "Cohen" in diff["measure"]
     assert main(["neurons", "--model", str(tiny_bert_dir), "--layer", "3", "--corpus", str(corpus_file)]) != 0
     assert "layer must be 1..2" in capsys.readouterr().err
+
+
+def test_notebook_function_draws_the_indexs_numbers(tiny_bert_dir, tmp_path):
+    from core import lens
+
+    other_dir = make_tiny_bert(tmp_path / "other", seed=1)
+    sentences = [s for s in SENTENCES if isinstance(s, str)]
+    index = nr.build_neuron_index(load_model(str(tiny_bert_dir)), corpora.corpus_of(sentences), 2)
+    _, listed = lens.neurons(str(tiny_bert_dir), sentences, layer=2, top=5, return_data=True)
+    assert listed["neuron"].tolist() == index.by_max()[:5].tolist()
+    chart, contexts = lens.neurons(str(tiny_bert_dir), sentences, layer=2, neuron=11, text="the cat sat .",
+                                   return_data=True)
+    assert [(e, p) for e, p in zip(contexts["example"], contexts["position"])] == \
+        [(c.example, c.position) for c in index.contexts(11)]
+    assert len(chart.to_dict()["vconcat"]) == 2  # the contexts, then the shaded sentence
+    from core.charts.export import chart_svg
+
+    assert "Neuron 11 of layer 2 on your sentence" in chart_svg(chart)  # it draws
+    _, changed = lens.neurons(str(tiny_bert_dir), sentences, layer=2, compare=str(other_dir), top=4, return_data=True)
+    other = nr.build_neuron_index(load_model(str(other_dir)), corpora.corpus_of(sentences), 2)
+    assert changed["neuron"].tolist() == nr.neuron_changes(index, other).order[:4].tolist()
