@@ -36,6 +36,7 @@ from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
+from core.analyses import sparse_features as sparse
 from core.analyses.attention import attention_view
 from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
 from core.analyses.projection import collect_tokens, layerwise_projection
@@ -51,6 +52,7 @@ from core.charts import neurons as neuron_charts
 from core.charts import patching as patching_charts
 from core.charts import timelapse as timelapse_charts_module
 from core.charts import reproduce as reproduce_charts
+from core.charts import sparse_features as sparse_charts
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
@@ -135,6 +137,14 @@ def _encoding(model, text: str, text_b: str | None):
 
 def _out(chart, frame, return_data: bool):
     return (chart, frame) if return_data else chart
+
+
+def _stacked(charts) -> alt.VConcatChart:
+    """Charts one above the other, sized as a whole (a part of a concatenation may not size itself)."""
+    parts = [chart.copy() for chart in charts]
+    for part in parts:
+        part.autosize = alt.Undefined
+    return layout.fixed_size(alt.vconcat(*parts))
 
 
 # ---- attention ---------------------------------------------------------------------------------------------------
@@ -351,11 +361,38 @@ def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, t
     if text:
         sentence = nr.neuron_sentence(lm, text, layer, text_b)
         shaded = neuron_charts.sentence_chart(sentence, int(neuron), reach=float(index.max_activation[int(neuron)]))
-        parts = [chart.copy(), shaded.copy()]
-        for part in parts:  # a part of a concatenation may not size itself: the whole is sized instead
-            part.autosize = alt.Undefined
-        chart = layout.fixed_size(alt.vconcat(*parts))
+        chart = _stacked([chart, shaded])
     return _out(chart, frame, return_data)
+
+
+def features(sae, text: str, text_b: str | None = None, *, model=None, feature: int | None = None,
+             corpus="builtin", compare=None, top: int = 15, text_column: str | None = None, progress=None,
+             return_data: bool = False):
+    """Sparse features (Read the layers page, Sparse features tab) of a saved SAE (its name, or a
+    SparseAutoencoder) on `text` (model: default the SAE's own). With `feature`: that feature's top contexts over
+    `corpus`, its activation histogram and (when the model has a masked-word head) its lens words. With `compare`
+    (a run fine-tuned from the SAE's model): the features whose firing rate over `corpus` changed most.
+    Frame: the first chart's table."""
+    sae = sae if isinstance(sae, sparse.SparseAutoencoder) else sparse.load_sae(str(sae))
+    lm = load(model if model is not None else sae.model)
+    found = sparse.sentence_features(sae, lm, text, text_b)
+    chart, frame = sparse_charts.sentence_chart(found, top), sparse_charts.sentence_frame(found, top)
+    if feature is None and compare is None:
+        return _out(chart, frame, return_data)
+    chosen = corpora.corpus_of(corpus, text_column=text_column)
+    atlas = sparse.feature_atlas(sae, lm, list(chosen.sentences), corpus=chosen.name, digest=chosen.digest,
+                                 progress=progress)
+    charts = [chart]
+    if feature is not None:
+        charts += [sparse_charts.contexts_chart(atlas, int(feature)),
+                   sparse_charts.histogram_chart(atlas.histogram(int(feature)))]
+        if lm.masked_lm is not None:
+            charts.append(sparse_charts.lens_chart(sparse.lens_tokens(sae, lm, int(feature))))
+    if compare is not None:
+        other = sparse.feature_atlas(sae, load(compare), list(chosen.sentences), corpus=chosen.name,
+                                     digest=chosen.digest, same_model=False, progress=progress)
+        charts.append(sparse_charts.change_chart(sparse.firing_change(atlas, other), top))
+    return _out(_stacked(charts), frame, return_data)
 
 
 # ---- explanations ------------------------------------------------------------------------------------------------

@@ -44,7 +44,12 @@ VIEW = View(
         Param("neuron_by", "neurons.by", "str", None, ("max", "change")),
         Param("neuron_b", "neurons.b", "str"),
         Param("neuron_corpus", "neurons.source", "str"),
+        # the Sparse features tab (app_pages/widgets/sparse_features.py)
+        Param("sae", "features.sae", "str"),
+        Param("feature", "features.feature", "int", low=0, high=1_000_000),
+        Param("sae_b", "features.b", "str"),
+        Param("sae_corpus", "features.source", "str"),
     ),
-    commands=("lens", "fit-tuned-lens", "neurons", "neurons-diff"),
+    commands=("lens", "fit-tuned-lens", "neurons", "neurons-diff", "sae-train", "sae-features"),
     charts=lens_charts,
 )

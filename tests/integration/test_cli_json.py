@@ -73,6 +73,9 @@ COMMANDS = {
     "reproduce": ["fake", "--limit", "2"],
     "lens": ["--model", "{mlm}", "--text", "the cat sat .", "--top-k", "2"],
     "fit-tuned-lens": ["--model", "{mlm}", "--corpus", "{c}", "--steps", "2", "--out", "walk-lens"],
+    "sae-train": ["--model", "{m}", "--corpus", "{c}", "--layer", "1", "--features", "16", "--k", "2", "--out", "walk-sae",
+                  "--steps", "3"],
+    "sae-features": ["--sae", "walk-sae", "--text", "the cat sat ."],
 }
 # Second forms of a subcommand whose JSON comes from another branch of its code.
 VARIANTS = [("finetune", ["--model", "{m}", "--task", "{task}", "--run", "walk-queued", "--epochs", "1", "--threads", "1",

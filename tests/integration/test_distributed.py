@@ -254,3 +254,20 @@ def test_simcse_on_two_processes_saves_one_encoder(tiny_bert_dir, tmp_path):
     metrics = json.loads(done.stdout)
     assert metrics["world_size"] == 2 and metrics["similarity_after"]
     assert (final_dir("simcse2") / "model.safetensors").exists()
+
+
+def test_sae_training_on_two_processes_equals_one_process(tiny_bert_dir, isolated_cache):
+    """Each rank encodes its share; the gathered vectors are the single process's, so rank 0 trains the same SAE."""
+    from safetensors.numpy import load_file
+
+    args = ("sae-train", "--model", str(tiny_bert_dir), "--corpus", "builtin", "--limit", "60", "--layer", "1",
+            "--features", "32", "--k", "4", "--steps", "20", "--device", "cpu", "--json", "--quiet")
+    one, two = single(*args, "--out", "one"), torchrun(*args, "--out", "two")
+    assert one.returncode == 0, one.stderr
+    assert two.returncode == 0, two.stderr
+    lines = [line for line in two.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and json.loads(lines[0])["name"] == "two"
+    assert json.loads(lines[0])["train_tokens"] == json.loads(one.stdout)["train_tokens"]
+    a, b = (load_file(str(isolated_cache / "saes" / name / "sae.safetensors")) for name in ("one", "two"))
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], atol=1e-6, err_msg=key)

@@ -1,0 +1,93 @@
+"""`sae-train` and `sae-features`: the Sparse features tab of "Read the layers" from the command line."""
+
+from __future__ import annotations
+
+from core import validation
+from core.analyses import sparse_features as sf
+from core.commands import add_json_arguments, add_model_argument, counted, stderr_progress
+from core.data import corpus as corpora
+from core.model import distributed
+from core.model.loading import load_model
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sae-train",
+        help="train a TopK sparse autoencoder on one layer's token vectors (Gao et al. 2024)",
+        description="Encodes the corpus (each rank its share under torchrun / accelerate launch), then trains "
+        "z = ReLU(TopK_k(W_enc^T((x / input_scale) - b_dec) + b_enc)) on hidden_states[LAYER] at the non-special "
+        "tokens, and saves models_cache/saes/NAME (sae.safetensors + config.json). Run the same command again after "
+        "a stop to resume from its last saved state.",
+    )
+    add_model_argument(p)
+    p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
+    p.add_argument("--limit", type=validation.positive, default=None, help="the first N inputs of --corpus only")
+    p.add_argument("--layer", type=validation.count, required=True, help="0 = the embeddings, L = the last layer")
+    p.add_argument("--features", type=validation.positive, required=True, help="F, e.g. 8 × the model's width")
+    p.add_argument("--k", type=validation.positive, required=True, help="features kept per token (e.g. 32)")
+    # dest "name": core/__main__.py clears args.out (the JSON file of other commands) on every rank but the first
+    p.add_argument("--out", dest="name", required=True, metavar="NAME",
+                   help="the saved SAE's name (models_cache/saes/NAME)")
+    p.add_argument("--steps", type=validation.count, default=0,
+                   help="Adam steps (default 0: --epochs passes over the training tokens)")
+    p.add_argument("--epochs", type=validation.positive_number, default=sf.TrainSettings.epochs)
+    p.add_argument("--batch", type=validation.positive, default=sf.TrainSettings.batch, help="tokens per step")
+    p.add_argument("--lr", type=validation.positive_number, default=sf.TrainSettings.lr)
+    p.add_argument("--seed", type=validation.count, default=0, help="training and corpus sample seed")
+    p.add_argument("--device", default=None, help="cpu, cuda, ... (default: CUDA when there is one)")
+    add_json_arguments(p, "one JSON object: name, path, held-out fve, dead_fraction, ...")
+    p.set_defaults(func=run_train)
+
+    p = subparsers.add_parser(
+        "sae-features",
+        help="the sparse features of a saved SAE that fire on a sentence",
+        description="JSON keys: sae, model, layer, text, tokens (the non-special word pieces), positions (their "
+        "index among all tokens), features (each firing feature: feature, max, token = index into tokens of its "
+        "max, tokens_active; largest max first), active (per token, its features and values, largest first), "
+        "reconstruction_fve (fraction of these vectors' variance the SAE reconstructs).",
+    )
+    p.add_argument("--sae", required=True, help="a saved SAE's name (python -m core models --json lists them)")
+    p.add_argument("--text", required=True, help="the sentence")
+    p.add_argument("--text-b", default=None, help="a second sentence (a pair)")
+    p.add_argument("--model", default=None, help="default: the model the SAE was trained on")
+    add_json_arguments(p)
+    p.set_defaults(func=run_features)
+
+
+def run_train(args) -> int:
+    corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
+    settings = sf.TrainSettings(features=args.features, k=args.k, batch=args.batch, steps=args.steps,
+                                epochs=args.epochs, lr=args.lr, seed=args.seed)
+    settings.check()
+    sf.check_name(args.name)
+    ctx = distributed.current()
+    lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
+    spec = f"{args.corpus}" + (f" (first {args.limit})" if args.limit else "")
+    result, truncated = counted(lambda: sf.train_sae(lm, corpus.sentences, args.layer, settings, args.name, corpus=spec,
+                                                     progress=stderr_progress(args)))
+    if not ctx.is_main:
+        return 0
+    if args.json:
+        validation.dump_json({**result.to_json(), "truncated": truncated})
+        return 0
+    print(f"saved {result.name} at {result.path}: layer {result.layer}, F = {result.F}, k = {result.k}, "
+          f"{result.steps} steps on {result.train_tokens} tokens in {result.seconds:.0f} s")
+    q = result.quality
+    print(f"held-out tokens {q.n_tokens}: fraction of variance explained {q.fve:.3f}, dead features "
+          f"{100 * q.dead_fraction:.1f} %, active per token {q.mean_active:.1f}")
+    return 0
+
+
+def run_features(args) -> int:
+    sae = sf.load_sae(args.sae)
+    lm = load_model(args.model or sae.model)
+    found = sf.sentence_features(sae, lm, args.text, args.text_b)
+    if args.json:
+        validation.dump_json(found.to_json(), args.out)
+        return 0
+    print(f"{found.sae}: layer {found.layer} of {found.model}; {len(found.features)} features fire "
+          f"(reconstruction fve {found.reconstruction_fve:.3f})")
+    print("feature\tmax\tat token")
+    for row in found.to_json()["features"][:20]:
+        print(f"{row['feature']}\t{row['max']:.3f}\t{found.tokens[row['token']]}")
+    return 0
