@@ -31,17 +31,18 @@ def sentence_frame(found: SentenceFeatures, top: int = 15) -> pd.DataFrame:
 
 
 def sentence_chart(found: SentenceFeatures, top: int = 15) -> alt.Chart:
-    """Tokens across, the features with the largest activation down (largest first), shaded by activation."""
+    """Tokens down (a long sentence grows the chart down the page, never past the column's width), the features
+    with the largest activation across (largest first), shaded by activation."""
     frame = sentence_frame(found, top)
     return layout.fixed_size(alt.Chart(
         frame, title=f"Features of {found.sae or 'the SAE'} (layer {found.layer}) firing on your sentence").mark_rect(
         stroke="white").encode(
-        x=alt.X("label:N", sort=list(dict.fromkeys(frame["label"])), title=None, axis=layout.token_axis(angle=-45)),
-        y=alt.Y("feature label:N", sort=list(dict.fromkeys(frame["feature label"])), title=None,
-                axis=layout.token_axis()),
+        y=alt.Y("label:N", sort=list(dict.fromkeys(frame["label"])), title=None, axis=layout.token_axis()),
+        x=alt.X("feature label:N", sort=list(dict.fromkeys(frame["feature label"])), title=None,
+                axis=layout.token_axis(angle=-45)),
         color=alt.Color("activation:Q", scale=alt.Scale(scheme="oranges"), legend=alt.Legend(title="activation")),
         tooltip=["feature", "position", "token", alt.Tooltip("activation:Q", format=".3f")],
-    ).properties(width=alt.Step(40), height=layout.token_step()))
+    ).properties(width=alt.Step(32), height=layout.token_step()))
 
 
 def contexts_chart(atlas: FeatureAtlas, feature: int, k: int = 10) -> alt.Chart:

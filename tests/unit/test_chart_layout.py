@@ -970,6 +970,59 @@ def test_every_series_drawn_reads_on_white(request):
     assert len(RETURNED_CHARTS) >= 40 and not pale, "\n".join(f"{k}: {v}" for k, v in pale.items())
 
 
+def test_class_answers_name_every_choice_and_mark_the_right_one_even_at_zero():
+    from core.charts import classroom as class_charts
+    from core.classroom.store import Question
+
+    choices = ("the embeddings", "the first layer", "a rather long answer a student might be offered", "none")
+    question = Question("choice", "Which layer is the input?", choices, correct="none")
+    frame = class_charts.answers_frame(question, {"the embeddings": 7, "the first layer": 2,
+                                                  "a rather long answer a student might be offered": 1})
+    drawing = draw(class_charts.answers_chart(frame))
+    assert_every_label(drawing, list(choices))
+    assert_titles_inside(drawing)
+    assert list(frame["answers"]) == [7, 2, 1, 0] and list(frame["right"]) == [False, False, False, True]
+    assert drawing.width <= 730
+
+
+def test_sparse_feature_charts_label_every_token_feature_and_word(tmp_path):
+    from core.analyses import sparse_features as sparse
+    from core.charts import sparse_features as sparse_charts
+    from tests.tiny_mlm import make_tiny_mlm
+
+    folder = make_tiny_mlm(tmp_path / "mlm")
+    lm = lens.load(str(folder), masked_lm=True)
+    rng = np.random.default_rng(0)
+    d, F = lm.hidden_size, 64
+    W_dec = rng.normal(size=(F, d)).astype(np.float32)
+    W_dec /= np.linalg.norm(W_dec, axis=1, keepdims=True)
+    sae = sparse.SparseAutoencoder(W_enc=W_dec.T.copy(), b_enc=np.zeros(F, np.float32), W_dec=W_dec,
+                                   b_dec=np.zeros(d, np.float32), k=4, layer=1, model=str(folder), input_scale=1.0)
+    text = "the cat sat on the mat by the river bank and the dog ran in the park ."
+    found = sparse.sentence_features(sae, lm, text)
+    sentences = ["the cat sat on the mat .", "a dog ran in the park .", "the man sat by the river bank ."] * 4
+    atlas = sparse.feature_atlas(sae, lm, sentences, corpus="three sentences", digest="x")
+    feature = int(np.argmax(atlas.firing_rate))
+    other = sparse.feature_atlas(sae, lens.load(str(make_tiny_mlm(tmp_path / "b", seed=1)), masked_lm=True), sentences,
+                                 corpus="three sentences", digest="x", same_model=False)
+    drawings = {
+        "sentence": (sparse_charts.sentence_chart(found), list(dict.fromkeys(sparse_charts.sentence_frame(found)["label"]))),
+        "contexts": (sparse_charts.contexts_chart(atlas, feature), None),
+        "histogram": (sparse_charts.histogram_chart(atlas.histogram(feature)), None),
+        "lens": (sparse_charts.lens_chart(sparse.lens_tokens(sae, lm, feature)),
+                 list(sparse_charts.lens_frame(sparse.lens_tokens(sae, lm, feature))["label"])),
+        "change": (sparse_charts.change_chart(sparse.firing_change(atlas, other)), None),
+    }
+    for name, (chart, labels) in drawings.items():
+        drawing = draw(chart)
+        assert_titles_inside(drawing)
+        assert drawing.width <= 730, (name, drawing.width)
+        if labels:
+            assert_every_label(drawing, labels)
+    sentence = sparse_charts.sentence_frame(found)
+    assert_no_empty_or_nan(sentence, sentence.columns[-1])
+
+
 def test_every_chart_builder_is_drawn(request, builders_called):
     """Runs last in this module: a builder added to core.charts without a drawing test here fails it."""
     selected = {item.originalname for item in request.session.items if item.module is request.module}

@@ -84,6 +84,7 @@ def test_class_mode_server_settings():
 
 def _call(middleware_app, path: str, peer: str, headers=()):
     import asyncio
+    import threading
 
     sent, reached = [], []
 
@@ -95,7 +96,10 @@ def _call(middleware_app, path: str, peer: str, headers=()):
 
     scope = {"type": "http", "path": path, "client": (peer, 50000),
              "headers": [(k.encode(), v.encode()) for k, v in headers]}
-    asyncio.run(middleware_app(app)(scope, None, send))
+    # A fresh loop in its own thread: an earlier test (a sync Playwright browser) may leave this thread's loop running.
+    worker = threading.Thread(target=lambda: asyncio.run(middleware_app(app)(scope, None, send)))
+    worker.start()
+    worker.join()
     return reached, sent
 
 
