@@ -40,7 +40,9 @@ NEXT_STEP = {
     and at.button(key="masked.use.bert-base-uncased").disabled
     and any("needs a download" in plain(c.value) for c in at.caption),
     "pca.py": lambda at: at.get("vega_lite_chart"),
-    "anisotropy.py": lambda at: enabled(at, "Run on 1 model") and any("Press **Run**" in plain(i.value) for i in at.info),
+    # A profile an earlier session measured (presenter mode prepares the lesson's anisotropy step) is drawn at once.
+    "anisotropy.py": lambda at: at.get("vega_lite_chart")
+    or enabled(at, "Run on 1 model") and any("Press **Run**" in plain(i.value) for i in at.info),
     "finetune.py": lambda at: enabled(at, "Quick example"),
     "explain.py": lambda at: any("no classifier head" in plain(w.value) for w in at.warning) and at.get("vega_lite_chart"),
     "bias.py": lambda at: enabled(at, "Quick demo"),

@@ -81,7 +81,7 @@ def test_the_player_opens_at_the_links_frame_and_plays(page, app_url, app_server
 def test_the_form_offers_a_time_lapse(page, app_url):
     page.goto(f"{app_url}/finetune")
     wait_for_app(page)
-    box = page.get_by_text("Time-lapse", exact=True).first
+    box = page.get_by_text("Time-lapse", exact=True).filter(visible=True).first
     if not box.is_visible():  # the form's expander starts open only while there are no runs yet
         page.get_by_text("Start a run").first.click()
     box.wait_for()

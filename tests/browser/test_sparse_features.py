@@ -28,7 +28,7 @@ def test_features_tab_draws_the_sentence_and_a_feature(page, app_url, app_server
     wait_for_app(page)
     page.get_by_role("tab", name="Sparse features").click()
     wait_for_app(page)
-    page.locator(CHART).first.wait_for()
+    page.locator(CHART).filter(visible=True).first.wait_for()  # the Lens tab's charts stay in the page, hidden
     assert_no_streamlit_exception(page)
     page.get_by_text("Features on your sentence").first.scroll_into_view_if_needed()
     screenshot(page, "sparse_features_sentence")
