@@ -20,7 +20,6 @@ words, an upper bound for any constant).
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +34,8 @@ from core.model import artefacts
 from core.model.adapter import ModelAdapter
 from core.model.loading import LoadedModel, load_model
 from core.progress import ProgressCallback, StopCheck, check_stop
-from core.validation import check_count
+from core.training.recipe import RUN_NAME, RUN_NAME_RULE
+from core.validation import check_count, whole_match
 
 # transformers imported in functions: only a fit builds a *ForMaskedLM (the CLI imports this module lazily).
 
@@ -46,7 +46,6 @@ DEFAULT_STEPS = 3000
 BATCH_VECTORS = 256
 ENCODE_BATCH = 64
 LEARNING_RATE = 1e-3
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
 class HeadFitError(ValueError):
@@ -91,8 +90,9 @@ class HeadFit:
 
 
 def check_name(name: str) -> str:
-    if not re.match(NAME_PATTERN, name or ""):
-        raise HeadFitError(f"--out {name!r}: a name of letters, digits, '.', '_' or '-' (no '/'), such as minilm-mlm")
+    """A saved head is named like a run (one folder name; a fullmatch, so "name\\n" is refused too)."""
+    if not whole_match(RUN_NAME, name):
+        raise HeadFitError(f"--out {name!r}: {RUN_NAME_RULE} (no '/'), such as minilm-mlm")
     return name
 
 

@@ -101,6 +101,8 @@ def test_a_model_with_a_head_a_bad_name_and_too_few_sentences_are_refused(tmp_pa
         mlm_head.fit_mlm_head(with_head, tiny_corpus, "x", steps=5)
     with pytest.raises(mlm_head.HeadFitError, match="no '/'"):
         mlm_head.fit_mlm_head(tiny_encoder, tiny_corpus, "../escape", steps=5)
+    with pytest.raises(mlm_head.HeadFitError, match="no '/'"):
+        mlm_head.fit_mlm_head(tiny_encoder, tiny_corpus, "head\n", steps=5)  # `$` alone would let this through
     with pytest.raises(mlm_head.HeadFitError, match="too few"):
         mlm_head.fit_mlm_head(tiny_encoder, tiny_corpus, "x", limit=10, steps=5)
     with pytest.raises(ValueError, match="--steps must be at least 1"):
