@@ -20,7 +20,7 @@ def subcommands() -> set[str]:
 
 def named_commands() -> dict[str, list[str]]:
     files = [*ROOT.glob("core/**/*.py"), *ROOT.glob("app_pages/**/*.py"), *ROOT.glob("core/data/**/*.json"),
-             ROOT / "app.py", ROOT / "README.md", ROOT / "ARCHITECTURE.md"]
+             ROOT / "app.py", ROOT / "README.md", ROOT / "ARCHITECTURE.md", *ROOT.glob("docs/**/*.md")]
     found: dict[str, list[str]] = {}
     for path in files:
         for name in COMMAND.findall(path.read_text(encoding="utf-8")):
