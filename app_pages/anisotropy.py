@@ -90,7 +90,7 @@ if not models:
 # A model that cannot load now is said here, once, and left out of the run: the others still run.
 blocked = [ref for ref in models if not checked[ref].loadable]
 for ref in blocked:
-    st.warning(checked[ref].reason)
+    st.warning(markdown_text(checked[ref].reason))
 models = [ref for ref in models if checked[ref].loadable]
 if not models:
     st.stop()

@@ -32,7 +32,7 @@ from core.analyses.masked import (
     word_spans,
 )
 from core.model.loading import display_name
-from core.safe_text import markdown_text
+from core.safe_text import markdown_code, markdown_text
 from core.training.mlm_head import fit_job
 
 st.title("Masked words")
@@ -51,10 +51,11 @@ def use_model(name: str) -> None:
 def offer_models(offers) -> None:
     """One "Use …" button per model with an MLM head; one that cannot load now is disabled, with the reason."""
     for offer in offers:
-        st.button(f"Use {offer.ref}", key=f"masked.use.{offer.ref}", on_click=use_model, args=(offer.ref,),
-                  disabled=not offer.loadable, help=offer.reason or None)
+        # A model's name and reason come from folder names and the hub: shown as text, never as Markdown.
+        st.button(f"Use {markdown_text(display_name(offer.ref))}", key=f"masked.use.{offer.ref}", on_click=use_model,
+                  args=(offer.ref,), disabled=not offer.loadable, help=markdown_text(offer.reason) or None)
         if not offer.loadable:
-            st.caption(offer.reason)
+            st.caption(markdown_text(offer.reason))
 
 
 def pick_words(lm, text: str, which: str) -> list[int]:
@@ -86,7 +87,7 @@ def fit_head_section(lm) -> None:
         st.success(markdown_text(
             f"Saved as {fit.name}: on {fit.held_out_words} held-out masked words it guesses {fit.top1_accuracy:.1%} "
             f"right, against {fit.constant_accuracy:.1%} for the best constant guess ('{fit.constant_word}')."))
-        st.button(f"Use {fit.name}", key="masked.use_fitted", on_click=use_model, args=(fit.name,))
+        st.button(f"Use {markdown_text(fit.name)}", key="masked.use_fitted", on_click=use_model, args=(fit.name,))
 
 
 def render() -> None:
@@ -124,7 +125,7 @@ def render() -> None:
     if ask_class.render("masked", ask_class.masked_questions(lm, encoding), chart):
         return  # a class question is on screen: the guesses wait for its reveal
     st.subheader("The model's guesses")
-    st.caption("Read as: " + " ".join(f"`{t}`" for t in encoding.tokens))
+    st.caption("Read as: " + " ".join(markdown_code(t) for t in encoding.tokens))
     draw_chart(chart, key="masked.top")
     export_buttons(chart, frame, "masked_guesses", key="masked.export_top")
 

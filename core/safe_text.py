@@ -26,6 +26,15 @@ _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
 # (:red[…], :material/…:) can start.
 _MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _LINE_BREAKS = re.compile(r"[\r\n]+")
+# Streamlit's Markdown (remark-gfm) turns "http://…", "www.…" and "name@host.org" into links after escapes are
+# decoded, so no escape can stop it; an invisible WORD JOINER (U+2060) before the ":", "." or "@" that completes the
+# pattern does, and the text reads the same.
+_AUTOLINK_STARTS = re.compile(r"(?i)(?:(?<=https)|(?<=http))(?=:)|(?<=www)(?=\.)|(?<=[-.\w+])(?=@)")
+WORD_JOINER = "\u2060"
+
+
+def _no_autolink(text: str) -> str:
+    return _AUTOLINK_STARTS.sub(WORD_JOINER, text)
 
 
 def _finite(value):
@@ -60,14 +69,22 @@ def html_text(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+def html_markdown_text(text) -> str:
+    """`text` as HTML text that a Markdown renderer also leaves alone: st.markdown(..., unsafe_allow_html=True) parses
+    the text between tags as Markdown, so html_text alone lets `![x](//host/x.png)` or `:red-background[x]` in a
+    word draw an image or a badge. Every ASCII punctuation character becomes a numeric character reference, which
+    both HTML and CommonMark decode to the literal character and neither reads as markup."""
+    return _MARKDOWN_PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", _no_autolink(_LINE_BREAKS.sub(" ", str(text))))
+
+
 def markdown_text(text, *, keep_lines: bool = False) -> str:
     """`text` shown literally by a Markdown renderer (st.markdown, st.caption, st.error…, widget labels): every
     ASCII punctuation character backslash-escaped. Line breaks become spaces (one element's text stays one line),
     or with keep_lines=True hard line breaks (speaker notes keep their lines; no line can start a block, since its
     punctuation is escaped too)."""
     if keep_lines:
-        return "  \n".join(_MARKDOWN_PUNCTUATION.sub(r"\\\1", line) for line in str(text).splitlines())
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
+        return "  \n".join(_MARKDOWN_PUNCTUATION.sub(r"\\\1", _no_autolink(line)) for line in str(text).splitlines())
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _no_autolink(_LINE_BREAKS.sub(" ", str(text))))
 
 
 def markdown_code(text) -> str:

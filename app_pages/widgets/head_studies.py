@@ -116,7 +116,7 @@ def features_part(refs: list[str]) -> None:
     feature = st.selectbox("Feature", FEATURES, key=P + "feature", format_func=FEATURE_TITLES.get)
     chart, _ = charts.features_chart(result, feature)
     draw_chart(chart, key=P + "features_chart")
-    st.caption(" · ".join(f"{display_name(r.model)}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
+    st.caption(" · ".join(f"{markdown_text(display_name(r.model))}: {r.counts[FEATURES.index(feature)]} of {r.n_sentences} sentences "
                           f"have the feature ({r.n_skipped} too long)" for r in result) + ". " + TREEBANK_FEATURES_NOTE)
     export_buttons(chart, charts.features_table(result), f"head-features-{feature}", P + "features_export")
 
@@ -131,7 +131,7 @@ def cls_features_part(refs: list[str]) -> None:
         return
     chart, frame = charts.cls_features_chart(result)
     draw_chart(chart, key=P + "cls_features_chart")
-    st.caption(" · ".join(f"{display_name(r.model)}: {r.n_sentences} sentences ({r.n_skipped} too long)"
+    st.caption(" · ".join(f"{markdown_text(display_name(r.model))}: {r.n_sentences} sentences ({r.n_skipped} too long)"
                           for r in result) + ". " + TREEBANK_FEATURES_NOTE + " Punctuation is UPOS PUNCT. Features "
                "overlap (a subject is mostly a noun too), so a head's column does not add up to 1; hover a cell for "
                "how many sentences had the feature.")
@@ -193,7 +193,7 @@ def aspect_part(refs: list[str]) -> None:
         return
     chart, frame = charts.aspect_chart(result)
     draw_chart(chart, key=P + "aspect_chart")
-    st.caption(" · ".join(f"{display_name(r.model)}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
+    st.caption(" · ".join(f"{markdown_text(display_name(r.model))}: {r.n_present} present aspects scored, {r.n_absent} absent; top "
                           + ", ".join(f"{l}-{h} ({s:.2f})" for l, h, s in r.top_heads(3)) for r in result)
                + ". Scored only where the review names one category, so its aspect terms are that category's.")
     absent, _ = charts.absent_chart(result, "sep")

@@ -35,7 +35,7 @@ def index_job(key: str, ref: str, corpus, layer: int) -> nr.NeuronIndex | None:
         return lambda progress, should_stop: nr.build_neuron_index(model, corpus, layer, progress=progress,
                                                                    should_stop=should_stop)
 
-    label = f"Read the neurons of {display_name(ref)} over the corpus"
+    label = f"Read the neurons of {markdown_text(display_name(ref))} over the corpus"
     return job_controls(P + key, label, (ref, corpus.digest, layer), make_work, kind="neurons-index",
                         unit="sentences", hide_stale=True)
 

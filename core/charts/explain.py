@@ -8,7 +8,7 @@ import pandas as pd
 
 from core.charts import layout
 from core.analyses.explain import METHOD_TITLES
-from core.safe_text import html_text
+from core.safe_text import html_markdown_text
 
 
 def word_frame(explanation) -> pd.DataFrame:
@@ -24,7 +24,7 @@ def coloured_text(explanation) -> str:
     spans = []
     for word, value in zip(explanation.words, word_frame(explanation)["scaled"]):
         spans.append(f'<span style="background:rgba({"214, 39, 40" if value >= 0 else "31, 119, 180"}, {abs(value):.2f});'
-                     f'padding:2px 3px;margin:1px;border-radius:3px" title="{value:+.3f}">{html_text(word)}</span>')
+                     f'padding:2px 3px;margin:1px;border-radius:3px" title="{value:+.3f}">{html_markdown_text(word)}</span>')
     return " ".join(spans)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = REPO / "core" / "safe_text.py"
-ESCAPERS = {"script_json", "html_text", "inline_script"}
+ESCAPERS = {"script_json", "html_text", "html_markdown_text", "inline_script"}
 HTML_TAG = re.compile(r"<[A-Za-z!/]")
 NUMERIC_FORMAT = re.compile(r"^[^a-zA-Z]*[dfFeEgG%n]$")
 RAW_HTML_BUILDERS = {"coloured_text"}  # core.charts.explain: every word through html_text (checked below)

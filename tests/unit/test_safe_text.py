@@ -4,6 +4,7 @@ JavaScript parser, markdown-it-py (CommonMark). Then the HTML every export write
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -13,7 +14,11 @@ import pandas as pd
 import pytest
 from markdown_it import MarkdownIt
 
-from core.safe_text import html_text, inline_script, markdown_code, markdown_text, script_json, vega_field
+from core.safe_text import (WORD_JOINER, html_markdown_text, html_text, inline_script, markdown_code, markdown_text,
+                            script_json, vega_field)
+
+# remark-gfm's autolink literal (mdast-util-gfm-autolink-literal), which Streamlit's Markdown runs on decoded text.
+GFM_AUTOLINK = re.compile(r"(https?://|www(?=\.))([-.\w]+)|([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.I)
 
 # What an attacker would put in a sentence, a CSV cell, a lesson title or a URL parameter.
 PAYLOADS = [
@@ -115,7 +120,8 @@ def test_markdown_text_is_shown_literally(payload):
     kinds = {t.type for t in tokens}
     assert kinds <= {"paragraph_open", "paragraph_close", "inline", "text"}, kinds
     shown = "".join(t.content for t in tokens if t.type == "text")
-    assert shown == payload.replace("\n\n", " ").replace("\n", " ")
+    assert shown.replace(WORD_JOINER, "") == payload.replace("\n\n", " ").replace("\n", " ")
+    assert not GFM_AUTOLINK.search(shown)  # no link made of a bare address either
     # Streamlit's own syntax (colours, icons, math) starts with ":" or "$": always escaped.
     assert ":" not in markdown_text(payload).replace("\\:", "") and "$" not in markdown_text(payload).replace("\\$", "")
 
@@ -126,7 +132,7 @@ def test_markdown_text_keeping_lines_is_shown_literally_line_by_line(payload):
     tokens = _markdown_tokens(markdown_text(notes, keep_lines=True))
     kinds = {t.type for t in tokens}
     assert kinds <= {"paragraph_open", "paragraph_close", "inline", "text", "hardbreak"}, kinds
-    shown = "\n".join(t.content for t in tokens if t.type == "text")
+    shown = "\n".join(t.content for t in tokens if t.type == "text").replace(WORD_JOINER, "")
     # every line as typed, leading spaces aside (Markdown drops those); blank lines become paragraph breaks
     assert shown == "\n".join(line.lstrip() for line in notes.splitlines() if line.strip())
 
@@ -232,3 +238,45 @@ def test_a_lesson_steps_link_is_percent_encoded():
     tokens = _markdown_tokens(f"[Open this view](/{link})")
     assert [t.type for t in tokens if t.type not in ("paragraph_open", "paragraph_close", "inline")] == [
         "link_open", "text", "link_close"]
+
+
+# A word a SentencePiece-style tokenizer keeps whole (it splits at spaces only), as issue 44 found it drawn.
+SENTENCEPIECE_WORDS = ["?a=look", "http://192.0.2.1/bare", "www.example.org", "me@example.org", "![x](//192.0.2.1/w.png)", ":red-background[RED]", "[l](http://192.0.2.1)",
+                       "<b>x</b>", "&amp;", "**b**"]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS + SENTENCEPIECE_WORDS)
+def test_html_markdown_text_is_text_for_html_and_for_markdown_with_html(payload):
+    """st.markdown(..., unsafe_allow_html=True) renders Markdown with HTML passed through: the escaped text inside
+    a <span> is one text run there (no image, link, emphasis or code) and reads back as the payload, and an HTML
+    parser reads it back as the payload too."""
+    escaped = html_markdown_text(payload)
+    parser = MarkdownIt("commonmark", {"html": True})
+    tokens = []
+    for token in parser.parse(f"<span>{escaped}</span>"):
+        tokens.extend([token, *(token.children or [])])
+    kinds = {t.type for t in tokens}
+    assert kinds <= {"paragraph_open", "paragraph_close", "inline", "text", "html_inline"}, kinds
+    shown = "".join(t.content for t in tokens if t.type == "text")
+    assert shown.replace(WORD_JOINER, "") == payload.replace("\n\n", " ").replace("\n", " ")
+    assert not GFM_AUTOLINK.search(shown)
+    assert not [t for t in tokens if t.type == "html_inline" and t.content not in ("<span>", "</span>")]
+    assert elements(f"<p>{escaped}</p>")[0][2].replace(WORD_JOINER, "") == payload.replace("\n\n", " ").replace("\n", " ")
+    assert ":" not in escaped and "[" not in escaped and "$" not in escaped  # Streamlit's own directives too
+
+
+def test_explain_coloured_words_are_text_for_streamlit_markdown():
+    """The explain page's coloured words go to st.markdown(unsafe_allow_html=True): a tokenizer's word made of
+    Markdown draws no image, link or badge (issue 44)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from core.charts.explain import coloured_text
+
+    words = SENTENCEPIECE_WORDS
+    page = coloured_text(SimpleNamespace(words=words, word_scores=np.linspace(-1, 1, len(words))))
+    rendered = MarkdownIt("commonmark", {"html": True}).render(page)
+    assert "<img" not in rendered and "<a " not in rendered and "<strong" not in rendered
+    assert [e[2].replace(WORD_JOINER, "") for e in elements(rendered) if e[0] == "span"] == words
+    assert not any(GFM_AUTOLINK.search(e[2]) for e in elements(rendered))
