@@ -141,6 +141,8 @@ def test_streamlits_other_routes_are_the_teachers(monkeypatch, path):
     assert reached == [] and sent[0]["status"] == 403 and b"student" in sent[1]["body"]
     reached, sent, _ = _call(StudentGate, path, "127.0.0.1")  # the teacher's pass
     assert reached == [path] and sent == []
+    reached, sent, _ = _call(StudentGate, path, "127.0.0.2", kind="websocket")  # nor as a websocket
+    assert reached == [] and sent == [{"type": "websocket.close", "code": 1008}]
     for student_path in ("/_stcore/health", "/_stcore/host-config", "/", "/finetune", "/static/js/index.js",
                          "/media/icon.png"):
         reached, _, _ = _call(StudentGate, student_path, "127.0.0.2")
