@@ -19,9 +19,9 @@ characters, `MAX_NICKNAME_CHARS` for a nickname, one answer per device every `RA
 after the reveal or once the class has ended (its code then expires: `class_by_code` no longer finds it).
 What a device is, the app decides (app_pages/shell/classroom.py): by default its network address, as
 `address_device` names it, so new browser sessions from one phone are still one vote. `JOIN_ATTEMPTS` wrong codes a
-minute per address, then that address waits (31^5 codes are not guessed at 5 a minute). Class ids are never used
-twice, nor question ids (a high-water mark in `meta`), so a phone still joined to a forgotten class is not in the next one, and an
-answer sent with its class code (`answer(..., class_code=)`) is refused when the code is not the question's class's.
+minute per address, then that address waits (31^5 codes are not guessed at 5 a minute). Class and question ids are
+never used twice (a high-water mark in `meta`), so a phone still joined to a forgotten class is not in the next one,
+and an answer sent with its class code (`answer(..., class_code=)`) is refused unless the question's class has it.
 Answers and nicknames are stored without control, bidi and other invisible characters (core.safe_text.strip_invisible).
 A file that cannot be written (disk full) raises StorageError, a ClassroomError whose message names no path.
 """
@@ -417,9 +417,10 @@ class ClassStore:
                 raise ClassroomError("That class has ended; start a new one to ask a question.")
             question_id = _new_id(db, "questions")
             db.execute(
-                "INSERT INTO questions (id, class_id, kind, prompt, choices, free_text, page, params, asked_at, correct) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (question_id, class_id, question.kind, question.prompt, json.dumps(list(question.choices)), int(question.free_text),
+                "INSERT INTO questions (id, class_id, kind, prompt, choices, free_text, page, params, asked_at, "
+                "correct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (question_id, class_id, question.kind, question.prompt, json.dumps(list(question.choices)),
+                 int(question.free_text),
                  question.page, json.dumps(question.params, sort_keys=True, default=str), self._clock(),
                  question.correct))
             return question_id

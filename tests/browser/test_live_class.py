@@ -215,8 +215,9 @@ def test_forwarded_for_reaches_the_server(browser, class_server):
 
 
 def test_a_student_cannot_upload(student_server, class_server):
-    """The running app refuses a student's upload before Streamlit reads it (app.py's TeacherOnlyUploads); the
-    teacher's own upload without an XSRF token is refused by Streamlit itself, with another message."""
+    """The running app refuses a student's upload before Streamlit reads it (app.py's StudentGate,
+    app_pages/shell/class_server.py); the teacher's own upload without an XSRF token is refused by Streamlit itself,
+    with another message."""
     from app_pages.shell.class_server import UPLOAD_REFUSED
     from tests.unit.test_server_config import _request
 
