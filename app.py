@@ -35,4 +35,4 @@ if __name__ == "__main__":
     router.main()
 else:
     class_server.prepare()  # `-- --class`: serve the class on the network (app_pages/shell/class_server.py)
-    app = st.App("app.py", lifespan=launch.lifespan, middleware=[Middleware(class_server.TeacherOnlyUploads)])
+    app = st.App("app.py", lifespan=launch.lifespan, middleware=[Middleware(class_server.StudentGate)])

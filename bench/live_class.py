@@ -112,7 +112,8 @@ def main() -> None:
     model_bytes = nbytes_of(load_model(model, masked_lm=True).masked_lm)
     for suffix in ("", "-wal", "-shm"):  # a fresh class (an old write-ahead log would be replayed into a new file)
         (_app.OUT / "server-cache" / (FILE_NAME + suffix)).unlink(missing_ok=True)
-    env = {"BERTLENS_CLASS": "1", "BERTLENS_TEACHER_ADDRESSES": TEACHER_ADDRESSES}
+    # Every student connects from STUDENT_ADDRESS: one device per session, not per address (the default since issue 44).
+    env = {"BERTLENS_CLASS": "1", "BERTLENS_TEACHER_ADDRESSES": TEACHER_ADDRESSES, "BERTLENS_CLASS_DEVICE": "browser"}
     with _app.served(model, env) as (server, _), _app.chromium() as browser:
         store = ClassStore(Path(server.log).parent / FILE_NAME)
         info, question_id, question = ask(store, model)

@@ -14,6 +14,7 @@ import html
 import json
 import math
 import re
+import unicodedata
 
 # Inside <script>, "</script" ends the element and "<!--" switches the HTML parser into an escaped state whatever
 # the JavaScript says; U+2028/2029 end a line in JavaScript before ES2019. Escaped as \uXXXX they can only appear
@@ -112,7 +113,28 @@ def vega_field(name) -> str:
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+# Format characters kept by strip_invisible: zero-width non-joiner and joiner, which Persian and Indic spellings and
+# emoji sequences (a family, a flag) need.
+_KEPT_FORMAT = frozenset("\u200c\u200d")
+
+
+def _invisible(ch: str) -> bool:
+    """Control (Cc: NUL, ESC, ...), lone surrogate (Cs) or format character (Cf: bidi overrides and isolates such as
+    U+202E, the BOM U+FEFF, zero-width space, soft hyphen) other than _KEPT_FORMAT."""
+    category = unicodedata.category(ch)
+    return category in ("Cc", "Cs") or (category == "Cf" and ch not in _KEPT_FORMAT)
+
+
+def strip_invisible(text) -> str:
+    """Text without the characters a reader cannot see but a program acts on: controls (an ESC sequence recolours a
+    terminal), bidi overrides (U+202E shows "txt.exe" as "exe.txt"), BOMs and zero-width characters (which hide a
+    "=" from a formula check). Tab, newline and the other whitespace controls become spaces."""
+    return "".join(" " if ch.isspace() else ch for ch in str(text) if ch.isspace() or not _invisible(ch))
+
+
 def spreadsheet_cell(text) -> str:
-    """Text for a CSV cell that a spreadsheet shows as text: a leading formula character gets a "'" before it."""
+    """Text for a CSV cell that a spreadsheet shows as text: a cell whose first visible character is a formula
+    character (also after spaces or invisible characters: "\ufeff=cmd", " =1+1") gets a "'" before it."""
     text = "" if text is None else str(text)
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+    formula = text.startswith(_FORMULA_STARTS) or strip_invisible(text).lstrip().startswith(_FORMULA_STARTS)
+    return "'" + text if formula else text

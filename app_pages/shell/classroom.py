@@ -4,9 +4,13 @@
 the teacher's (core.classroom.access.is_teacher_connection: the socket's peer address, never a header) gets only
 the student view — no sidebar, no navigation, no page, job, upload, model load or run — whatever URL it opened.
 The student view polls the class's current question (a fragment, every POLL_SECONDS), shows it with large buttons or
-a text box, takes one answer per device (a random id in st.session_state; a reload is a new device), changeable
-until the reveal, then shows the right answer. In class mode the teacher's sidebar gets the class panel: join link,
-QR code, class code, live number of students, End class, Export the session (CSV), Forget this class.
+a text box, takes one answer per device, changeable until the reveal, then shows the right answer. A device is the
+connection's network address (ClassStore.address_device), so a reload or a new tab is the same device; with
+BERTLENS_CLASS_DEVICE=browser it is the browser session (a random id in st.session_state). A session is bound to
+the class it joined by id and code: a class forgotten and another started, the phone joins again. Wrong codes are
+throttled per address (ClassStore.join). A store that cannot write (full disk) is one sentence on the phone.
+In class mode the teacher's sidebar gets the class panel: join link, QR code, class code, live number of students,
+End class, Export the session (CSV), Forget this class.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from streamlit.runtime import exists, get_instance
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.classroom import access
-from core.classroom.store import MAX_ANSWER_CHARS, MAX_NICKNAME_CHARS, AnswerRejected, ClassroomError, shared_store
+from core.classroom.store import (MAX_ANSWER_CHARS, MAX_NICKNAME_CHARS, ClassInfo, ClassroomError, ClassStore,
+                                  StorageError, shared_store)
 from core.safe_text import markdown_text
 
 DEVICE_KEY = "class.device"
 CLASS_KEY = "class.joined"  # the id of the class this browser joined
+CLASS_CODE_KEY = "class.joined_code"  # and its code: an id alone could name another class after a forget
+TEACHER_ERROR_KEY = "class.teacher_error"  # what the last class-panel button could not do
 NICKNAME_KEY = "class.nickname"
 FEEDBACK_KEY = "class.feedback"  # (question id, "ok" | "rejected", text) of the last answer sent
 CODE_INPUT_KEY = "class.code_input"
@@ -63,6 +70,7 @@ def student_gate() -> bool:
     A bad BERTLENS_TEACHER_ADDRESSES stops every session with its message: nobody is let in by a typo."""
     try:
         teacher = is_teacher()
+        access.device_mode()  # a bad BERTLENS_CLASS_DEVICE is said here, not on the first student's phone only
     except ValueError as err:
         st.error(markdown_text(str(err)))
         st.stop()
@@ -78,49 +86,88 @@ def student_view() -> None:
     st.set_page_config(page_title="BERT Lens class", page_icon="app_pages/assets/icon.png", layout="centered",
                        initial_sidebar_state="collapsed")
     st.markdown(STUDENT_STYLE, unsafe_allow_html=True)
-    device = st.session_state.setdefault(DEVICE_KEY, secrets.token_urlsafe(12))
     st.title("BERT Lens class")
+    try:
+        _student_page()
+    except StorageError as err:  # the class's file cannot be read or written: one sentence, no path
+        st.error(markdown_text(str(err)))
+
+
+def student_address() -> str | None:
+    """The connection's network address in one spelling (IPv4 seen through IPv6 as IPv4); None without a server
+    (AppTest) or a peer address."""
+    seen = connection()
+    parsed = access.parse_address(seen[0]) if seen is not None else None
+    return None if parsed is None else str(parsed)
+
+
+def student_device(store: ClassStore, address: str | None) -> str:
+    """This session's device id: its address's (the default), or the session's own random id with
+    BERTLENS_CLASS_DEVICE=browser or when there is no address."""
+    if address is not None and access.device_mode() == "address":
+        st.session_state[DEVICE_KEY] = store.address_device(address)
+    return st.session_state.setdefault(DEVICE_KEY, secrets.token_urlsafe(12))
+
+
+def joined_class(store: ClassStore) -> ClassInfo | None:
+    """The class this session joined, while it is still the class with the code it joined with."""
+    if CLASS_KEY not in st.session_state:
+        return None
+    info = store.get_class(st.session_state[CLASS_KEY])
+    if info is None or info.code != st.session_state.get(CLASS_CODE_KEY):
+        st.session_state.pop(CLASS_KEY, None)
+        st.session_state.pop(CLASS_CODE_KEY, None)
+        return None
+    return info
+
+
+def _student_page() -> None:
     store = shared_store()
-    joined = store.get_class(st.session_state[CLASS_KEY]) if CLASS_KEY in st.session_state else None
+    address = student_address()
+    device = student_device(store, address)
+    joined = joined_class(store)
     if joined is None:
         link_code = st.query_params.get("class")
         if link_code and not st.session_state.get("class.link_tried"):
             st.session_state["class.link_tried"] = True  # a stale link is tried once, then the form is shown
-            _join(link_code, device)
-            joined = store.get_class(st.session_state[CLASS_KEY]) if CLASS_KEY in st.session_state else None
+            _join(link_code, device, address)
+            joined = joined_class(store)
     if joined is None:
-        _join_form(device)
+        _join_form(device, address)
         return
-    question_panel(joined.id, device)
+    question_panel(joined.id, joined.code, device)
     st.text_input("Nickname (optional)", key=NICKNAME_KEY, max_chars=MAX_NICKNAME_CHARS,
                   help="Shown to nobody but the teacher's export. Leave it empty to stay anonymous.")
 
 
-def _join(code: str, device: str) -> None:
+def _join(code: str, device: str, address: str | None) -> None:
     try:
-        info = shared_store().join(code, device, st.session_state.get(NICKNAME_KEY) or None)
+        info = shared_store().join(code, device, st.session_state.get(NICKNAME_KEY) or None, address=address)
     except ClassroomError as err:
         st.session_state[FEEDBACK_KEY] = (None, "rejected", str(err))
         return
     st.session_state[CLASS_KEY] = info.id
+    st.session_state[CLASS_CODE_KEY] = info.code
     st.session_state.pop(FEEDBACK_KEY, None)
 
 
-def _join_form(device: str) -> None:
+def _join_form(device: str, address: str | None) -> None:
     st.write("Type the class code shown on the teacher's screen.")
     with st.form("class.join", border=False):
         code = st.text_input("Class code", key=CODE_INPUT_KEY, max_chars=12, placeholder="e.g. K7M2Q")
         if st.form_submit_button("Join", type="primary", width="stretch"):
-            _join(code, device)
+            _join(code, device, address)
             if CLASS_KEY in st.session_state:
                 st.rerun()
     _feedback(None)
 
 
-def _send(question_id: int, device: str, text: str) -> None:
+def _send(question_id: int, device: str, text: str, class_code: str) -> None:
+    """A button's callback (it runs before the script, so it catches everything the store says, a full disk too)."""
     try:
-        shared_store().answer(question_id, device, text, st.session_state.get(NICKNAME_KEY) or None)
-    except AnswerRejected as err:
+        shared_store().answer(question_id, device, text, st.session_state.get(NICKNAME_KEY) or None,
+                              class_code=class_code)
+    except ClassroomError as err:
         st.session_state[FEEDBACK_KEY] = (question_id, "rejected", str(err))
         return
     st.session_state[FEEDBACK_KEY] = (question_id, "ok", text)
@@ -136,11 +183,18 @@ def _feedback(question_id: int | None) -> None:
 
 
 @st.fragment(run_every=POLL_SECONDS)
-def question_panel(class_id: int, device: str) -> None:
+def question_panel(class_id: int, code: str, device: str) -> None:
     """The class's current question, read again every POLL_SECONDS: new question, reveal and end show by themselves."""
+    try:
+        _question(class_id, code, device)
+    except StorageError as err:
+        st.error(markdown_text(str(err)))
+
+
+def _question(class_id: int, code: str, device: str) -> None:
     store = shared_store()
     info = store.get_class(class_id)
-    if info is None or not info.running:
+    if info is None or info.code != code or not info.running:  # ended, or forgotten (its id may be another's)
         st.info("The class has ended. Thank you!")
         return
     current = store.current_question(class_id)
@@ -163,12 +217,12 @@ def question_panel(class_id: int, device: str) -> None:
         chosen = mine is not None and mine.text == choice
         st.button(markdown_text(choice), key=f"class.choice.{current.id}.{i}", width="stretch",
                   type="primary" if chosen else "secondary", icon=":material/check:" if chosen else None,
-                  on_click=_send, args=(current.id, device, choice))
+                  on_click=_send, args=(current.id, device, choice, code))
     if question.free_text:
         with st.form(f"class.free.{current.id}", border=False):
             text = st.text_input("Your answer", max_chars=MAX_ANSWER_CHARS, key=f"class.text.{current.id}")
             if st.form_submit_button("Send", type="primary", width="stretch"):
-                _send(current.id, device, text)
+                _send(current.id, device, text, code)
                 mine = store.answer_of(current.id, device)
     if mine is not None:
         st.success(f"Answer received: **{markdown_text(mine.text)}**. You can change it until the reveal.",
@@ -182,29 +236,52 @@ def teacher_panel() -> None:
     """The sidebar's class panel, in class mode only."""
     if not access.class_mode():
         return
-    store = shared_store()
     with st.sidebar.expander("Live class", expanded=True, icon=":material/groups:"):
-        info = store.active_class()
-        if info is None:
-            st.caption("No class is running.")
-            st.button("Start a class", key="class.start", type="primary", on_click=store.start_class)
-            ended = store.classes()
-            if ended:
-                _export_and_forget(ended[-1].id, ended[-1].code, "the last class")
-            return
-        url = access.join_url(access.lan_address() or "localhost", int(st.get_option("server.port")), info.code)
-        st.markdown(f"Class code: **{markdown_text(info.code)}**")
-        st.image(access.qr_png(url), caption="Scan to join", width=200)
-        st.code(url, language=None, wrap_lines=True)
-        student_count(info.id)
-        st.button("End class", key="class.end", on_click=store.end_class, args=(info.id,),
-                  help="Students' code expires and answers close. The answers stay until you forget the class.")
-        _export_and_forget(info.id, info.code, "this class")
+        failed = st.session_state.pop(TEACHER_ERROR_KEY, None)
+        if failed:
+            st.error(markdown_text(failed))
+        try:
+            _class_panel(shared_store())
+        except StorageError as err:  # the teacher is told where: the file and what went wrong
+            st.error(markdown_text(err.for_teacher))
+
+
+def _safely(action, *args) -> None:
+    """A class-panel button's callback: what the store says (a full disk) is shown in the panel, not as a traceback."""
+    try:
+        action(*args)
+    except StorageError as err:
+        st.session_state[TEACHER_ERROR_KEY] = err.for_teacher
+    except ClassroomError as err:
+        st.session_state[TEACHER_ERROR_KEY] = str(err)
+
+
+def _class_panel(store: ClassStore) -> None:
+    """The panel's body (teacher_panel draws it inside its expander)."""
+    info = store.active_class()
+    if info is None:
+        st.caption("No class is running.")
+        st.button("Start a class", key="class.start", type="primary", on_click=_safely, args=(store.start_class,))
+        ended = store.classes()
+        if ended:
+            _export_and_forget(ended[-1].id, ended[-1].code, "the last class")
+        return
+    url = access.join_url(access.lan_address() or "localhost", int(st.get_option("server.port")), info.code)
+    st.markdown(f"Class code: **{markdown_text(info.code)}**")
+    st.image(access.qr_png(url), caption="Scan to join", width=200)
+    st.code(url, language=None, wrap_lines=True)
+    student_count(info.id)
+    st.button("End class", key="class.end", on_click=_safely, args=(store.end_class, info.id),
+              help="Students' code expires and answers close. The answers stay until you forget the class.")
+    _export_and_forget(info.id, info.code, "this class")
 
 
 @st.fragment(run_every=POLL_SECONDS)
 def student_count(class_id: int) -> None:
-    st.metric("Students", shared_store().student_count(class_id))
+    try:
+        st.metric("Students", shared_store().student_count(class_id))
+    except StorageError as err:
+        st.error(markdown_text(err.for_teacher))
 
 
 def _export_and_forget(class_id: int, code: str, which: str) -> None:
@@ -213,5 +290,5 @@ def _export_and_forget(class_id: int, code: str, which: str) -> None:
                        mime="text/csv", key=f"class.export.{class_id}", on_click="ignore")
     with st.popover(f"Forget {which}"):
         st.write("Deletes its questions and every answer from this computer. This cannot be undone.")
-        st.button("Delete it", key=f"class.forget.{class_id}", type="primary", on_click=store.forget,
-                  args=(class_id,))
+        st.button("Delete it", key=f"class.forget.{class_id}", type="primary", on_click=_safely,
+                  args=(store.forget, class_id))

@@ -22,7 +22,7 @@ from core.analyses.masked import masked_predictions
 from core.charts import classroom as class_charts
 from core.classroom import access
 from core.classroom import questions as q
-from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question, shared_store
+from core.classroom.store import ClassInfo, ClassroomError, ClassStore, Question, StorageError, shared_store
 from core.model.loading import display_name
 from core.safe_text import markdown_text
 
@@ -58,11 +58,15 @@ def teacher_class() -> ClassInfo | None:
 def render(page: str, questions: Questions, chart: alt.TopLevelMixin | None = None) -> bool:
     """The "Ask the class" section for `page`. True while a question from this page is on screen (asked or
     revealed): the caller then stops drawing its own charts, which would give the answer away or draw twice."""
-    info = teacher_class()
-    if info is None:
+    try:
+        info = teacher_class()
+        if info is None:
+            return False
+        store = class_store()
+        current = store.current_question(info.id)
+    except StorageError as err:  # the class's file (a full disk): said with its path, and the page goes on
+        st.error(markdown_text(err.for_teacher))
         return False
-    store = class_store()
-    current = store.current_question(info.id)
     if current is not None and current.question.page == page and st.session_state.get(P + "done") != current.id:
         if current.revealed:
             show_reveal(store, current, chart)
@@ -76,6 +80,8 @@ def render(page: str, questions: Questions, chart: alt.TopLevelMixin | None = No
         if st.button("Ask the class", key=P + "ask", type="primary"):
             try:
                 store.ask(info.id, build())
+            except StorageError as err:
+                st.error(markdown_text(err.for_teacher))
             except (q.QuestionError, ClassroomError) as err:
                 st.error(markdown_text(err))
             else:

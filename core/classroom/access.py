@@ -6,6 +6,11 @@ runs on). Any other connection is a student. The address is the TCP peer of the 
 never a header: a browser can put anything in a header, not in the socket's peer address. The server is told not
 to believe X-Forwarded-For (app_pages/shell/class_server.py sets FORWARDED_ALLOW_IPS to nothing).
 
+One answer per question per device, and a device is, by default, a network address: new browser sessions (a
+reload, another tab, a script opening websockets) from one phone are still one vote. BERTLENS_CLASS_DEVICE=browser
+makes each browser session a device instead: for a teacher trying a class with several tabs on one computer, or a
+network where the phones reach this computer through one address (a proxy, or NAT between them).
+
 Class mode (`streamlit run app.py -- --class`, or BERTLENS_CLASS=1) serves on the local network: `CLASS_BIND_ADDRESS`
 on every interface, with the machine's own names added to the allowed Host names (`allowed_hosts`).
 """
@@ -23,6 +28,8 @@ import segno
 
 TEACHER_ENV = "BERTLENS_TEACHER_ADDRESSES"
 CLASS_ENV = "BERTLENS_CLASS"
+DEVICE_ENV = "BERTLENS_CLASS_DEVICE"
+DEVICE_MODES = ("address", "browser")  # the first is the default
 CLASS_FLAG = "--class"
 CLASS_BIND_ADDRESS = "0.0.0.0"  # every IPv4 interface: phones on a school network reach the teacher's laptop
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # .streamlit/config.toml's allowedHosts
@@ -42,6 +49,17 @@ def class_mode(argv: list[str] | None = None, environ=None) -> bool:
     argv = sys.argv if argv is None else argv
     environ = os.environ if environ is None else environ
     return CLASS_FLAG in argv[1:] or _truthy(environ.get(CLASS_ENV))
+
+
+def device_mode(environ=None) -> str:
+    """What one device is for the one-answer rule (BERTLENS_CLASS_DEVICE, see the module docstring): "address"
+    (default) or "browser"."""
+    environ = os.environ if environ is None else environ
+    mode = (environ.get(DEVICE_ENV) or DEVICE_MODES[0]).strip().lower()
+    if mode not in DEVICE_MODES:
+        raise ValueError(f"{DEVICE_ENV}: {mode!r} is not one of {', '.join(DEVICE_MODES)} (address: one answer per "
+                         "network address; browser: one per browser session, for trying a class on one computer).")
+    return mode
 
 
 def teacher_networks(environ=None) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

@@ -17,24 +17,36 @@ on disk even if the server is killed the next moment. `secure_delete` overwrites
 Limits (a class is a room of phones, some of them playful): one answer per device per question, `MAX_ANSWER_CHARS`
 characters, `MAX_NICKNAME_CHARS` for a nickname, one answer per device every `RATE_LIMIT_SECONDS`, and no answer
 after the reveal or once the class has ended (its code then expires: `class_by_code` no longer finds it).
+What a device is, the app decides (app_pages/shell/classroom.py): by default its network address, as
+`address_device` names it, so new browser sessions from one phone are still one vote. `JOIN_ATTEMPTS` wrong codes a
+minute per address, then that address waits (31^5 codes are not guessed at 5 a minute). Class and question ids are
+never used twice (a high-water mark in `meta`), so a phone still joined to a forgotten class is not in the next one,
+and an answer sent with its class code (`answer(..., class_code=)`) is refused unless the question's class has it.
+Answers and nicknames are stored without control, bidi and other invisible characters (core.safe_text.strip_invisible).
+A file that cannot be written (disk full) raises StorageError, a ClassroomError whose message names no path.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
+import hashlib
+import hmac
 import io
 import json
+import logging
 import secrets
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from core import settings
 from core.files import write_text_atomic
-from core.safe_text import spreadsheet_cell
+from core.safe_text import spreadsheet_cell, strip_invisible
 
 KINDS = ("masked", "attention", "direction", "layer", "choice")
 MAX_ANSWER_CHARS = 80
@@ -43,6 +55,9 @@ MAX_DEVICE_ID_CHARS = 64
 MAX_PROMPT_CHARS = 500
 MAX_CHOICES = 12
 RATE_LIMIT_SECONDS = 1.0
+JOIN_ATTEMPTS = 5  # wrong class codes per address per JOIN_WINDOW_SECONDS
+JOIN_WINDOW_SECONDS = 60.0
+JOIN_TRACKED_ADDRESSES = 4096  # the wrong-code bookkeeping, bounded: the oldest address is forgotten first
 # No 0/O, 1/I/L: a code read off a projector and typed on a phone.
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 5
@@ -86,6 +101,12 @@ CREATE TABLE IF NOT EXISTS students (
     last_seen REAL NOT NULL,
     PRIMARY KEY (class_id, device_id)
 );
+-- last_classes_id, last_questions_id: the highest id ever given (never reused, also after a forget);
+-- device_key: the secret address_device keys its names with.
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS questions_by_class ON questions(class_id, id);
 CREATE INDEX IF NOT EXISTS answers_by_device ON answers(device_id, answered_at);
 """
@@ -97,6 +118,39 @@ class ClassroomError(ValueError):
 
 class AnswerRejected(ClassroomError):
     """An answer not stored: after the reveal, for an ended class, too long, too fast, not one of the choices."""
+
+
+class StorageError(ClassroomError):
+    """The class's file could not be read or written (a full disk, a broken file). The message is for anyone, a
+    student's phone included, so it names no path; `path` and `cause` are for the teacher and the server's log."""
+
+    def __init__(self, message: str, path: Path, cause: BaseException):
+        super().__init__(message)
+        self.path = path
+        self.cause = cause
+
+    @property
+    def for_teacher(self) -> str:
+        return f"{self} ({self.path}: {self.cause})"
+
+
+DISK_FULL = "The teacher's computer could not save this: its disk is full. Tell the teacher."
+STORAGE_FAILED = "The teacher's computer could not read or save the class just now. Tell the teacher."
+_log = logging.getLogger("bertlens.classroom")
+
+
+def _storage_error(err: BaseException, path: Path) -> StorageError:
+    full = getattr(err, "errno", None) == errno.ENOSPC or getattr(err, "sqlite_errorcode", None) == 13 or (
+        "disk is full" in str(err) or "No space left" in str(err))  # 13: SQLITE_FULL
+    failure = StorageError(DISK_FULL if full else STORAGE_FAILED, path, err)
+    _log.error("class store: %s", failure.for_teacher)
+    return failure
+
+
+def clean_text(text) -> str:
+    """An answer or nickname as stored: no invisible characters (core.safe_text.strip_invisible), runs of whitespace
+    as one space, no space at either end."""
+    return " ".join(strip_invisible(text).split())
 
 
 @dataclass(frozen=True)
@@ -121,7 +175,10 @@ class Question:
             raise ClassroomError("A question needs a prompt.")
         if len(self.prompt) > MAX_PROMPT_CHARS:
             raise ClassroomError(f"A question's prompt is at most {MAX_PROMPT_CHARS} characters.")
-        object.__setattr__(self, "choices", tuple(str(c) for c in self.choices))
+        # Stored as answers are (clean_text), so a student's pick of a choice matches it.
+        object.__setattr__(self, "choices", tuple(clean_text(c) for c in self.choices))
+        if self.correct is not None:
+            object.__setattr__(self, "correct", clean_text(self.correct))
         if len(set(self.choices)) != len(self.choices):
             raise ClassroomError("A question's choices must differ from each other.")
         if len(self.choices) > MAX_CHOICES:
@@ -193,16 +250,21 @@ class ClassStore:
         self.rate_limit_seconds = rate_limit_seconds
         self._clock = clock
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: no implicit transactions; each write below opens its own BEGIN IMMEDIATE.
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.execute("PRAGMA secure_delete=ON")
-            self._db.executescript(SCHEMA)
+        self._wrong_codes: OrderedDict[str, list[float]] = OrderedDict()  # address -> times of its wrong codes
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: no implicit transactions; each write below opens its own BEGIN IMMEDIATE.
+            self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            with self._lock:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute("PRAGMA foreign_keys=ON")
+                self._db.execute("PRAGMA secure_delete=ON")
+                self._db.executescript(SCHEMA)
+        except (sqlite3.Error, OSError) as err:
+            raise _storage_error(err, self.path) from err
+        self._device_key = self._write(lambda db: _meta(db, "device_key", secrets.token_hex(32)))
 
     def close(self) -> None:
         with self._lock:
@@ -212,19 +274,29 @@ class ClassStore:
 
     def _rows(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as err:
+                raise _storage_error(err, self.path) from err
 
     def _write(self, steps):
         """Run `steps(db)` in one immediate transaction (it takes the file's write lock first, so a check and the
-        write after it see the same data, also against another process); commit, or roll back on any error."""
+        write after it see the same data, also against another process); commit, or roll back on any error. The
+        file failing (full disk: SQLite's "database or disk is full", or ENOSPC) raises StorageError."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                result = steps(self._db)
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    result = steps(self._db)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:  # also when COMMIT itself failed: the next write starts clean
+                        self._db.execute("ROLLBACK")
+                    raise
+            except ClassroomError:
                 raise
-            self._db.execute("COMMIT")
+            except (sqlite3.OperationalError, sqlite3.DatabaseError, OSError) as err:
+                raise _storage_error(err, self.path) from err
             return result
 
     # --- classes ---
@@ -235,13 +307,14 @@ class ClassStore:
 
         def steps(db):
             db.execute("UPDATE classes SET ended = ? WHERE ended IS NULL", (now,))
+            class_id = _new_id(db, "classes")
             for _ in range(100):
                 code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
                 try:
-                    cursor = db.execute("INSERT INTO classes (code, started) VALUES (?, ?)", (code, now))
+                    db.execute("INSERT INTO classes (id, code, started) VALUES (?, ?, ?)", (class_id, code, now))
                 except sqlite3.IntegrityError:  # the code was used before (kept until forgotten): draw again
                     continue
-                return ClassInfo(cursor.lastrowid, code, now, None)
+                return ClassInfo(class_id, code, now, None)
             raise ClassroomError("No free class code left; forget some old classes.")
 
         return self._write(steps)
@@ -275,22 +348,55 @@ class ClassStore:
         the write-ahead log emptied, so nothing of it stays in the file."""
         self._write(lambda db: db.execute("DELETE FROM classes WHERE id = ?", (class_id,)))
         with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except (sqlite3.Error, OSError) as err:
+                raise _storage_error(err, self.path) from err
 
     # --- students ---
 
-    def join(self, code: str, device_id: str, nickname: str | None = None) -> ClassInfo:
-        """A device joins the running class with this code (again: its last-seen time is updated)."""
+    def join(self, code: str, device_id: str, nickname: str | None = None, *, address: str | None = None) -> ClassInfo:
+        """A device joins the running class with this code (again: its last-seen time is updated). `address`: the
+        network address the attempt came from; after JOIN_ATTEMPTS wrong codes in JOIN_WINDOW_SECONDS from one
+        address, every attempt from it is refused until the oldest of them is a window old. Only wrong codes count:
+        a room whose phones share an address still joins."""
         device_id, nickname = _check_device(device_id), _check_nickname(nickname)
+        now = self._clock()
+        if address is not None:
+            self._check_join_attempts(address, now)
         info = self.class_by_code(code)
         if info is None:
+            if address is not None:
+                self._count_wrong_code(address, now)
             raise ClassroomError("No class is running with that code. Check the code on the teacher's screen.")
-        now = self._clock()
         self._write(lambda db: db.execute(
             "INSERT INTO students (class_id, device_id, nickname, joined_at, last_seen) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (class_id, device_id) DO UPDATE SET last_seen = excluded.last_seen, "
             "nickname = coalesce(excluded.nickname, students.nickname)", (info.id, device_id, nickname, now, now)))
         return info
+
+    def _check_join_attempts(self, address: str, now: float) -> None:
+        with self._lock:
+            recent = [t for t in self._wrong_codes.get(address, ()) if now - t < JOIN_WINDOW_SECONDS]
+            if recent:
+                self._wrong_codes[address] = recent
+            else:
+                self._wrong_codes.pop(address, None)
+        if len(recent) >= JOIN_ATTEMPTS:
+            wait = max(1, round(JOIN_WINDOW_SECONDS - (now - recent[0])))
+            raise ClassroomError(f"Too many wrong codes from this device: wait {wait} s, then try again.")
+
+    def _count_wrong_code(self, address: str, now: float) -> None:
+        with self._lock:
+            self._wrong_codes.setdefault(address, []).append(now)
+            self._wrong_codes.move_to_end(address)
+            while len(self._wrong_codes) > JOIN_TRACKED_ADDRESSES:
+                self._wrong_codes.popitem(last=False)
+
+    def address_device(self, address: str) -> str:
+        """The device id of a phone known by its network address: a keyed hash (HMAC-SHA256 with this file's own
+        secret), so one address is one device in every session, yet the export shows no address."""
+        return "a-" + hmac.new(bytes.fromhex(self._device_key), address.encode(), hashlib.sha256).hexdigest()[:24]
 
     def student_count(self, class_id: int) -> int:
         """Devices that joined the class or answered one of its questions."""
@@ -309,13 +415,15 @@ class ClassStore:
                 raise ClassroomError("That class does not exist (it may have been forgotten).")
             if row[0] is not None:
                 raise ClassroomError("That class has ended; start a new one to ask a question.")
-            cursor = db.execute(
-                "INSERT INTO questions (class_id, kind, prompt, choices, free_text, page, params, asked_at, correct) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (class_id, question.kind, question.prompt, json.dumps(list(question.choices)), int(question.free_text),
+            question_id = _new_id(db, "questions")
+            db.execute(
+                "INSERT INTO questions (id, class_id, kind, prompt, choices, free_text, page, params, asked_at, "
+                "correct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (question_id, class_id, question.kind, question.prompt, json.dumps(list(question.choices)),
+                 int(question.free_text),
                  question.page, json.dumps(question.params, sort_keys=True, default=str), self._clock(),
                  question.correct))
-            return cursor.lastrowid
+            return question_id
 
         return self._write(steps)
 
@@ -340,7 +448,7 @@ class ClassStore:
         """Close the question to answers and record the right answer (None: a question without one)."""
         def steps(db):
             cursor = db.execute("UPDATE questions SET revealed_at = coalesce(revealed_at, ?), correct = ? WHERE id = ?",
-                                (self._clock(), correct, question_id))
+                                (self._clock(), None if correct is None else clean_text(correct), question_id))
             if cursor.rowcount == 0:
                 raise ClassroomError("That question does not exist (its class may have been forgotten).")
 
@@ -348,10 +456,12 @@ class ClassStore:
 
     # --- answers ---
 
-    def answer(self, question_id: int, device_id: str, text: str, nickname: str | None = None) -> None:
-        """Store this device's answer, replacing its earlier one; AnswerRejected says why when it is not taken."""
+    def answer(self, question_id: int, device_id: str, text: str, nickname: str | None = None, *,
+               class_code: str | None = None) -> None:
+        """Store this device's answer, replacing its earlier one; AnswerRejected says why when it is not taken.
+        `class_code`: the code the device joined with; the answer is refused unless the question's class has it."""
         device_id, nickname = _check_device(device_id), _check_nickname(nickname)
-        text = " ".join(str(text).split())
+        text = clean_text(text)
         if not text:
             raise AnswerRejected("The answer is empty.")
         if len(text) > MAX_ANSWER_CHARS:
@@ -359,11 +469,14 @@ class ClassStore:
         now = self._clock()
 
         def steps(db):
-            row = db.execute("SELECT q.choices, q.free_text, q.revealed_at, c.ended, c.id FROM questions q "
+            row = db.execute("SELECT q.choices, q.free_text, q.revealed_at, c.ended, c.id, c.code FROM questions q "
                              "JOIN classes c ON c.id = q.class_id WHERE q.id = ?", (question_id,)).fetchone()
             if row is None:
                 raise AnswerRejected("That question is gone (the class may have been forgotten).")
-            choices, free_text, revealed_at, ended, class_id = row
+            choices, free_text, revealed_at, ended, class_id, code = row
+            if class_code is not None and normalise_code(class_code) != code:
+                raise AnswerRejected("This is not the class you joined (it has ended): join again with the code on "
+                                     "the teacher's screen.")
             if ended is not None:
                 raise AnswerRejected("The class has ended; answers are closed.")
             if revealed_at is not None:
@@ -442,10 +555,26 @@ def _check_device(device_id: str) -> str:
     return device_id
 
 
+def _meta(db, key: str, default: str) -> str:
+    """The `meta` value of `key`, written as `default` first when missing (inside the caller's transaction)."""
+    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, default))
+    return db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
+
+
+def _new_id(db, table: str) -> int:
+    """The next id for `table` ("classes" or "questions"), above every id it ever had, not only those still in the
+    file: SQLite's own choice (max(id) + 1) gives a forgotten class's id to the next class, and a phone whose session
+    still holds it (or a teacher's page that closed that question) would take the new one for it."""
+    key = f"last_{table}_id"
+    last = max(int(_meta(db, key, "0")), db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
+    db.execute("UPDATE meta SET value = ? WHERE key = ?", (str(last + 1), key))
+    return last + 1
+
+
 def _check_nickname(nickname: str | None) -> str | None:
     if nickname is None:
         return None
-    nickname = " ".join(str(nickname).split())
+    nickname = clean_text(nickname)
     if len(nickname) > MAX_NICKNAME_CHARS:
         raise AnswerRejected(f"A nickname is at most {MAX_NICKNAME_CHARS} characters.")
     return nickname or None

@@ -19,6 +19,8 @@ from tests.browser.conftest import StreamlitServer, assert_no_streamlit_exceptio
 
 NO_MODEL = "no-such-model-for-the-class-test"
 STUDENT_ENV = {access.TEACHER_ENV: "192.0.2.1"}  # a documentation address: this machine's loopback is not it
+# Several phones from this one machine: one device per browser session (the default is one per address).
+PHONES_HERE_ENV = {**STUDENT_ENV, access.DEVICE_ENV: "browser"}
 PHONE = {"width": 390, "height": 844}
 
 
@@ -96,10 +98,27 @@ def test_student_answers_on_a_phone(browser, student_server):
     store.close()
 
 
+def test_new_browser_sessions_from_one_address_are_one_vote(browser, student_server):
+    """Issue 44: each new websocket was a new phone (200 extra votes from one address). Three browser sessions
+    from this machine's one address answer: one answer counts, the last, as a changed answer would."""
+    store = store_of(student_server)
+    info = store.start_class()
+    qid = store.ask(info.id, Question("direction", "Up or down with depth?", ("up", "down")))
+    for pick in ("up", "up", "down"):
+        page = open_as(browser, access.join_url("localhost", student_server.port, info.code))
+        page.get_by_role("button", name=pick).click()
+        page.get_by_text(f"Answer received: {pick}").wait_for()  # not the last session's answer, shown on load
+        page.wait_for_timeout(1100)  # the next session is the same device: past its one-answer-a-second limit
+        page.context.close()
+    assert store.counts(qid) == {"up": 0, "down": 1} and store.student_count(info.id) == 1
+    store.end_class(info.id)
+    store.close()
+
+
 def test_answers_survive_kill_and_restart(browser, tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
-    server = StreamlitServer(NO_MODEL, cache, env=STUDENT_ENV)
+    server = StreamlitServer(NO_MODEL, cache, env=PHONES_HERE_ENV)
     store = ClassStore(cache / "classroom.sqlite3")
     info = store.start_class()
     qid = store.ask(info.id, Question("direction", "Up or down with depth?", ("up", "down")))
@@ -119,7 +138,7 @@ def test_answers_survive_kill_and_restart(browser, tmp_path):
         server.stop()
     store.close()
     assert ClassStore(cache / "classroom.sqlite3").counts(qid) == before
-    restarted = StreamlitServer(NO_MODEL, cache, env=STUDENT_ENV)
+    restarted = StreamlitServer(NO_MODEL, cache, env=PHONES_HERE_ENV)
     try:
         page = open_as(browser, access.join_url("localhost", restarted.port, info.code))
         page.get_by_text("Up or down with depth?").wait_for()  # same class, same code, same open question
@@ -196,8 +215,9 @@ def test_forwarded_for_reaches_the_server(browser, class_server):
 
 
 def test_a_student_cannot_upload(student_server, class_server):
-    """The running app refuses a student's upload before Streamlit reads it (app.py's TeacherOnlyUploads); the
-    teacher's own upload without an XSRF token is refused by Streamlit itself, with another message."""
+    """The running app refuses a student's upload before Streamlit reads it (app.py's StudentGate,
+    app_pages/shell/class_server.py); the teacher's own upload without an XSRF token is refused by Streamlit itself,
+    with another message."""
     from app_pages.shell.class_server import UPLOAD_REFUSED
     from tests.unit.test_server_config import _request
 

@@ -35,7 +35,8 @@ def servers(tmp_path):
     cache.mkdir()
     teacher = StreamlitServer(str(folder), cache, env={"BERTLENS_CLASS": "1"})
     try:
-        students = StreamlitServer(str(folder), cache, env={"BERTLENS_CLASS": "1",
+        # Six students from this one machine: one device per browser session, not per address (issue 44).
+        students = StreamlitServer(str(folder), cache, env={"BERTLENS_CLASS": "1", "BERTLENS_CLASS_DEVICE": "browser",
                                                             "BERTLENS_TEACHER_ADDRESSES": "192.0.2.1"})
     except Exception:
         teacher.stop()

@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from core.classroom.store import (MAX_ANSWER_CHARS, MAX_NICKNAME_CHARS, AnswerRejected, ClassroomError, ClassStore,
-                                  Question, default_path)
+from core.classroom.store import (DISK_FULL, JOIN_ATTEMPTS, JOIN_WINDOW_SECONDS, MAX_ANSWER_CHARS, MAX_NICKNAME_CHARS,
+                                  AnswerRejected, ClassroomError, ClassStore, Question, StorageError, default_path)
 
 
 class Clock:
@@ -258,3 +258,148 @@ def test_forget_removes_everything_from_the_file(store, clock):
             assert raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
     on_disk = b"".join(p.read_bytes() for p in store.path.parent.glob("class.sqlite3*"))
     assert secret.encode() not in on_disk and b"Kim" not in on_disk
+
+
+# --- issue 44: one vote per device, no guessing of codes, no reuse of a forgotten class, clean text, full disk ---
+
+
+def test_class_and_question_ids_are_never_reused(tmp_path, clock):
+    """Issue 44: after "Forget this class" the next class got id 1 again, and a phone still joined to the forgotten
+    class (its session keeps the id) answered in the new one without its code. Question ids were reused as well (a
+    teacher's page that had closed question 1 would hide the new question 1)."""
+    path = tmp_path / "class.sqlite3"
+    store = ClassStore(path, clock=clock)
+    first = store.start_class()
+    old_question = store.ask(first.id, choice())
+    store.join(first.code, "phone-1")
+    store.forget(first.id)
+    second = store.start_class()
+    assert second.id > first.id and store.get_class(first.id) is None
+    store.close()
+    reopened = ClassStore(path, clock=clock)  # the high-water mark is in the file, not in this process
+    reopened.forget(second.id)
+    third = reopened.start_class()
+    assert third.id > second.id
+    qid = reopened.ask(third.id, choice())
+    assert qid > old_question
+    # The session binding: an answer sent with the code it joined with is refused in another class.
+    with pytest.raises(AnswerRejected, match="not the class you joined"):
+        reopened.answer(qid, "phone-1", "cat", class_code=first.code)
+    reopened.answer(qid, "phone-1", "cat", class_code=third.code.lower())  # as typed: case does not matter
+    assert reopened.counts(qid)["cat"] == 1
+    reopened.close()
+
+
+def test_wrong_codes_are_throttled_per_address(store, clock):
+    """Issue 44: join codes could be guessed at ~25 a second. JOIN_ATTEMPTS wrong codes a minute per address, then
+    that address waits, even with the right code; other addresses and right codes are not slowed down."""
+    info = store.start_class()
+    for i in range(10):  # right codes do not count: a room behind one address joins
+        store.join(info.code, f"phone-{i}", address="192.0.2.7")
+    wrong = "AAAAA" if info.code != "AAAAA" else "BBBBB"
+    for _ in range(JOIN_ATTEMPTS):
+        with pytest.raises(ClassroomError, match="No class is running"):
+            store.join(wrong, "guesser", address="192.0.2.66")
+        clock.now += 1
+    with pytest.raises(ClassroomError, match=r"Too many wrong codes from this device: wait 5\d s"):
+        store.join(info.code, "guesser", address="192.0.2.66")  # not even the right code tells
+    assert store.join(info.code, "phone-x", address="192.0.2.67") == info  # another address
+    clock.now += JOIN_WINDOW_SECONDS
+    assert store.join(info.code, "guesser", address="192.0.2.66") == info  # a minute later
+
+
+def test_a_device_named_by_its_address(tmp_path):
+    """One address, one device id in every session and after a restart; the id shows no address."""
+    path = tmp_path / "class.sqlite3"
+    store = ClassStore(path)
+    phone = store.address_device("192.168.1.20")
+    assert phone == store.address_device("192.168.1.20") != store.address_device("192.168.1.21")
+    assert "192" not in phone and len(phone) <= 64
+    store.close()
+    again = ClassStore(path)
+    other = ClassStore(tmp_path / "other.sqlite3")
+    assert again.address_device("192.168.1.20") == phone
+    assert other.address_device("192.168.1.20") != phone  # each file its own key
+    again.close()
+    other.close()
+
+
+PAYLOADS = {"\x00ri\x1bver\u202e": "river", "\ufeffriver\u200b": "river", "riv\u2066er\u2069": "river",
+            "\u202e\ufeff=cmd|' /C calc'!A0": "=cmd|' /C calc'!A0", "a\tb\nc\r\nd": "a b c d"}
+
+
+@pytest.mark.parametrize("sent,kept", list(PAYLOADS.items()))
+def test_answers_and_nicknames_lose_invisible_characters(store, sent, kept):
+    """Issue 44: NUL, ESC, U+202E and a BOM before "=" were stored and exported raw. They are stripped from answers
+    and nicknames (joiners kept: emoji and some scripts need them), and a formula after them is still written as
+    text in the export."""
+    info = store.start_class()
+    qid = store.ask(info.id, Question("choice", "Say it", free_text=True))
+    store.answer(qid, "phone-1", sent, nickname=sent[:MAX_NICKNAME_CHARS])
+    stored = store.answer_of(qid, "phone-1")
+    assert stored.text == kept and stored.nickname == kept[:MAX_NICKNAME_CHARS].strip()
+    with sqlite3.connect(store.path) as raw:  # what is in the file, read without the store
+        assert raw.execute("SELECT text FROM answers").fetchone() == (kept,)
+    row = next(csv.DictReader(io.StringIO(store.export_csv(info.id))))
+    assert row["answer"] == ("'" + kept if kept.startswith("=") else kept)
+
+
+def test_a_choice_with_invisible_characters_is_still_picked(store):
+    family = "\U0001F468\u200d\U0001F469\u200d\U0001F467"  # joined by U+200D: kept
+    info = store.start_class()
+    qid = store.ask(info.id, Question("choice", "Which?", ("ca\u200bt", "dog", family), correct="ca\u200bt"))
+    assert store.question(qid).question.choices == ("cat", "dog", family)
+    store.answer(qid, "phone-1", store.question(qid).question.choices[0])
+    store.answer(qid, "phone-2", family)
+    assert store.counts(qid) == {"cat": 1, "dog": 0, family: 1} and store.question(qid).correct == "cat"
+
+
+def test_spreadsheet_cell_after_invisible_characters():
+    from core.safe_text import spreadsheet_cell
+
+    for cell in ("\ufeff=cmd", "\u202e=1+1", "\x00@SUM(A1)", " =1", "\u200b+1", "\t=1", "-2"):
+        assert spreadsheet_cell(cell) == "'" + cell, repr(cell)
+    for cell in ("cat", "a=b", "", "\ufeffcat"):
+        assert spreadsheet_cell(cell) == cell, repr(cell)
+
+
+def fill_the_disk(store) -> None:
+    """SQLite's own "database or disk is full" (SQLITE_FULL), as on a full disk: the file may not grow a page."""
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def test_a_full_disk_is_one_sentence_without_a_path(store, clock):
+    """Issue 44: on a full disk the student's phone showed SQLite's traceback with the server's paths. The store
+    raises StorageError: a ClassroomError (the app shows its message as it shows a rejected answer) that says the
+    disk is full and names no path; the path is for the teacher. The store works again once there is room."""
+    info = store.start_class()
+    qid = store.ask(info.id, Question("choice", "Say it", free_text=True))
+    fill_the_disk(store)
+    with pytest.raises(StorageError) as caught:
+        for i in range(2000):
+            store.answer(qid, f"phone-{i}", "x" * MAX_ANSWER_CHARS, nickname="n" * MAX_NICKNAME_CHARS)
+            clock.now += 2
+    failure = caught.value
+    assert isinstance(failure, ClassroomError) and str(failure) == DISK_FULL and "disk is full" in str(failure)
+    assert str(store.path) not in str(failure) and "/" not in str(failure)
+    assert str(store.path) in failure.for_teacher
+    stored = len(store.answers(qid))
+    assert 0 < stored < 2000  # the failed write left the others, and the store answers reads
+    store._db.execute("PRAGMA max_page_count = 1073741823")
+    store.answer(qid, "late-phone", "ok")
+    assert len(store.answers(qid)) == stored + 1
+
+
+def test_enospc_from_the_file_system_is_a_full_disk(tmp_path, monkeypatch):
+    """The same when the operating system says ENOSPC: opening the store on a full disk (it creates its folder)."""
+    import errno
+    from pathlib import Path
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "full"))
+
+    monkeypatch.setattr(Path, "mkdir", no_space)
+    with pytest.raises(StorageError) as caught:
+        ClassStore(tmp_path / "full" / "class.sqlite3")
+    assert str(caught.value) == DISK_FULL and str(tmp_path) not in str(caught.value)
