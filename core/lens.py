@@ -308,6 +308,9 @@ def anisotropy(models, corpus="builtin", *, text_column: str | None = None, meas
                                      include_special=bool(include_special), baseline=baseline, protocol=protocol)
     models = [models] if isinstance(models, str) or not isinstance(models, Iterable) else list(models)
     profiles = [an.measure_corpus(load(m), chosen, settings, progress=progress) for m in models]
+    for profile in profiles:
+        for warning in profile.warnings:  # a NaN curve is said once, under the notebook cell
+            warnings.warn(f"{profile.model}: {warning}", stacklevel=2)
     frame = anisotropy_charts.profile_frame(profiles)
     if measure not in set(frame["measure"]):
         raise ValueError(f"{measure} was not measured with protocol {protocol!r}")
