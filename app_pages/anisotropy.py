@@ -191,7 +191,7 @@ for p in profiles:
     warn_if_corpus_cut(p)  # under its model's caption: the notice names no model
 for p in profiles:
     for warning in p.warnings:  # the profile's own words, as the CLI and the notebook say them
-        st.warning(f"{markdown_code(display_name(p.model))}: {markdown_text(warning)} (k in Settings is min_contexts.)")
+        st.warning(f"{markdown_code(display_name(p.model))}: {markdown_text(warning)}")
 
 table = frame.pivot_table(index=["model", "layer"], columns="measure", values="value", sort=False).reset_index()
 table = table[["model", "layer", *[m for m in an.MEASURES if m in table.columns]]]

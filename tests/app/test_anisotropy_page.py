@@ -196,4 +196,4 @@ def test_words_seen_once_get_the_profiles_warning_not_a_silent_empty_curve(tiny_
                                  an.AnisotropySettings(n_pairs=at.number_input(key="anisotropy.pairs").value))
     (warning,) = expected.warnings
     assert [w.value for w in at.warning if "No word occurs" in w.value] == [
-        f"`{tiny_bert_dir.name}`: {markdown_text(warning)} (k in Settings is min_contexts.)"]
+        f"`{tiny_bert_dir.name}`: {markdown_text(warning)}"]

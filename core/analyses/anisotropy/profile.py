@@ -147,7 +147,7 @@ class LayerProfile(validation.CorpusCuts):
                else "use a larger corpus in which words repeat")
         return (f"No {unit} occurs in {k} or more {contexts}{seen}, so {measures} undefined (left empty, NaN): "
                 f"self-similarity compares one {unit}'s vectors in different contexts. {fix.capitalize()}, or "
-                f"lower min_contexts (at least 2).",)
+                f"lower k, the {contexts} a {unit} needs (min_contexts, at least 2).",)
 
     @property
     def baseline(self) -> np.ndarray:
