@@ -55,6 +55,8 @@ def render(run: str, examples, swaps, corpus: str) -> None:
                        "pieces, so they cannot be patched position by position.")
         st.caption(f"Over {result.swappable:,} swappable test pairs; heads disabled by zeroing their output "
                    f"(mode {result.mode}).")
+        for warning in result.warnings:  # above the ranking it qualifies
+            st.warning(warning.message, icon=":material/warning:")
         frame = ranking_frame(result)
         st.dataframe(frame.head(SHOWN).style.format({"mean recovery": "{:.3f}"}), hide_index=True, width="stretch")
         export_buttons(None, frame, f"{run}_bias_heads", key=P + "export")

@@ -124,7 +124,7 @@ class Patching:
             if self.masked:
                 message = (f"The target {self.target!r} is not the model's top guess at the clean input's [MASK] "
                            f"(its top guess is {self.clean_top!r}; log P({self.target}) = {self.clean_metric:.2f}, "
-                           f"{100 * np.exp(self.clean_metric):.1f} %), so the clean sentence does not show the answer "
+                           f"{100 * np.exp(self.clean_metric):.2g} %), so the clean sentence does not show the answer "
                            "being restored.")
             else:
                 message = (f"The model predicts {self.clean_top!r} for the clean input, not the measured class "

@@ -25,7 +25,8 @@ def register(subparsers) -> None:
         "\"warnings\", codes small_gap and clean_not_top) says when that is noise: a gap under "
         f"{SMALL_GAP}, or a clean input that does not give the target / class.")
     add_model_argument(p)
-    p.add_argument("--clean", required=True, help='the input that gives the answer, e.g. "The man said [MASK] was late."')
+    p.add_argument("--clean", required=True, help='the clean input, whose activations are copied into the corrupted run, '
+                   'e.g. "The man said [MASK] was late." (a warning says when it does not give the target)')
     p.add_argument("--corrupt", required=True, help="the same input with a word swapped, as many word pieces long")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", metavar="WORD", help="a word piece scored at the [MASK] (MLM models)")
@@ -81,6 +82,8 @@ def run_bias_heads(args) -> int:
         return 0
     print(f"{result.corpus}: {result.flips} of {result.swappable} swappable items flip run {result.run}'s prediction; "
           f"{result.patched_pairs} patched ({result.skipped} left out: the swap changed their length)")
+    for warning in result.warnings:
+        print(f"warning ({warning.code}): {warning.message}")
     for rank, (layer, head) in enumerate(result.ranking[:max(result.top_k, 5)], start=1):
         print(f"  {rank}. layer {layer} head {head}: mean recovery {result.recovery[layer, head]:.3f}")
     print(f"flip rate {result.flip_rate_before:.4f} intact, {result.flip_rate_after:.4f} with the top {result.top_k} "
