@@ -117,7 +117,7 @@ class Patching:
         out = []
         if not abs(self.gap) >= SMALL_GAP:  # NaN counts as small
             out.append(PatchingWarning("small_gap", (
-                f"The clean and corrupted inputs differ by only {self.gap:+.3f} in {self.metric} (under {SMALL_GAP}). "
+                f"The clean and corrupted inputs differ by only {self.gap:+.2g} in {self.metric} (under {SMALL_GAP}). "
                 "Recovery is divided by this gap, so the grid below is mostly noise: pick a pair the model tells "
                 "apart more clearly.")))
         if self.clean_top and self.target and self.clean_top != self.target:
