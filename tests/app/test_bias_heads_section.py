@@ -8,6 +8,7 @@ import numpy as np
 
 from core import bias, jobs, training
 from core.bias import heads as bias_heads
+from core.safe_text import markdown_text
 from tests.app.test_bias_page import open_page, write_finished_experiment
 
 
@@ -50,7 +51,7 @@ def test_ranked_heads_and_flip_rates_of_a_finished_run(make_app, minilm_dir, dat
     assert list(table["disabled"]) == [True, True, False, False, False, False]
     assert any("1 flipping pairs were left out" in c.value for c in at.caption)
     # issue 48: pairs the model barely tells apart are said to be noise in the mean, above the ranking
-    assert [w.value for w in at.warning if "patched pairs" in w.value] == [stub.warnings[0].message]
+    assert [w.value for w in at.warning if "patched pairs" in w.value] == [markdown_text(stub.warnings[0].message)]
     assert stub.warnings[0].message.startswith("3 of the 7 patched pairs differ by under 0.5")
 
 
