@@ -189,10 +189,9 @@ for p in profiles:
         notes.append(f"{p.n_alignment_pairs} pairs for alignment")
     st.caption(f"{markdown_code(display_name(p.model))}: " + ", ".join(notes) + ".")
     warn_if_corpus_cut(p)  # under its model's caption: the notice names no model
-if any(len(p.words) == 0 for p in profiles):
-    st.warning(f"No word occurs in {settings.min_contexts} or more {'times' if paper else 'sentences'}, so "
-               "self-similarity is empty: "
-               "lower k in Settings or use a larger corpus.")
+for p in profiles:
+    for warning in p.warnings:  # the profile's own words, as the CLI and the notebook say them
+        st.warning(f"{markdown_code(display_name(p.model))}: {markdown_text(warning)}")
 
 table = frame.pivot_table(index=["model", "layer"], columns="measure", values="value", sort=False).reset_index()
 table = table[["model", "layer", *[m for m in an.MEASURES if m in table.columns]]]

@@ -172,7 +172,7 @@ if table_chart is not None:
     draw_chart(table_chart, key=P + "table_chart")
 for comparison in result.comparisons:
     ref = comparison.reference
-    shape = "" if comparison.shape_correlation is None else f"; shape correlation r = {comparison.shape_correlation:.2f}"
+    shape = f"; {comparison.shape_note}" if comparison.shape_note else ""
     st.caption(f"**{ref.title}** — {comparison.verdict}{shape}. Paper: {ref.model}, {ref.corpus}, {ref.unit}; "
                f"source: {ref.source}. Tolerance ±{ref.tolerance:g}." + (f" {ref.layer_note}" if ref.layer_note else "")
                + (f" {ref.note}" if ref.note else ""))

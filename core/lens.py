@@ -269,7 +269,9 @@ def patch(model, clean, corrupt, *, target=None, label=None, over: str = "heads"
     classification run (its name or folder as `model`), or two classes for their logit difference. method
     "attribution": Nanda's gradient estimate of every cell at once. path ((layer, head), (layer, head)): the
     sender's effect through the receiver only (result.path_metric). Frame: core.charts.patching.patching_frame;
-    with return_data the Patching result comes third."""
+    with return_data the Patching result comes third. A grid that is noise (result.warnings: a clean - corrupt gap
+    under core.analyses.patching.SMALL_GAP, or a clean input that does not give the target) is drawn with a Python
+    warning per reason, which a notebook shows under the cell."""
     if (target is None) == (label is None):
         raise ValueError("give target=WORD (a model with an MLM head) or label=CLASS (a classification run)")
     if method not in patchings.METHODS:
@@ -282,6 +284,8 @@ def patch(model, clean, corrupt, *, target=None, label=None, over: str = "heads"
         result = patchings.attribution_patch(subject, clean, corrupt, goal, over)
     else:
         result = patchings.patch(subject, clean, corrupt, goal, over, path=path)
+    for warning in result.warnings:
+        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=2)
     frame = patching_charts.patching_frame(result)
     chart = patching_charts.patching_chart(result, frame)
     return (chart, frame, result) if return_data else chart
@@ -304,6 +308,9 @@ def anisotropy(models, corpus="builtin", *, text_column: str | None = None, meas
                                      include_special=bool(include_special), baseline=baseline, protocol=protocol)
     models = [models] if isinstance(models, str) or not isinstance(models, Iterable) else list(models)
     profiles = [an.measure_corpus(load(m), chosen, settings, progress=progress) for m in models]
+    for profile in profiles:
+        for warning in profile.warnings:  # a NaN curve is said once, under the notebook cell
+            warnings.warn(f"{profile.model}: {warning}", stacklevel=2)
     frame = anisotropy_charts.profile_frame(profiles)
     if measure not in set(frame["measure"]):
         raise ValueError(f"{measure} was not measured with protocol {protocol!r}")

@@ -11,7 +11,7 @@ Sections below are one per paper; keep each reference's `source` precise enough 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
 import numpy as np
@@ -47,6 +47,7 @@ class Reference:
     tolerance: float
     layer_note: str = ""
     note: str = ""
+    layers: int = 12  # the paper model's transformer layers: every per-layer curve here is from a BERT-base
 
     @property
     def title(self) -> str:
@@ -120,43 +121,103 @@ class ComparisonRow:
         return cls(d["measure"], d["key"], d["paper"], d["measured"], d["tolerance"])
 
 
+# Under these a shape correlation says little (issue 48: "shape correlation r = 0.02" stood as a finding): with few
+# points any r is likely by chance, and |r| < WEAK_R is no shared shape.
+FEW_SHAPE_POINTS = 5
+WEAK_R = 0.5
+
+
 @dataclass(frozen=True)
 class Comparison:
     """rows: one per number the reference gives; kind: 'same' or 'shape'; shape_correlation: Pearson r between the
-    paper's and the measured values over the keys both have (None under 3 keys), the one thing a 'shape' overlay
-    can be judged on."""
+    paper's and the measured values (None under 3 points), the one thing a 'shape' overlay can be judged on, over
+    shape_points points: the keys both have, or, when the measured model's depth differs from the paper's
+    (`layers` = (paper's, measured) transformer layers), each measured layer against the paper's curve
+    interpolated at the same relative depth (layer / number of layers). measured_layers: the whole measured
+    per-layer curve (depths differ: it may run past the paper's keys), for the chart."""
 
     reference: Reference
     rows: tuple[ComparisonRow, ...]
     kind: OverlayKind
     verdict: Verdict
     shape_correlation: float | None
+    shape_points: int = 0
+    layers: tuple[int, int] | None = None
+    measured_layers: Mapping[int, float] = field(default_factory=dict)
+
+    @property
+    def relative_depth(self) -> bool:
+        """The paper's and the measured model's depths differ: layers are compared as layer / number of layers."""
+        return self.layers is not None and self.layers[0] != self.layers[1]
+
+    @property
+    def shape_note(self) -> str:
+        """The shape correlation in words, with what it is computed over and how much it can say; "" without one."""
+        r, n = self.shape_correlation, self.shape_points
+        if r is None:
+            return ""
+        over = (f"over {n} layers matched by relative depth (layer / number of layers: the paper's model has "
+                f"{self.layers[0]}, this one {self.layers[1]})" if self.relative_depth else f"over {n} shared points")
+        if n < FEW_SHAPE_POINTS:
+            judgement = "too few points for r to mean much"
+        elif abs(r) < WEAK_R:
+            judgement = "weak: no shared shape"
+        else:
+            judgement = "the curves rise and fall together" if r > 0 else "the shapes are opposite"
+        return f"shape correlation r = {r:.2f} {over}; {judgement}"
 
     def to_json(self) -> dict:
         return {"reference": self.reference.to_json(), "rows": [r.to_json() for r in self.rows], "kind": self.kind,
-                "verdict": self.verdict, "shape_correlation": self.shape_correlation}
+                "verdict": self.verdict, "shape_correlation": self.shape_correlation,
+                "shape_points": self.shape_points, "layers": None if self.layers is None else list(self.layers),
+                "measured_layers": {str(k): float(v) for k, v in self.measured_layers.items()}}
 
     @classmethod
     def from_json(cls, d: dict) -> "Comparison":
+        layers = d.get("layers")
         return cls(Reference.from_json(d["reference"]), tuple(ComparisonRow.from_json(r) for r in d["rows"]), d["kind"],
-                   d["verdict"], d["shape_correlation"])
+                   d["verdict"], d["shape_correlation"], d.get("shape_points", 0),
+                   None if layers is None else (int(layers[0]), int(layers[1])),
+                   json_keyed(d.get("measured_layers", {})))
 
 
-def compare(reference: Reference, measured: Mapping[int | str, float], model: str, protocol: str) -> Comparison:
+def _pearson(a: np.ndarray, b: np.ndarray) -> float | None:
+    if len(a) < 3 or a.std() == 0 or b.std() == 0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _depth_matched(reference: Reference, measured: Mapping[int, float], layers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(paper, measured) at each measured layer whose relative depth layer / `layers` falls inside the paper's
+    curve, the paper's value linearly interpolated at that depth (layer / reference.layers)."""
+    keys = sorted(k for k in reference.values if isinstance(k, int))
+    if len(keys) < 2:
+        return np.empty(0), np.empty(0)
+    depth = np.array(keys, dtype=float) / reference.layers
+    values = np.array([float(reference.values[k]) for k in keys])
+    mine = sorted((k / layers, float(v)) for k, v in measured.items() if depth[0] <= k / layers <= depth[-1])
+    at = np.array([d for d, _ in mine])
+    return np.interp(at, depth, values) if mine else np.empty(0), np.array([v for _, v in mine])
+
+
+def compare(reference: Reference, measured: Mapping[int | str, float], model: str, protocol: str,
+            layers: int | None = None) -> Comparison:
     """Measured values beside the paper's. Verdict: 'different model: shape only' unless model and protocol match;
     then 'reproduced' if every number the paper gives was measured and lies within the tolerance, else 'differs';
-    'not measured' when none of the paper's keys was measured."""
+    'not measured' when none of the paper's keys was measured. layers: the measured model's transformer layers
+    (a per-layer study passes it); when it differs from the paper's, the shape is compared at relative depth."""
     rows = tuple(
         ComparisonRow(reference.measure, k, float(v), None if measured.get(k) is None else float(measured[k]), reference.tolerance)
         for k, v in reference.values.items()
     )
     both = [r for r in rows if r.measured is not None]
-    correlation = None
-    if len(both) >= 3:
-        a = np.array([r.paper for r in both])
-        b = np.array([r.measured for r in both])
-        if a.std() > 0 and b.std() > 0:
-            correlation = float(np.corrcoef(a, b)[0, 1])
+    per_layer = {k: float(v) for k, v in measured.items() if isinstance(k, int) and v is not None}
+    depths = (reference.layers, int(layers)) if layers and per_layer else None
+    if depths is not None and depths[0] != depths[1]:
+        paper, mine = _depth_matched(reference, per_layer, depths[1])
+    else:
+        paper, mine = np.array([r.paper for r in both]), np.array([r.measured for r in both])
+    correlation = _pearson(paper, mine)
     kind = overlay_kind(reference, model, protocol)
     if not both:
         verdict: Verdict = "not measured"
@@ -164,7 +225,8 @@ def compare(reference: Reference, measured: Mapping[int | str, float], model: st
         verdict = "different model: shape only"
     else:
         verdict = "reproduced" if len(both) == len(rows) and all(r.within for r in rows) else "differs"
-    return Comparison(reference, rows, kind, verdict, correlation)
+    return Comparison(reference, rows, kind, verdict, correlation, len(paper), depths,
+                      per_layer if depths is not None else {})
 
 
 _REGISTRY: dict[str, Reference] = {}

@@ -10,6 +10,7 @@ import streamlit as st
 from app_pages.widgets.common import export_buttons, job_controls
 from core import training
 from core.bias import heads as bias_heads
+from core.safe_text import markdown_text
 
 P = "bias.heads."
 SHOWN = 10  # heads listed; the CSV holds every head
@@ -55,6 +56,8 @@ def render(run: str, examples, swaps, corpus: str) -> None:
                        "pieces, so they cannot be patched position by position.")
         st.caption(f"Over {result.swappable:,} swappable test pairs; heads disabled by zeroing their output "
                    f"(mode {result.mode}).")
+        for warning in result.warnings:  # above the ranking it qualifies
+            st.warning(markdown_text(warning.message), icon=":material/warning:")
         frame = ranking_frame(result)
         st.dataframe(frame.head(SHOWN).style.format({"mean recovery": "{:.3f}"}), hide_index=True, width="stretch")
         export_buttons(None, frame, f"{run}_bias_heads", key=P + "export")

@@ -66,7 +66,8 @@ def render() -> None:
     for name, value in zip(("clean", "corrupt", "target"), next(iter(PATCHING_EXAMPLES.values()))):
         st.session_state.setdefault(P + name, value)
     top = st.columns(2)
-    clean = top[0].text_input("Clean sentence (the model gets it right)", key=P + "clean")
+    # Named by what it is: whether the model gets it right is measured below (a clean_not_top warning), not assumed.
+    clean = top[0].text_input("Clean sentence", key=P + "clean")
     corrupt = top[1].text_input("Corrupted sentence (one word swapped, same length)", key=P + "corrupt")
     settings = st.columns(2)
     target = label = None
@@ -95,9 +96,11 @@ def render() -> None:
         return
     heads, positions, *exact = result
     st.caption(f"Metric: {markdown_text(heads.metric)} — clean {heads.clean_metric:.4f}, corrupted "
-               f"{heads.corrupt_metric:.4f}. Recovered = (patched − corrupted) / (clean − corrupted): 1 restores the "
+               f"{heads.corrupt_metric:.4f}, gap {heads.gap:.4f}. Recovered = (patched − corrupted) / (clean − corrupted): 1 restores the "
                f"clean answer, 0 changes nothing." + (" Attribution: a gradient estimate, not a patched run."
                                                      if method != "exact" else ""))
+    for warning in heads.warnings:  # above the grids they qualify; both grids share the pair's metrics
+        st.warning(markdown_text(warning.message), icon=":material/warning:")
     if exact:
         r_heads, r_positions = (patching.correlation(e, a) for e, a in zip(exact, (heads, positions)))
         st.caption(f"Attribution patching against exact patching on this pair (Pearson r over the cells): heads "

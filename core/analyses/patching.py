@@ -14,7 +14,10 @@ times). Granularities (`over`), each a [layer, cell] grid, layers 0-based (the e
 
 The metric is the log-probability of a target word piece at the [MASK] (a model with an MLM head) or a class
 logit, or the difference of two class logits (a classification run). Recovery = (patched - corrupt) /
-(clean - corrupt): 1 when the cell restores the clean answer, 0 when it changes nothing.
+(clean - corrupt): 1 when the cell restores the clean answer, 0 when it changes nothing. A recovery is only a
+finding when that gap is large and the clean run really gives the answer: `Patching.warnings` says when either fails
+(`small_gap`: |clean - corrupt| < SMALL_GAP; `clean_not_top`: the target is not the clean input's top-1 word at the
+[MASK], or the class is not the clean prediction), and every front end shows them above the grid.
 
 Batched: each forward runs the corrupted input as many times as a chunk of cells, row r patching cell r (hooks
 through core.model.adapter), so a [layer, head] grid of bert-base (144 cells) costs a few forwards, not 144.
@@ -47,6 +50,9 @@ OVER = ("heads", "positions", "attn", "mlp")
 POINT = {"heads": "z", "positions": "resid_post", "attn": "attn_out", "mlp": "ffn_out"}
 METHODS = ("exact", "attribution")
 DEFAULT_MEMORY_MB = 512  # activations of one batched forward; a chunk holds as many cells as fit
+# Recovery divides by clean - corrupt: a gap under half a logit (nat) turns float noise and small side effects into
+# recoveries of +-1 and more (issue 48: a 0.024-logit gap drew a full grid), so it is flagged, not hidden.
+SMALL_GAP = 0.5
 
 
 class PatchingError(ValueError):
@@ -54,6 +60,18 @@ class PatchingError(ValueError):
 
 
 Text = str | tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class PatchingWarning:
+    """Why a grid may be noise rather than a finding. code: "small_gap" | "clean_not_top"; message: one sentence
+    for a person."""
+
+    code: str
+    message: str
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,10 @@ class Patching:
     recovered        float64 [L, C]: (patched - corrupt) / (clean - corrupt); NaN when clean == corrupt
     path             ((sender layer, head), (receiver layer, head)) or None; path_metric the metric with the
                      sender patched through the receiver only (None without a path)
+    target           the measured word piece (MLM) or class label (classifier; the first of a logit difference)
+    clean_top        what the clean input actually gives: the top-1 word piece at the [MASK], or the predicted
+                     class ("" when unknown)
+    gap              clean_metric - corrupt_metric, the divisor of every recovery; warnings: PatchingWarning, ...
     """
 
     model: str
@@ -82,6 +104,33 @@ class Patching:
     patched: np.ndarray
     path: tuple[tuple[int, int], tuple[int, int]] | None = None
     path_metric: float | None = None
+    target: str = ""
+    clean_top: str = ""
+    masked: bool = False  # the metric is a log-probability at a [MASK] (MLM), not a class logit
+
+    @property
+    def gap(self) -> float:
+        return float(self.clean_metric - self.corrupt_metric)
+
+    @property
+    def warnings(self) -> tuple[PatchingWarning, ...]:
+        out = []
+        if not abs(self.gap) >= SMALL_GAP:  # NaN counts as small
+            out.append(PatchingWarning("small_gap", (
+                f"The clean and corrupted inputs differ by only {self.gap:+.2g} in {self.metric} (under {SMALL_GAP}). "
+                "Recovery is divided by this gap, so the grid below is mostly noise: pick a pair the model tells "
+                "apart more clearly.")))
+        if self.clean_top and self.target and self.clean_top != self.target:
+            if self.masked:
+                message = (f"The target {self.target!r} is not the model's top guess at the clean input's [MASK] "
+                           f"(its top guess is {self.clean_top!r}; log P({self.target}) = {self.clean_metric:.2f}, "
+                           f"{100 * np.exp(self.clean_metric):.2g} %), so the clean sentence does not show the answer "
+                           "being restored.")
+            else:
+                message = (f"The model predicts {self.clean_top!r} for the clean input, not the measured class "
+                           f"{self.target!r}, so the clean sentence does not show the answer being restored.")
+            out.append(PatchingWarning("clean_not_top", message))
+        return tuple(out)
 
     @property
     def recovered(self) -> np.ndarray:
@@ -94,13 +143,14 @@ class Patching:
         return float(recovery(np.array(self.path_metric), self.clean_metric, self.corrupt_metric))
 
     def to_json(self) -> dict:
-        """The CLI's `patch --json` object (keys as issue 34 gives them)."""
+        """The CLI's `patch --json` object (keys as issue 34 gives them, plus issue 48's "gap" and "warnings")."""
         def rows(a):
             return [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
 
         return {"clean_metric": self.clean_metric, "corrupt_metric": self.corrupt_metric, "metric": self.metric,
                 "over": self.over, "tokens": list(self.tokens), "patched": rows(self.patched),
-                "recovered": rows(self.recovered)}
+                "recovered": rows(self.recovered), "gap": self.gap if np.isfinite(self.gap) else None,
+                "warnings": [w.to_json() for w in self.warnings]}
 
 
 def recovery(patched: np.ndarray, clean: float, corrupt: float) -> np.ndarray:
@@ -136,6 +186,16 @@ class _Pair:
     with_types: bool
     device: object
     width: int  # logits per row, for the memory estimate
+    top: Callable  # output -> the first row's top-1: a word piece at the [MASK] or a class label
+    target: str  # what the metric measures, in top's terms
+    masked: bool
+
+    def clean_top(self) -> str:
+        """The clean input's own answer (one extra one-row forward, no hooks)."""
+        import torch
+
+        with torch.inference_mode():
+            return self.top(self.call(self.feed(self.clean, 1)))
 
     def feed(self, which: Tokenized, rows: int) -> dict:
         import torch
@@ -222,7 +282,10 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         def score(logits, ks=tuple(ks)):
             return logits[:, ks[0]] - (logits[:, ks[1]] if len(ks) == 2 else 0)
 
-        call, width, target_model = model.logits, len(labels), model.model
+        def top(logits, labels=labels):
+            return labels[int(logits[0].argmax())]
+
+        call, width, target_model, goal = model.logits, len(labels), model.model, labels[ks[0]]
     else:
         lm = model
         require_masked_lm(lm)
@@ -233,7 +296,7 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         target_id = int(lm.tokenizer.convert_tokens_to_ids(pieces[0]))
         target_model, width = lm.masked_lm, int(lm.masked_lm.config.vocab_size)
         call = lambda feed: target_model(**feed).logits  # noqa: E731 - the one MLM forward of this module
-        name = None
+        name, goal = None, pieces[0]
     clean_t, corrupt_t = tokenize(lm, [_input(clean), _input(corrupt)], max_length)
     _same_length(clean_t, corrupt_t)
     if name is None:
@@ -247,9 +310,13 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         def score(logits, position=position, target_id=target_id):
             return torch.log_softmax(logits[:, position].float(), dim=-1)[:, target_id]
 
+        def top(logits, position=position, tokenizer=lm.tokenizer):
+            return tokenizer.convert_ids_to_tokens(int(logits[0, position].argmax()))
+
     with_types = "token_type_ids" in lm.tokenizer.model_input_names
     device = next(target_model.parameters()).device
-    return _Pair(ModelAdapter.of(target_model), call, score, name, clean_t, corrupt_t, with_types, device, width)
+    return _Pair(ModelAdapter.of(target_model), call, score, name, clean_t, corrupt_t, with_types, device, width, top,
+                 goal, not _is_classifier(model))
 
 
 # ---- exact patching ---------------------------------------------------------------------------------------------
@@ -336,7 +403,8 @@ def patch(model, clean: Text, corrupt: Text, target, over: str = "heads", *, pat
         path = _check_path(pair, path)
         path_metric = _path_patch(pair, *path)
     return Patching(_ref(model), over, "exact", pair.metric, pair.clean.tokens, pair.corrupt.tokens, clean_metric,
-                    corrupt_metric, patched.reshape(layers, width), path, path_metric)
+                    corrupt_metric, patched.reshape(layers, width), path, path_metric, pair.target, pair.clean_top(),
+                    pair.masked)
 
 
 def patch_together(model, clean: Text, corrupt: Text, target, over: str, cells: Sequence[tuple[int, int]]) -> float:
@@ -434,4 +502,5 @@ def attribution_patch(model, clean: Text, corrupt: Text, target, over: str = "he
         effect[layer] = summed.double().cpu().numpy()
     corrupt_metric = float(metric.detach())
     return Patching(_ref(model), over, "attribution", pair.metric, pair.clean.tokens, pair.corrupt.tokens,
-                    clean_metric, corrupt_metric, corrupt_metric + effect)
+                    clean_metric, corrupt_metric, corrupt_metric + effect, target=pair.target,
+                    clean_top=pair.clean_top(), masked=pair.masked)

@@ -16,7 +16,7 @@ import numpy as np
 
 from core import training
 from core.analyses.ablation import MODES, predict_disabled
-from core.analyses.patching import DEFAULT_MEMORY_MB, PatchingError, patch
+from core.analyses.patching import DEFAULT_MEMORY_MB, SMALL_GAP, PatchingError, PatchingWarning, patch
 from core.bias.experiment import predict_labels
 from core.bias.flips import item_examples
 from core.bias.swaps import DEFAULT_SWAPS, counterfactuals, parse_swaps
@@ -39,6 +39,8 @@ class BiasHeads:
     ranking        ((layer, head), ...) every head, highest mean recovery first; top_k: how many were ablated
     flip_rate_before, flip_rate_after   flips / swappable with the model intact and with the top-k heads disabled
                    (mode "mask" or "uniform", core.analyses.ablation)
+    small_gaps     patched pairs whose original - swapped metric is under core.analyses.patching.SMALL_GAP: their
+                   recoveries divide by almost nothing and are mostly noise in the mean (`warnings` says so)
     """
 
     corpus: str
@@ -54,6 +56,16 @@ class BiasHeads:
     mode: str
     flip_rate_before: float
     flip_rate_after: float
+    small_gaps: int = 0
+
+    @property
+    def warnings(self) -> tuple[PatchingWarning, ...]:
+        if not self.small_gaps:
+            return ()
+        return (PatchingWarning("small_gap", (
+            f"{self.small_gaps:,} of the {self.patched_pairs:,} patched pairs differ by under {SMALL_GAP} in "
+            "logit[original's class] - logit[swapped copy's class]: their recoveries divide by almost nothing, so "
+            "they are mostly noise in the mean recovery.")),)
 
     @property
     def top(self) -> tuple[tuple[int, int], ...]:
@@ -68,7 +80,8 @@ class BiasHeads:
                 "recovery": [[num(v) for v in row] for row in self.recovery],
                 "ranking": [list(h) for h in self.ranking], "top_k": self.top_k,
                 "top_heads": [list(h) for h in self.top], "mode": self.mode,
-                "flip_rate_before": num(self.flip_rate_before), "flip_rate_after": num(self.flip_rate_after)}
+                "flip_rate_before": num(self.flip_rate_before), "flip_rate_after": num(self.flip_rate_after),
+                "small_gap_pairs": self.small_gaps, "warnings": [w.to_json() for w in self.warnings]}
 
 
 def _pair(example: Example):
@@ -98,13 +111,14 @@ def bias_heads(clf, examples: Sequence[Example], swaps=DEFAULT_SWAPS, *, top_k: 
     before = predict_labels(clf, originals, labels)
     after = predict_labels(clf, cf.examples, labels)
     flipping = np.flatnonzero(before != after)
-    grids, skipped = [], 0
+    grids, skipped, small_gaps = [], 0, 0
     for done, i in enumerate(flipping[:limit]):
         check_stop(should_stop)
         try:
             result = patch(clf, _pair(originals[i]), _pair(cf.examples[i]), (int(before[i]), int(after[i])), "heads",
                            memory_mb=memory_mb)
             grids.append(result.recovered)
+            small_gaps += int(not abs(result.gap) >= SMALL_GAP)
         except PatchingError:
             skipped += 1
         if progress is not None:
@@ -120,7 +134,7 @@ def bias_heads(clf, examples: Sequence[Example], swaps=DEFAULT_SWAPS, *, top_k: 
     rate_before = float((before != after).mean())
     rate_after = _flip_rate(clf, originals, cf.examples, disabled, mode) if disabled else rate_before
     return BiasHeads(corpus, run, labels, len(originals), int(flipping.size), len(grids), skipped, recovery, ranking,
-                     top_k, mode, rate_before, rate_after)
+                     top_k, mode, rate_before, rate_after, small_gaps)
 
 
 def corpus_bias_heads(corpus, run: str, swaps=DEFAULT_SWAPS, *, device: str | None = None, **options) -> BiasHeads:

@@ -71,6 +71,8 @@ def run_anisotropy(args) -> int:
           + (f" of tokens from {profile.n_baseline_sentences} sampled sentences" if paper else "")
           + f", {len(profile.words)} {'token' if paper else 'word'} types with >= {settings.min_contexts} "
           f"{'occurrences' if paper else 'contexts'}")
+    for warning in profile.warnings:  # above the table whose NaN column it explains
+        print(f"warning: {warning}")
     shown = [m for m in MEASURES if getattr(profile, m) is not None]
     print("layer\t" + "\t".join(shown))
     for layer in profile.layers:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from core import training, validation
-from core.analyses.patching import OVER, patch
+from core.analyses.patching import OVER, SMALL_GAP, patch
 from core.bias.heads import DEFAULT_PAIRS, DEFAULT_TOP_K, corpus_bias_heads
 from core.commands import add_json_arguments, add_model_argument, stderr_progress
 from core.data import corpus as corpora
@@ -21,9 +21,12 @@ def register(subparsers) -> None:
         "--class K (a classification run). The two inputs must have the same number of word pieces. --over heads: "
         "each head's output (z) at every position, [layer][head]; positions: the residual stream after each layer "
         "at each token; attn / mlp: the attention / feed-forward block's output at each token. Layers are 0-based, "
-        "the embeddings not counted; recovered = (patched - corrupt) / (clean - corrupt).")
+        "the embeddings not counted; recovered = (patched - corrupt) / (clean - corrupt). A warning (JSON: "
+        "\"warnings\", codes small_gap and clean_not_top) says when that is noise: a gap under "
+        f"{SMALL_GAP}, or a clean input that does not give the target / class.")
     add_model_argument(p)
-    p.add_argument("--clean", required=True, help='the input that gives the answer, e.g. "The man said [MASK] was late."')
+    p.add_argument("--clean", required=True, help='the clean input, whose activations are copied into the corrupted run, '
+                   'e.g. "The man said [MASK] was late." (a warning says when it does not give the target)')
     p.add_argument("--corrupt", required=True, help="the same input with a word swapped, as many word pieces long")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", metavar="WORD", help="a word piece scored at the [MASK] (MLM models)")
@@ -59,7 +62,10 @@ def run_patch(args) -> int:
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0
-    print(f"metric {result.metric}: clean {result.clean_metric:.4f}, corrupted {result.corrupt_metric:.4f}")
+    print(f"metric {result.metric}: clean {result.clean_metric:.4f}, corrupted {result.corrupt_metric:.4f}, "
+          f"gap {result.gap:.4f}")
+    for warning in result.warnings:  # stdout, above the grid it qualifies (stderr is the progress, --quiet hides it)
+        print(f"warning ({warning.code}): {warning.message}")
     print(f"recovered, [layer, {'head' if result.over == 'heads' else 'token'}] (over {result.over}):")
     columns = range(result.patched.shape[1]) if result.over == "heads" else result.tokens
     print("layer\t" + "\t".join(str(c) for c in columns))
@@ -76,6 +82,8 @@ def run_bias_heads(args) -> int:
         return 0
     print(f"{result.corpus}: {result.flips} of {result.swappable} swappable items flip run {result.run}'s prediction; "
           f"{result.patched_pairs} patched ({result.skipped} left out: the swap changed their length)")
+    for warning in result.warnings:
+        print(f"warning ({warning.code}): {warning.message}")
     for rank, (layer, head) in enumerate(result.ranking[:max(result.top_k, 5)], start=1):
         print(f"  {rank}. layer {layer} head {head}: mean recovery {result.recovery[layer, head]:.3f}")
     print(f"flip rate {result.flip_rate_before:.4f} intact, {result.flip_rate_after:.4f} with the top {result.top_k} "

@@ -103,6 +103,8 @@ def run_reproduce(args) -> int:
         ref = comparison.reference
         shape = "" if comparison.shape_correlation is None else f", shape r = {comparison.shape_correlation:.2f}"
         print(f"\n{ref.title} [{comparison.verdict}{shape}]\n  source: {ref.source}\n  paper: {ref.model}, {ref.corpus}, {ref.unit}")
+        if comparison.shape_note:  # what r is computed over and how much it can say (a few points: little)
+            print(f"  {comparison.shape_note}")
         print("  key\tpaper\tmeasured\twithin ±tol")
         for row in comparison.rows:
             measured = "—" if row.measured is None else f"{row.measured:.3f}"

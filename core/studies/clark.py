@@ -72,7 +72,7 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
     for name, ref in LAYER_MEASURES:
         series = {layer + 1: float(v) for layer, v in enumerate(survey.layer_means(name))}
         measured[ref.measure] = series
-        comparisons.append(references.compare(ref, series, lm.ref, PROTOCOL))
+        comparisons.append(references.compare(ref, series, lm.ref, PROTOCOL, lm.num_layers))
     notes = [
         f"Stand-in data: {corpus.name} instead of Wikipedia (Figure 2) and WSJ Penn Treebank dev with Stanford "
         "Dependencies (Table 1), so the numbers are indicative.",

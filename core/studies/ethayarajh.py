@@ -37,7 +37,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         for m in MEASURES
     }
     comparisons = tuple(
-        references.compare(ref, measured[ref.measure], lm.ref, profile.protocol)
+        references.compare(ref, measured[ref.measure], lm.ref, profile.protocol, lm.num_layers)
         for ref in references.for_study("ethayarajh")
     )
     notes = [

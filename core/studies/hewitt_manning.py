@@ -46,7 +46,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
     depth = {name: layer / lm.num_layers for name, layer in best.items()}
     depth["H&M, BERT-base layer 7 (BERT Lens 8 of 12)"] = (7 + HM_LAYER_OFFSET) / 12
     comparisons = tuple(
-        references.compare(references.get(key), series, lm.ref, PROTOCOL)
+        references.compare(references.get(key), series, lm.ref, PROTOCOL, lm.num_layers)
         for key, series in (("hewitt-manning.uuas", uuas), ("hewitt-manning.dspr", dspr))
     )
     notes = (

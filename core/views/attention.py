@@ -111,9 +111,14 @@ def patching_charts(lens, model: str, params: Mapping[str, str]) -> list:
         return []
     goal = {"label": params["class"]} if params.get("class") else {"target": params.get("target")}
     method = {"compare": "attribution"}.get(params.get("method") or "exact", params.get("method") or "exact")
-    return [(lens.patch(model, clean, corrupt, over=over, method=method, **goal), note) for over, note in (
-        ("heads", "Each head's output copied from the clean run into the corrupted one: how much of the answer returns."),
-        ("positions", "The residual stream after each layer at each token, copied the same way (Meng et al.'s trace)."))]
+    out = []
+    for over, note in (
+            ("heads", "Each head's output copied from the clean run into the corrupted one: how much of the answer returns."),
+            ("positions", "The residual stream after each layer at each token, copied the same way (Meng et al.'s trace).")):
+        chart, _, result = lens.patch(model, clean, corrupt, over=over, method=method, return_data=True, **goal)
+        # the page's warnings above its grid go into the step's note, so the deck and PDF say it too
+        out.append((chart, " ".join(["Warning: " + w.message for w in result.warnings] + [note])))
+    return out
 
 
 VIEW = View(

@@ -178,3 +178,22 @@ def test_sentences_longer_than_the_model_get_one_notice_with_their_count(tmp_pat
         run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
         assert cut_warnings(at) == ([expected] if expected else [])
         assert (expected is None) == (positions == 64)
+
+
+def test_words_seen_once_get_the_profiles_warning_not_a_silent_empty_curve(tiny_bert_dir, make_app):
+    """Issue 48: two pasted sentences without a shared word leave self-similarity undefined; the page says why in
+    the profile's own words (core LayerProfile.warnings)."""
+    from core.safe_text import markdown_text
+
+    at = make_app(str(tiny_bert_dir))
+    at.switch_page(PAGE).run()
+    at.radio(key="anisotropy.source").set_value("Paste text").run()
+    at.text_area(key="anisotropy.text").input("the cat sat\na dog ran").run()
+    assert not at.exception, at.exception
+    at.button(key="anisotropy.run").click()
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
+    expected = an.measure_corpus(load_model(str(tiny_bert_dir)), corpora.corpus_of(["the cat sat", "a dog ran"]),
+                                 an.AnisotropySettings(n_pairs=at.number_input(key="anisotropy.pairs").value))
+    (warning,) = expected.warnings
+    assert [w.value for w in at.warning if "No word occurs" in w.value] == [
+        f"`{tiny_bert_dir.name}`: {markdown_text(warning)}"]

@@ -78,3 +78,35 @@ def test_the_planted_head_ranks_first_and_its_ablation_ends_the_flips():
 def test_a_corpus_without_swappable_words_is_refused():
     with pytest.raises(ValueError, match="contains a word the swaps change"):
         bias_heads.bias_heads(_planted_classifier(), item_examples(["the cat sat on the mat ."]))
+
+
+def test_pairs_with_a_small_gap_are_counted_and_warned_about(monkeypatch):
+    """Issue 48: a pair whose original - swapped metric is tiny gives a noisy recovery. Each flipping pair's gap is
+    computed here from the classifier's own logits; the threshold is set between them so some pairs fall below."""
+    from core.bias.swaps import DEFAULT_SWAPS, swap_text
+
+    clf = _planted_classifier()
+    plain = bias_heads.bias_heads(clf, item_examples(TEXTS), top_k=1, corpus="planted")
+
+    def logits(text):
+        with torch.no_grad():
+            return clf.model(**dict(clf.tokenizer(text, return_tensors="pt")))[0]
+
+    gaps = []
+    for text in TEXTS:
+        swapped = swap_text(text, DEFAULT_SWAPS)
+        a, b = logits(text), logits(swapped)
+        c0, c1 = int(a.argmax()), int(b.argmax())
+        if swapped != text and c0 != c1:
+            gaps.append(float((a[c0] - a[c1]) - (b[c0] - b[c1])))
+    assert len(gaps) == plain.patched_pairs >= 3
+    assert plain.small_gaps == sum(abs(g) < bias_heads.SMALL_GAP for g in gaps)
+    threshold = float(np.median(np.abs(gaps))) + 1e-6
+    monkeypatch.setattr(bias_heads, "SMALL_GAP", threshold)
+    flagged = bias_heads.bias_heads(clf, item_examples(TEXTS), top_k=1, corpus="planted")
+    expected = sum(abs(g) < threshold for g in gaps)
+    assert 0 < flagged.small_gaps == expected < len(gaps)
+    payload = flagged.to_json()
+    assert payload["small_gap_pairs"] == expected
+    assert [w["code"] for w in payload["warnings"]] == ["small_gap"]
+    assert payload["warnings"][0]["message"].startswith(f"{expected} of the {len(gaps)} patched pairs")

@@ -216,3 +216,44 @@ def test_a_view_of_a_cut_input_warns_in_the_notebook(name, tiny):
             warnings.simplefilter("always")
             draw(lens, tiny, text)
         assert [str(w.message) for w in caught if "cut off" in str(w.message)] == expected
+
+
+@pytest.mark.parametrize("protocol", ["bertlens", "ethayarajh"])
+def test_anisotropy_of_words_seen_once_warns_instead_of_a_silent_nan(tiny, protocol):
+    """Issue 48: lens.anisotropy(model, ["a b c", "d e f"]) gave NaN self-similarity and no word. Each word here
+    occurs once, so self-similarity is undefined: the profile, the notebook, the CLI's JSON and table say so."""
+    import warnings as python_warnings
+
+    from core import lens
+    from core.analyses import anisotropy as an
+    from core.data.corpus import corpus_of
+
+    sentences = ["the cat sat", "a dog ran"]  # six different words (word pieces), each in one sentence
+    with python_warnings.catch_warnings(record=True) as caught:
+        python_warnings.simplefilter("always")
+        _, frame = lens.anisotropy(tiny, sentences, protocol=protocol, return_data=True)
+    assert frame[frame["measure"] == "self_similarity"]["value"].isna().all()
+    profile = an.measure_corpus(lens.load(tiny), corpus_of(sentences), an.AnisotropySettings(protocol=protocol))
+    assert profile.words == () and profile.most_word_contexts == 1
+    unit = "token" if protocol == "ethayarajh" else "word"
+    contexts = "occurrences" if protocol == "ethayarajh" else "sentences"
+    (warning,) = profile.warnings
+    assert warning.startswith(f"No {unit} occurs in 5 or more {contexts} (the most any {unit} has here is 1), so "
+                              "self-similarity")
+    assert [str(w.message) for w in caught if "No " in str(w.message)] == [f"{tiny}: {warning}"]
+    assert profile.to_json()["warnings"] == [warning]
+    # min_contexts=2 on a corpus where "the" repeats: the measure is defined and nothing is said
+    defined = an.measure_corpus(lens.load(tiny), corpus_of(["the cat sat", "the dog ran"]),
+                                an.AnisotropySettings(protocol=protocol, min_contexts=2))
+    assert defined.words == ("the",) and defined.warnings == () and np.isfinite(defined.self_similarity).all()
+
+
+def test_cli_anisotropy_prints_the_warning_above_its_table(tiny, tmp_path, capsys):
+    from core.__main__ import main
+
+    corpus = tmp_path / "once.txt"
+    corpus.write_text("the cat sat\na dog ran\n")
+    assert main(["anisotropy", "--model", tiny, "--corpus", str(corpus), "--pairs", "10", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: No word occurs in 5 or more sentences (the most any word has here is 1)" in out
+    assert out.index("warning: No word") < out.index("layer\t")

@@ -281,9 +281,19 @@ def test_cli_patch_prints_the_issues_keys(tmp_path, capsys):
             "--json", "--quiet"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"clean_metric", "corrupt_metric", "metric", "over", "tokens", "patched", "recovered"}
+    # issue 34's keys, plus issue 48's gap and warnings
+    assert set(out) == {"clean_metric", "corrupt_metric", "metric", "over", "tokens", "patched", "recovered", "gap",
+                        "warnings"}
     assert out["over"] == "heads" and len(out["patched"]) == 2 and all(len(row) == 4 for row in out["patched"])
     assert out["tokens"][6] == "[MASK]"
+    assert out["gap"] == pytest.approx(out["clean_metric"] - out["corrupt_metric"], abs=1e-12)
+    # this random model barely tells the pair apart (|gap| ~ 2e-4) and its top guess at the [MASK] is not "mat"
+    assert abs(out["gap"]) < patching.SMALL_GAP
+    assert [w["code"] for w in out["warnings"]] == ["small_gap", "clean_not_top"]
+    assert all(set(w) == {"code", "message"} and w["message"] for w in out["warnings"])
+    assert main(argv[:-2]) == 0  # the table says so above its grid too
+    text = capsys.readouterr().out
+    assert "warning (small_gap)" in text and text.index("warning (small_gap)") < text.index("recovered, [layer")
     assert main(["patch", "--model", folder, "--clean", "the man sat [MASK] .", "--corrupt", CORRUPT, "--target",
                  TARGET]) == 2
     assert "[CLS] the man sat [MASK] . [SEP]" in capsys.readouterr().err
@@ -302,3 +312,58 @@ def test_a_bpe_target_is_the_word_after_a_space(tmp_path):
     assert patching._target_piece(tokenizer, "he") == ["Ġhe"]
     bert = _tokenizer(True)
     assert patching._target_piece(bert, "He") == ["he"] and patching._target_piece(bert, "##s") == ["##s"]
+
+
+def _plain_logits(clf, text: str) -> torch.Tensor:
+    with torch.no_grad():
+        return clf.model(**_feed(clf.tokenizer, text))[0]
+
+
+@pytest.mark.parametrize("method", ["exact", "attribution"])
+def test_warnings_say_when_a_classifier_grid_is_noise(method):
+    """Issue 48: a gap under SMALL_GAP and a class the clean input is not predicted as are flagged, checked against the
+    classifier's own logits on both inputs."""
+    clf = _classifier()
+    run = patching.patch if method == "exact" else patching.attribution_patch
+    clean, corrupt = "the man sat .", "the woman sat ."
+    clean_logits, corrupt_logits = _plain_logits(clf, clean), _plain_logits(clf, corrupt)
+    predicted = clf.labels[int(clean_logits.argmax())]
+    seen = set()
+    for k, label in enumerate(clf.labels):
+        result = run(clf, clean, corrupt, label, "heads")
+        gap = float(clean_logits[k] - corrupt_logits[k])
+        assert result.gap == pytest.approx(gap, abs=1e-4) and result.to_json()["gap"] == pytest.approx(gap, abs=1e-4)
+        assert result.clean_top == predicted and result.target == label
+        expected = ["small_gap"] * (abs(gap) < patching.SMALL_GAP) + ["clean_not_top"] * (label != predicted)
+        codes = [w.code for w in result.warnings]
+        assert codes == expected and [w["code"] for w in result.to_json()["warnings"]] == expected
+        if "clean_not_top" in codes:
+            assert repr(predicted) in result.warnings[-1].message
+        seen.add(tuple(codes))
+    assert len(seen) >= 3  # the toy's three classes give different cases, so each check above was exercised
+
+
+def test_a_target_that_is_not_the_clean_top_guess_is_flagged():
+    mlm, lm = _mlm("bert")
+    feed = _feed(lm.tokenizer, CLEAN)
+    position = int((feed["input_ids"][0] == lm.tokenizer.mask_token_id).nonzero()[0, 0])
+    with torch.no_grad():
+        top = lm.tokenizer.convert_ids_to_tokens(int(mlm(**feed).logits[0, position].argmax()))
+    assert top != TARGET
+    result = patching.patch(lm, CLEAN, CORRUPT, TARGET, "heads")
+    assert result.clean_top == top
+    warning = next(w for w in result.warnings if w.code == "clean_not_top")
+    assert repr(top) in warning.message and "[MASK]" in warning.message
+    # the clean input's own top guess is not flagged
+    assert "clean_not_top" not in [w.code for w in patching.patch(lm, CLEAN, CORRUPT, top, "heads").warnings]
+
+
+def test_lens_patch_warns_with_the_results_warnings():
+    from core import lens
+
+    _, lm = _mlm("bert")
+    with pytest.warns(UserWarning) as caught:
+        _, _, result = lens.patch(lm, CLEAN, CORRUPT, target=TARGET, return_data=True)
+    assert result.warnings
+    assert [str(w.message) for w in caught if "clean_not_top" in str(w.message) or "small_gap" in str(w.message)] == \
+        [f"{w.code}: {w.message}" for w in result.warnings]

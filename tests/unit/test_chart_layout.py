@@ -371,9 +371,48 @@ def test_reproduce_panel_names_are_wrapped_not_cut():
         assert len({round(t.x) for t in lines}) == 1
     result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
     for build in (reproduce.layer_comparison_chart, reproduce.table_comparison_chart):
-        spec = build(result).to_dict()  # the paper comparisons take the same wrapped header
+        spec = build(result).to_dict()  # the paper comparisons take the same wrapped panel names
         labels = [row["label"] for rows in spec["datasets"].values() for row in rows]
-        assert spec["facet"]["header"] == reproduce._panel_header(pd.Series(labels)).to_dict()
+        assert [p["title"] for p in spec["concat"]] == [reproduce._panel_title(n).to_dict()
+                                                        for n in pd.Series(labels).unique()]
+
+
+def test_reproduce_a_shallower_model_is_drawn_at_relative_depth_with_titled_panels():
+    """Issue 48: a 6-layer model's curve was drawn on the 12-layer paper's layer axis, in small panels without y
+    titles. Both curves now run over layer / number of layers (the chart says why), every panel names its measure
+    on its y axis, and the panels are large enough yet two of them fit the main column."""
+    from core import references, studies
+    from core.charts import reproduce
+
+    def ref(key, measure):
+        return references.Reference(key=key, study="t", measure=measure, label=f"Paper, {measure}", model="bert-base",
+                                    corpus="c", unit="token", protocol="ethayarajh", source="here", tolerance=0.01,
+                                    values={k: k / 12 for k in range(13)})
+
+    measured = {k: (k / 6) ** 2 for k in range(7)}
+    comparisons = tuple(references.compare(ref(f"t.{m}", m), measured, "minilm-6", "ethayarajh", layers=6)
+                        for m in ("random_cosine", "self_similarity"))
+    result = studies.StudyResult("t", "minilm-6", "c", "ethayarajh", comparisons, {"random_cosine": measured}, ())
+    chart = reproduce.layer_comparison_chart(result)
+    spec = chart.to_dict()
+    rows = spec["datasets"][spec["data"]["name"]]
+    for source, layers, keys in (("paper", 12, range(13)), ("measured (minilm-6)", 6, range(7))):
+        got = sorted((r["layer"], r["x"]) for r in rows if r["source"] == source and r["measure"] == "random_cosine")
+        assert got == [(k, pytest.approx(k / layers)) for k in keys]
+    panels = spec["concat"]
+    assert len(panels) == 2
+    for panel, measure in zip(panels, ("random cosine", "self similarity")):
+        encoding = panel["layer"][0]["encoding"]
+        assert encoding["x"]["field"] == "x" and encoding["x"]["title"] == reproduce.DEPTH_TITLE
+        assert encoding["y"]["title"] == [measure]
+        assert panel["width"] >= 260 and panel["height"] >= 220
+    assert "12 layers" in " ".join(spec["title"]["subtitle"]) and "minilm-6 has 6" in " ".join(spec["title"]["subtitle"])
+    drawing = draw(chart)
+    assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+    assert_titles_inside(drawing)
+    titles = drawing.strings("axis-title")
+    assert titles.count("random cosine") == 1 and titles.count("self similarity") == 1
+    assert titles.count(reproduce.DEPTH_TITLE) == 2
 
 
 def test_reproduce_measured_line_is_not_pale():
@@ -385,7 +424,7 @@ def test_reproduce_measured_line_is_not_pale():
 
     result = fake_study.run(studies.StudyOptions(model="/some/folder/of/models/fake-bert", limit=1))
     spec = reproduce.layer_comparison_chart(result).to_dict()
-    scale = spec["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    scale = spec["concat"][0]["layer"][0]["encoding"]["color"]["scale"]
     assert len(scale.get("range", [])) == len(scale["domain"]) == 2, "colours left to the theme's palette"
     assert all(contrast_on_white(c) >= 3 for c in scale["range"]), scale["range"]
 

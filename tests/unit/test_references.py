@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from core import protocols, references
-from core.references import Reference, compare, overlay_kind
+from core.references import Comparison, Reference, compare, overlay_kind
 
 
 def _reference(**changes) -> Reference:
@@ -128,3 +128,44 @@ def test_drug_differences_mark_the_three_classes_uncertain_and_name_the_scored_s
     text = " ".join(DRUG_RATING_DIFFERENCES)
     assert "uncertain" in text and "may be a copy" in text
     assert "validation loader" not in text and "337,120" in text
+
+
+def _rise_and_fall(depth):
+    return np.sin(np.pi * np.asarray(depth, dtype=float))
+
+
+def test_a_shallower_model_is_compared_at_relative_depth():
+    """Issue 48: a 6-layer model's layers 0..6 were set beside the 12-layer paper's layers 0..6. The same shape
+    (rise to mid-depth, fall) measured on 6 layers must correlate with the paper's curve at equal relative depth:
+    r over the 7 measured layers, the paper interpolated at k / 6 of its 12 layers, computed here with numpy."""
+    paper = {k: float(v) for k, v in enumerate(_rise_and_fall(np.arange(13) / 12))}
+    measured = {k: float(v) + 0.01 * k for k, v in enumerate(_rise_and_fall(np.arange(7) / 6))}
+    ref = _reference(values=paper)
+    result = compare(ref, measured, "minilm", "ethayarajh", layers=6)
+    at_depth = np.interp(np.arange(7) / 6, np.arange(13) / 12, [paper[k] for k in range(13)])
+    expected = np.corrcoef(at_depth, [measured[k] for k in range(7)])[0, 1]
+    assert result.relative_depth and result.layers == (12, 6) and result.shape_points == 7
+    assert result.shape_correlation == pytest.approx(expected) and expected > 0.99
+    # the absolute layer axis the page used compared the paper's rising half with a whole rise and fall
+    absolute = compare(ref, measured, "minilm", "ethayarajh")
+    assert not absolute.relative_depth and absolute.shape_correlation < 0.5
+    note = result.shape_note
+    assert "relative depth" in note and "12" in note and "6" in note and "7 layers" in note
+    assert "rise and fall together" in note
+    assert Comparison.from_json(result.to_json()) == result  # read back from a finished study's result.json
+    # the same depth keeps the plain comparison over the shared keys
+    same = compare(ref, paper, "bert-base-cased", "ethayarajh", layers=12)
+    assert not same.relative_depth and same.shape_correlation == pytest.approx(1.0) and same.shape_points == 13
+
+
+def test_a_weak_or_few_point_shape_correlation_says_so():
+    few = compare(_reference(), {0: 0.5, 1: 0.9, 2: 0.7, 3: 1.4}, "x", "ethayarajh")
+    assert few.shape_points == 4 and "over 4 shared points" in few.shape_note
+    assert "too few points" in few.shape_note
+    flat = {k: float(v) for k, v in enumerate(_rise_and_fall(np.arange(13) / 12))}
+    noise = {k: float(v) for k, v in enumerate(np.random.default_rng(3).normal(size=13))}
+    weak = compare(_reference(values=flat), noise, "x", "ethayarajh")
+    r = np.corrcoef(list(flat.values()), list(noise.values()))[0, 1]
+    assert abs(r) < references.WEAK_R and weak.shape_correlation == pytest.approx(r)
+    assert weak.shape_note == f"shape correlation r = {r:.2f} over 13 shared points; weak: no shared shape"
+    assert compare(_reference(), {0: 1.0}, "x", "ethayarajh").shape_note == ""

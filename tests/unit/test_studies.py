@@ -65,6 +65,7 @@ def test_other_model_gives_shape_only_and_a_readable_table(monkeypatch, capsys):
     assert "3/3 (100%)" in captured.err  # the study's progress reaches the terminal
     assert "DIFFERENT MODEL: SHAPE ONLY" in out
     assert "Fake paper, Figure 1 — random cosine [different model: shape only, shape r = 1.00]" in out
+    assert "  shape correlation r = 1.00 over 4 shared points; too few points for r to mean much" in out
 
 
 def test_a_failing_study_reports_its_error(monkeypatch, capsys):

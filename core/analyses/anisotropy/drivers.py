@@ -19,10 +19,12 @@ from core.model.encoding import encode_share, encode_share_batches, encode_strea
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 
-def _choose_words(keys: list[tuple[str, ...]], min_contexts: int, limit: int) -> dict[str, int]:
+def _choose_words(keys: list[tuple[str, ...]], min_contexts: int, limit: int) -> tuple[dict[str, int], int]:
+    """(word -> row of the words in min_contexts+ sentences, most frequent first, at most `limit`; the most
+    sentences any word is in)."""
     contexts = Counter(key for sentence in keys for key in set(sentence))
     eligible = sorted((k for k, n in contexts.items() if n >= min_contexts), key=lambda k: (-contexts[k], k))
-    return {k: row for row, k in enumerate(eligible[:limit])}
+    return {k: row for row, k in enumerate(eligible[:limit])}, max(contexts.values(), default=0)
 
 
 def _alignment_sample(corpus: Corpus, settings: AnisotropySettings) -> tuple[np.ndarray, dict[int, int]]:
@@ -66,11 +68,12 @@ def measure_corpus(
     for slot, unit in enumerate(needed):
         wanted.setdefault(int(unit_sentence[unit]), []).append((int(unit_position[unit]), slot))
     corpus_pairs, alignment_sentences = _alignment_sample(corpus, settings)
+    tracked, most_contexts = _choose_words(keys, settings.min_contexts, settings.max_word_types)
 
     sums = RunningSums(
         n_layers=lm.num_layers + 1,
         dim=lm.hidden_size,
-        tracked=_choose_words(keys, settings.min_contexts, settings.max_word_types),
+        tracked=tracked,
         wanted=wanted,
         n_slots=len(needed),
         alignment_sentences=alignment_sentences,
@@ -110,6 +113,7 @@ def measure_corpus(
         word_self_similarity=word_self,
         n_pairs=len(pairs),
         n_truncated=n_truncated,
+        most_word_contexts=most_contexts,
     )
 
 
@@ -199,6 +203,7 @@ def _measure_paper(lm, corpus: Corpus, settings: AnisotropySettings, *, progress
         mev_random=random_words_mev(picked),
         word_mev=word_mev,
         n_baseline_sentences=len(sample.sentences),
+        most_word_contexts=max((len(o) for o in occurrences.values()), default=0),
     )
 
 

@@ -88,6 +88,10 @@ class LayerProfile(validation.CorpusCuts):
                               each word's MEV, the random-word MEV, and their difference
     word_mev                  [W, L+1] or None, likewise
     n_baseline_sentences      sentences sampled for the baseline ("ethayarajh"; 0 under "bertlens")
+    most_word_contexts        the most sentences (occurrences) any one word (token) type had: why `words` may be
+                              empty; -1 when the pass did not count it
+    warnings                  sentences for a person on measures the corpus left undefined (NaN): no word in
+                              min_contexts contexts leaves self-similarity (and MEV) empty
     Units are words under "bertlens" and WordPiece tokens under "ethayarajh" (n_tokens counts them).
     """
 
@@ -122,10 +126,28 @@ class LayerProfile(validation.CorpusCuts):
     # (core.model.encoding.counting_cuts); None otherwise
     dropped: tuple[int, ...] | None = None
     max_length: int = 0
+    most_word_contexts: int = -1
 
     @property
     def protocol(self) -> str:
         return self.settings.protocol
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Why a measure is NaN, said once instead of an empty curve (issue 48: lens.anisotropy(model,
+        ["a b c", "d e f"]) gave NaN self-similarity without a word)."""
+        if len(self.words):
+            return ()
+        paper = self.protocol == PAPER_PROTOCOL
+        unit, contexts = ("token", "occurrences") if paper else ("word", "sentences")
+        k = self.settings.min_contexts
+        seen = (f" (the most any {unit} has here is {self.most_word_contexts})" if self.most_word_contexts >= 0 else "")
+        measures = "self-similarity, its adjusted form and MEV are" if paper else "self-similarity and its adjusted form are"
+        fix = (f"the corpus has only {self.n_sentences} sentences: use more" if not paper and self.n_sentences < k
+               else "use a larger corpus in which words repeat")
+        return (f"No {unit} occurs in {k} or more {contexts}{seen}, so {measures} undefined (left empty, NaN): "
+                f"self-similarity compares one {unit}'s vectors in different contexts. {fix.capitalize()}, or "
+                f"lower k, the {contexts} a {unit} needs (min_contexts, at least 2).",)
 
     @property
     def baseline(self) -> np.ndarray:
@@ -153,6 +175,7 @@ class LayerProfile(validation.CorpusCuts):
             n_sentences=self.n_sentences, n_word_types=len(self.words), min_contexts=self.settings.min_contexts,
             include_special=self.settings.include_special, seed=self.settings.seed,
             n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated, world_size=self.world_size,
+            warnings=list(self.warnings),
         )
         return out
 
@@ -176,6 +199,7 @@ def build_profile(
     mev_random: np.ndarray | None = None,
     word_mev: np.ndarray | None = None,
     n_baseline_sentences: int = 0,
+    most_word_contexts: int = -1,
 ) -> LayerProfile:
     """The LayerProfile of a finished pass (sums reduced over the ranks): the measures the sums give (the exact
     baseline, the top PC's share, alignment and uniformity of corpus_pairs) beside those the protocol's driver
@@ -211,6 +235,7 @@ def build_profile(
         word_mev=word_mev,
         n_baseline_sentences=n_baseline_sentences,
         world_size=distributed.current().world_size,
+        most_word_contexts=most_word_contexts,
     )
 
 
