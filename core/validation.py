@@ -26,6 +26,8 @@ import types
 import typing
 from pathlib import Path
 
+import yaml
+
 # A count above this is a typo or an attack, never a corpus size or a batch (and it keeps numpy/torch from
 # being asked for an absurd allocation before anything is read).
 MAX_COUNT = 10**9
@@ -228,7 +230,8 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
 
     Not core.files.write_json_atomic: that one pretty-prints small status files (indent=2, the pure-Python
     encoder), minutes and twice the bytes for an attention tensor."""
-    chunks = json.JSONEncoder(indent=indent).iterencode(payload)
+    not_finite = [0]
+    chunks = _finite_json_chunks(payload, indent, not_finite)
     if out:
         path = Path(out)  # checked by the output_file type of --out
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -242,6 +245,7 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
         finally:
             tmp.unlink(missing_ok=True)
         print(f"{path}: {size:,} characters of JSON", file=sys.stderr)
+        _warn_not_finite(not_finite[0])
         return
     limit = MAX_JSON_BYTES if limit is None else limit
     kept, size = [], 0
@@ -252,7 +256,100 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
                              "a file with --out FILE.json (or shorten the input)")
         kept.append(chunk)
     print("".join(kept), file=stream or sys.stdout)
+    _warn_not_finite(not_finite[0])
+
+
+def _finite_json_chunks(payload, indent: int | None, not_finite: list):
+    """JSONEncoder(indent=indent).iterencode(payload), but NaN and ±infinity written as null (counted in
+    not_finite[0]): Python's bare `NaN` / `Infinity` is not JSON, and jq, JavaScript and most parsers reject the
+    whole output. The encoder's own generator, given a float formatter; iterencode uses it for every payload."""
+
+    def floatstr(value: float) -> str:
+        if math.isfinite(value):
+            return float.__repr__(value)
+        not_finite[0] += 1
+        return "null"
+
+    encoder = json.JSONEncoder(indent=indent)
+    return json.encoder._make_iterencode(
+        {}, encoder.default, json.encoder.encode_basestring_ascii, indent if indent is None or isinstance(indent, str)
+        else " " * indent, floatstr, encoder.key_separator, encoder.item_separator, False, False, False)(payload, 0)
+
+
+def _warn_not_finite(count: int) -> None:
+    if count:
+        print(f"warning: {count:,} number(s) of the result are NaN or infinite (a model or input gave no finite "
+              "value); written as null in the JSON", file=sys.stderr)
 
 
 def _size(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:,.0f} KB"
+
+
+# ---- JSON and YAML from a file: depth and number size checked before parsing ---------------------------------
+# json and PyYAML parse nested brackets by recursion (a 200,000-deep `[[[…` is a RecursionError, a traceback) and
+# turn a digit run into an int (5,000 digits pass Python's 4,300-digit limit: a ValueError from deep inside).
+# A lesson is 4 levels deep and a JSONL row 1 or 2, so these limits refuse only what no real file holds.
+MAX_NESTING = 64
+MAX_DIGITS = 400
+# A double-quoted string (JSON, YAML) is skipped whole: brackets and digits inside it are text.
+_STRUCTURE = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]|\d{%d,}' % (MAX_DIGITS + 1))
+
+
+def nesting_problem(text: str, *, max_depth: int = MAX_NESTING, first_line: int = 1) -> str | None:
+    """Why `text` (JSON, or YAML's flow brackets) is too deep or holds too long a number to parse safely, naming
+    the line (`text` starting at line `first_line` of its file); None when it is fine. A single pass of one
+    regular expression, so a 25 MB file costs milliseconds."""
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > max_depth:
+                line = text.count("\n", 0, match.start()) + first_line
+                return f"nested more than {max_depth} levels deep (line {line})"
+        elif token in "]}":
+            depth = max(0, depth - 1)
+        elif token[0].isdigit():
+            line = text.count("\n", 0, match.start()) + first_line
+            return f"has a number of more than {MAX_DIGITS} digits (line {line})"
+    return None
+
+
+class TextFileError(ValueError):
+    """A JSON or YAML text that cannot be read: `where` (the file) and `reason` (what is wrong), "WHERE: REASON"."""
+
+    def __init__(self, where: str, reason: str):
+        super().__init__(f"{where}: {reason}")
+        self.where, self.reason = where, reason
+
+
+def load_yaml_text(text: str, where: str):
+    """yaml.safe_load after nesting_problem's check, with the composer's own depth bounded too (YAML nests by
+    indentation and `- - -` as well as by brackets); TextFileError naming `where` and what is wrong."""
+    problem = nesting_problem(text)
+    if problem:
+        raise TextFileError(where, problem)
+
+    class DepthLimitedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                mark = self.peek_event().start_mark
+                raise TextFileError(where, f"nested more than {MAX_NESTING} levels deep (line {mark.line + 1})")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = DepthLimitedLoader(text)
+    try:
+        return loader.get_single_data()
+    except TextFileError:
+        raise
+    except (yaml.YAMLError, ValueError, RecursionError) as err:
+        raise TextFileError(where, f"not YAML ({' '.join(str(err).split()) or type(err).__name__})") from None
+    finally:
+        loader.dispose()

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence, Union
 
 from core.data import datasets
 from core.data.treebank import Sentence, TreebankError, parse_conllu, read_conllu, ud_ewt_path
-from core.validation import check_count
+from core.validation import check_count, nesting_problem
 
 Item = Union[str, tuple[str, str]]
 
@@ -249,6 +249,9 @@ def from_jsonl(data: str, name: str = "uploaded JSONL") -> Corpus:
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
+        problem = nesting_problem(line, first_line=number)  # json.loads recurses: a deep line is a RecursionError
+        if problem:
+            raise CorpusError(f"{name}: {problem}; give one flat JSON object per line.")
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:
