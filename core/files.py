@@ -64,8 +64,11 @@ class DiskFull(OSError):
     """A write failed because the disk is full: the message says so and names what was being written."""
 
     def __init__(self, path):
-        super().__init__(f"disk full: could not write {path}; free some space on that disk and run it again")
-        self.errno, self.filename = errno.ENOSPC, str(path)
+        self.message = f"disk full: could not write {path}; free some space on that disk and run it again"
+        super().__init__(errno.ENOSPC, self.message, str(path))
+
+    def __str__(self) -> str:  # OSError's own would read "[Errno 28] disk full: ...: 'PATH'"
+        return self.message
 
 
 def disk_full(err: BaseException, path) -> DiskFull | None:
