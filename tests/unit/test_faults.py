@@ -164,3 +164,70 @@ def test_nan_weights_are_refused_at_load_naming_the_tensor(tiny_bert_dir, tmp_pa
         load_model(str(folder))
     line = _one_line_error(["attention-norms", "--model", str(folder), "--text", "the cat sat .", "--json"], capsys)
     assert "NaN or infinity" in line and "query.weight" in line
+
+
+# ---- replacing a folder: the old one aside until the new one is in ---------------------------------------------
+def _folder(path: Path, text: str) -> Path:
+    path.mkdir(parents=True)
+    (path / "weights").write_text(text)
+    return path
+
+
+def test_a_folder_written_over_another_replaces_it_whole(tmp_path):
+    from core import files
+
+    tmp_path = tmp_path / "writes"  # beside the test's own models_cache
+    tmp_path.mkdir()
+
+    target = _folder(tmp_path / "lens", "old")
+    with files.atomic_path(target) as tmp:
+        _folder(tmp, "new")
+    assert (target / "weights").read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["lens"]
+    with pytest.raises(OSError):  # replace=False still never replaces
+        with files.atomic_path(target, replace=False) as tmp:
+            _folder(tmp, "newer")
+    assert (target / "weights").read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["lens"]
+
+
+def test_an_old_folder_left_aside_by_a_killed_writer_is_put_back_or_dropped(tmp_path):
+    from core import files
+    from tests.unit.test_files import dead_pid
+
+    tmp_path = tmp_path / "writes"  # beside the test's own models_cache
+    tmp_path.mkdir()
+
+    gone = dead_pid()
+    # Killed between the renames: the old one aside, the new one complete under its temporary name, no "lens".
+    _folder(tmp_path / f".lens.{gone}.0123abcd.old", "old")
+    _folder(tmp_path / f".lens.{gone}.4567cdef.tmp", "new")
+    files.remove_stale_temporaries(tmp_path)
+    assert (tmp_path / "lens" / "weights").read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["lens"]
+    # Killed after the new one was in, before the old one was deleted: the old one goes.
+    _folder(tmp_path / f".lens.{gone}.89abcdef.old", "older")
+    files.remove_stale_temporaries(tmp_path)
+    assert (tmp_path / "lens" / "weights").read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["lens"]
+    # The next writer of the name does the same outside the models cache (the start-up cleaning looks only there).
+    (tmp_path / "lens").rename(tmp_path / f".lens.{gone}.0123abcd.old")
+    with files.atomic_path(tmp_path / "lens") as tmp:
+        assert (tmp_path / "lens" / "weights").read_text() == "old"  # put back before the new one is written
+        _folder(tmp, "new")
+    assert (tmp_path / "lens" / "weights").read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["lens"]
+
+
+def test_a_full_disk_is_named_as_such_whatever_layer_reports_it(tmp_path):
+    import errno
+
+    from core import files
+
+    tmp_path = tmp_path / "writes"  # beside the test's own models_cache
+    tmp_path.mkdir()
+
+    for err in (OSError(errno.ENOSPC, "No space left on device"), OSError(errno.EDQUOT, "Disk quota exceeded"),
+                RuntimeError("Error while serializing: I/O error: No space left on device (os error 28)")):
+        with pytest.raises(files.DiskFull) as caught:
+            with files.atomic_path(tmp_path / "out.bin"):
+                raise err
+        assert str(caught.value) == (f"disk full: could not write {tmp_path / 'out.bin'}; free some space on that "
+                                     "disk and run it again")
+        assert caught.value.errno == errno.ENOSPC and list(tmp_path.iterdir()) == []
+    assert files.disk_full(OSError(errno.EACCES, "Permission denied"), tmp_path) is None
