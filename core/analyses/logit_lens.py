@@ -29,7 +29,7 @@ from core import files
 from core.model import artefacts
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.encoding import encode, encode_batches
-from core.model.loading import LoadedModel, available_models, display_name
+from core.model.loading import LoadedModel, available_models, display_name, safetensors_problem
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.validation import check_count
 
@@ -96,6 +96,9 @@ def read_translators(folder: str | Path) -> Translators:
 
     folder = Path(folder)
     config = files.read_json(folder / "config.json") or {}
+    problem = safetensors_problem(folder / LENS_FILE)  # safetensors' own errors are tracebacks
+    if problem:
+        raise ValueError(f"{folder / LENS_FILE} {problem}")
     tensors = load_file(str(folder / LENS_FILE))
     n_layers = len(tensors) // 2
     if set(tensors) != expected_keys(n_layers):

@@ -40,7 +40,7 @@ from core.model import distributed
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
-from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve
+from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve, safetensors_problem
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 
 WEIGHTS = "sae.safetensors"
@@ -162,6 +162,9 @@ def load_sae(name: str) -> SparseAutoencoder:
     folder = Path(artefact.path)
     config = json.loads((folder / "config.json").read_text())
     missing = [key for key in CONFIG_KEYS if key not in config]
+    problem = safetensors_problem(folder / WEIGHTS)  # safetensors' own errors are tracebacks
+    if problem:
+        raise SaeError(f"{folder / WEIGHTS} {problem}")
     weights = load_file(str(folder / WEIGHTS))
     if missing or sorted(weights) != sorted(TENSORS):
         raise SaeError(f"{folder} is not a BERT Lens SAE: config.json lacks {missing}, sae.safetensors holds "

@@ -231,3 +231,27 @@ def test_a_full_disk_is_named_as_such_whatever_layer_reports_it(tmp_path):
                                      "disk and run it again")
         assert caught.value.errno == errno.ENOSPC and list(tmp_path.iterdir()) == []
     assert files.disk_full(OSError(errno.EACCES, "Permission denied"), tmp_path) is None
+
+
+def test_a_corrupt_saved_sae_or_lens_is_one_line_naming_its_file(tmp_path, capsys):
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from core.analyses import logit_lens, sparse_features as sf
+    from core.model import artefacts
+
+    d, F = 4, 8
+    sae = sf.SparseAutoencoder(W_enc=np.zeros((d, F), np.float32), b_enc=np.zeros(F, np.float32),
+                               W_dec=np.zeros((F, d), np.float32), b_dec=np.zeros(d, np.float32), k=2, layer=1,
+                               model="m", input_scale=1.0)
+    weights = sf.save_sae(sae, "cut") / sf.WEIGHTS
+    weights.write_bytes(weights.read_bytes()[:-20])
+    line = _one_line_error(["sae-features", "--sae", "cut", "--text", "the cat"], capsys)
+    assert str(weights) in line and "truncated or corrupt" in line
+    folder = artefacts.artefact_dir("tuned-lens") / "cut"
+    folder.mkdir(parents=True)
+    save_file({"layers.0.weight": np.eye(d, dtype=np.float32), "layers.0.bias": np.zeros(d, np.float32)},
+              str(folder / logit_lens.LENS_FILE))
+    (folder / logit_lens.LENS_FILE).write_bytes(struct.pack("<Q", 2**62) + (folder / logit_lens.LENS_FILE).read_bytes()[8:])
+    with pytest.raises(ValueError, match=r"lens.safetensors states a header of 4,611,686,018,427,387,904 bytes"):
+        logit_lens.read_translators(folder)
