@@ -246,12 +246,12 @@ def from_jsonl(data: str, name: str = "uploaded JSONL") -> Corpus:
     """JSON Lines: each line an object whose keys are read like CSV columns (a known pair such as
     sentence1/sentence2 makes pairs, else the first known text key), or a plain JSON string."""
     items: list[Item] = []
+    problem = nesting_problem(data)  # before json.loads, which recurses: a deep line is a RecursionError
+    if problem:
+        raise CorpusError(f"{name}: {problem}; give one flat JSON object per line.")
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
-        problem = nesting_problem(line, first_line=number)  # json.loads recurses: a deep line is a RecursionError
-        if problem:
-            raise CorpusError(f"{name}: {problem}; give one flat JSON object per line.")
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:

@@ -497,11 +497,12 @@ def check_weight_files(folder: Path, ref: str) -> None:
 
 
 def check_finite_weights(model, ref: str) -> None:
-    """ModelUnavailable naming the first parameter or buffer holding NaN or infinity: every number computed from it
-    would be NaN, shown as a blank chart or a null in JSON, with no hint why."""
+    """ModelUnavailable naming the first parameter holding NaN or infinity: every number computed from it would be
+    NaN, shown as a blank chart or a null in JSON, with no hint why. Parameters only: a buffer may hold -inf on
+    purpose (an attention mask). One pass over the weights, about 0.15 s for MiniLM-L6 on one CPU thread."""
     import torch
 
-    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+    for name, tensor in model.named_parameters():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())
             raise ModelUnavailable(f"Cannot use '{ref}': its weights hold NaN or infinity ({bad:,} of "

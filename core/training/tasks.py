@@ -273,13 +273,13 @@ def read_user_rows(path: Path) -> list[dict]:
     if not content.strip():
         raise TaskError(f"{path.name} is empty. It needs a header line (text,label[,text_b]) and at least two rows.")
     if suffix in (".jsonl", ".json", ".ndjson"):
+        problem = nesting_problem(content)  # before json.loads, which recurses
+        if problem:
+            raise TaskError(f"{path.name}: {problem}. Each line must be one flat object.")
         rows = []
         for number, line in enumerate(content.splitlines(), start=1):
             if not line.strip():
                 continue
-            problem = nesting_problem(line, first_line=number)  # before json.loads, which recurses
-            if problem:
-                raise TaskError(f"{path.name}: {problem}. Each line must be one flat object.")
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
