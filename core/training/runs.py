@@ -45,6 +45,15 @@ MAX_LOSS_POINTS = 400
 # A folder just created by the launcher may not have its worker's pid yet.
 PID_GRACE_SECONDS = 30.0
 DEAD_RUN_ERROR = "killed: the training process ended without finishing or reporting an error; see the log"
+CANCELLED_DEAD_RUN_ERROR = "cancelled by the user (the process stopped before it could say so)"
+
+
+def dead_run_end(folder: Path) -> tuple[str, str]:
+    """(state, error) of a run whose process vanished: killed, or cancelled when a cancel had been asked for (the
+    signal can land before the worker could record it)."""
+    if (folder / CANCEL_FLAG).exists():
+        return "cancelled", CANCELLED_DEAD_RUN_ERROR
+    return "killed", DEAD_RUN_ERROR
 
 
 class RunExists(ValueError):
@@ -220,7 +229,8 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
         state = fallback_state
     elif process_gone(status, folder):
         # Reported, not written: the next start, run created or delete settles the folder as killed.
-        state, status = "killed", {**status, "state": "killed", "error": DEAD_RUN_ERROR}
+        state, error = dead_run_end(folder)
+        status = {**status, "state": state, "error": error}
     elif state not in ACTIVE_STATES:
         state = "running"  # "done" written, the rename to NAME still to come: not a model yet
     return RunInfo(
@@ -245,7 +255,7 @@ def settle_dead_runs() -> None:
         if process_gone(status, folder):
             run = RunFolder(folder.name[1 : -len(".partial")])
             try:
-                run.end("killed", DEAD_RUN_ERROR)
+                run.end(*dead_run_end(folder))
             except OSError:
                 pass  # its worker finished or another reader settled it at the same moment
 

@@ -165,6 +165,18 @@ def test_a_run_whose_process_died_is_listed_as_killed():
     assert {r.name: r.state for r in list_runs()}["r3"] == "running"
 
 
+def test_a_run_whose_process_died_after_a_cancel_was_asked_is_cancelled():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r4"))
+    folder.write_status(state="queued", pid=dead.pid)
+    (partial_dir("r4") / "cancel").touch()  # what cancel() writes before its SIGTERM
+    [run] = list_runs()
+    assert run.state == "cancelled" and run.error.startswith("cancelled by the user")
+    RunFolder.create(Recipe(model="m", task="snli", run_name="r5"))
+    assert ended_dir("r4", "cancelled").is_dir() and {r.name: r.state for r in list_runs()}["r4"] == "cancelled"
+
+
 # ---- built-in tasks from the shared data folder --------------------------------------------------------
 
 
