@@ -336,7 +336,7 @@ def render_runs() -> None:
     export_buttons(None, table, "runs", key=K + "runs_export")
 
     for r in runs:
-        if r.state in ("failed", "cancelled"):
+        if r.state in ("failed", "cancelled", "killed"):
             with st.expander(markdown_text(f"{r.name}: {r.state} — {r.error or ''}"), icon=":material/error:"):
                 st.code(r.log_tail or "(no log)", language=None)
 

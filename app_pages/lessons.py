@@ -69,12 +69,14 @@ cols[-1].button("New empty lesson", key=P + "new", on_click=new_lesson, width="s
 upload = st.file_uploader("Import a lesson file (.json, .yaml)", type=["json", "yaml", "yml"], key=P + "upload")
 if upload is not None and st.session_state.get(P + "imported") != upload.file_id:
     try:
-        set_lesson(lessons.loads(upload.getvalue().decode("utf-8")))
+        set_lesson(lessons.loads(upload.getvalue().decode("utf-8"), upload.name))
         st.session_state[P + "imported"] = upload.file_id
         clear_widgets()
         st.success(f"Imported “{markdown_text(current_lesson().title)}”.")
-    except (lessons.LessonError, UnicodeDecodeError) as err:
-        st.error(f"This file is not a lesson: {markdown_text(err)}")
+    except lessons.LessonError as err:  # "NAME: what is wrong"
+        st.error(f"Not a lesson: {markdown_text(err)}")
+    except UnicodeDecodeError:
+        st.error(f"Not a lesson: {markdown_text(upload.name)} is not UTF-8 text.")
 
 lesson = current_lesson()
 st.session_state[P + "title"] = lesson.title

@@ -19,6 +19,7 @@ import sys
 
 import core.commands
 from core import validation
+from core.files import disk_full
 from core.model import distributed
 from core.model.loading import ModelUnavailable
 from core.progress import Cancelled
@@ -70,14 +71,15 @@ def main(argv: list[str] | None = None) -> int:
         finished = True
         return code
     except (ModelUnavailable, ValueError, OSError) as err:  # OSError: a path that is a folder, unreadable, ...
-        print(f"error: {one_line(err, args.command)}", file=sys.stderr)
+        print(f"error: {one_line(disk_full(err, None) or err, args.command)}", file=sys.stderr)
         return 2
     except Cancelled as err:
         print(f"cancelled: {err}", file=sys.stderr)
         return 130
     except RuntimeError as err:  # a background job that failed: its error, not a traceback
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        full = disk_full(err, None)  # torch's C++ writer reports a full disk as a RuntimeError
+        print(f"error: {full or err}", file=sys.stderr)
+        return 2 if full else 1
     finally:
         if distributed.launched_world_size() > 1:
             distributed.shutdown(finished)

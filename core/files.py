@@ -12,12 +12,21 @@ core.training.runs.clean_leftovers, called when the app and the command line sta
 process is gone. A reader never sees a temporary name as a result:
 every listing here skips dotted names.
 
+A folder written over an existing one (`--overwrite`, a tuned lens fitted again) cannot be renamed onto it (a
+rename never replaces a non-empty folder), so the old folder is first renamed aside to `.<name>.<pid>.<8 hex>.old`,
+the new one renamed in, and the old one deleted: a writer killed between the two renames leaves the old folder
+aside, and the start-up cleaning puts it back when nothing took its name, so a kill never loses both.
+
+A write that fails because the disk is full raises DiskFull, whose message says "disk full" and which file.
+
 BERTLENS_TEST_PAUSE_BEFORE_RENAME (tests only): a writer whose final name matches this glob pattern sleeps with
-its temporary name complete on disk, just before the rename, so a test can SIGKILL it at the worst moment.
+its temporary name complete on disk, just before the rename, so a test can SIGKILL it at the worst moment;
+BERTLENS_TEST_PAUSE_WITH_OLD_ASIDE the same, between renaming an old folder aside and renaming the new one in.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import json
@@ -31,6 +40,7 @@ from pathlib import Path
 from typing import Iterator
 
 PAUSE_ENV = "BERTLENS_TEST_PAUSE_BEFORE_RENAME"
+PAUSE_ASIDE_ENV = "BERTLENS_TEST_PAUSE_WITH_OLD_ASIDE"
 PAUSE_SECONDS = 600.0
 # .NAME.PID.TOKEN.tmp, and the two shapes written before this module named every temporary file the same way
 # (write_json_atomic's .NAME.PID.tmp and the nearest-contexts index's .KEY.PID.NANOSECONDS folder).
@@ -39,9 +49,36 @@ TEMP_NAMES = (
     re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$"),
     re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.\d{16,}$"),
 )
+# An old folder renamed aside while a new one of its name is renamed in (finish_rename).
+ASIDE_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.old$")
+# How a full disk (or quota) shows: an OSError's errno, or the text of an error raised by Rust (safetensors) or
+# C++ (torch) code that wrapped it.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+DISK_FULL_TEXTS = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
 # A process that started this long after a temporary name was last touched cannot be the one writing it (its
 # pid was reused); /proc's boot time is in whole seconds, hence the margin.
 PID_REUSE_MARGIN_SECONDS = 2.0
+
+
+class DiskFull(OSError):
+    """A write failed because the disk is full: the message says so and names what was being written."""
+
+    def __init__(self, path):
+        self.message = f"disk full: could not write {path}; free some space on that disk and run it again"
+        super().__init__(errno.ENOSPC, self.message, str(path))
+
+    def __str__(self) -> str:  # OSError's own would read "[Errno 28] disk full: ...: 'PATH'"
+        return self.message
+
+
+def disk_full(err: BaseException, path) -> DiskFull | None:
+    """`err` as a DiskFull naming `path` (or the file the error names) when a full disk caused it, else None."""
+    if isinstance(err, DiskFull):
+        return err
+    full = (isinstance(err, OSError) and err.errno in DISK_FULL_ERRNOS) or any(t in str(err) for t in DISK_FULL_TEXTS)
+    if not full:
+        return None
+    return DiskFull(path or getattr(err, "filename", None) or "a file")
 
 
 def temp_name(path: Path) -> Path:
@@ -52,24 +89,38 @@ def temp_name(path: Path) -> Path:
 
 def writer_pid(path: Path) -> int | None:
     """The pid in a temporary name; None when `path` is not one."""
-    for pattern in TEMP_NAMES:
+    for pattern in (*TEMP_NAMES, ASIDE_NAME):
         match = pattern.match(Path(path).name)
         if match:
             return int(match["pid"])
     return None
 
 
-def _pause_if_asked(path: Path) -> None:
-    pattern = os.environ.get(PAUSE_ENV)
+def _pause_if_asked(path: Path, variable: str = PAUSE_ENV) -> None:
+    pattern = os.environ.get(variable)
     if pattern and fnmatch.fnmatch(Path(path).name, pattern):
         time.sleep(PAUSE_SECONDS)
 
 
 def finish_rename(tmp: Path, path: Path, *, replace: bool = True) -> None:
     """The one step that makes a write visible. replace=False never replaces an existing `path`: a folder is
-    renamed (which fails onto a non-empty folder), a file hard-linked (which fails onto any name), each an OSError."""
+    renamed (which fails onto a non-empty folder), a file hard-linked (which fails onto any name), each an OSError.
+    replace=True over an existing folder: the old one renamed aside, the new one in, then the old one deleted
+    (see the module docstring: a kill in between leaves the old one to be put back)."""
     _pause_if_asked(path)
-    if replace:
+    path = Path(path)
+    if replace and Path(tmp).is_dir() and path.is_dir() and not path.is_symlink():
+        aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.old")
+        os.rename(path, aside)
+        os.utime(aside)  # its mtime tells a cleaner that this live writer, not an older one, put it there
+        _pause_if_asked(path, PAUSE_ASIDE_ENV)
+        try:
+            os.rename(tmp, path)
+        except BaseException:
+            os.rename(aside, path)
+            raise
+        remove(aside)
+    elif replace:
         os.replace(tmp, path)
     elif Path(tmp).is_dir():
         os.rename(tmp, path)
@@ -98,8 +149,11 @@ def atomic_path(path: Path, *, replace: bool = True) -> Iterator[Path]:
     try:
         yield tmp
         finish_rename(tmp, path, replace=replace)
-    except BaseException:
+    except BaseException as err:
         remove(tmp)
+        full = disk_full(err, path)
+        if full is not None and full is not err:
+            raise full from err
         raise
 
 
@@ -107,7 +161,7 @@ def _remove_stale_siblings(path: Path) -> None:
     """A killed writer of this very name left its temporary here (perhaps outside the models cache, where the
     start-up cleaning does not look, e.g. an `encode --out` folder): the next writer of the name removes it."""
     for sibling in path.parent.glob(f".{glob.escape(path.name)}.*"):
-        if writer_pid(sibling) is not None and not writer_alive(sibling):
+        if writer_pid(sibling) is not None and not writer_alive(sibling) and not _put_back(sibling):
             remove(sibling)
 
 
@@ -186,9 +240,23 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
             path = Path(folder) / name
             if writer_pid(path) is not None and not writer_alive(path):
                 try:
-                    remove(path)
+                    if not _put_back(path):
+                        remove(path)
                 except OSError:  # not ours to remove (permissions): left for its owner
                     continue
                 removed.append(path)
         subfolders[:] = [s for s in subfolders if writer_pid(Path(folder) / s) is None]  # never look inside one
     return removed
+
+
+def _put_back(path: Path) -> bool:
+    """An old folder a killed writer renamed aside (ASIDE_NAME) goes back to its name when nothing took it: the
+    new one never arrived. True when it was put back."""
+    match = ASIDE_NAME.match(path.name)
+    if match is None:
+        return False
+    final = path.with_name(match["name"])
+    if final.exists():
+        return False
+    os.rename(path, final)
+    return True

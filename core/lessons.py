@@ -22,7 +22,7 @@ import yaml
 from core import views
 from core.files import write_text_atomic
 from core.model.loading import ModelUnavailable, availability, resolve
-from core.validation import type_problem
+from core.validation import TextFileError, load_yaml_text, nesting_problem, type_problem
 
 VERSION = 1
 BUILTIN_DIR = Path(__file__).resolve().parent / "data" / "lessons"
@@ -117,16 +117,26 @@ def from_json(data) -> Lesson:
     return Lesson(title, tuple(parsed))
 
 
-def loads(text: str) -> Lesson:
-    """Parse a lesson file's text: JSON, or YAML when it is not JSON."""
+def loads(text: str, where: str = "this file") -> Lesson:
+    """Parse a lesson file's text: JSON, or YAML when it is not JSON. `where` (the file's name) starts every error.
+    Depth and number size are checked before either parser runs (core.validation.nesting_problem)."""
+    problem = nesting_problem(text)
+    if problem:
+        raise LessonError(f"{where}: {problem}")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as json_err:
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as yaml_err:
-            raise LessonError(f"neither JSON ({json_err}) nor YAML ({yaml_err})") from None
-    return from_json(data)
+            data = load_yaml_text(text, where)
+        except TextFileError as yaml_err:
+            if yaml_err.reason.startswith("nested"):
+                raise LessonError(str(yaml_err)) from None
+            yaml_reason = yaml_err.reason.removeprefix("not YAML (")[:-1]
+            raise LessonError(f"{where}: neither JSON ({json_err}) nor YAML ({yaml_reason})") from None
+    try:
+        return from_json(data)
+    except LessonError as err:
+        raise LessonError(f"{where}: {err}") from None
 
 
 def dumps(lesson: Lesson, fmt: str = "json") -> str:
@@ -138,7 +148,7 @@ def dumps(lesson: Lesson, fmt: str = "json") -> str:
 
 
 def load(path: str | Path) -> Lesson:
-    return loads(Path(path).read_text(encoding="utf-8"))
+    return loads(Path(path).read_text(encoding="utf-8"), Path(path).name)
 
 
 def save(lesson: Lesson, path: str | Path) -> Path:

@@ -26,6 +26,9 @@ import types
 import typing
 from pathlib import Path
 
+import numpy as np
+import yaml
+
 # A count above this is a typo or an attack, never a corpus size or a batch (and it keeps numpy/torch from
 # being asked for an absurd allocation before anything is read).
 MAX_COUNT = 10**9
@@ -228,7 +231,8 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
 
     Not core.files.write_json_atomic: that one pretty-prints small status files (indent=2, the pure-Python
     encoder), minutes and twice the bytes for an attention tensor."""
-    chunks = json.JSONEncoder(indent=indent).iterencode(payload)
+    not_finite = [0]
+    chunks = _finite_json_chunks(payload, indent, not_finite)
     if out:
         path = Path(out)  # checked by the output_file type of --out
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -242,6 +246,7 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
         finally:
             tmp.unlink(missing_ok=True)
         print(f"{path}: {size:,} characters of JSON", file=sys.stderr)
+        _warn_not_finite(not_finite[0])
         return
     limit = MAX_JSON_BYTES if limit is None else limit
     kept, size = [], 0
@@ -252,7 +257,111 @@ def dump_json(payload, out: str | None = None, *, indent: int | None = None, lim
                              "a file with --out FILE.json (or shorten the input)")
         kept.append(chunk)
     print("".join(kept), file=stream or sys.stdout)
+    _warn_not_finite(not_finite[0])
+
+
+def _finite_json_chunks(payload, indent: int | None, not_finite: list):
+    """JSONEncoder(indent=indent).iterencode(payload), but NaN and ±infinity written as null (counted in
+    not_finite[0]): Python's bare `NaN` / `Infinity` is not JSON, and jq, JavaScript and most parsers reject the
+    whole output. The encoder's own generator, given a float formatter; iterencode uses it for every payload."""
+
+    def floatstr(value: float) -> str:
+        if math.isfinite(value):
+            return float.__repr__(value)
+        not_finite[0] += 1
+        return "null"
+
+    encoder = json.JSONEncoder(indent=indent)
+    return json.encoder._make_iterencode(
+        {}, encoder.default, json.encoder.encode_basestring_ascii, indent if indent is None or isinstance(indent, str)
+        else " " * indent, floatstr, encoder.key_separator, encoder.item_separator, False, False, False)(payload, 0)
+
+
+def _warn_not_finite(count: int) -> None:
+    if count:
+        print(f"warning: {count:,} number(s) of the result are NaN or infinite (a model or input gave no finite "
+              "value); written as null in the JSON", file=sys.stderr)
 
 
 def _size(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:,.0f} MB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:,.0f} KB"
+
+
+# ---- JSON and YAML from a file: depth and number size checked before parsing ---------------------------------
+# json and PyYAML parse nested brackets by recursion (a 200,000-deep `[[[…` is a RecursionError, a traceback) and
+# turn a digit run into an int (5,000 digits pass Python's 4,300-digit limit: a ValueError from deep inside).
+# A lesson is 4 levels deep and a JSONL row 1 or 2, so these limits refuse only what no real file holds.
+MAX_NESTING = 64
+MAX_DIGITS = 400
+# A double-quoted string (JSON, YAML) is text: its brackets and digits do not count. (The loop unrolled, so the
+# regex engine runs through a string's characters without trying an alternative at each.)
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+# A digit run is tried from its first digit only (the lookbehind), so the search stays linear in the text.
+_LONG_NUMBER = re.compile(r"(?<!\d)\d{%d,}" % (MAX_DIGITS + 1))
+_OPENERS, _CLOSERS = b"[{", b"]}"
+_CHUNK = 1 << 20
+
+
+def nesting_problem(text: str, *, max_depth: int = MAX_NESTING) -> str | None:
+    """Why `text` (JSON, JSON Lines, or YAML's flow brackets) is too deep or holds too long a number to parse
+    safely, naming the line; None when it is fine. Regular expressions and numpy, never a Python step per
+    character: a 25 MB file takes well under a second. Depth is the running count of openers less closers
+    outside strings (a stray closer ends any parse before the openers after it are reached)."""
+    bare = _STRING.sub("", text)  # strings hold no newline, so line numbers are unchanged
+    long_number = _LONG_NUMBER.search(bare)
+    if long_number:
+        return f"has a number of more than {MAX_DIGITS} digits (line {bare.count(chr(10), 0, long_number.start()) + 1})"
+    if bare.count("[") + bare.count("{") <= max_depth:
+        return None  # too few openers to be too deep: most files, and every line of a JSON Lines file
+    data = np.frombuffer(bare.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    depth = 0
+    for start in range(0, len(data), _CHUNK):  # chunked: a running count over 25 MB at once would take 100 MB
+        chunk = data[start:start + _CHUNK]
+        steps = np.isin(chunk, np.frombuffer(_OPENERS, np.uint8)).astype(np.int32)
+        steps -= np.isin(chunk, np.frombuffer(_CLOSERS, np.uint8))
+        running = depth + np.cumsum(steps, dtype=np.int64)
+        deep = np.flatnonzero(running > max_depth)
+        if len(deep):
+            line = data[:start + int(deep[0])].tobytes().count(b"\n") + 1
+            return f"nested more than {max_depth} levels deep (line {line})"
+        depth = int(running[-1]) if len(running) else depth
+    return None
+
+
+class TextFileError(ValueError):
+    """A JSON or YAML text that cannot be read: `where` (the file) and `reason` (what is wrong), "WHERE: REASON"."""
+
+    def __init__(self, where: str, reason: str):
+        super().__init__(f"{where}: {reason}")
+        self.where, self.reason = where, reason
+
+
+def load_yaml_text(text: str, where: str):
+    """yaml.safe_load after nesting_problem's check, with the composer's own depth bounded too (YAML nests by
+    indentation and `- - -` as well as by brackets); TextFileError naming `where` and what is wrong."""
+    problem = nesting_problem(text)
+    if problem:
+        raise TextFileError(where, problem)
+
+    class DepthLimitedLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent, index):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                mark = self.peek_event().start_mark
+                raise TextFileError(where, f"nested more than {MAX_NESTING} levels deep (line {mark.line + 1})")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    loader = DepthLimitedLoader(text)
+    try:
+        return loader.get_single_data()
+    except TextFileError:
+        raise
+    except (yaml.YAMLError, ValueError, RecursionError) as err:
+        raise TextFileError(where, f"not YAML ({' '.join(str(err).split()) or type(err).__name__})") from None
+    finally:
+        loader.dispose()

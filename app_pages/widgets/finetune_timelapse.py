@@ -48,7 +48,8 @@ def cost_line(run: RunInfo, timelapse: Timelapse) -> str:
     state = {"running": "still training: new frames appear as they are measured",
              "queued": "queued",
              "cancelled": f"cancelled: it kept {measured} of its {planned} frames",
-             "failed": f"failed: it kept {measured} of its {planned} frames"}.get(run.state, f"all {planned} frames")
+             "failed": f"failed: it kept {measured} of its {planned} frames",
+             "killed": f"killed: it kept {measured} of its {planned} frames"}.get(run.state, f"all {planned} frames")
     return (f"Measuring took {timelapse.measure_seconds:.1f} s of {timelapse.train_seconds:.1f} s training{share}; "
             f"{state}. Probe set: {markdown_code(timelapse.probe)} (seed {timelapse.seed}); loss and accuracy on "
             f"{timelapse.dev_examples:,} dev examples.")

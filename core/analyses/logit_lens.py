@@ -29,7 +29,7 @@ from core import files
 from core.model import artefacts
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.encoding import encode, encode_batches
-from core.model.loading import LoadedModel, available_models, display_name
+from core.model.loading import LoadedModel, available_models, display_name, safetensors_problem
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.validation import check_count
 
@@ -96,6 +96,9 @@ def read_translators(folder: str | Path) -> Translators:
 
     folder = Path(folder)
     config = files.read_json(folder / "config.json") or {}
+    problem = safetensors_problem(folder / LENS_FILE)  # safetensors' own errors are tracebacks
+    if problem:
+        raise ValueError(f"{folder / LENS_FILE} {problem}")
     tensors = load_file(str(folder / LENS_FILE))
     n_layers = len(tensors) // 2
     if set(tensors) != expected_keys(n_layers):
@@ -401,18 +404,27 @@ def save_lens(translators: Translators, name: str, config: dict) -> Path:
         tmp.mkdir()
         save_file(translators.tensors(), str(tmp / LENS_FILE), metadata={"format": "bertlens-tuned-lens"})
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        if folder.exists():
-            files.remove(folder)  # a rename does not replace a non-empty folder
-    return folder
+    return folder  # an old lens of the name was renamed aside, the new one in, then the old one deleted (core.files)
+
+
+def check_free_name(name: str, overwrite: bool = False) -> None:
+    """ValueError, before any work, when a lens of that name is saved already and `overwrite` is not asked for."""
+    folder = artefacts.artefact_dir("tuned-lens") / check_name(name)
+    if folder.exists() and not overwrite:
+        raise ValueError(f"a tuned lens named '{name}' is saved already ({folder}): pick another name, or replace "
+                         "it (fit-tuned-lens --overwrite; the old one stays until the new one is saved)")
 
 
 def fit_tuned_lens(lm: LoadedModel, sentences: Sequence, name: str, *, corpus: str = "",
                    steps: int = DEFAULT_STEPS, batch_tokens: int = DEFAULT_BATCH_TOKENS,
                    learning_rate: float = DEFAULT_LEARNING_RATE, seed: int = 0, max_tokens: int = MAX_FIT_TOKENS,
-                   progress: ProgressCallback = None, should_stop: StopCheck = None) -> FittedLens:
+                   progress: ProgressCallback = None, should_stop: StopCheck = None,
+                   overwrite: bool = False) -> FittedLens:
     """Fit translators on all but the last tenth of `sentences`, score both lenses on that tenth, save the lens
-    under artefact_dir("tuned-lens")/name. Cancelling (should_stop) saves nothing."""
+    under artefact_dir("tuned-lens")/name. Cancelling (should_stop) saves nothing. A saved lens of that name is
+    refused before any work unless `overwrite`, which replaces it only once the new one is complete."""
     name = check_name(name)
+    check_free_name(name, overwrite)
     require_head(lm)
     steps = check_count(steps, "steps", minimum=1)
     sentences = list(sentences)

@@ -20,12 +20,15 @@ folder itself (`sae.safetensors` + `config.json`) appears only when complete (co
 from __future__ import annotations
 
 # torch (and safetensors.torch) imported in functions: the CLI's --help and the pages' imports stay light.
+import fcntl
 import json
 import math
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
@@ -37,7 +40,7 @@ from core.model import distributed
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
-from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve
+from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve, safetensors_problem
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 
 WEIGHTS = "sae.safetensors"
@@ -125,12 +128,43 @@ def check_name(name: str) -> None:
                        "(no '/', not starting with '.')")
 
 
+def check_free_name(name: str, overwrite: bool = False) -> None:
+    """SaeError, before any work, when an SAE of that name is saved already and `overwrite` is not asked for."""
+    folder = artefact_dir("sae") / name
+    if folder.exists() and not overwrite:
+        raise SaeError(f"an autoencoder named '{name}' is saved already ({folder}): pick another name, or "
+                       "replace it (sae-train --overwrite; the old one stays until the new one is saved)")
+
+
+@contextmanager
+def training_lock(name: str) -> Iterator[None]:
+    """Held while this process trains `name` (an flock on saes/.NAME.lock, dropped by the kernel if it dies), so
+    a second training of the same name, in this process or another, is refused at once with SaeError rather
+    than both writing one state folder. The empty lock file stays: removing it would let a third process lock a
+    new file while the second still holds the old one."""
+    folder = artefact_dir("sae")
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = os.open(folder / f".{name}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SaeError(f"another training of '{name}' is running: wait for it to finish, or pick another "
+                           "name") from None
+        yield
+    finally:
+        os.close(handle)  # closing drops the lock
+
+
 def load_sae(name: str) -> SparseAutoencoder:
     """A saved SAE by name (or folder path); SaeError when its file does not hold exactly the saved format."""
     artefact = find_artefact("sae", name)
     folder = Path(artefact.path)
     config = json.loads((folder / "config.json").read_text())
     missing = [key for key in CONFIG_KEYS if key not in config]
+    problem = safetensors_problem(folder / WEIGHTS)  # safetensors' own errors are tracebacks
+    if problem:
+        raise SaeError(f"{folder / WEIGHTS} {problem}")
     weights = load_file(str(folder / WEIGHTS))
     if missing or sorted(weights) != sorted(TENSORS):
         raise SaeError(f"{folder} is not a BERT Lens SAE: config.json lacks {missing}, sae.safetensors holds "
@@ -315,12 +349,24 @@ def measure(sae: SparseAutoencoder, vectors: np.ndarray, chunk: int = 4096) -> Q
 
 def train_sae(lm: LoadedModel, inputs: Sequence, layer: int, settings: TrainSettings, name: str, *,
               corpus: str = "", batch_size: int = 32, progress: ProgressCallback = None,
-              should_stop: StopCheck = None) -> TrainedSae:
+              should_stop: StopCheck = None, overwrite: bool = False) -> TrainedSae:
     """Encode `inputs` (each rank its share), then train a TopK SAE on rank 0 and save it as `name`. Resumes from
     the state a cancelled or killed run of the same name and settings left (state_dir), and removes that state
-    once the SAE is saved. progress counts encoded inputs, then steps."""
+    once the SAE is saved. progress counts encoded inputs, then steps. A saved SAE of that name is refused before
+    any work (SaeError) unless `overwrite`, which replaces it only once the new one is complete; so is a second
+    training of the same name while one runs."""
     check_name(name)
     settings.check()
+    check_free_name(name, overwrite)
+    if not distributed.current().is_main:
+        return _train_sae(lm, inputs, layer, settings, name, corpus, batch_size, progress, should_stop)
+    with training_lock(name):
+        check_free_name(name, overwrite)  # again: the training that held the lock may just have saved it
+        return _train_sae(lm, inputs, layer, settings, name, corpus, batch_size, progress, should_stop)
+
+
+def _train_sae(lm: LoadedModel, inputs: Sequence, layer: int, settings: TrainSettings, name: str, corpus: str,
+               batch_size: int, progress: ProgressCallback, should_stop: StopCheck) -> TrainedSae:
     started = time.monotonic()
     fingerprint = run_fingerprint(lm.ref, layer, corpus, len(inputs), settings)
     state = _read_state(name, fingerprint)

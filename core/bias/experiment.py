@@ -408,13 +408,13 @@ def attach(name: str, progress=None, should_stop: StopCheck = None, poll: float 
     while True:
         check_stop(should_stop)
         runs = {arm: training.get_run(spec.run_name(arm)) for arm in ARMS}
-        ended = {arm: r for arm, r in runs.items() if r is None or r.state in ("failed", "cancelled")}
+        ended = {arm: r for arm, r in runs.items() if r is None or r.state in ("failed", "cancelled", "killed")}
         if ended:
             arm, r = next(iter(ended.items()))
             if r is not None and r.state == "cancelled":
                 raise Cancelled(f"run {spec.run_name(arm)} was cancelled")
             why = r.error if r is not None else "its run folder is gone"
-            raise RuntimeError(f"run {spec.run_name(arm)} failed: {why}")
+            raise RuntimeError(f"run {spec.run_name(arm)} {r.state if r is not None else 'failed'}: {why}")
         finished = sum(r.state == "done" for r in runs.values())
         if finished == len(ARMS):
             break
@@ -465,7 +465,7 @@ def derive_state(runs: dict, job: jobs.JobRecord | None, has_result: bool, cance
     if has_result:
         return "done", None
     if cancel_asked and (job is None or job.state in ("failed", "cancelled", "killed")
-                         or any(r is not None and r.state in ("failed", "cancelled") for r in runs.values())):
+                         or any(r is not None and r.state in ("failed", "cancelled", "killed") for r in runs.values())):
         # A run stopped while it started can end as failed (its worker died before it could say "cancelled").
         return "cancelled", "cancelled by the user"
     if job is not None and job.state in ("failed", "cancelled"):
@@ -473,7 +473,7 @@ def derive_state(runs: dict, job: jobs.JobRecord | None, has_result: bool, cance
     if job is not None and job.state == "killed":
         return ("cancelled", "cancelled by the user") if cancel_asked else ("killed", job.error)
     for run in runs.values():
-        if run is not None and run.state in ("failed", "cancelled"):
+        if run is not None and run.state in ("failed", "cancelled", "killed"):
             return run.state, f"run {run.name} {run.state}: {run.error}"
     if job is not None and job.state == "done":
         return "failed", "the experiment's job finished but its results.json is missing"

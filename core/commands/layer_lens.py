@@ -45,6 +45,8 @@ def register(subparsers) -> None:
     f.add_argument("--batch-tokens", type=validation.positive, default=lenses.DEFAULT_BATCH_TOKENS,
                    help=f"tokens per step (default {lenses.DEFAULT_BATCH_TOKENS})")
     f.add_argument("--seed", type=validation.count, default=0, help="corpus sample and batch seed (default 0)")
+    f.add_argument("--overwrite", action="store_true",
+                   help="replace a saved lens of that name (kept until the new one is saved); without it the name is refused")
     add_json_arguments(f, "one JSON object: name, path, held-out KL per layer of both lenses")
     f.set_defaults(func=run_fit_tuned_lens)
 
@@ -66,11 +68,12 @@ def run_lens(args) -> int:
 
 
 def run_fit_tuned_lens(args) -> int:
-    lenses.check_name(args.name)  # before any model loads or corpus is read
+    lenses.check_free_name(args.name, args.overwrite)  # before any model loads or corpus is read
     corpus = corpora.resolve(args.corpus, args.seed).head(args.limit)
     lm = load_model(args.model, masked_lm=True)
     result = lenses.fit_tuned_lens(lm, corpus.sentences, args.name, corpus=corpus.name, steps=args.steps,
-                                   batch_tokens=args.batch_tokens, seed=args.seed, progress=stderr_progress(args))
+                                   batch_tokens=args.batch_tokens, seed=args.seed, progress=stderr_progress(args),
+                                   overwrite=args.overwrite)
     if args.json:
         validation.dump_json(result.to_json())
         return 0

@@ -28,6 +28,8 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=validation.positive, default=None, help="optimiser steps (default 3000)")
     p.add_argument("--seed", type=validation.count, default=0, help="masking, split and initialisation seed (default 0)")
     p.add_argument("--out", required=True, help="name of the saved head, e.g. minilm-mlm (loadable by that name)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a saved head of that name (kept until the new one is saved); without it the name is refused")
     add_json_arguments(p, 'one JSON object {"name", "path", "model", "top1_accuracy", "constant_accuracy", ...}')
     p.set_defaults(func=run_fit_mlm_head)
 
@@ -36,7 +38,7 @@ def run_fit_mlm_head(args) -> int:
     from core.training.mlm_head import fit_mlm_head
 
     fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=args.steps, seed=args.seed,
-                       progress=stderr_progress(args))
+                       progress=stderr_progress(args), overwrite=args.overwrite)
     if args.json:
         validation.dump_json(fit.to_json(), None)
     else:

@@ -9,7 +9,7 @@ import numpy as np
 from core import validation
 from core.commands import add_json_arguments, add_model_argument
 from core.model.encoding import encode
-from core.files import atomic_path
+from core.files import DiskFull, atomic_path
 from core.model.artefacts import list_artefacts
 from core.model.loading import available_models, download, load_model
 
@@ -66,6 +66,8 @@ def run_encode(args) -> int:
         with atomic_path(out) as tmp, open(tmp, "wb") as handle:
             np.savez_compressed(handle, attentions=enc.attentions, hidden_states=enc.hidden_states,
                                 tokens=np.array(enc.tokens), segment_ids=enc.segment_ids, word_ids=enc.word_ids)
+    except DiskFull as err:  # "disk full: could not write OUT; ..." already names the file
+        raise ValueError(f"{err}; nothing was written") from None
     except OSError as err:
         raise ValueError(f"cannot write {out}: {err.strerror or err}; nothing was written") from None
     note = f" (truncated: {enc.n_truncated} tokens dropped)" if enc.truncated else ""

@@ -35,6 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=validation.positive_number, default=sf.TrainSettings.lr)
     p.add_argument("--seed", type=validation.count, default=0, help="training and corpus sample seed")
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: CUDA when there is one)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a saved SAE of that name (kept until the new one is saved); without it the name is refused")
     add_json_arguments(p, "one JSON object: name, path, held-out fve, dead_fraction, ...")
     p.set_defaults(func=run_train)
 
@@ -55,16 +57,17 @@ def register(subparsers) -> None:
 
 
 def run_train(args) -> int:
+    sf.check_name(args.name)
+    sf.check_free_name(args.name, args.overwrite)  # before the corpus is read and the model loads
     corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
     settings = sf.TrainSettings(features=args.features, k=args.k, batch=args.batch, steps=args.steps,
                                 epochs=args.epochs, lr=args.lr, seed=args.seed)
     settings.check()
-    sf.check_name(args.name)
     ctx = distributed.current()
     lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
     spec = f"{args.corpus}" + (f" (first {args.limit})" if args.limit else "")
     result, truncated = counted(lambda: sf.train_sae(lm, corpus.sentences, args.layer, settings, args.name, corpus=spec,
-                                                     progress=stderr_progress(args)))
+                                                     progress=stderr_progress(args), overwrite=args.overwrite))
     if not ctx.is_main:
         return 0
     if args.json:

@@ -199,7 +199,7 @@ def _describe(run) -> str:
     if run.state == "done":
         acc = m.get("accuracy")
         return (f"accuracy {acc:.4f}" if acc is not None else "encoder") + f", {m.get('train_seconds', 0):.1f} s"
-    if run.state in ("failed", "cancelled"):
+    if run.state in ("failed", "cancelled", "killed"):
         return run.error_line  # the whole traceback stays in the run folder's traceback.txt
     return run.state
 

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence, Union
 
 from core.data import datasets
 from core.data.treebank import Sentence, TreebankError, parse_conllu, read_conllu, ud_ewt_path
-from core.validation import check_count
+from core.validation import check_count, nesting_problem
 
 Item = Union[str, tuple[str, str]]
 
@@ -246,6 +246,9 @@ def from_jsonl(data: str, name: str = "uploaded JSONL") -> Corpus:
     """JSON Lines: each line an object whose keys are read like CSV columns (a known pair such as
     sentence1/sentence2 makes pairs, else the first known text key), or a plain JSON string."""
     items: list[Item] = []
+    problem = nesting_problem(data)  # before json.loads, which recurses: a deep line is a RecursionError
+    if problem:
+        raise CorpusError(f"{name}: {problem}; give one flat JSON object per line.")
     for number, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue

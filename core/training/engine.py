@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.files import disk_full
 from core.model import distributed
 from core.model.adapter import ModelAdapter
 from core.model.loading import load_model, pick_device
@@ -82,8 +83,16 @@ def finetune(recipe: Recipe, progress: ProgressCallback = None, should_stop: Sto
         raise
     except BaseException as err:
         details = traceback.format_exc()
-        folder.log(details)  # the page's log view shows it; listings show the error's one line
-        folder.end("failed", f"{type(err).__name__}: {err}", details)
+        # A full disk, said so with the run folder's name, whether the OS, safetensors (Rust) or torch (C++) reported it.
+        full = disk_full(err, folder.path)
+        message = str(full) if full is not None else f"{type(err).__name__}: {err}"
+        try:
+            folder.log(details)  # the page's log view shows it; listings show the error's one line
+        except OSError:
+            pass  # a full disk: end() deletes the weights first, which makes room for the status
+        folder.end("failed", message, details)
+        if full is not None and full is not err:
+            raise full from err
         raise
 
 

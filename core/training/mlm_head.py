@@ -252,13 +252,23 @@ def _init_bias_from_frequencies(mlm, labels, vocab_size: int) -> None:
         bias.copy_(torch.log(counts / counts.sum())[: bias.shape[0]].to(bias.device))
 
 
+def check_free_name(name: str, overwrite: bool = False) -> None:
+    """HeadFitError, before any work, when a head of that name is saved already and `overwrite` is not asked for."""
+    folder = artefacts.heads_dir() / check_name(name)
+    if folder.exists() and not overwrite:
+        raise HeadFitError(f"a head named '{name}' is saved already ({folder}): pick another --out, or replace it "
+                           "(fit-mlm-head --overwrite; the old one stays until the new one is saved)")
+
+
 def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None, steps: int | None = None,
-                 seed: int = 0, progress: ProgressCallback = None, should_stop: StopCheck = None) -> HeadFit:
+                 seed: int = 0, progress: ProgressCallback = None, should_stop: StopCheck = None,
+                 overwrite: bool = False) -> HeadFit:
     """Fit, measure and save a masked-word head for `model` over the sentences of the corpus spec `corpus`
     (pairs give both sides); `limit` sentences at most. Raises HeadFitError / ModelUnavailable / CorpusError with a
-    plain message; a cancelled or failed fit leaves no folder behind."""
+    plain message; a cancelled or failed fit leaves no folder behind. A saved head named `out` is refused before
+    any work unless `overwrite`, which replaces it only once the new one is complete."""
     started = time.perf_counter()
-    check_name(out)
+    check_free_name(out, overwrite)
     steps = DEFAULT_STEPS if steps is None else check_count(steps, "--steps", minimum=1)
     lm = load_model(model, masked_lm=True)
     if lm.masked_lm is not None:

@@ -3,8 +3,10 @@
     runs_dir()/.NAME.partial/   queued or running: recipe.json, status.json, train.log (never a model:
                                 available_models() skips dotted names)
     runs_dir()/NAME/            finished: the checkpoint, metrics.json, recipe.json, status.json, train.log
-    runs_dir()/.NAME.cancelled/ stopped by the user, and .NAME.failed/ crashed: recipe, status with the
-                                error, log (and traceback.txt); weights are deleted so nothing there looks like a model
+    runs_dir()/.NAME.cancelled/ stopped by the user, .NAME.failed/ crashed (an error it could report) and
+                                .NAME.killed/ ended without a word (SIGKILL, out of memory, power cut): recipe,
+                                status with the error, log (and traceback.txt); weights are deleted so nothing
+                                there looks like a model
 
 A run folder is created only for a recipe whose data file reads (tasks.check_user_file), so a broken file leaves
 no folder. A .NAME.partial folder is never listed as done, whatever its status.json says: a worker killed
@@ -12,7 +14,8 @@ between writing "done" and the rename leaves exactly that.
 
 status.json holds {state, phase, step, total_steps, epoch, epochs, loss, examples_per_second,
 eta_seconds, elapsed_seconds, pid, queued_at, started_at, updated_at, losses: [[step, loss], ...], error}.
-A queued/running folder whose process is gone (killed, machine restarted) is settled as failed by list_runs().
+A queued/running folder whose process is gone (killed, machine restarted) is listed as killed by list_runs() and
+settled as killed at the next start.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from core.training.recipe import Recipe
 from core.training.tasks import check_user_file
 
 ACTIVE_STATES = ("queued", "running")
-ENDED_STATES = ("cancelled", "failed")
+ENDED_STATES = ("cancelled", "failed", "killed")
 STATUS, RECIPE, METRICS, LOG, CANCEL_FLAG = "status.json", "recipe.json", "metrics.json", "train.log", "cancel"
 TRACEBACK = "traceback.txt"  # a failed run's full traceback; listings show the error's one line
 # Written by the launcher, not status.json: two processes merging into one file could lose each other's fields.
@@ -41,7 +44,16 @@ JOB_ID = "job.id"  # the core.jobs job training this run, when a launcher starte
 MAX_LOSS_POINTS = 400
 # A folder just created by the launcher may not have its worker's pid yet.
 PID_GRACE_SECONDS = 30.0
-DEAD_RUN_ERROR = "the training process ended without finishing (crashed or killed); see the log"
+DEAD_RUN_ERROR = "killed: the training process ended without finishing or reporting an error; see the log"
+CANCELLED_DEAD_RUN_ERROR = "cancelled by the user (the process stopped before it could say so)"
+
+
+def dead_run_end(folder: Path) -> tuple[str, str]:
+    """(state, error) of a run whose process vanished: killed, or cancelled when a cancel had been asked for (the
+    signal can land before the worker could record it)."""
+    if (folder / CANCEL_FLAG).exists():
+        return "cancelled", CANCELLED_DEAD_RUN_ERROR
+    return "killed", DEAD_RUN_ERROR
 
 
 class RunExists(ValueError):
@@ -147,12 +159,16 @@ class RunFolder:
         return target
 
     def end(self, state: str, error: str, traceback_text: str | None = None) -> Path:
-        """Cancelled or failed: keep recipe, status, log (and the traceback); delete weights; move to .NAME.<state>."""
-        if traceback_text:
-            write_text_atomic(self.path / TRACEBACK, traceback_text)
-        self.write_status(state=state, phase=state, error=error, finished_at=time.time())
+        """Cancelled, failed or killed: keep recipe, status, log (and the traceback); delete weights; move to
+        .NAME.<state>. The weights go first: on a full disk that makes the room the status needs."""
         for weights in self.path.glob("*.safetensors"):
             weights.unlink()
+        if traceback_text:
+            try:
+                write_text_atomic(self.path / TRACEBACK, traceback_text)
+            except OSError:
+                pass  # the disk is still full: the status below says what happened, the traceback is a detail
+        self.write_status(state=state, phase=state, error=error, finished_at=time.time())
         target = ended_dir(self.name, state)
         if target.exists():
             shutil.rmtree(target)
@@ -166,7 +182,7 @@ class RunInfo:
     """One run as listed on the page and by `python -m core runs`."""
 
     name: str
-    state: str  # queued | running | done | cancelled | failed
+    state: str  # queued | running | done | cancelled | failed | killed
     folder: str
     recipe: dict
     status: dict
@@ -212,8 +228,9 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
     elif fallback_state in ENDED_STATES:
         state = fallback_state
     elif process_gone(status, folder):
-        # Reported, not written: the next start, run created or delete settles the folder as failed.
-        state, status = "failed", {**status, "state": "failed", "error": DEAD_RUN_ERROR}
+        # Reported, not written: the next start, run created or delete settles the folder as killed.
+        state, error = dead_run_end(folder)
+        status = {**status, "state": state, "error": error}
     elif state not in ACTIVE_STATES:
         state = "running"  # "done" written, the rename to NAME still to come: not a model yet
     return RunInfo(
@@ -229,7 +246,7 @@ def _info(name: str, folder: Path, fallback_state: str) -> RunInfo:
 
 def settle_dead_runs() -> None:
     """Temporary run folders whose process died (kill -9, power cut), even one that had written "done" but not yet
-    renamed, become failed runs without weights."""
+    renamed, become killed runs without weights."""
     root = settings.runs_dir()
     if not root.is_dir():
         return
@@ -238,14 +255,14 @@ def settle_dead_runs() -> None:
         if process_gone(status, folder):
             run = RunFolder(folder.name[1 : -len(".partial")])
             try:
-                run.end("failed", DEAD_RUN_ERROR)
+                run.end(*dead_run_end(folder))
             except OSError:
                 pass  # its worker finished or another reader settled it at the same moment
 
 
 def clean_leftovers() -> list[Path]:
     """What killed writers left behind, removed when the app or the command line starts: stale temporary names
-    under the models cache, and run folders of trainers that died (settled as failed runs, weights deleted).
+    under the models cache, and run folders of trainers that died (settled as killed runs, weights deleted).
     Here rather than in core.files because it settles runs too, and core.files sits below the runs."""
     removed = remove_stale_temporaries(settings.cache_dir())
     settle_dead_runs()
@@ -253,8 +270,8 @@ def clean_leftovers() -> list[Path]:
 
 
 def list_runs() -> list[RunInfo]:
-    """All runs, oldest first: active, finished, cancelled and failed. Reads only: a run whose process died is
-    listed as failed but its folder is left as it is."""
+    """All runs, oldest first: active, finished, cancelled, failed and killed. Reads only: a run whose process
+    died is listed as killed but its folder is left as it is."""
     root = settings.runs_dir()
     if not root.is_dir():
         return []
@@ -289,7 +306,7 @@ def saved_degeneracy(ref: str) -> Degeneracy | None:
 
 
 def delete_run(name: str) -> None:
-    """Remove a finished, cancelled or failed run (an active one must be cancelled first)."""
+    """Remove a finished, cancelled, failed or killed run (an active one must be cancelled first)."""
     settle_dead_runs()
     if partial_dir(name).exists():
         raise ValueError(f"Run '{name}' is still queued or running; cancel it first.")

@@ -37,6 +37,7 @@ from core.analyses.aspect_heads import semeval_pairs
 from core.data import datasets as local_data
 from core.data.datasets import DataUnavailable, Example
 from core.model.loading import hub_reachable
+from core.validation import nesting_problem
 
 BUILTIN_TASKS = ("snli", "mrpc", "drugs", "drugs-rating", "drugs-rating3", "absa", "absa_qa")
 # Druglib's overall rating (1-10) cut into buckets: (first, last) rating per label, inclusive.
@@ -272,6 +273,9 @@ def read_user_rows(path: Path) -> list[dict]:
     if not content.strip():
         raise TaskError(f"{path.name} is empty. It needs a header line (text,label[,text_b]) and at least two rows.")
     if suffix in (".jsonl", ".json", ".ndjson"):
+        problem = nesting_problem(content)  # before json.loads, which recurses
+        if problem:
+            raise TaskError(f"{path.name}: {problem}. Each line must be one flat object.")
         rows = []
         for number, line in enumerate(content.splitlines(), start=1):
             if not line.strip():

@@ -63,15 +63,15 @@ def test_finetune_killed_in_its_save_step_is_never_a_model(tiny_bert_dir, animal
     assert (partial / "model.safetensors").is_file() and (partial / "metrics.json").is_file()
 
     listed = {r.name: r for r in list_runs()}  # what `core runs` shows, read only
-    assert listed[name].state == "failed" and listed[name].metrics is None
+    assert listed[name].state == "killed" and listed[name].metrics is None
     assert not final_dir(name).exists()
     assert name not in [m.name for m in available_models()]
     with pytest.raises(Exception):
         load_model(name)
 
     assert main(["runs"]) == 0  # the next start
-    assert capsys.readouterr().out.startswith(f"{name}\tfailed\t")
-    assert not partial.exists() and (settings.runs_dir() / f".{name}.failed" / "recipe.json").is_file()
+    assert capsys.readouterr().out.startswith(f"{name}\tkilled\t")
+    assert not partial.exists() and (settings.runs_dir() / f".{name}.killed" / "recipe.json").is_file()
     assert not list(settings.runs_dir().rglob("*.safetensors"))
 
 
@@ -143,4 +143,4 @@ def test_the_app_start_cleans_too(monkeypatch):
 
     in_own_thread(asyncio.run, serve_once())
     assert not stale.exists() and not dead_run.exists()
-    assert (settings.runs_dir() / ".dead.failed").is_dir() and not list(settings.runs_dir().rglob("*.safetensors"))
+    assert (settings.runs_dir() / ".dead.killed").is_dir() and not list(settings.runs_dir().rglob("*.safetensors"))

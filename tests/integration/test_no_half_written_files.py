@@ -52,7 +52,8 @@ def test_encode_out_that_fails_midway_keeps_the_old_file_and_prints_one_line(tin
     monkeypatch.setattr(models_command.np, "savez_compressed", disk_full)
     assert main(["encode", "--model", str(tiny_bert_dir), "--text", "the cat sat", "--out", str(out)]) == 2
     lines = message_lines(capsys.readouterr().err)
-    assert len(lines) == 1 and lines[0].startswith("error: cannot write") and "No space left on device" in lines[0]
+    # Issue 44: a full disk is said as such, with the file.
+    assert len(lines) == 1 and lines[0].startswith(f"error: disk full: could not write {out}") and "nothing was written" in lines[0]
     assert out.read_bytes() == b"yesterday's complete file"
     assert [p.name for p in out.parent.iterdir()] == ["x.npz"]
 

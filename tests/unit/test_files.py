@@ -111,7 +111,7 @@ def test_a_reused_pid_does_not_keep_an_older_leftover(folder):
 
 def test_a_run_folder_whose_trainer_died_after_writing_done_is_not_listed_done(folder, monkeypatch):
     """A trainer killed between status "done" and the rename to NAME leaves .NAME.partial saying done: it must be
-    listed as failed and settled (weights removed), never as a finished run."""
+    listed as killed and settled (weights removed), never as a finished run."""
     from core.training import runs
 
     monkeypatch.setenv("BERTLENS_CACHE", str(folder))
@@ -120,7 +120,7 @@ def test_a_run_folder_whose_trainer_died_after_writing_done_is_not_listed_done(f
     files.write_json_atomic(partial / runs.STATUS, {"state": "done", "pid": dead_pid(), "queued_at": time.time()})
     files.write_json_atomic(partial / runs.METRICS, {"accuracy": 0.9})
     (partial / "model.safetensors").write_bytes(b"complete-looking weights")
-    assert [(r.name, r.state, r.metrics) for r in runs.list_runs()] == [("half", "failed", None)]
+    assert [(r.name, r.state, r.metrics) for r in runs.list_runs()] == [("half", "killed", None)]
     runs.settle_dead_runs()
-    failed = runs.ended_dir("half", "failed")
+    failed = runs.ended_dir("half", "killed")
     assert not partial.exists() and failed.is_dir() and not list(failed.glob("*.safetensors"))

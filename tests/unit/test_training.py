@@ -146,21 +146,35 @@ def test_failed_run_moves_to_a_dotted_folder_without_weights():
     RunFolder.create(Recipe(model="m", task="snli", run_name="r1"))
 
 
-def test_a_run_whose_process_died_is_listed_as_failed():
+def test_a_run_whose_process_died_is_listed_as_killed():
+    """Issue 44: a run whose process vanished without a word (SIGKILL, out of memory) is "killed", not "failed"."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r2"))
     folder.write_status(state="running", pid=dead.pid)
     status_before = (partial_dir("r2") / "status.json").read_bytes()
     [run] = list_runs()
-    assert run.state == "failed" and "crashed or killed" in run.error
+    assert run.state == "killed" and run.error.startswith("killed:")
     # Reading never writes: the folder stays as the dead process left it ...
     assert partial_dir("r2").exists() and (partial_dir("r2") / "status.json").read_bytes() == status_before
     alive = RunFolder.create(Recipe(model="m", task="snli", run_name="r3"))
-    # ... until a writer (a new run) settles it as failed.
-    assert not partial_dir("r2").exists() and ended_dir("r2", "failed").is_dir()
+    # ... until a writer (a new run) settles it as killed.
+    assert not partial_dir("r2").exists() and ended_dir("r2", "killed").is_dir()
+    assert {r.name: r.state for r in list_runs()}["r2"] == "killed"
     alive.write_status(state="running", pid=os.getpid())
     assert {r.name: r.state for r in list_runs()}["r3"] == "running"
+
+
+def test_a_run_whose_process_died_after_a_cancel_was_asked_is_cancelled():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    folder = RunFolder.create(Recipe(model="m", task="snli", run_name="r4"))
+    folder.write_status(state="queued", pid=dead.pid)
+    (partial_dir("r4") / "cancel").touch()  # what cancel() writes before its SIGTERM
+    [run] = list_runs()
+    assert run.state == "cancelled" and run.error.startswith("cancelled by the user")
+    RunFolder.create(Recipe(model="m", task="snli", run_name="r5"))
+    assert ended_dir("r4", "cancelled").is_dir() and {r.name: r.state for r in list_runs()}["r4"] == "cancelled"
 
 
 # ---- built-in tasks from the shared data folder --------------------------------------------------------
