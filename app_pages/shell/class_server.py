@@ -23,6 +23,7 @@ import sys
 
 from streamlit import config as streamlit_config
 from streamlit.logger import get_logger
+from streamlit.proto.BackMsg_pb2 import BackMsg  # already loaded by streamlit's server
 
 from core.classroom import access
 from core.classroom.store import shared_store
@@ -106,8 +107,6 @@ def student_back_msg(data: bytes) -> bytes | None:
     it names: the student view is the app's main script whatever page is asked (app_pages/shell/classroom.py), and
     a page name or hash would only change which page Streamlit thinks is open. A frame that is not a BackMsg goes on
     as it is: Streamlit closes the connection on it."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
     message = BackMsg()
     try:
         message.ParseFromString(data)
