@@ -11,6 +11,7 @@ Environment variables (all optional):
                     or with a K/M/B suffix: decimal, 1B = 10^9)
     BERTLENS_MAX_CORPUS_BYTES      the most of a corpus file read (default 32M; a number of bytes or K/M/G)
     BERTLENS_MAX_JOBS              long jobs run at once by one server or command (default 2); the rest queue
+    BERTLENS_UPLOAD_CACHE_BYTES    the app's budget for parsed uploads, shared by all sessions (default 256M)
 """
 
 from __future__ import annotations
@@ -84,3 +85,7 @@ def max_corpus_bytes() -> int:
 
 def max_jobs() -> int:
     return max(1, int(os.environ.get("BERTLENS_MAX_JOBS", "2")))
+
+
+def upload_cache_bytes() -> int:
+    return parse_bytes(os.environ.get("BERTLENS_UPLOAD_CACHE_BYTES", "256M"))
