@@ -123,3 +123,16 @@ def test_a_300_mb_csv_with_limit_5_stays_under_1_5_gb(tmp_path, tiny_bert_dir):
     print(f"peak RSS {peak_kb / 1024:.0f} MB, exit {code}")
     assert code == 0, done.stderr
     assert peak_kb * 1024 < 1.5 * 2 ** 30, f"peak RSS {peak_kb / 1024:.0f} MB"
+
+
+def test_a_dataset_file_is_read_up_to_its_row_cap(tmp_path):
+    import gzip
+
+    from core.data import datasets
+
+    path = tmp_path / "rows.jsonl.gz"
+    with gzip.open(path, "wt") as out:
+        out.writelines('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n' for _ in range(11))
+    assert len(list(datasets.read_jsonl_gz(path, max_rows=11))) == 11
+    with pytest.raises(datasets.DataUnavailable, match="more than 10 rows"):
+        list(datasets.read_jsonl_gz(path, max_rows=10))

@@ -81,3 +81,18 @@ def test_the_command_line_refuses_it_with_exit_2(tiny_bert_dir, tmp_path):
                            "--limit", "3"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert "implies" in done.stderr and "parameters" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_page_shows_the_refusal_as_an_error(tiny_bert_dir, tmp_path):
+    """The attention page opened on the 100,000-layer model: one st.error naming the size, no exception."""
+    from tests.app.conftest import _make_app
+
+    folder = _huge_copy(tiny_bert_dir, tmp_path / "huge", **BERT_BASE_WIDTH, num_hidden_layers=100_000)
+    at = _make_app(str(folder), "the cat sat on the mat")
+    at.switch_page("app_pages/attention.py")
+    started = time.perf_counter()
+    at.run()
+    assert not at.exception, at.exception
+    assert time.perf_counter() - started < 60
+    assert any("too large" in e.value and "707.8 B parameters" in e.value.replace("\\", "") for e in at.error), \
+        [e.value for e in at.error]
