@@ -20,6 +20,7 @@ from app_pages.widgets.common import (
     warn_if_corpus_cut,
     warn_if_truncated,
 )
+from app_pages.widgets.corpus_picker import parsed_upload
 from app_pages.widgets.explain_view import cached_explainer
 from core.data import corpus as corpora
 from core.analyses import explorer as ex
@@ -80,11 +81,6 @@ def cached_examples(spec: str) -> ex.Examples:
     return ex.load_examples(spec)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
-def cached_upload(name: str, data: bytes) -> ex.Examples:
-    return ex.examples_from_upload(name, data)
-
-
 def pick_examples() -> ex.Examples | None:
     st.session_state.setdefault(P + "source", "snli:dev")
     st.session_state.setdefault(P + "n", 300)
@@ -98,7 +94,7 @@ def pick_examples() -> ex.Examples | None:
             if upload is None:
                 st.info("Upload a file to explore it, or pick a dataset.")
                 return None
-            return cached_upload(upload.name, upload.getvalue())
+            return parsed_upload(upload.name, upload.getvalue(), ex.examples_from_upload)
         if source == "builtin":
             return cached_examples("builtin")
         n = cols[1].number_input("Examples (seeded sample)", 10, 5000, step=50, key=P + "n")

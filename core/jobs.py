@@ -24,6 +24,11 @@ Every job leaves a durable record, written only by the job itself, in `settings.
     result.json   the result's to_json(), when it has one: process jobs, and thread jobs submitted with keep_result
     cancel        present once a cancel was asked for
 
+At most settings.max_jobs() thread jobs of one process (a server: all its sessions together; BERTLENS_MAX_JOBS,
+default 2) run at once; the others stay "queued" in the order they came, their message saying their place
+("queued, 2nd in line"), and can be cancelled there. Process jobs are training runs and bias scorers, which wait
+for their turn in core.training.queue (one at a time) instead.
+
 state is queued | running | done | failed | cancelled. Reading never writes: a record left "queued" or "running"
 by a process that no longer exists (killed, crashed, server restarted) is *reported* as "killed".
 """
@@ -196,6 +201,76 @@ class Job:
         return read_record(self.id) or JobRecord(self.id, self.kind, self.params, "killed", error=KILLED_MESSAGE)
 
 
+def ordinal(n: int) -> str:
+    """1 -> "1st", 2 -> "2nd", 11 -> "11th", 23 -> "23rd"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def queued_message(position: int) -> str:
+    return f"queued, {ordinal(position)} in line"
+
+
+class _Slots:
+    """This process's thread jobs: at most settings.max_jobs() run at once (read at every check, so a test or an
+    operator can change it), the others wait first come, first served. Without it ten sessions ran ten corpus
+    passes at once, each holding its own activations (issue 44)."""
+
+    POLL_SECONDS = 0.2  # how often a waiting job looks for a cancel (cancel() also wakes it at once)
+
+    def __init__(self):
+        self._changed = threading.Condition()
+        self._running = 0
+        self._waiting: list[str] = []
+
+    def position(self, job_id: str) -> int | None:
+        """1 for the next job to start, None when the job is not waiting."""
+        with self._changed:
+            return self._waiting.index(job_id) + 1 if job_id in self._waiting else None
+
+    def wait_turn(self, job_id: str, reporter: "_Reporter") -> bool:
+        """Block until the job may run (True), or until it is cancelled while waiting (False); the record's
+        message says its place in line whenever that changes."""
+        shown = None
+        with self._changed:
+            self._waiting.append(job_id)
+        try:
+            while True:
+                with self._changed:
+                    position = self._waiting.index(job_id) + 1
+                    if position == 1 and self._running < settings.max_jobs():
+                        self._waiting.remove(job_id)
+                        self._running += 1
+                        self._changed.notify_all()  # the next in line moves up
+                        break
+                if reporter.should_stop():
+                    return False
+                if position != shown:
+                    reporter.write(message=queued_message(position))
+                    shown = position
+                with self._changed:
+                    self._changed.wait(self.POLL_SECONDS)
+        finally:
+            with self._changed:
+                if job_id in self._waiting:  # cancelled, or an error while waiting: make room for the others
+                    self._waiting.remove(job_id)
+                    self._changed.notify_all()
+        if shown is not None:
+            reporter.write(message="")
+        return True
+
+    def release(self) -> None:
+        with self._changed:
+            self._running -= 1
+            self._changed.notify_all()
+
+    def wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+
+_slots = _Slots()
+
 # Jobs started by this process (a Streamlit server keeps them across reruns and sessions).
 _live: dict[str, Job] = {}
 _live_lock = threading.Lock()
@@ -262,7 +337,8 @@ def _save_result(folder: Path, result: Any) -> None:
 
 def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", process: bool = False,
            keep_result: bool = False) -> Job:
-    """Start `work(progress, should_stop)` now and return its handle; the job's record exists on return.
+    """Start `work(progress, should_stop)` (a thread job: once fewer than settings.max_jobs() run, see _Slots) and
+    return its handle; the job's record exists on return.
 
     A process job's result is always saved as result.json; a thread job's only with `keep_result` (its result is
     in memory otherwise), so that it outlives the server (a page reads it back with its result type's from_json)."""
@@ -300,7 +376,13 @@ def submit(kind: str, params: dict, work: Callable, *, unit: str = "items", proc
             job.result = result
 
         def run() -> None:
-            reporter.execute(work, keep=keep)
+            if not _slots.wait_turn(job_id, reporter):
+                reporter.write(state="cancelled", error="cancelled while queued", finished_at=time.time())
+                return
+            try:
+                reporter.execute(work, keep=keep)
+            finally:
+                _slots.release()
 
         job.thread = threading.Thread(target=run, name=f"job-{job_id}", daemon=True)
         job.thread.start()
@@ -374,6 +456,7 @@ def cancel(job_id: str) -> bool:
     job = _live.get(job_id)
     if job is not None and job.reporter is not None:
         job.reporter.stop_event.set()
+        _slots.wake()  # a queued job sees its cancel now, not at its next poll
     elif record.process and record.pid and record.pid != os.getpid() and pid_alive(record.pid):
         try:  # the child leads its own process group: its helpers get the signal too
             os.killpg(int(record.pid), signal.SIGTERM)

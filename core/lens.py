@@ -303,7 +303,7 @@ def anisotropy(models, corpus="builtin", *, text_column: str | None = None, meas
     (every measure; the chart draws one)."""
     if measure not in an.MEASURES:
         raise ValueError(f"measure must be one of {', '.join(an.MEASURES)}")
-    chosen = corpora.corpus_of(corpus, text_column=text_column).head(int(limit) or None)
+    chosen = corpora.corpus_of(corpus, text_column=text_column, limit=int(limit) or None).head(int(limit) or None)
     settings = an.AnisotropySettings(n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts),
                                      include_special=bool(include_special), baseline=baseline, protocol=protocol)
     models = [models] if isinstance(models, str) or not isinstance(models, Iterable) else list(models)

@@ -7,6 +7,11 @@ Environment variables (all optional):
     BERTLENS_ENCODING_CACHE_BYTES  the app's budget for cached forward passes, shared by all sessions
                     (default 1G; a number of bytes, or with a K/M/G suffix)
     BERTLENS_MODEL_CACHE_BYTES     the budget for loaded models (default 4G); BERTLENS_MODEL_CACHE_ENTRIES (default 4)
+    BERTLENS_MAX_MODEL_PARAMETERS  the largest model loaded, in parameters its config implies (default 4B; a number,
+                    or with a K/M/B suffix: decimal, 1B = 10^9)
+    BERTLENS_MAX_CORPUS_BYTES      the most of a corpus file read (default 32M; a number of bytes or K/M/G)
+    BERTLENS_MAX_JOBS              long jobs run at once by one server or command (default 2); the rest queue
+    BERTLENS_UPLOAD_CACHE_BYTES    the app's budget for parsed uploads, shared by all sessions (default 256M)
 """
 
 from __future__ import annotations
@@ -59,3 +64,28 @@ def model_cache_bytes() -> int:
 
 def model_cache_entries() -> int:
     return int(os.environ.get("BERTLENS_MODEL_CACHE_ENTRIES", "4"))
+
+
+def parse_count(text: str) -> int:
+    """"4B", "500M", "10k" or a plain number -> a count (decimal units: 1B = 10^9, as parameter counts are quoted)."""
+    text = text.strip().upper()
+    units = {"K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(float(text))
+
+
+def max_model_parameters() -> int:
+    return parse_count(os.environ.get("BERTLENS_MAX_MODEL_PARAMETERS", "4B"))
+
+
+def max_corpus_bytes() -> int:
+    return parse_bytes(os.environ.get("BERTLENS_MAX_CORPUS_BYTES", "32M"))
+
+
+def max_jobs() -> int:
+    return max(1, int(os.environ.get("BERTLENS_MAX_JOBS", "2")))
+
+
+def upload_cache_bytes() -> int:
+    return parse_bytes(os.environ.get("BERTLENS_UPLOAD_CACHE_BYTES", "256M"))

@@ -6,9 +6,14 @@ types or uploads), so the pages and the CLI read the same sentences for the same
 
 from __future__ import annotations
 
+import hashlib
+from typing import Callable, TypeVar
+
 import streamlit as st
 
+from core import settings
 from core.data import corpus as corpora
+from core.model.budget import BudgetCache, text_bytes
 from core.data.datasets import DataUnavailable
 from core.data.sources import BUILTIN, CONLLU, DATASETS, MRPC, SNLI, TEXT, TEXT_SOURCES, TREE_SOURCES, UD, UPLOAD, named_spec  # noqa: F401 (the pages import them from here)
 from core.safe_text import markdown_text
@@ -19,6 +24,7 @@ CAPTIONS = {
     MRPC: "Seeded MRPC sentence pairs; paraphrase pairs count as positive pairs.",
     UD: "Seeded UD English EWT sentences with their gold dependency trees.",
 }
+T = TypeVar("T")
 
 
 @st.cache_data(show_spinner="Reading the corpus…", max_entries=16)
@@ -26,9 +32,28 @@ def cached_resolve(spec: str, seed: int = 0) -> corpora.Corpus:
     return corpora.resolve(spec, seed)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+# Parsed uploads, shared by every session within a byte budget (settings.upload_cache_bytes()). st.cache_data
+# kept eight whole parsed files of any size and unpickled a copy of one into every rerun of every session (a
+# 100 MB CSV left the server at 7.85 GB, issue 44); a parse larger than the budget is used once, not kept.
+# Values are shared objects: never change one.
+_UPLOADS = BudgetCache(settings.upload_cache_bytes(), max_entries=8, sizeof=text_bytes)
+
+
+def parsed_upload(name: str, data: bytes, parse: Callable[[str, bytes], T]) -> T:
+    """parse(name, data), kept in the shared byte-bounded cache under the file's name and content hash."""
+    return keep_parsed((parse.__module__, parse.__qualname__, name, data), lambda: parse(name, data))
+
+
+def keep_parsed(key: tuple, compute: Callable[[], T]) -> T:
+    """compute(), kept in the shared byte-bounded cache of parsed uploads under `key` (bytes in it are replaced
+    by their SHA-256: the cache keeps no file)."""
+    key = tuple(hashlib.sha256(part).hexdigest() if isinstance(part, bytes) else part for part in key)
+    with st.spinner("Reading the file…"):
+        return _UPLOADS.get_or_compute(key, compute)
+
+
 def cached_upload(name: str, data: bytes) -> corpora.Corpus:
-    return corpora.from_upload(name, data)
+    return parsed_upload(name, data, corpora.from_upload)
 
 
 def corpus_picker(

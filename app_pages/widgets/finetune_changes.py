@@ -16,7 +16,7 @@ import streamlit as st
 
 from app_pages.widgets import ask_class
 from app_pages.widgets.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
-from app_pages.widgets.corpus_picker import corpus_picker
+from app_pages.widgets.corpus_picker import corpus_picker, keep_parsed
 from core.charts.finetune import (
     CONTROL,
     MEASURES,
@@ -55,12 +55,16 @@ def ewt_data(max_train: int, max_eval: int) -> ProbeData:
                       max_train=max_train, max_eval=max_eval)
 
 
-@st.cache_data(show_spinner="Reading the treebank…", max_entries=4)
 def uploaded_data(name: str, raw: bytes, eval_name: str | None, eval_raw: bytes | None, max_train: int, max_eval: int) -> ProbeData:
-    train = parse_conllu(raw.decode("utf-8-sig"), source=name)
-    evaluation = parse_conllu(eval_raw.decode("utf-8-sig"), source=eval_name) if eval_raw is not None else None
-    label = name + (f" / {eval_name}" if eval_name else "")
-    return probe_data(train, evaluation, name=label, max_train=max_train, max_eval=max_eval)
+    """The uploaded treebanks' probe data, in the byte-bounded cache of parsed uploads (not st.cache_data, which
+    keeps whole parsed files of any size)."""
+    def parse() -> ProbeData:
+        train = parse_conllu(raw.decode("utf-8-sig"), source=name)
+        evaluation = parse_conllu(eval_raw.decode("utf-8-sig"), source=eval_name) if eval_raw is not None else None
+        label = name + (f" / {eval_name}" if eval_name else "")
+        return probe_data(train, evaluation, name=label, max_train=max_train, max_eval=max_eval)
+
+    return keep_parsed(("probe treebanks", name, raw, eval_name, eval_raw, max_train, max_eval), parse)
 
 
 def load_all(refs: list[str]) -> list[LoadedModel] | None:

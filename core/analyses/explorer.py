@@ -16,13 +16,11 @@ from __future__ import annotations
 
 # torch and umap imported in functions: importing this module (the CLI's --help, the studies list, the pages) must
 # not load them.
-import csv
 import io
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Callable, Sequence
 
 import numpy as np
 
@@ -126,7 +124,7 @@ def load_examples(spec: str, seed: int = 0) -> Examples:
     (SNLI, MRPC, a `label` column of a CSV / JSONL) and a user file's other columns."""
     spec = spec.strip()
     if spec.lower().endswith((".csv", ".jsonl")) and Path(spec).is_file():
-        return examples_from_upload(Path(spec).name, Path(spec).read_bytes())
+        return _file_examples(Path(spec).name, lambda: Path(spec).open("rb"))
     corpus = corpora.resolve(spec, seed)
     rows = _dataset_examples(spec, seed, len(corpus.items))
     labels = tuple(e.label for e in rows) if rows is not None else None
@@ -139,16 +137,24 @@ def load_examples(spec: str, seed: int = 0) -> Examples:
 def examples_from_upload(filename: str, data: bytes) -> Examples:
     """An uploaded .txt / .csv / .jsonl / .conllu (core.data.corpus.from_upload), with a CSV / JSONL's label and
     other columns."""
-    corpus = corpora.from_upload(filename, data)
+    return _file_examples(filename, lambda: io.BytesIO(data))
+
+
+def _file_examples(filename: str, open_stream: Callable[[], BinaryIO]) -> Examples:
+    """A file's examples, read twice line by line (its items, then its rows' other columns) through
+    core.data.corpus's bounded readers: never more than settings.max_corpus_bytes() of it at a time."""
+    with open_stream() as stream:
+        corpus = corpora.from_stream(filename, stream)
     labels, columns = None, {}
     suffix = filename.lower().rsplit(".", 1)[-1]
     if suffix in ("csv", "jsonl"):
-        text = data.decode("utf-8-sig")
-        if suffix == "csv":
-            rows = [dict(r) for r in csv.DictReader(io.StringIO(text))]
-        else:
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-            rows = rows if all(isinstance(r, dict) for r in rows) else []
+        with open_stream() as stream:
+            lines = corpora.text_lines(stream, filename)
+            if suffix == "csv":
+                rows = [dict(r) for r in corpora.csv_rows(lines, filename)[1]]
+            else:
+                rows = [row for _, row in corpora.jsonl_rows(lines, filename)]
+                rows = rows if all(isinstance(r, dict) for r in rows) else []
         if rows:
             labels, columns = file_columns(rows, len(corpus.items))
     return Examples(corpus.name, tuple(corpus.items), labels, columns, tuple(corpus.trees))

@@ -45,7 +45,7 @@ def register(subparsers) -> None:
 
 
 def run_anisotropy(args) -> int:
-    corpus = corpora.resolve(args.corpus, args.seed).head(args.limit)
+    corpus = corpora.resolve(args.corpus, args.seed, limit=args.limit).head(args.limit)
     settings = AnisotropySettings(
         n_pairs=args.pairs, seed=args.seed, min_contexts=args.min_contexts, include_special=args.include_special,
         baseline="exact" if args.exact else "random", batch_size=args.batch_size, protocol=args.protocol,

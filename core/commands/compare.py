@@ -78,7 +78,7 @@ def _progress(label: str, quiet: bool):
 
 
 def run_compare(args) -> int:
-    sentences = list(corpora.resolve(args.corpus, args.seed).head(args.limit).sentences)
+    sentences = list(corpora.resolve(args.corpus, args.seed, limit=args.limit).head(args.limit).sentences)
     a, b = (load_model(ref) for ref in two_models(args))
     result, truncated = counted(lambda: compare_models(a, b, sentences, max_words=args.max_words, seed=args.seed,
                                                        protocol=args.protocol, progress=_progress("encoding", args.quiet)))

@@ -69,7 +69,7 @@ def run_lens(args) -> int:
 
 def run_fit_tuned_lens(args) -> int:
     lenses.check_free_name(args.name, args.overwrite)  # before any model loads or corpus is read
-    corpus = corpora.resolve(args.corpus, args.seed).head(args.limit)
+    corpus = corpora.resolve(args.corpus, args.seed, limit=args.limit).head(args.limit)
     lm = load_model(args.model, masked_lm=True)
     result = lenses.fit_tuned_lens(lm, corpus.sentences, args.name, corpus=corpus.name, steps=args.steps,
                                    batch_tokens=args.batch_tokens, seed=args.seed, progress=stderr_progress(args),

@@ -16,6 +16,9 @@ No streamlit here.
     c = corpus.resolve("ud:dev:50")               # 50 seeded EWT dev sentences, c.trees holds their trees
     c = corpus.from_text("One.\\nTwo.")           # pasted text: one sentence per line (long lines split at . ! ?)
     c = corpus.from_upload("x.csv", raw_bytes)    # an uploaded .txt / .csv / .jsonl / .conllu
+    c = corpus.resolve("big.csv", limit=5)        # a file is streamed: reading stops once 5 sentences are in
+
+Every file is read line by line and never beyond settings.max_corpus_bytes() (BERTLENS_MAX_CORPUS_BYTES, 32 MB).
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence, Union
+from typing import BinaryIO, Iterable, Iterator, Sequence, Union
 
+from core import settings
 from core.data import datasets
 from core.data.treebank import Sentence, TreebankError, parse_conllu, read_conllu, ud_ewt_path
 from core.validation import check_count, nesting_problem
@@ -192,7 +196,11 @@ def split_sentences(text: str) -> list[str]:
 
 
 def from_text(text: str, name: str = "pasted text", min_sentences: int = 2) -> Corpus:
-    sentences = split_sentences(text)
+    return _text_corpus(text.splitlines(), name, None, min_sentences)
+
+
+def _text_corpus(lines: Iterable[str], name: str, limit: int | None, min_sentences: int = 2) -> Corpus:
+    sentences = _collect((part for line in lines for part in split_sentences(line)), limit)
     if len(sentences) < min_sentences:
         raise CorpusError(
             f"{name} has {len(sentences)} sentence(s); comparing contexts needs at least {min_sentences}. "
@@ -201,17 +209,58 @@ def from_text(text: str, name: str = "pasted text", min_sentences: int = 2) -> C
     return from_items(sentences, name)
 
 
-def from_csv(data: str, name: str = "uploaded CSV", column: str | None = None, column_b: str | None = None) -> Corpus:
+def _collect(items: Iterable[Item], limit: int | None) -> list[Item]:
+    """The items, read one at a time and no further than `limit` needs: until `limit` unique sentences AND
+    `limit` items are in (Corpus.head counts the first, Corpus.take the second), so both cut the same corpus
+    as from a whole read. Repeats of those sentences further down the file are not read."""
+    if limit is None:
+        return list(items)
+    limit = max(limit, 2)  # every reader wants two sentences at least, whatever a caller's head / take keeps
+    kept: list[Item] = []
+    seen: set[str] = set()
+    filled = 0
+    for item in items:
+        kept.append(item)
+        seen.update(t for t in map(_norm, _texts(item)) if t)
+        filled += _filled(item)
+        if len(seen) >= limit and filled >= limit:
+            break
+    return kept
+
+
+def from_csv(data: str, name: str = "uploaded CSV", column: str | None = None, column_b: str | None = None,
+             limit: int | None = None) -> Corpus:
     """A CSV with a header. Text comes from `column` (or the first known text column, else the first column);
     a second column (`column_b`, or a known pair such as sentence1/sentence2) makes pairs."""
-    reader = csv.DictReader(io.StringIO(data))
+    return _csv_corpus(io.StringIO(data), name, column, column_b, limit)
+
+
+def csv_rows(lines: Iterable[str], name: str) -> tuple[list[str], Iterator[dict]]:
+    """(header, rows one at a time) of a CSV given line by line; a malformed row raises CorpusError naming its line."""
+    reader = csv.DictReader(lines)
+
+    def failed(err: csv.Error) -> CorpusError:
+        # reader.reader: DictReader.line_num is only updated after a row succeeds, so it names the line before.
+        return CorpusError(f"{name} is not a readable CSV ({err}, line {reader.reader.line_num}); save it as "
+                           "comma-separated UTF-8 text with a header row.")
+
     try:
         header = [h for h in (reader.fieldnames or []) if h is not None]
-        rows = list(reader)
     except csv.Error as err:
-        # reader.reader: DictReader.line_num is only updated after a row succeeds, so it names the line before.
-        raise CorpusError(f"{name} is not a readable CSV ({err}, line {reader.reader.line_num}); save it as "
-                          "comma-separated UTF-8 text with a header row.") from None
+        raise failed(err) from None
+
+    def rows() -> Iterator[dict]:
+        try:
+            yield from reader
+        except csv.Error as err:
+            raise failed(err) from None
+
+    return header, rows()
+
+
+def _csv_corpus(lines: Iterable[str], name: str, column: str | None, column_b: str | None,
+                limit: int | None) -> Corpus:
+    header, rows = csv_rows(lines, name)
     if not header:
         raise CorpusError(f"{name} has no header row: put column names (e.g. 'sentence') on the first line.")
     column, column_b = _text_columns(header, column, column_b, header[0])
@@ -219,9 +268,9 @@ def from_csv(data: str, name: str = "uploaded CSV", column: str | None = None, c
         if wanted is not None and wanted not in header:
             raise CorpusError(f"{name} has no column '{wanted}'; its columns are: {', '.join(header)}.")
     if column_b is None:
-        items: list[Item] = [r.get(column) or "" for r in rows]
+        items = _collect((r.get(column) or "" for r in rows), limit)
     else:
-        items = [(r.get(column) or "", r.get(column_b) or "") for r in rows]
+        items = _collect(((r.get(column) or "", r.get(column_b) or "") for r in rows), limit)
     corpus = from_items(items, name) if any(_filled(i) for i in items) else None
     if corpus is None or len(corpus) < 2:
         raise CorpusError(f"Column '{column}' of {name} has fewer than two sentences; pick the column that holds text.")
@@ -242,36 +291,47 @@ def _filled(item: Item) -> bool:
     return bool(item.strip()) if isinstance(item, str) else bool(item[0].strip() or item[1].strip())
 
 
-def from_jsonl(data: str, name: str = "uploaded JSONL") -> Corpus:
+def from_jsonl(data: str, name: str = "uploaded JSONL", limit: int | None = None) -> Corpus:
     """JSON Lines: each line an object whose keys are read like CSV columns (a known pair such as
     sentence1/sentence2 makes pairs, else the first known text key), or a plain JSON string."""
-    items: list[Item] = []
-    problem = nesting_problem(data)  # before json.loads, which recurses: a deep line is a RecursionError
-    if problem:
-        raise CorpusError(f"{name}: {problem}; give one flat JSON object per line.")
-    for number, line in enumerate(data.splitlines(), start=1):
+    return _jsonl_corpus(data.splitlines(), name, limit)
+
+
+def jsonl_rows(lines: Iterable[str], name: str) -> Iterator[tuple[int, object]]:
+    """(line number, parsed JSON) of each non-blank line, one at a time; a line that is no JSON, or too deep or
+    with too long a number to parse safely, raises CorpusError."""
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        problem = nesting_problem(line)  # before json.loads, which recurses: a deep line is a RecursionError
+        if problem:
+            raise CorpusError(f"{name}, line {number}: {problem.replace(' (line 1)', '')}; give one flat JSON object "
+                              "per line.")
         try:
-            row = json.loads(line)
+            yield number, json.loads(line)
         except json.JSONDecodeError as err:
             raise CorpusError(f"{name}, line {number} is not JSON ({err.msg}); give one JSON object per line, "
                               'e.g. {"text": "A sentence."}.') from None
-        if isinstance(row, str):
-            items.append(row)
-            continue
-        if not isinstance(row, dict):
-            raise CorpusError(f"{name}, line {number}: expected a JSON object or string, got {type(row).__name__}.")
-        lower = {str(k).strip().lower(): v for k, v in row.items()}
-        pair = next(((a, b) for a, b in PAIR_COLUMNS if a in lower and b in lower), None)
-        if pair is not None:
-            items.append((str(lower[pair[0]] or ""), str(lower[pair[1]] or "")))
-            continue
-        key = next((c for c in TEXT_COLUMNS if c in lower), None)
-        if key is None:
-            raise CorpusError(f"{name}, line {number} has no text key; use one of {', '.join(TEXT_COLUMNS)} "
-                              f"(or a pair such as sentence1/sentence2); its keys are: {', '.join(map(str, row))}.")
-        items.append(str(lower[key] or ""))
+
+
+def _jsonl_item(number: int, row, name: str) -> Item:
+    if isinstance(row, str):
+        return row
+    if not isinstance(row, dict):
+        raise CorpusError(f"{name}, line {number}: expected a JSON object or string, got {type(row).__name__}.")
+    lower = {str(k).strip().lower(): v for k, v in row.items()}
+    pair = next(((a, b) for a, b in PAIR_COLUMNS if a in lower and b in lower), None)
+    if pair is not None:
+        return (str(lower[pair[0]] or ""), str(lower[pair[1]] or ""))
+    key = next((c for c in TEXT_COLUMNS if c in lower), None)
+    if key is None:
+        raise CorpusError(f"{name}, line {number} has no text key; use one of {', '.join(TEXT_COLUMNS)} "
+                          f"(or a pair such as sentence1/sentence2); its keys are: {', '.join(map(str, row))}.")
+    return str(lower[key] or "")
+
+
+def _jsonl_corpus(lines: Iterable[str], name: str, limit: int | None) -> Corpus:
+    items = _collect((_jsonl_item(number, row, name) for number, row in jsonl_rows(lines, name)), limit)
     corpus = from_items(items, name) if any(_filled(i) for i in items) else None
     if corpus is None or len(corpus) < 2:
         raise CorpusError(f"{name} has fewer than two sentences; give one JSON object per line.")
@@ -286,33 +346,62 @@ def from_treebank(sentences: Sequence["Sentence"], name: str) -> Corpus:
     return from_items([t.text or " ".join(t.words) for t in sentences], name, trees=sentences)
 
 
-def from_upload(filename: str, data: bytes) -> Corpus:
-    """An uploaded .txt (one sentence per line), .csv (see from_csv), .jsonl (see from_jsonl) or .conllu."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise CorpusError(f"{filename} is not UTF-8 text (byte {err.start}); save it as UTF-8 and upload again.") from None
+def from_upload(filename: str, data: bytes, limit: int | None = None) -> Corpus:
+    """An uploaded .txt (one sentence per line), .csv (see from_csv), .jsonl (see from_jsonl) or .conllu; with
+    `limit`, read no further than the first `limit` sentences need (see _collect)."""
+    return from_stream(filename, io.BytesIO(data), limit)
+
+
+def from_stream(filename: str, stream: BinaryIO, limit: int | None = None) -> Corpus:
+    """A .txt / .csv / .jsonl / .conllu read line by line from a binary stream, up to settings.max_corpus_bytes()
+    and no further than `limit` needs (see _collect): `--limit 5` on a 300 MB file reads a few lines."""
     suffix = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    lines = text_lines(stream, filename)
     if suffix == "csv":
-        return from_csv(text, name=filename)
+        return _csv_corpus(lines, filename, None, None, limit)
     if suffix == "jsonl":
-        return from_jsonl(text, name=filename)
+        return _jsonl_corpus(lines, filename, limit)
     if suffix == "conllu":
         try:
-            return from_treebank(parse_conllu(text, source=filename), filename)
+            return from_treebank(parse_conllu(lines, source=filename, limit=limit), filename)
         except TreebankError as err:
             raise CorpusError(str(err)) from None
     if suffix in ("txt", "text", ""):
-        return from_text(text, name=filename)
+        return _text_corpus(lines, filename, limit)
     raise CorpusError(f"{filename}: only .txt (one sentence per line), .csv, .jsonl and .conllu files can be read.")
 
 
-def from_file(path: str | Path) -> Corpus:
-    """A file on disk, read like an upload."""
+def text_lines(stream: BinaryIO, name: str, max_bytes: int | None = None) -> Iterator[str]:
+    """The lines of a UTF-8 file (a leading BOM dropped, line ends kept), decoded one at a time. At most
+    `max_bytes` (default settings.max_corpus_bytes()) are ever read, one line included: a file that needs more
+    raises CorpusError saying how to read less, so no file, whatever its size or shape, fills the memory."""
+    budget = settings.max_corpus_bytes() if max_bytes is None else max_bytes
+    offset = 0
+    while True:
+        raw = stream.readline(budget - offset + 1)
+        if not raw:
+            return
+        if offset + len(raw) > budget:
+            raise CorpusError(
+                f"{name} is larger than the {budget / 2 ** 20:.0f} MB of a corpus file BERT Lens reads "
+                "(BERTLENS_MAX_CORPUS_BYTES): give --limit N (or a smaller sample) to read only its first N "
+                "sentences, or split the file.")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise CorpusError(f"{name} is not UTF-8 text (byte {offset + err.start}); save it as UTF-8 and upload "
+                              "again.") from None
+        yield line.removeprefix("\ufeff") if offset == 0 else line
+        offset += len(raw)
+
+
+def from_file(path: str | Path, limit: int | None = None) -> Corpus:
+    """A file on disk, read like an upload but streamed from the disk (see from_stream)."""
     file = Path(path)
     if not file.is_file():
         raise CorpusError(f"{path} not found: give the path of an existing .txt, .csv, .jsonl or .conllu file.\n{GRAMMAR}")
-    return from_upload(file.name, file.read_bytes())
+    with file.open("rb") as stream:
+        return from_stream(file.name, stream, limit)
 
 
 def from_dataset(name: str, split: str = "dev", limit: int | None = DEFAULT_N, seed: int = 0) -> Corpus:
@@ -351,7 +440,8 @@ def require_trees(corpus: Corpus) -> list["Sentence"]:
     return list(corpus.trees)
 
 
-def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, name: str | None = None) -> Corpus:
+def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, name: str | None = None,
+              limit: int | None = None) -> Corpus:
     """The Corpus of what a notebook user has (core.lens calls it first):
 
     - a Corpus, returned as it is;
@@ -366,7 +456,7 @@ def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, na
     if isinstance(source, Corpus):
         return source
     if isinstance(source, str):
-        return resolve(source, seed)
+        return resolve(source, seed, limit=limit)  # a file is read no further than `limit` needs
     columns = getattr(source, "columns", None)
     if columns is not None:  # a pandas DataFrame (duck-typed: reading one needs no pandas import here)
         texts = [c for c in columns if any(isinstance(v, str) for v in source[c])]
@@ -418,15 +508,17 @@ def _parse_n(text: str, spec: str) -> int | None:
     return int(text)
 
 
-def resolve(spec: str, seed: int = 0) -> Corpus:
-    """The corpus a spec names (see GRAMMAR); `seed` picks the sample of a dataset (same seed, same items)."""
+def resolve(spec: str, seed: int = 0, limit: int | None = None) -> Corpus:
+    """The corpus a spec names (see GRAMMAR); `seed` picks the sample of a dataset (same seed, same items). A file
+    is read no further than its first `limit` sentences or items need (a caller still cuts with head / take);
+    a dataset's sample is its N, whatever `limit`."""
     spec = (spec or "").strip()
     if not spec:
         raise CorpusError(f"No corpus given.\n{GRAMMAR}")
     if spec == "builtin":
         return builtin()
     if spec.lower().endswith(FILE_SUFFIXES):
-        return from_file(spec)
+        return from_file(spec, None if limit is None else check_count(limit, "limit"))
     name, *rest = spec.split(":")
     if name in DATASET_SPLITS:
         if len(rest) > 2:

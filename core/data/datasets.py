@@ -65,10 +65,21 @@ def local_file(relative: str) -> Path:
     return path
 
 
-def read_jsonl_gz(path: Path) -> Iterator[dict]:
+# The most rows a dataset file may hold: SNLI's full training set has 550,152; a seeded sample is drawn from a
+# list of every row, so a file (or a gzip bomb) in a data folder must not be endless.
+MAX_ROWS = 2_000_000
+
+
+def read_jsonl_gz(path: Path, max_rows: int = MAX_ROWS) -> Iterator[dict]:
+    """The rows of a gzipped JSON Lines file, one at a time; past `max_rows` rows DataUnavailable says so (pages and the CLI show it as a missing dataset)."""
+    rows = 0
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
+                rows += 1
+                if rows > max_rows:
+                    raise DataUnavailable(f"{path} holds more than {max_rows:,} rows, more than any dataset BERT Lens "
+                                     "reads; point BERTLENS_DATA at a folder laid out like shared/data.")
                 yield json.loads(line)
 
 

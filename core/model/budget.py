@@ -46,6 +46,25 @@ def nbytes_of(value, _seen: set | None = None) -> int:
     return 0
 
 
+def text_bytes(value, _seen: set | None = None) -> int:
+    """Bytes held by a value made of Python text and containers (a parsed corpus or table: dataclasses, tuples,
+    lists, dicts and str, each counted by sys.getsizeof) plus numpy arrays' data, where nbytes_of counts only
+    arrays and would call a 100 MB table of strings free."""
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sys.getsizeof(value) + sum(text_bytes(getattr(value, f.name), seen) for f in dataclasses.fields(value))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sys.getsizeof(value) + sum(text_bytes(v, seen) for v in value)
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(text_bytes(k, seen) + text_bytes(v, seen) for k, v in value.items())
+    return sys.getsizeof(value)
+
+
 def freeze_arrays(value) -> None:
     """Mark the numpy arrays of a (dataclass) value read-only: a shared cached value must not be edited in place."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

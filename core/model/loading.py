@@ -427,6 +427,7 @@ def _check_architecture(folder: Path, ref: str) -> None:
             f"'{ref}' is a '{model_type}' model; BERT Lens reads encoder models of these families: "
             f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))}."
         )
+    check_model_size(config, ref)
     if not any(folder.glob("*.safetensors")):
         raise ModelUnavailable(f"'{ref}' has no .safetensors weights in {folder}; only safetensors are loaded.")
 
@@ -507,6 +508,73 @@ def check_finite_weights(model, ref: str) -> None:
             bad = int((~torch.isfinite(tensor)).sum())
             raise ModelUnavailable(f"Cannot use '{ref}': its weights hold NaN or infinity ({bad:,} of "
                                    f"{tensor.numel():,} values of tensor '{name}'); the checkpoint is corrupt.")
+
+
+# Where a family's config.json states each size (BERT's names first; DistilBERT's n_layers / dim / hidden_dim).
+_SIZE_FIELDS = {
+    "layers": ("num_hidden_layers", "n_layers", "num_layers"),
+    "hidden": ("hidden_size", "dim", "d_model"),
+    "intermediate": ("intermediate_size", "hidden_dim", "ffn_dim"),
+    "vocabulary": ("vocab_size",),
+    "positions": ("max_position_embeddings",),
+    "token types": ("type_vocab_size",),
+    "embedding width": ("embedding_size",),
+}
+
+
+def _config_size(config: dict, what: str, default: int, ref: str) -> int:
+    for name in _SIZE_FIELDS[what]:
+        if name in config:
+            value = config[name]
+            # bool is an int in Python: `true` layers is a broken config, not one layer
+            if value is None:
+                return default
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ModelUnavailable(f"'{ref}': config.json's {name} must be a whole number of at least 0; "
+                                       f"got {str(value)[:40]!r}.")
+            return value
+    return default
+
+
+def implied_parameters(config: dict, ref: str = "model") -> tuple[int, str]:
+    """(parameters, how they were counted) that a config.json implies, read before anything is built.
+
+    Embeddings (vocabulary + positions + token types) x their width, plus per layer the attention's four
+    hidden x hidden projections and the feed-forward's two hidden x intermediate ones; biases and layer norms
+    (under 0.2 % of BERT-base) are left out. BERT-base: 108.8 M counted, 109.5 M real. ALBERT shares one layer's
+    weights among all layers, so its count is an upper bound there."""
+    layers = _config_size(config, "layers", 12, ref)
+    hidden = _config_size(config, "hidden", 768, ref)
+    intermediate = _config_size(config, "intermediate", 4 * hidden, ref)
+    vocabulary = _config_size(config, "vocabulary", 30522, ref)
+    positions = _config_size(config, "positions", 512, ref)
+    types = _config_size(config, "token types", 2, ref)
+    width = _config_size(config, "embedding width", hidden, ref)
+    total = (vocabulary + positions + types) * width + layers * (4 * hidden * hidden + 2 * hidden * intermediate)
+    how = (f"{layers} layers x hidden {hidden}, intermediate {intermediate}, vocabulary {vocabulary}")
+    return total, how
+
+
+def count_text(n: int) -> str:
+    """A parameter count as people quote it: "110.1 M", "4.0 B", "7.1 T"; a count too large for a float as 10^k."""
+    if n >= 10 ** 15:
+        return f"about 10^{len(str(n)) - 1}"
+    for size, unit in ((10 ** 12, "T"), (10 ** 9, "B"), (10 ** 6, "M"), (10 ** 3, "K")):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return str(n)
+
+
+def check_model_size(config: dict, ref: str) -> None:
+    """Refuse, before a tensor is allocated, a model whose config implies more parameters than
+    settings.max_model_parameters() (BERTLENS_MAX_MODEL_PARAMETERS, default 4 B): a config.json naming 100,000
+    layers would otherwise be built layer by layer for minutes until memory ran out."""
+    limit = settings.max_model_parameters()
+    total, how = implied_parameters(config, ref)
+    if total > limit:
+        raise ModelUnavailable(
+            f"'{ref}' is too large: its config.json implies {count_text(total)} parameters ({how}); BERT Lens loads "
+            f"models up to {count_text(limit)} parameters (set BERTLENS_MAX_MODEL_PARAMETERS to change that).")
 
 
 # Where each family keeps its masked-word head in a checkpoint (safetensors key prefixes; a checkpoint saved from

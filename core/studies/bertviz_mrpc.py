@@ -80,7 +80,7 @@ def report_pairs(lm, should_stop=None) -> tuple[dict, list[str]]:
 
 def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studies.StudyResult:
     spec = corpus_spec(options)
-    corpus = corpora.resolve(spec, options.seed).take(options.limit)
+    corpus = corpora.resolve(spec, options.seed, limit=options.limit).take(options.limit)
     pairs, groups = labelled_pairs(corpus)
     missing = [g for g in GROUPS if g not in groups]
     if missing:

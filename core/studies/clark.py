@@ -53,7 +53,7 @@ def segment_pairs(items) -> list:
 
 def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studies.StudyResult:
     spec = options.corpus or DEFAULT_CORPUS
-    corpus = corpora.resolve(spec, options.seed).take(options.limit)
+    corpus = corpora.resolve(spec, options.seed, limit=options.limit).take(options.limit)
     lm = load_model(options.model or PAPER_MODEL)
     inputs = segment_pairs(corpus.items)
     trees = [to_stanford(t) for t in corpus.trees]

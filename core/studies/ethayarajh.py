@@ -29,7 +29,7 @@ MEASURES = (
 
 def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: StopCheck = None) -> StudyResult:
     lm = load_model(options.model or PAPER_MODEL)
-    corpus = corpora.resolve(options.corpus or DEFAULT_CORPUS, options.seed).head(options.limit)
+    corpus = corpora.resolve(options.corpus or DEFAULT_CORPUS, options.seed, limit=options.limit).head(options.limit)
     settings = an.AnisotropySettings(protocol=an.PAPER_PROTOCOL, seed=options.seed)
     profile = an.measure_corpus(lm, corpus, settings, progress=progress, should_stop=should_stop)
     measured = {

@@ -46,7 +46,7 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         raise ValueError(NEEDS_RUN)
     pretrained = options.model or base_model_of(finetuned) or PAPER_MODEL
     spec = options.corpus or DEFAULT_CORPUS
-    inputs = corpora.resolve(spec, options.seed).take(options.limit).inputs
+    inputs = corpora.resolve(spec, options.seed, limit=options.limit).take(options.limit).inputs
     lm_a, lm_b = load_model(pretrained), load_model(finetuned)
     change = attention_change(lm_a, lm_b, inputs, progress=progress, should_stop=should_stop)
     cosine = {layer + 1: float(v) for layer, v in enumerate(change.cosine.mean(axis=1))}

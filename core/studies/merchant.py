@@ -45,7 +45,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         raise ValueError(MISSING_FINETUNED)
     base, tuned = load_model(options.model or PAPER_MODEL), load_model(str(finetuned))
     spec = options.corpus or DEFAULT_CORPUS
-    corpus = corpora.resolve(spec, options.seed)
+    corpus = corpora.resolve(spec, options.seed, limit=options.limit)
     sentences = list(corpus.head(options.limit).sentences)
     max_words = int(options.extra.get("max_words", DEFAULT_WORDS))
     result = compare_models(base, tuned, sentences, max_words=max_words, seed=options.seed, protocol=PROTOCOL,

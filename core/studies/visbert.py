@@ -27,7 +27,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
     lm = load_model(options.model or PAPER_MODEL)
     spec = options.corpus or DEFAULT_CORPUS
     # One input, as VisBERT (a question with its context); a larger limit projects that many inputs, each on its own.
-    inputs = corpora.resolve(spec, options.seed).take(options.limit or 1).inputs
+    inputs = corpora.resolve(spec, options.seed, limit=options.limit or 1).take(options.limit or 1).inputs
     first, both = [], []
     for k, item in enumerate(inputs):
         check_stop(should_stop)

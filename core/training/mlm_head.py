@@ -274,7 +274,7 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
     if lm.masked_lm is not None:
         raise HeadFitError(f"'{model}' already has a masked-word head: the Masked words page uses it as it is. "
                            "Fitting is for encoders without one (a sentence encoder, a fine-tuned run).")
-    sentences = list(corpora.resolve(corpus, seed=seed).sentences)
+    sentences = list(corpora.resolve(corpus, seed=seed, limit=limit).sentences)
     if limit is not None:
         sentences = sentences[: check_count(limit, "--limit", minimum=1)]
     train, held = _split(sentences, seed)

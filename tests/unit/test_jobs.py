@@ -158,3 +158,59 @@ def test_progress_text_says_starting_until_the_work_counts_something():
     assert record("running", 3, 10, "Scoring:").progress_text == "Scoring: 3 / 10 inputs"
     assert record("running", 3).progress_text == "3 / … inputs"
     assert record("done", 10, 10).progress_text == "10 / 10 inputs"
+
+
+def test_at_most_max_jobs_run_at_once_the_rest_queue_with_their_place(monkeypatch):
+    """BERTLENS_MAX_JOBS=2: a third and fourth job wait, say their place in line, start in order as places free
+    up, and one cancelled while queued never runs (issue 44: ten sessions ran ten jobs at once)."""
+    monkeypatch.setenv("BERTLENS_MAX_JOBS", "2")
+    release = {name: threading.Event() for name in "abcd"}
+    ran = []
+
+    def blocking(name):
+        def work(progress, should_stop):
+            ran.append(name)
+            while not release[name].wait(0.01):
+                check_stop(should_stop)
+            return name
+        return work
+
+    def state(job):
+        record = jobs.status(job.id)
+        return record.state, record.message
+
+    def until(condition, timeout=10.0):
+        deadline = time.time() + timeout
+        while not condition():
+            assert time.time() < deadline, "timed out"
+            time.sleep(0.02)
+
+    a, b = jobs.submit("test", {}, blocking("a")), jobs.submit("test", {}, blocking("b"))
+    until(lambda: state(a)[0] == state(b)[0] == "running")
+    c = jobs.submit("test", {}, blocking("c"))
+    d = jobs.submit("test", {}, blocking("d"))
+    until(lambda: state(d) == ("queued", "queued, 2nd in line"))
+    assert state(c) == ("queued", "queued, 1st in line")
+    assert jobs.status(c.id).progress_text == "queued, 1st in line…"  # what the page's progress bar says
+    time.sleep(0.3)
+    assert sorted(ran) == ["a", "b"]  # the other two have not started
+
+    release["a"].set()
+    until(lambda: state(c)[0] == "running")
+    assert state(c)[1] == ""  # the place in line is gone once it runs
+    until(lambda: state(d) == ("queued", "queued, 1st in line"))
+    assert jobs.cancel(d.id)  # cancellable while queued
+    assert jobs.wait(d.id, timeout=10).state == "cancelled"
+    assert "d" not in ran
+
+    release["b"].set()
+    release["c"].set()
+    assert [jobs.wait(j.id, timeout=10).state for j in (a, b, c)] == ["done"] * 3
+    assert ran == ["a", "b", "c"]
+    e = jobs.submit("test", {}, lambda progress, should_stop: "free again")
+    assert jobs.wait(e.id, timeout=10).state == "done"  # every place was handed back
+
+
+def test_ordinals():
+    assert [jobs.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]

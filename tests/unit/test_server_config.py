@@ -119,3 +119,8 @@ def test_uploads_need_the_xsrf_token(server):
     status, _, _ = _request(server, "PUT", "/_stcore/upload_file/some-session/some-file",
                             {"Origin": FOREIGN, "Content-Type": "multipart/form-data; boundary=x"})
     assert status == 403
+
+
+def test_uploads_are_capped(config):
+    """Issue 44: Streamlit's default takes 200 MB a file; a parsed table costs several times its file."""
+    assert 0 < config["server"]["maxUploadSize"] <= 25

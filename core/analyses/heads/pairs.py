@@ -301,7 +301,7 @@ def pair_heads(
 
 def mrpc_pairs(spec: str, seed: int = 0, limit: int | None = None) -> tuple[list[tuple[str, str]], list[str], str]:
     """(pairs, gold labels "equivalent" / "not equivalent", corpus name) from a corpus spec such as mrpc:test:200."""
-    corpus = corpora.resolve(spec, seed).take(limit)
+    corpus = corpora.resolve(spec, seed, limit=limit).take(limit)
     pairs, groups = labelled_pairs(corpus)
     if not pairs:
         raise ValueError(f"{spec} has no sentence pairs; give MRPC (mrpc[:SPLIT[:N]]) or another pair corpus")
