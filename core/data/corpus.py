@@ -305,8 +305,8 @@ def jsonl_rows(lines: Iterable[str], name: str) -> Iterator[tuple[int, object]]:
             continue
         problem = nesting_problem(line)  # before json.loads, which recurses: a deep line is a RecursionError
         if problem:
-            raise CorpusError(f"{name}, line {number}: {problem.replace(' (line 1)', '')}; give one flat JSON object "
-                              "per line.")
+            raise CorpusError(f"{name}: {problem.replace('(line 1)', f'(line {number})')}; give one flat JSON "
+                              "object per line.")
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as err:
