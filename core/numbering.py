@@ -13,10 +13,10 @@ EMBEDDINGS = 0
 HIDDEN_AXIS = "layer (0 = embeddings)"  # charts over hidden_states[0..L]
 BLOCK_AXIS = "layer (1 = first transformer layer)"  # charts over transformer layers only (heads, attention, patching)
 LAYER_ARGUMENT_HELP = "transformer layer 1..L, as on every chart (1 = the first)"
-# The freeze option of the fine-tuning and bias forms (and their CLI): one wording for one set of layers.
+# The freeze option of the fine-tuning and bias forms and their CLI flags: one wording, one numbering.
 FREEZE_LABEL = "Freeze layers"
-FREEZE_HELP = ("Transformer layers to keep fixed while training, numbered 1..L as on every chart (0 = the embeddings "
-               "can be frozen too), e.g. 0-3 or 1,2,12")
+FREEZE_HELP = ("Layers kept fixed while training, numbered as on every chart: 0 = the embeddings, 1..L = the "
+               "transformer layers; e.g. 12 or 0-6,12")
 
 
 def shown(index: int) -> int:

@@ -151,8 +151,8 @@ def freeze(encoder: nn.Module, chosen: tuple[int, ...], embeddings: bool) -> Non
     stack = encoder_layers(encoder)[2]
     beyond = [i for i in chosen if not 0 <= i < len(stack)]
     if beyond:
-        raise ValueError(f"cannot freeze layer(s) {beyond}: the model has layers 0-{len(stack) - 1} (0-based, after "
-                         "dropping layers)")
+        raise ValueError(f"cannot freeze layer(s) {[i + 1 for i in beyond]}: the model has layers 1-{len(stack)} "
+                         "(after dropping layers)")  # numbered as every chart numbers them (core.numbering)
     frozen = [stack[i] for i in sorted(set(chosen))] + ([encoder.embeddings] if embeddings else [])
     for module in frozen:
         for parameter in module.parameters():

@@ -320,7 +320,7 @@ def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
     from core.training.report import frozen_description
 
     assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
-        "layers 0-1,5,11 (0-based), embeddings"
+        "layers 1-2,6,12, embeddings"  # array indices shown 1..L, as on every chart (core.numbering)
     assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""
 
 
