@@ -219,7 +219,7 @@ def ablation_part() -> None:
             m2.metric("Run's own metrics.json", f"{sample.run_accuracy:.3f}")
         best = np.unravel_index(np.nanargmax(result.head_delta), result.head_delta.shape)
         label = "Best single-head removal" if result.head_delta[best] > 0 else "Least harmful removal"
-        m3.metric(label, f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
+        m3.metric(label, numbering.head_name(*best), f"{result.head_delta[best]:+.3f}")
         chart, frame = attention_charts.ablation_chart(result)
         draw_chart(chart, key=P + "ablation_chart")
         st.caption("▲ marks heads whose removal *improves* accuracy. Red: removal hurts; blue: removal helps.")
