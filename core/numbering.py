@@ -12,7 +12,7 @@ from __future__ import annotations
 EMBEDDINGS = 0
 HIDDEN_AXIS = "layer (0 = embeddings)"  # charts over hidden_states[0..L]
 BLOCK_AXIS = "layer (1 = first transformer layer)"  # charts over transformer layers only (heads, attention, patching)
-LAYER_ARGUMENT_HELP = "transformer layer 1..L, as on every chart (1 = the first)"
+LAYER_ARGUMENT_HELP = "1..L as on every chart: 1 = the first transformer layer (0, the embeddings, has no heads)"
 # The freeze option of the fine-tuning and bias forms and their CLI flags: one wording, one numbering.
 FREEZE_LABEL = "Freeze layers"
 FREEZE_HELP = ("Layers kept fixed while training, numbered as on every chart: 0 = the embeddings, 1..L = the "

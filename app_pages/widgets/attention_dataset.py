@@ -338,16 +338,7 @@ def syntax_part() -> None:
     table["best head"] = table["label"]
     chart = attention_charts.syntax_chart(table, result.protocol)
     draw_chart(chart, key=P + "syntax_chart")
-    if result.protocol == "clark":
-        how = ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
-               "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
-               "better direction is kept. A possessor followed by 's is scored through the 's. Baseline: the best "
-               "fixed offset in -3..+2. Best heads are named layer-head from 1, as in the paper (its direct-object "
-               "head in BERT-base is 8-10: layer 8, head 10).")
-    else:
-        how = ("For each dependent word (roots left out), a head predicts its most-attended other word. Baseline: "
-               "always the best fixed relative position for that relation. Heads are named by layer from 1, as on "
-               "every chart, and head from 0 (L1 H0 is the first head of the first layer).")
+    how = attention_charts.syntax_note(result.protocol)
     st.caption(f"{result.n_sentences} sentences" + (f" ({result.n_skipped} too long for the model, left out)" if result.n_skipped else "")
                + f". {how} Word pieces merged as Clark et al.: attention to a word summed over its pieces, from a "
                "word averaged. Relations with fewer than 20 dependents are in the table only. "

@@ -398,6 +398,20 @@ def syntax_frame(table: pd.DataFrame, min_count: int = 20) -> tuple[pd.DataFrame
     return shown, long
 
 
+def syntax_note(protocol: str) -> str:
+    """How the syntactic-heads table scores and names heads: under the Clark protocol by the paper's layer-head from
+    1 (its example head is the paper's, BERT-base's, and says so); else as every chart (core.numbering)."""
+    if protocol == "clark":
+        return ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
+                "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
+                "better direction is kept. A possessor followed by 's is scored through the 's. Baseline: the best "
+                "fixed offset in -3..+2. Best heads are named layer-head from 1, as in the paper (its direct-object "
+                "head in BERT-base is 8-10: layer 8, head 10).")
+    return ("For each dependent word (roots left out), a head predicts its most-attended other word. Baseline: "
+            "always the best fixed relative position for that relation. Heads are named by layer from 1, as on "
+            "every chart, and head from 0 (L1 H0 is the first head of the first layer).")
+
+
 def syntax_chart(table: pd.DataFrame, protocol: str = "bertlens") -> alt.Chart:
     shown, long = syntax_frame(table)
     title = "Predicted head = gold head" + (" (better of both directions)" if protocol == "clark" else
