@@ -223,7 +223,7 @@ def layerwise_lr_scales(num_layers: int, decay: float) -> tuple[float, ...]:
 def optimizer_groups(model: nn.Module, parameters: list, recipe: Recipe) -> list[dict]:
     """AdamW parameter groups for the trainable `parameters` of `model` (a Classifier, a SimCSE embedder, or either
     wrapped in DDP): one group at recipe.lr when recipe.lr_decay is 1, else one per depth, named "embeddings",
-    "layer 0".. (0-based) and "head" (the pooler and what sits on the encoder), at recipe.lr x layerwise_lr_scales.
+    "layer 1".."layer L" (numbered as on every chart, core.numbering) and "head" (the pooler and what sits on the encoder), at recipe.lr x layerwise_lr_scales.
     A parameter shared by several layers (ALBERT) takes the highest layer's rate; what the encoder holds outside
     its layers (ALBERT's embedding projection, MPNet's relative position bias) counts as embeddings; frozen
     layers get no group."""
@@ -238,7 +238,7 @@ def optimizer_groups(model: nn.Module, parameters: list, recipe: Recipe) -> list
     for depth, module in top_down:
         for parameter in module.parameters():
             depth_of.setdefault(id(parameter), depth)
-    names = ["embeddings", *(f"layer {i}" for i in range(adapter.num_layers))]
+    names = ["embeddings", *(f"layer {depth}" for depth in range(1, adapter.num_layers + 1))]  # names[depth]
     groups: dict[str, dict] = {}
     for parameter in parameters:
         depth = depth_of.get(id(parameter))

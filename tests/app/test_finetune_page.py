@@ -191,6 +191,8 @@ def test_form_freezes_a_layer_set_numbered_as_the_charts(page, monkeypatch):
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.text_input(key="finetune.run_name").input("frozen-run")
+    label = at.text_input(key="finetune.freeze_spec").label  # one wording with the bias form (issue 48)
+    assert label.startswith("Freeze layers") and "0-based" not in label
     at.text_input(key="finetune.freeze_spec").input("1-0")
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
     assert any("runs backwards" in e.value for e in at.error)
