@@ -20,19 +20,15 @@ SHOWN = list(range(1, L + 1))
 
 def _titles(spec) -> list[str]:
     """Every axis title of a chart's Vega-Lite dict whose field is "layer"."""
-    found = []
-
-    def walk(node):
+    found, stack = [], [spec]
+    while stack:
+        node = stack.pop()
         if isinstance(node, dict):
             if node.get("field") == "layer" and "title" in node:
                 found.append(node["title"])
-            for value in node.values():
-                walk(value)
+            stack.extend(node.values())
         elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
+            stack.extend(node)
     return found
 
 
