@@ -76,7 +76,7 @@ def render_one_sentence() -> None:
         return
 
     controls = st.columns([1, 2, 1])
-    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer", format_func=numbering.shown)
+    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer", format_func=numbering.label)
     heads = controls[1].multiselect(
         "Heads (several are averaged)", list(range(n_heads)), key="attention.heads", placeholder="Pick heads"
     )

@@ -151,7 +151,7 @@ def render() -> None:
     n_layers, n_heads = encoding.attentions.shape[:2]
     controls = st.columns([1, 2])
     layer = controls[0].selectbox("Layer", list(range(n_layers)), index=n_layers - 1, key="masked.layer",
-                                  format_func=numbering.shown)
+                                  format_func=numbering.label)
     heads = controls[1].multiselect("Heads (several are averaged)", list(range(n_heads)), default=list(range(n_heads)),
                                     key="masked.heads", placeholder="Pick heads")
     if not heads:

@@ -24,6 +24,11 @@ def shown(index: int) -> int:
     return int(index) + 1
 
 
+def label(index: int) -> str:
+    """A widget option's text for array index `index` (a select box's format_func must return text)."""
+    return str(shown(index))
+
+
 def index_of(number: int) -> int:
     """The array index of transformer layer `number` (1..L) as typed by a person."""
     return int(number) - 1

@@ -235,7 +235,7 @@ def ablation_part() -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     index = c1.selectbox("Example", range(len(examples)), key=P + "example",
                          format_func=lambda i: f"{examples[i].text} | {examples[i].text_b or ''} ({examples[i].label})")
-    layer = c2.selectbox("Layer", range(clf.encoder.num_layers), key=P + "ex_layer", format_func=numbering.shown)
+    layer = c2.selectbox("Layer", range(clf.encoder.num_layers), key=P + "ex_layer", format_func=numbering.label)
     head = c3.selectbox("Head", ["all"] + list(range(clf.encoder.num_heads)), key=P + "ex_head")
     item = [(examples[index].text, examples[index].text_b)]
     disabled = {layer: list(range(clf.encoder.num_heads)) if head == "all" else [head]}

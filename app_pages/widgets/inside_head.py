@@ -121,7 +121,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     _in_range(P + "head", n_heads, 0)
     _in_range(P + "query", len(labels), 1)
     cols = st.columns(3)
-    layer = cols[0].selectbox("Layer", list(range(n_layers)), key=P + "layer", format_func=numbering.shown)
+    layer = cols[0].selectbox("Layer", list(range(n_layers)), key=P + "layer", format_func=numbering.label)
     head = cols[1].selectbox("Head", list(range(n_heads)), key=P + "head")
     query = cols[2].selectbox("Query token", list(range(len(labels))), key=P + "query", format_func=lambda i: labels[i])
     try:
