@@ -157,7 +157,8 @@ def head_view(model, text: str, text_b: str | None = None, *, layer: int | None 
               heads: Sequence[int] | int = (0,), pair_filter: str = "all", hide_special: bool = False,
               word_level: bool = False, style: str = "lines", return_data: bool = False):
     """One layer's heads (several are averaged) as lines between tokens (style "lines") or a heatmap ("heatmap"),
-    as on the Attention heads page. layer None: the page's default (layer 2, or the last of a shallower model).
+    as on the Attention heads page. layer (an array index, drawn as layer + 1) None: the page's default (index 2, or the last of a
+    shallower model).
     Frame: query, key, weight."""
     _, encoding = _encoding(model, text, text_b)
     n_layers = encoding.attentions.shape[0]

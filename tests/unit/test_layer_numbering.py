@@ -135,6 +135,13 @@ def test_cli_help_and_json_number_layers_as_the_charts(capsys):
     assert sorted({h["layer"] for h in json.loads(json.dumps(head_map.to_json()))["heads"]}) == [1, 2]
 
 
+def test_a_typed_layer_outside_the_model_names_its_range():
+    assert numbering.block_index(6, L) == 5
+    for wrong in (0, 7):
+        with pytest.raises(ValueError, match=r"--layer .*1\.\.6"):
+            numbering.block_index(wrong, L, "--layer")
+
+
 def test_freeze_layers_are_typed_as_the_charts_number_them():
     from core.training.recipe import parse_frozen
 
