@@ -13,6 +13,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from core import numbering
 from core.charts import attention as charts
 from core.analyses.attention import PAIR_FILTERS, attention_view
 from core.analyses.model_view import SCALES, model_view
@@ -57,7 +58,7 @@ def render_one_sentence() -> None:
         """Model view click: show that head in the head view."""
         picked = st.session_state["attention.model_view"].selection.get(charts.MODEL_VIEW_SELECTION) or []
         if picked:
-            st.session_state["attention.layer"] = int(picked[0]["layer"])
+            st.session_state["attention.layer"] = numbering.index_of(picked[0]["layer"])  # the chart shows 1..L
             st.session_state["attention.heads"] = [int(picked[0]["head"])]
             st.session_state["attention.mode"] = "Head view"
 
@@ -75,7 +76,7 @@ def render_one_sentence() -> None:
         return
 
     controls = st.columns([1, 2, 1])
-    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer")
+    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer", format_func=numbering.label)
     heads = controls[1].multiselect(
         "Heads (several are averaged)", list(range(n_heads)), key="attention.heads", placeholder="Pick heads"
     )
@@ -107,7 +108,7 @@ def render_one_sentence() -> None:
     if notes:
         st.caption("; ".join(notes).capitalize() + ".")
 
-    title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     if style == "Lines":
         show_all = st.session_state.get("attention.show_all", False)
         limits = {"threshold": 0.0, "top_k": None} if show_all else {}
@@ -123,7 +124,7 @@ def render_one_sentence() -> None:
     elif view.weights.size > charts.HEATMAP_IMAGE_CELLS:
         st.caption("A long input: the heatmap is drawn as one image; point at a row for its query's strongest keys, "
                    "or download the CSV for every weight.")
-    export_buttons(chart, lambda: charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{layer}", key="attention.export")
+    export_buttons(chart, lambda: charts.view_frame(view)[["query", "key", "weight"]], f"attention_L{numbering.shown(layer)}", key="attention.export")
 
 
 SCALE_NAMES = {"head": "Per head", "shared": "Shared"}

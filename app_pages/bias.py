@@ -8,7 +8,7 @@ import streamlit as st
 from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate, intro, model_ref, warn_if_truncated
 from app_pages.widgets import bias_heads as flip_heads
 from app_pages.widgets.explain_view import cached_explainer, cached_explanation, show
-from core import bias, references
+from core import bias, numbering, references
 from core.analyses.explain import HEAD_METHODS, METHOD_TITLES, METHODS, prepare
 from core.charts import bias as charts
 from core.data.datasets import DataUnavailable
@@ -196,8 +196,9 @@ with st.form(P + "recipe"):
     r6.number_input("CPU threads (0 = all)", min_value=0, max_value=256, key=P + "cpu_threads",
                     help="On a shared or small processor 1 thread is often several times faster (the quick demo uses 1).")
     f1, f2, _ = st.columns([1, 1, 3])
-    f1.number_input("Freeze the lowest N layers", min_value=0, max_value=48, key=P + "freeze_layers",
-                    help="Kept fixed in all three runs: fewer weights to train, about half the time for 3 of 6 layers.")
+    f1.number_input(f"{numbering.FREEZE_LABEL} 1 to N", min_value=0, max_value=48, key=P + "freeze_layers",
+                    help="N: layers 1..N, the lowest N numbered as on every chart (0 = none), kept fixed in all three "
+                         "runs: fewer weights to train, about half the time for 3 of 6 layers.")
     f2.checkbox("Freeze embeddings", key=P + "freeze_embeddings")
     launched = st.form_submit_button("Launch full, biased and control", type="primary", disabled=not words_ok)
 
@@ -235,7 +236,7 @@ def draw_progress(status: bias.ExperimentStatus) -> None:
     spec = status.spec
     st.caption(f"{markdown_text(spec.model)} on {spec.task}: words {markdown_text(', '.join(spec.words))}; {spec.epochs} epoch(s), lr {spec.lr:g}, "
                f"batch {spec.batch_size}, max {spec.max_length} tokens, seed {spec.seed}"
-               + (f", lowest {spec.freeze_layers} layer(s) frozen" if spec.freeze_layers else "")
+               + (f", layers 1-{spec.freeze_layers} frozen" if spec.freeze_layers else "")
                + (", embeddings frozen" if spec.freeze_embeddings else "") + f". {describe(spec.protocol)}")
     for arm in bias.ARMS:
         run = status.runs[arm]

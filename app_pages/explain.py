@@ -8,6 +8,7 @@ from app_pages.widgets.common import (draw_chart, example_buttons, export_button
                                sentences, warn_if_truncated)
 from app_pages.widgets.explain_view import cached_explainer, cached_explanation, show
 from app_pages.widgets.corpus_picker import BUILTIN, DATASETS, corpus_picker
+from core import numbering
 from core.charts import explain as charts
 from core.analyses.explain import (DEFAULT_SAMPLES, DEFAULT_STEPS, METHOD_TITLES, METHODS, PERTURBATION_METHODS, WORD_RULE,
                                    NoClassifierHead, available_methods, prepare)
@@ -78,9 +79,11 @@ else:
     flows = [r for r in results if r.matrix is not None]
     if flows:
         with st.expander("Whole-model token flow (the full token × token matrix)"):
-            layer = st.slider("Layer", 0, len(flows[0].matrix) - 1, len(flows[0].matrix) - 1, key=K + "layer")
+            # the slider shows layers 1..L as every chart does (core.numbering); matrix[i] is layer i + 1's output
+            last = numbering.shown(len(flows[0].matrix) - 1)
+            layer = st.slider("Layer", numbering.shown(0), last, last, key=K + "layer")
             for result in flows:
-                draw_chart(charts.flow_matrix(result, layer))
+                draw_chart(charts.flow_matrix(result, numbering.index_of(layer)))
 
 st.header("How faithful is each explanation?")
 st.markdown("Comprehensiveness: how much the predicted class's probability drops when a method's top 10 %, 20 %, … "

@@ -13,7 +13,7 @@ from app_pages.widgets.finetune_changes import render as render_changes
 from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
 from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
-from core import settings
+from core import numbering, settings
 from core.charts import finetune as finetune_charts
 from core.model.distributed import visible_gpus
 from core.data.examples import EXAMPLES
@@ -42,7 +42,7 @@ from core.training.recipe import (
     PROTOCOLS,
     QUICK_FINETUNE,
     paper_recipe,
-    parse_layer_set,
+    parse_frozen,
     protocol_table,
 )
 
@@ -179,9 +179,8 @@ def render_runs() -> None:
             head = c1.radio("Head", ["linear", "mlp"], key=K + "head", horizontal=True,
                             format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
             drop = c2.number_input("Drop last K layers", 0, 47, 0, key=K + "drop")
-            freeze_spec = c3.text_input("Freeze layers (0-based, e.g. 11 or 0-5,11)", key=K + "freeze_spec",
-                                        help="Encoder layers kept fixed during training, counted from 0 after "
-                                        "dropping; on a 12-layer BERT the slides' 'layer 12' is 11.")
+            freeze_spec = c3.text_input(f"{numbering.FREEZE_LABEL} (e.g. 12 or 0-6,12)", key=K + "freeze_spec",
+                                        help=numbering.FREEZE_HELP + " (counted after dropping).")
             freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
             c1, c2, c3, c4 = st.columns(4)
             gpus = visible_gpus()
@@ -216,8 +215,8 @@ def render_runs() -> None:
                         run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
                         objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
                         max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,
-                        seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_layer_set(freeze_spec),
-                        freeze_embeddings=bool(freeze_embeddings), processes=int(processes),
+                        seed=int(seed), head=head, drop_last_layers=int(drop), frozen_layers=parse_frozen(freeze_spec)[0],
+                        freeze_embeddings=bool(freeze_embeddings) or parse_frozen(freeze_spec)[1], processes=int(processes),
                         gradient_accumulation=int(accumulation), cpu_threads=int(threads) or None,
                         lr_decay=float(lr_decay), timelapse=int(frames) if timelapse else 0,
                         timelapse_corpus=(probe.strip() or None) if timelapse else None,

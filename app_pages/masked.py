@@ -18,6 +18,7 @@ from app_pages.widgets.common import (
     warn_if_truncated,
 )
 from app_pages.widgets import ask_class
+from core import numbering
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
 from core.charts import masked as charts
@@ -150,7 +151,8 @@ def render() -> None:
     st.subheader("Attention from the mask")
     n_layers, n_heads = encoding.attentions.shape[:2]
     controls = st.columns([1, 2])
-    layer = controls[0].selectbox("Layer", list(range(n_layers)), index=n_layers - 1, key="masked.layer")
+    layer = controls[0].selectbox("Layer", list(range(n_layers)), index=n_layers - 1, key="masked.layer",
+                                  format_func=numbering.label)
     heads = controls[1].multiselect("Heads (several are averaged)", list(range(n_heads)), default=list(range(n_heads)),
                                     key="masked.heads", placeholder="Pick heads")
     if not heads:
@@ -161,13 +163,13 @@ def render() -> None:
     highlight = encoding.token_labels[position]
     st.caption(f"The lines of {markdown_text(highlight)} (in red) are shown first: how the masked position spread its attention "
                "in this layer. Point at another token to see its lines.")
-    title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)
     draw_chart(head_chart, key="masked.attention")
     st.caption(attention_charts.lines_note(view))
     table = attention_charts.view_frame(view)
     export_buttons(head_chart, table[table["query"] == highlight][["query", "key", "weight"]],
-                   f"masked_attention_L{layer}", key="masked.export_attention")
+                   f"masked_attention_L{numbering.shown(layer)}", key="masked.export_attention")
 
 
 render()

@@ -9,6 +9,10 @@ core analysis the page runs and draws it with the same `core.charts` builder (no
 `return_data=True` returns `(chart, frame)`, the frame being the rows the chart draws (what the page's CSV export
 holds). `view(page, params)` draws a lesson step (page url_path + URL params) as `[(chart, caption), ...]`.
 
+Layer numbers: a `layer=` argument of a head's view (head_view, neuron_view, attention_norms) is the array index of
+`attentions` (as HuggingFace's `outputs.attentions[i]`); charts and frames show it as layer i + 1, 0 being the
+embeddings (core.numbering), so `layer=2` draws "Layer 3". A URL's (lesson step's) layer is already 1..L.
+
 Offline rendering: importing this module switches altair to the "bertlens" renderer unless another one was
 chosen: each chart becomes a sandboxed <iframe srcdoc> holding `charts.chart_html` (Vega, Vega-Lite and
 Vega-Embed inlined from vl-convert, about 1 MB per chart), so Jupyter, JupyterLab, VS Code and Colab draw it with
@@ -27,7 +31,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import studies, views
+from core import numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
@@ -153,7 +157,8 @@ def head_view(model, text: str, text_b: str | None = None, *, layer: int | None 
               heads: Sequence[int] | int = (0,), pair_filter: str = "all", hide_special: bool = False,
               word_level: bool = False, style: str = "lines", return_data: bool = False):
     """One layer's heads (several are averaged) as lines between tokens (style "lines") or a heatmap ("heatmap"),
-    as on the Attention heads page. layer None: the page's default (layer 2, or the last of a shallower model).
+    as on the Attention heads page. layer (an array index, drawn as layer + 1) None: the page's default (index 2, or the last of a
+    shallower model).
     Frame: query, key, weight."""
     _, encoding = _encoding(model, text, text_b)
     n_layers = encoding.attentions.shape[0]
@@ -163,7 +168,7 @@ def head_view(model, text: str, text_b: str | None = None, *, layer: int | None 
         raise ValueError("pick at least one head")
     view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special,
                           word_level=word_level)
-    title = f"Layer {layer}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     if style not in ("lines", "heatmap"):
         raise ValueError(f"style must be 'lines' or 'heatmap', not {style!r}")
     chart = attention_charts.head_view_lines(view, title) if style == "lines" else attention_charts.attention_heatmap(view, title)
@@ -185,7 +190,7 @@ def model_view(model, text: str, text_b: str | None = None, *, pair_filter: str 
         return chart
     rows, columns = np.asarray(view.query_positions), np.asarray(view.key_positions)
     layer, head, query, key = np.indices((*a.shape[:2], len(rows), len(columns))).reshape(4, -1)
-    frame = pd.DataFrame({"layer": layer, "head": head, "query": rows[query], "key": columns[key],
+    frame = pd.DataFrame({"layer": numbering.shown(0) + layer, "head": head, "query": rows[query], "key": columns[key],
                           "weight": a[layer, head, rows[query], columns[key]]})
     return chart, frame
 
@@ -208,7 +213,7 @@ def attention_norms(model, text: str, text_b: str | None = None, *, layer: int =
     norms = ih.attention_norms(lm, text, text_b)
     _warn_if_cut(read_input(lm, text, text_b))
     frame = inside_head_charts.row_frame(norms, int(layer), int(head), int(query))
-    chart = inside_head_charts.row_chart(frame, f"Layer {layer}, head {head}, query {query}")
+    chart = inside_head_charts.row_chart(frame, f"Layer {numbering.shown(layer)}, head {head}, query {query}")
     return _out(chart, frame, return_data)
 
 

@@ -787,7 +787,7 @@ def _sun_claim(key: str, measure: str, unit: str, quote: str, note: str = _SUN_N
     return Reference(key=key, study="sun-aspect", measure=measure, label="Fine-tuned BERT on aspect sentiment (blog 002)",
                      model="bert-base-uncased", corpus="SemEval-14 restaurants as Sun et al. QA-M", unit=unit,
                      protocol="bertlens", source=f"{_SUN_SOURCE}: {quote}", values={"claim": 1.0}, tolerance=0.0,
-                     layer_note="bertviz numbering, layer-head from 0 (BERT Lens's attention index)", note=note)
+                     layer_note="bertviz numbering, layer-head from 0 (its layer 9 is layer 10 on BERT Lens's charts)", note=note)
 
 
 SUN_ASPECT_HEAD = _sun_claim(

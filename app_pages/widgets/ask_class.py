@@ -18,6 +18,7 @@ import streamlit as st
 
 from app_pages.shell import classroom, presenter
 from app_pages.widgets.common import PRESENTING, draw_chart, export_buttons
+from core import numbering
 from core.analyses.masked import masked_predictions
 from core.charts import classroom as class_charts
 from core.classroom import access
@@ -190,7 +191,7 @@ def attention_questions(encoding, layer: int, heads, attentions=None) -> Questio
         head = st.selectbox("Head", list(heads), key=P + "attention.head") if len(heads) > 1 else heads[0]
         return lambda: q.attention_question(encoding, layer, head, word, attentions=attentions)
 
-    return {f"Which word does a word attend to most in layer {layer}?": WithInputs(draw)}
+    return {f"Which word does a word attend to most in layer {numbering.shown(layer)}?": WithInputs(draw)}
 
 
 def direction_questions(profiles, measure: str, measure_name: str) -> Questions:

@@ -18,6 +18,7 @@ from app_pages.shell import prefetch
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref,
                                       warn_if_corpus_cut)
 from app_pages.widgets.corpus_picker import MRPC, SNLI, UD, corpus_picker
+from core import numbering
 from core.analyses import heads as hd
 from core.analyses.ablation import ablation_sweep, load_for_ablation, predict_disabled, run_eval_sample
 from core.analyses.pattern_labels import RULES_NOT_COMPARABLE
@@ -49,7 +50,8 @@ def protocol_switch() -> str:
     numbers are computed as Clark et al.'s code computes them, comparable with the paper's."""
     on = st.toggle("Paper protocol (Clark et al. 2019)", key=P + "paper_protocol",
                    help="Periods and commas only as punctuation; syntactic heads scored in both directions with "
-                        "roots as misses, the poss rule and offsets -3..+2; layers and heads numbered from 1.")
+                        "roots as misses, the poss rule and offsets -3..+2; heads numbered from 1 as in the paper "
+                        "(layers are numbered from 1 either way).")
     return "clark" if on else DEFAULT
 
 
@@ -107,8 +109,7 @@ def statistics_view(survey: hd.HeadSurvey) -> None:
     title = hd.STAT_TITLES[name] if not (name == "punct" and survey.protocol == "clark") else "attention to . and ,"
     chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {title} per head")
     draw_chart(chart, key=P + "stat_chart")
-    first = 1 if survey.protocol == "clark" else 0
-    by_layer = ", ".join(f"L{l + first} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
+    by_layer = ", ".join(f"L{numbering.shown(l)} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
     st.caption(f"Layer means: {by_layer}. Per input: the mass a head puts on those keys, averaged over all query "
                "positions (special tokens included), then over inputs (Clark et al. 2019). Clark et al. found over "
                "half of BERT-base's attention in layers 6–10 going to [SEP].")
@@ -218,7 +219,7 @@ def ablation_part() -> None:
             m2.metric("Run's own metrics.json", f"{sample.run_accuracy:.3f}")
         best = np.unravel_index(np.nanargmax(result.head_delta), result.head_delta.shape)
         label = "Best single-head removal" if result.head_delta[best] > 0 else "Least harmful removal"
-        m3.metric(label, f"L{best[0]} H{best[1]}", f"{result.head_delta[best]:+.3f}")
+        m3.metric(label, numbering.head_name(*best), f"{result.head_delta[best]:+.3f}")
         chart, frame = attention_charts.ablation_chart(result)
         draw_chart(chart, key=P + "ablation_chart")
         st.caption("▲ marks heads whose removal *improves* accuracy. Red: removal hurts; blue: removal helps.")
@@ -234,14 +235,14 @@ def ablation_part() -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     index = c1.selectbox("Example", range(len(examples)), key=P + "example",
                          format_func=lambda i: f"{examples[i].text} | {examples[i].text_b or ''} ({examples[i].label})")
-    layer = c2.selectbox("Layer", range(clf.encoder.num_layers), key=P + "ex_layer")
+    layer = c2.selectbox("Layer", range(clf.encoder.num_layers), key=P + "ex_layer", format_func=numbering.label)
     head = c3.selectbox("Head", ["all"] + list(range(clf.encoder.num_heads)), key=P + "ex_head")
     item = [(examples[index].text, examples[index].text_b)]
     disabled = {layer: list(range(clf.encoder.num_heads)) if head == "all" else [head]}
     viewer = ablation_classifier(ref, "example")
     intact = predict_disabled(viewer, item, {}, mode)[0]
     changed = predict_disabled(viewer, item, disabled, mode)[0]
-    probs = classification.probabilities_frame(["intact", f"L{layer} H{head} disabled"], [clf.labels] * 2,
+    probs = classification.probabilities_frame(["intact", f"L{numbering.shown(layer)} H{head} disabled"], [clf.labels] * 2,
                                                [intact, changed], series="model")
     chart = classification.probabilities_chart(probs, series="model", title=f"Class probabilities (gold: {examples[index].label})")
     draw_chart(chart, key=P + "example_chart")
@@ -293,7 +294,7 @@ def change_part() -> None:
     warn_if_corpus_cut(kept)
     chart, frame = attention_charts.change_chart(change)
     draw_chart(chart, key=P + "change_chart")
-    by_layer = ", ".join(f"L{l} {v:.3f}" for l, v in enumerate(change.cosine.mean(axis=1)))
+    by_layer = ", ".join(f"L{numbering.shown(l)} {v:.3f}" for l, v in enumerate(change.cosine.mean(axis=1)))
     st.caption(f"Per head: cosine similarity of the flattened maps of A and B on the same input, averaged over "
                f"{change.n_examples} inputs (Kovaleva et al., Fig. 5). Lower = changed more. Layer means: {by_layer}.")
     export_buttons(chart, frame, "attention-change", P + "change_export")
@@ -337,15 +338,7 @@ def syntax_part() -> None:
     table["best head"] = table["label"]
     chart = attention_charts.syntax_chart(table, result.protocol)
     draw_chart(chart, key=P + "syntax_chart")
-    if result.protocol == "clark":
-        how = ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
-               "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
-               "better direction is kept. A possessor followed by 's is scored through the 's. Baseline: the best "
-               "fixed offset in -3..+2. Best heads are named layer-head from 1, as in the paper (8-10 = layer 8, "
-               "head 10).")
-    else:
-        how = ("For each dependent word (roots left out), a head predicts its most-attended other word. Baseline: "
-               "always the best fixed relative position for that relation. Heads are named from 0 (L7 H9).")
+    how = attention_charts.syntax_note(result.protocol)
     st.caption(f"{result.n_sentences} sentences" + (f" ({result.n_skipped} too long for the model, left out)" if result.n_skipped else "")
                + f". {how} Word pieces merged as Clark et al.: attention to a word summed over its pieces, from a "
                "word averaged. Relations with fewer than 20 dependents are in the table only. "

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.widgets.common import export_buttons, job_controls
-from core import training
+from core import numbering, training
 from core.bias import heads as bias_heads
 from core.safe_text import markdown_text
 
@@ -18,7 +18,7 @@ SHOWN = 10  # heads listed; the CSV holds every head
 
 def ranking_frame(result: bias_heads.BiasHeads) -> pd.DataFrame:
     """Every head, highest mean recovery first, the disabled ones marked."""
-    return pd.DataFrame([{"rank": rank + 1, "layer": layer, "head": head,
+    return pd.DataFrame([{"rank": rank + 1, "layer": numbering.shown(layer), "head": head,
                           "mean recovery": float(result.recovery[layer, head]), "disabled": rank < result.top_k}
                          for rank, (layer, head) in enumerate(result.ranking)])
 

@@ -19,6 +19,7 @@ from app_pages.widgets.common import (
     model_or_error,
     model_ref,
 )
+from core import numbering
 from core.analyses import patching
 from core.charts import patching as charts
 from core.data.examples import PATCHING_EXAMPLES
@@ -44,7 +45,7 @@ def open_clicked_head() -> None:
     """A click on a [layer, head] cell: that head, on the clean sentence, in the "One sentence" tab's head view."""
     picked = st.session_state[HEADS_CHART].selection.get(charts.HEAD_SELECTION) or []
     if picked:
-        st.session_state["attention.layer"] = int(picked[0]["layer"])
+        st.session_state["attention.layer"] = numbering.index_of(picked[0]["layer"])  # the chart shows 1..L
         st.session_state["attention.heads"] = [int(picked[0]["cell"])]
         st.session_state["attention.mode"] = "Head view"
         st.session_state["attention.tab"] = "One sentence"

@@ -12,6 +12,7 @@ import streamlit as st
 from app_pages.widgets.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref, warn_if_corpus_cut
 from app_pages.widgets import pattern_labels
 from app_pages.widgets.corpus_picker import SNLI, UD, corpus_picker
+from core import numbering
 from core.analyses.aspect_heads import aspect_heads, aspect_row, semeval_pairs
 from core.analyses.head_clustering import head_map
 from core.analyses.head_features import FEATURE_TITLES, FEATURES, cls_attention, cls_feature_attention, feature_attention
@@ -213,7 +214,8 @@ def example_view(refs: list[str], pairs, result) -> None:
     which = row[1].selectbox("Model", range(len(refs)), key=P + "pair_model", format_func=lambda i: name(refs[i]))
     top = result[which].top_heads(1)[0]
     layers, heads = result[which].span_score.shape
-    layer = int(row[2].number_input("Layer", 0, layers - 1, value=top[0], key=P + "pair_layer"))
+    layer = numbering.index_of(row[2].number_input("Layer", numbering.shown(0), numbering.shown(layers - 1),
+                                                   value=numbering.shown(top[0]), key=P + "pair_layer"))
     head = int(row[3].number_input("Head", 0, heads - 1, value=top[1], key=P + "pair_head"))
     chart, frame = charts.aspect_row_chart(aspect_row(cached_model(refs[which]), pairs[index], layer, head))
     draw_chart(chart, key=P + "pair_chart")

@@ -23,6 +23,7 @@ from app_pages.widgets.common import (
     warn_if_truncated,
 )
 from app_pages.widgets.corpus_picker import corpus_picker
+from core import numbering
 from core.analyses import inside_head as ih
 from core.analyses.explain import rollout
 from core.charts import inside_head as charts
@@ -120,7 +121,7 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     _in_range(P + "head", n_heads, 0)
     _in_range(P + "query", len(labels), 1)
     cols = st.columns(3)
-    layer = cols[0].selectbox("Layer", list(range(n_layers)), key=P + "layer")
+    layer = cols[0].selectbox("Layer", list(range(n_layers)), key=P + "layer", format_func=numbering.label)
     head = cols[1].selectbox("Head", list(range(n_heads)), key=P + "head")
     query = cols[2].selectbox("Query token", list(range(len(labels))), key=P + "query", format_func=lambda i: labels[i])
     try:
@@ -136,15 +137,15 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
                f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention[top]:.2f}).")
     table = charts.neuron_frame(view).merge(charts.score_frame(view), on=["key", "key_order"])
-    export_buttons(chart, table, f"neuron_L{layer}_H{head}_Q{query}", key=P + "neuron_export")
+    export_buttons(chart, table, f"neuron_L{numbering.shown(layer)}_H{head}_Q{query}", key=P + "neuron_export")
 
     st.subheader("Does a big weight mean a big effect?")
     frame = charts.row_frame(norms, layer, head, query)
-    row = charts.row_chart(frame, f"Row {labels[query]}: raw vs norm-weighted (layer {layer}, head {head})")
+    row = charts.row_chart(frame, f"Row {labels[query]}: raw vs norm-weighted (layer {numbering.shown(layer)}, head {head})")
     draw_chart(row, key=P + "row_chart")
     st.caption("Norm-weighted: α_ij·‖f(x_j)‖ with f the head's value projection followed by its slice of the output "
                "projection (Kobayashi et al. 2020), rescaled so the row sums to 1. Hover a bar for ‖f(x)‖.")
-    export_buttons(row, frame, f"norm_row_L{layer}_H{head}_Q{query}", key=P + "row_export")
+    export_buttons(row, frame, f"norm_row_L{numbering.shown(layer)}_H{head}_Q{query}", key=P + "row_export")
 
 
 def dataset_part() -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (cached_encoding, cached_model, draw_chart, export_buttons, intro, job_controls, model_ref,
                                       set_example, warn_if_corpus_cut)
+from core import numbering
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
 from core.charts import pair_attention as charts
@@ -87,20 +88,21 @@ def render() -> None:
     chart, frame = charts.separation_chart(result)
     draw_chart(chart, key=P + "grid")
     st.caption(f"{n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs of {markdown_text(result.corpus)}, model {markdown_text(display_name(result.model))}; layers "
-               "and heads from 0. AUC: the chance that a random paraphrase pair has a larger share than a random "
+               "from 1, heads from 0. AUC: the chance that a random paraphrase pair has a larger share than a random "
                "non-paraphrase pair (0.5 = no difference).")
     export_buttons(chart, frame, "paraphrase-heads", P + "grid_export")
 
     top = result.top_heads(10)
     st.markdown("**The heads that separate the labels most**")
-    st.dataframe([{**c, "direction": PAIR_DIRECTION_TITLES[c["direction"]]} for c in top], hide_index=True, key=P + "top")
+    st.dataframe([{**c, "direction": PAIR_DIRECTION_TITLES[c["direction"]], "layer": numbering.shown(c["layer"])}
+                  for c in top], hide_index=True, key=P + "top")
     options = [(c["direction"], c["layer"], c["head"]) for c in top]
     picked = st.selectbox("Head", options, key=P + "head",
-                          format_func=lambda o: f"{PAIR_DIRECTION_TITLES[o[0]]}, layer {o[1]}, head {o[2]}")
+                          format_func=lambda o: f"{PAIR_DIRECTION_TITLES[o[0]]}, layer {numbering.shown(o[1])}, head {o[2]}")
     direction, layer, head = picked
     pairs_chart, pairs = charts.pairs_chart(result, direction, layer, head)
     draw_chart(pairs_chart, key=P + "pairs_chart")
-    export_buttons(pairs_chart, pairs, f"pair-shares-{direction}-L{layer}-H{head}", P + "pairs_export")
+    export_buttons(pairs_chart, pairs, f"pair-shares-{direction}-L{numbering.shown(layer)}-H{head}", P + "pairs_export")
 
     st.markdown("**Open a pair in the head view**")
     ordered = pairs.sort_values("share", ascending=False)
@@ -116,10 +118,10 @@ def render() -> None:
         st.error(markdown_text(f"Could not encode the pair with {result.model}: {err}"))
         return
     view = attention_view(encoding, layer, [head], pair_filter=PAIR_DIRECTION_TITLES[direction])
-    lines = attention_charts.head_view_lines(view, f"Layer {layer}, head {head}, {PAIR_DIRECTION_TITLES[direction]}")
+    lines = attention_charts.head_view_lines(view, f"Layer {numbering.shown(layer)}, head {head}, {PAIR_DIRECTION_TITLES[direction]}")
     draw_chart(lines, key=P + "pair_view")
     export_buttons(lines, attention_charts.view_frame(view)[["query", "key", "weight"]],
-                   f"pair-{index}-L{layer}-H{head}", P + "pair_view_export")
+                   f"pair-{index}-L{numbering.shown(layer)}-H{head}", P + "pair_view_export")
     st.button("Open in the “One sentence” tab", key=P + "open", icon=":material/open_in_new:",
               on_click=open_in_head_view, args=(text_a, text_b, layer, head, direction),
               help="Puts the pair in the sidebar and selects this head and filter in the head view.")

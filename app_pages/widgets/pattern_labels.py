@@ -13,6 +13,7 @@ import streamlit as st
 from app_pages.widgets.common import (cached_encoding, cached_model, draw_chart, export_buttons, intro, job_controls,
                                       warn_if_corpus_cut)
 from app_pages.widgets.corpus_picker import corpus_picker
+from core import numbering
 from core.analyses import pattern_labels as pl
 from core.analyses.heads import PATTERNS, PatternExample
 from core.charts import attention as attention_charts
@@ -62,7 +63,7 @@ def label_one(ref: str, inputs, labels, path) -> None:
     text, text_b = _split(inputs[example])
     encoding = cached_encoding(ref, text, text_b)
     attention = np.asarray(encoding.attentions[layer, head], dtype=np.float64)
-    st.markdown(f"**Map {step + 1} of {len(queue)}**: layer {layer}, head {head}, example {example}")
+    st.markdown(f"**Map {step + 1} of {len(queue)}**: layer {numbering.shown(layer)}, head {head}, example {example}")
     shown = PatternExample("", example, layer, head, encoding.tokens, attention)
     draw_chart(layout.fixed_size(attention_charts.map_chart(shown, size=300)), key=P + "map_chart")  # square
     st.caption("Rows are queries, columns keys, darker = more attention. " + markdown_text(

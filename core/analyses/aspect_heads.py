@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from core import numbering
 from core.data import datasets as local_data
 from core.model.encoding import Words, encode, encode_stream
 from core.model.loading import LoadedModel
@@ -175,7 +176,7 @@ class AspectHeads:
                 "span_score": self.span_score.round(6).tolist(), "span_baseline": self.span_baseline.round(6).tolist(),
                 "absent_parts": {p: self.absent_parts[i].round(6).tolist() for i, p in enumerate(ABSENT_PARTS)},
                 "present_parts": {p: self.present_parts[i].round(6).tolist() for i, p in enumerate(ABSENT_PARTS)},
-                "top_heads": [{"layer": l, "head": h, "score": round(s, 6)} for l, h, s in self.top_heads()]}
+                "top_heads": [{"layer": numbering.shown(l), "head": h, "score": round(s, 6)} for l, h, s in self.top_heads()]}
 
 
 def aspect_heads(lm: LoadedModel, pairs: Sequence[AspectPair], *, batch_size: int = 16, split: str = "test",

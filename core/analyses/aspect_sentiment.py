@@ -28,6 +28,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from core import numbering
 from core.analyses.aspect_heads import ABSENT_PARTS, AspectPair, aspect_rows, review_mask, row_parts
 from core.model.encoding import encode_stream
 from core.model.loading import LoadedModel
@@ -102,7 +103,7 @@ class AspectRoles:
         return {"model": self.model, "n_absent": self.n_absent,
                 "measures": {m: {"score": self.score[i].round(6).tolist(), "baseline": round(float(self.baseline[i]), 6),
                                  "n_pairs": int(self.n_pairs[i]),
-                                 "top_heads": [{"layer": l, "head": h, "score": round(s, 6)}
+                                 "top_heads": [{"layer": numbering.shown(l), "head": h, "score": round(s, 6)}
                                                for l, h, s in self.top_heads(m)]}
                              for i, m in enumerate(MEASURES)},
                 "absent_parts": {p: self.absent_parts[i].round(6).tolist() for i, p in enumerate(ABSENT_PARTS)},

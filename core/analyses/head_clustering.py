@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import numbering
 from core.model.encoding import TextInput, encode_stream
 from core.analyses.heads import STAT_NAMES, example_stats, roles_of
 from core.model.loading import LoadedModel
@@ -104,7 +105,7 @@ class HeadMap:
 
     def to_json(self) -> dict:
         top = self.top_statistic()
-        heads = [{"layer": i // self.n_heads, "head": i % self.n_heads, "x": float(self.points[i, 0]),
+        heads = [{"layer": numbering.shown(i // self.n_heads), "head": i % self.n_heads, "x": float(self.points[i, 0]),
                   "y": float(self.points[i, 1]), "top_statistic": top[i][0], "top_value": round(top[i][1], 6)}
                  for i in range(len(top))]
         return {"model": self.model, "corpus": self.corpus, "n_examples": self.n_examples, "heads": heads,

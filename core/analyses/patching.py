@@ -4,7 +4,8 @@ Two inputs of the same length, a *clean* one (the model gives the answer) and a 
 and a scalar *metric* of the output. Each cell of a granularity copies one activation of the clean run into the
 corrupted run and measures the metric again (Meng et al. 2022; Wang et al. 2022; TransformerLens's
 `patching` module, whose `generic_activation_patch` runs one forward per cell: the baseline bench/patching.py
-times). Granularities (`over`), each a [layer, cell] grid, layers 0-based (the embeddings not counted):
+times). Granularities (`over`), each a [layer, cell] grid, row i = transformer layer i + 1 (the embeddings not
+counted; charts and the CLI show i + 1, core.numbering):
 
     heads      one head's z (its slice of the attention context before the output projection) at every position
     positions  the residual stream after the layer (resid_post) at one token position

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import numbering
 from core import training
 from core.analyses.ablation import MODES, predict_disabled
 from core.analyses.patching import DEFAULT_MEMORY_MB, SMALL_GAP, PatchingError, PatchingWarning, patch
@@ -78,8 +79,9 @@ class BiasHeads:
         return {"corpus": self.corpus, "run": self.run, "labels": list(self.labels), "swappable": self.swappable,
                 "flips": self.flips, "patched_pairs": self.patched_pairs, "skipped": self.skipped,
                 "recovery": [[num(v) for v in row] for row in self.recovery],
-                "ranking": [list(h) for h in self.ranking], "top_k": self.top_k,
-                "top_heads": [list(h) for h in self.top], "mode": self.mode,
+                # [layer, head] with the layer as every chart shows it (1..L, core.numbering)
+                "ranking": [[numbering.shown(l), h] for l, h in self.ranking], "top_k": self.top_k,
+                "top_heads": [[numbering.shown(l), h] for l, h in self.top], "mode": self.mode,
                 "flip_rate_before": num(self.flip_rate_before), "flip_rate_after": num(self.flip_rate_after),
                 "small_gap_pairs": self.small_gaps, "warnings": [w.to_json() for w in self.warnings]}
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from core import references
+from core import numbering, references
 from core.analyses.attention import LINE_THRESHOLD, LINE_TOP_K, AttentionView, head_entropy, visible_pairs
 from core.analyses.heads import PATTERNS
 from core.analyses.model_view import ModelView, block_max
@@ -192,7 +192,7 @@ def model_view_frame(view: ModelView) -> pd.DataFrame:
     fractions = view.colour_fraction()
     n_layers, n_heads = fractions.shape[:2]
     return pd.DataFrame([
-        {"layer": layer, "head": head, "url": thumbnail_data_uri(fractions[layer, head]),
+        {"layer": numbering.shown(layer), "head": head, "url": thumbnail_data_uri(fractions[layer, head]),
          "top keys": view.top_keys_text(layer, head), "scale max": float(view.scale_max[layer, head]),
          "entropy": float(view.entropy[layer, head])}
         for layer in range(n_layers) for head in range(n_heads)
@@ -202,12 +202,12 @@ def model_view_frame(view: ModelView) -> pd.DataFrame:
 def model_view_grid(view: ModelView) -> alt.LayerChart:
     """All heads at once (a core.analyses.model_view.ModelView): a layer x head grid of thumbnails, each pixel the
     largest weight of the cells it covers. Pointing at one shows the head's top keys; clicking selects
-    {layer, head} through the point selection named MODEL_VIEW_SELECTION."""
+    {layer (shown 1..L), head} through the point selection named MODEL_VIEW_SELECTION."""
     frame = model_view_frame(view)
     pick = alt.selection_point(name=MODEL_VIEW_SELECTION, fields=["layer", "head"], on="click", empty=False)
     base = alt.Chart(frame).encode(
         x=alt.X("head:O", title="head", axis=alt.Axis(orient="top", labelAngle=0)),
-        y=alt.Y("layer:O", title="layer"),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         tooltip=["layer", "head", alt.Tooltip("top keys:N", title="top keys (mean attention received)"),
                  alt.Tooltip("scale max:Q", format=".3f", title="weight drawn darkest"),
                  alt.Tooltip("entropy:Q", format=".2f", title="mean entropy (nats)")],
@@ -227,10 +227,10 @@ PATTERN_COLOURS = ["#4c78a8", "#d55e00", "#b279a2", "#54a24b", "#767676"]
 
 
 def grid_frame(values: np.ndarray, name: str, first: int = 0) -> pd.DataFrame:
-    """[layers, heads] values -> one row per head: layer, head, `name`; layers and heads numbered from `first`
-    (1 under the Clark protocol, as in the paper)."""
+    """[layers, heads] values -> one row per head: layer (shown 1..L, core.numbering), head, `name`; heads numbered
+    from `first` (1 under the Clark protocol, as in the paper)."""
     layers, heads = values.shape
-    return pd.DataFrame({"layer": np.repeat(np.arange(layers), heads) + first,
+    return pd.DataFrame({"layer": numbering.shown(0) + np.repeat(np.arange(layers), heads),
                          "head": np.tile(np.arange(heads), layers) + first, name: values.ravel()})
 
 
@@ -245,7 +245,7 @@ def protocol_title(title: str, protocol: str) -> str:
 
 def grid_chart(frame: pd.DataFrame, name: str, title: str | alt.TitleParams, scheme: str = "viridis",
                diverging: bool = False, fmt: str = ".3f", domain: tuple[float, float] | None = None) -> alt.Chart:
-    """A layer x head heatmap of column `name` (layer 0 at the top, as in the papers' figures); `domain` fixes the
+    """A layer x head heatmap of column `name` (layer 1 at the top, as in the papers' figures); `domain` fixes the
     colour scale (values outside it take the end colours), else it spans the data."""
     if diverging:
         bound = max(float(np.nanmax(np.abs(frame[name].to_numpy()))), 0.01)
@@ -256,7 +256,7 @@ def grid_chart(frame: pd.DataFrame, name: str, title: str | alt.TitleParams, sch
         scale = alt.Scale(scheme=scheme)
     return alt.Chart(frame, title=title).mark_rect().encode(
         x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O", title="layer"),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color(f"{name}:Q", scale=scale, title=name),
         tooltip=["layer", "head", alt.Tooltip(f"{name}:Q", format=fmt)],
     ).properties(width=alt.Step(30), height=alt.Step(24))
@@ -271,7 +271,7 @@ def map_frame(example) -> pd.DataFrame:
 
 def map_chart(example, size: int = 180) -> alt.Chart:
     labels = [f"{i}·{t}" for i, t in enumerate(example.tokens)]
-    return alt.Chart(map_frame(example), title=f"L{example.layer} H{example.head}").mark_rect().encode(
+    return alt.Chart(map_frame(example), title=numbering.head_name(example.layer, example.head)).mark_rect().encode(
         x=alt.X("key:N", sort=labels, axis=None),
         y=alt.Y("query:N", sort=labels, axis=None),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), legend=None),
@@ -285,8 +285,8 @@ def examples_chart(examples) -> alt.HConcatChart:
 
 
 def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:
-    """The layer x head grid of one head statistic of a core.analyses.heads.HeadSurvey, and its frame (layers and heads
-    from 1 under the Clark protocol)."""
+    """The layer x head grid of one head statistic of a core.analyses.heads.HeadSurvey, and its frame (layers from 1,
+    as the layer-means line below it; heads from 1 under the Clark protocol)."""
     frame = grid_frame(survey.stat(name), name, _first(survey.protocol))
     scheme = "viridis" if name != "entropy" else "magma"
     return grid_chart(frame, name, protocol_title(title, survey.protocol), scheme=scheme), frame
@@ -300,11 +300,11 @@ LEGEND_CHARS = 80  # a legend line of 11 px type: about 480 px, inside the page'
 
 
 def layer_means_frame(survey, name: str) -> pd.DataFrame:
-    """Mean over heads per layer (layer k = transformer layer k, from 1 as in Clark's Figure 2): rows layer, value,
+    """Mean over heads per layer (layer k = transformer layer k, from 1 as in Clark's Figure 2 and core.numbering): rows layer, value,
     series; with Clark's published line beside it for [CLS], [SEP] and punctuation, labelled by
     core.references.overlay_label (same model and protocol, or shape only)."""
     means = survey.layer_means(name)
-    frame = pd.DataFrame({"layer": np.arange(1, len(means) + 1), "value": means,
+    frame = pd.DataFrame({"layer": numbering.shown(0) + np.arange(len(means)), "value": means,
                           "series": f"measured: {display_name(survey.model)}"})
     key = LAYER_REFERENCES.get(name)
     if key is None:
@@ -324,7 +324,7 @@ def layer_means_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.Data
     legend = alt.Legend(orient="bottom", columns=1, labelLimit=520, title=None, symbolType="stroke", symbolStrokeWidth=2,
                         labelExpr=layout.wrapped_labels(series, LEGEND_CHARS))
     chart = alt.Chart(frame, title=protocol_title(title, survey.protocol)).mark_line(point=True).encode(
-        x=alt.X("layer:O", title="layer (1 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
+        x=alt.X("layer:O", title=numbering.BLOCK_AXIS, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("value:Q", title="mean over heads"),
         color=alt.Color("series:N", scale=colours, legend=legend),
         strokeDash=alt.StrokeDash("series:N", scale=dashes, legend=None),
@@ -348,7 +348,7 @@ def pattern_chart(survey, frame: pd.DataFrame | None = None) -> alt.HConcatChart
     colours = alt.Scale(domain=list(PATTERNS), range=PATTERN_COLOURS)
     grid = alt.Chart(frame, title="Dominant pattern type per head").mark_rect().encode(
         x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O"),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color("pattern:N", scale=colours),
         opacity=alt.Opacity("share of inputs:Q", scale=alt.Scale(domain=[0, 1], range=[0.35, 1]), legend=None),
         tooltip=["layer", "head", "pattern", alt.Tooltip("share of inputs:Q", format=".0%")],
@@ -371,9 +371,10 @@ def ablation_chart(result) -> tuple[alt.HConcatChart, pd.DataFrame]:
                       diverging=True, fmt="+.3f")
     marks = alt.Chart(frame[frame["accuracy change"] > 0]).mark_text(text="▲", color="black").encode(
         x="head:O", y="layer:O")
-    layers = pd.DataFrame({"layer": np.arange(len(result.layer_delta)), "accuracy change": result.layer_delta})
+    layers = pd.DataFrame({"layer": numbering.shown(0) + np.arange(len(result.layer_delta)),
+                           "accuracy change": result.layer_delta})
     bars = alt.Chart(layers, title="Whole layer disabled").mark_bar().encode(
-        y=alt.Y("layer:O"), x=alt.X("accuracy change:Q", axis=alt.Axis(format="+.2f")),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS), x=alt.X("accuracy change:Q", axis=alt.Axis(format="+.2f")),
         color=alt.condition("datum['accuracy change'] > 0", alt.value("#2b8a3e"), alt.value("#c92a2a")),
         tooltip=["layer", alt.Tooltip("accuracy change:Q", format="+.3f")])
     return alt.hconcat(alt.layer(heat, marks), bars), frame
@@ -395,6 +396,20 @@ def syntax_frame(table: pd.DataFrame, min_count: int = 20) -> tuple[pd.DataFrame
                       var_name="predictor", value_name="share correct")
     long["predictor"] = long["predictor"].map({"accuracy": "best head", "baseline_accuracy": "fixed offset"})
     return shown, long
+
+
+def syntax_note(protocol: str) -> str:
+    """How the syntactic-heads table scores and names heads: under the Clark protocol by the paper's layer-head from
+    1 (its example head is the paper's, BERT-base's, and says so); else as every chart (core.numbering)."""
+    if protocol == "clark":
+        return ("For every word (a root counts as a miss), a head predicts the other word it attends to most "
+                "(dependent→head) or the word that attends to it most (head→dependent); per relation and head the "
+                "better direction is kept. A possessor followed by 's is scored through the 's. Baseline: the best "
+                "fixed offset in -3..+2. Best heads are named layer-head from 1, as in the paper (its direct-object "
+                "head in BERT-base is 8-10: layer 8, head 10).")
+    return ("For each dependent word (roots left out), a head predicts its most-attended other word. Baseline: "
+            "always the best fixed relative position for that relation. Heads are named by layer from 1, as on "
+            "every chart, and head from 0 (L1 H0 is the first head of the first layer).")
 
 
 def syntax_chart(table: pd.DataFrame, protocol: str = "bertlens") -> alt.Chart:

@@ -6,6 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.charts import layout
 from core.analyses.explain import METHOD_TITLES
 from core.safe_text import html_markdown_text
@@ -40,12 +41,13 @@ def word_bars(explanation) -> alt.Chart:
 
 
 def flow_matrix(explanation, layer: int = -1) -> alt.Chart:
-    """Heatmap of a [T, T] flow matrix (rollout / value zeroing) of one layer."""
+    """Heatmap of a [T, T] flow matrix (rollout / value zeroing) of one layer (`layer` indexes the matrix: its title
+    shows transformer layer layer + 1, core.numbering)."""
     matrix = explanation.matrix[layer]
     labels = [f"{i}·{t}" for i, t in enumerate(explanation.tokens)]
     frame = pd.DataFrame([(labels[i], labels[j], float(matrix[i, j])) for i in range(len(labels)) for j in range(len(labels))],
                          columns=["query", "key", "share"])
-    return layout.fixed_size(alt.Chart(frame, title=f"{METHOD_TITLES[explanation.method]}: token flow into layer {layer % len(explanation.matrix)}").mark_rect().encode(
+    return layout.fixed_size(alt.Chart(frame, title=f"{METHOD_TITLES[explanation.method]}: token flow into layer {numbering.shown(layer % len(explanation.matrix))}").mark_rect().encode(
         x=alt.X("key:N", sort=labels, title="from input token", axis=layout.token_axis(angle=-60)),
         y=alt.Y("query:N", sort=labels, title="to token", axis=layout.token_axis()),
         color=alt.Color("share:Q", scale=alt.Scale(scheme="greens")), tooltip=["query", "key", alt.Tooltip("share:Q", format=".3f")],

@@ -9,6 +9,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.analyses.head_clustering import HeadMap
 from core.analyses.head_features import (CLS_FEATURE_TITLES, CLS_FEATURES, FEATURE_TITLES, FEATURES, TOKEN_TYPES,
                                          ClsAttention, ClsFeatureAttention, FeatureAttention)
@@ -24,14 +25,14 @@ PART_TITLES = {"cls": "[CLS]", "sep": "[SEP]", "question": "question words", "re
 
 def _grid(values: np.ndarray, model: str, name: str) -> pd.DataFrame:
     layers, heads = values.shape
-    return pd.DataFrame({"model": display_name(model), "layer": np.repeat(np.arange(layers), heads),
+    return pd.DataFrame({"model": display_name(model), "layer": numbering.shown(0) + np.repeat(np.arange(layers), heads),
                          "head": np.tile(np.arange(heads), layers), name: values.ravel()})
 
 
 def _side_by_side(frame: pd.DataFrame, name: str, title: str, scheme: str = "viridis") -> alt.Chart:
     """One layer x head heatmap per model, one colour scale for all (so the models compare by colour)."""
     return alt.Chart(frame).mark_rect().encode(
-        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)), y=alt.Y("layer:O"),
+        x=alt.X("head:O", axis=alt.Axis(labelAngle=0)), y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color(f"{name}:Q", scale=alt.Scale(scheme=scheme), title=name),
         tooltip=["model", "layer", "head", alt.Tooltip(f"{name}:Q", format=".4f")],
     ).properties(width=alt.Step(22), height=alt.Step(18)).facet(
@@ -153,7 +154,7 @@ def aspect_row_chart(row) -> tuple[alt.Chart, pd.DataFrame]:
     labels = [f"{i}·{t}" for i, t in enumerate(row.tokens)]
     frame = pd.DataFrame({"token": labels, "weight": row.weights, "kind": row.kinds})
     kinds = ["[CLS]", "[SEP]", "question", "aspect word", "review", "aspect term"]
-    chart = alt.Chart(frame, title=f"Layer {row.layer}, head {row.head}: where the aspect word looks").mark_bar().encode(
+    chart = alt.Chart(frame, title=f"Layer {numbering.shown(row.layer)}, head {row.head}: where the aspect word looks").mark_bar().encode(
         x=alt.X("token:N", sort=labels, axis=layout.token_axis(angle=-60)), y=alt.Y("weight:Q"),
         color=alt.Color("kind:N", scale=alt.Scale(domain=kinds)),
         tooltip=["token", "kind", alt.Tooltip("weight:Q", format=".3f")],
@@ -168,7 +169,7 @@ def head_map_frame(results: Sequence[HeadMap]) -> pd.DataFrame:
     rows = []
     for r in results:
         for i, (name, value) in enumerate(r.top_statistic()):
-            rows.append({"model": display_name(r.model), "layer": i // r.n_heads, "head": i % r.n_heads,
+            rows.append({"model": display_name(r.model), "layer": numbering.shown(i // r.n_heads), "head": i % r.n_heads,
                          "x": float(r.points[i, 0]), "y": float(r.points[i, 1]),
                          "top statistic": name, "value": value})
     return pd.DataFrame(rows)

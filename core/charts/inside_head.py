@@ -10,6 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.analyses.inside_head import row_shares
 from core.charts import layout
 from core.model.loading import display_name
@@ -84,7 +85,7 @@ def neuron_chart(view) -> alt.VConcatChart:
     ).properties(width=90, height=height)
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
     return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                                         title=f"layer {view.layer}, head {view.head}, query {labels[view.query_index]}"))
+                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {labels[view.query_index]}"))
 
 
 def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
@@ -112,11 +113,11 @@ def row_chart(frame: pd.DataFrame, title: str = "") -> alt.Chart:
 
 
 def shares_frame(shares) -> pd.DataFrame:
-    """A core.analyses.inside_head.NormShares as rows layer, category, measure, share."""
+    """A core.analyses.inside_head.NormShares as rows layer (1..L, core.numbering), category, measure, share."""
     rows = []
     for name, values in ((RAW, shares.raw), (NORM, shares.norm)):
         for layer, row in enumerate(values):
-            rows += [{"layer": layer, "category": c, "measure": name, "share": float(v)}
+            rows += [{"layer": numbering.shown(layer), "category": c, "measure": name, "share": float(v)}
                      for c, v in zip(shares.categories, row)]
     return pd.DataFrame(rows)
 
@@ -126,7 +127,7 @@ def shares_chart(shares) -> tuple[alt.FacetChart, pd.DataFrame]:
     (one panel per category)."""
     frame = shares_frame(shares)
     chart = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("layer:O", title="layer (0 = first transformer layer)", axis=alt.Axis(labelAngle=0)),
+        x=alt.X("layer:O", title=numbering.BLOCK_AXIS, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("share:Q", title="share of attention", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("measure:N", scale=alt.Scale(domain=[RAW, NORM], range=["#2b6cb0", "#e8590c"]),
                         legend=alt.Legend(orient="bottom", title=None, labelLimit=400)),

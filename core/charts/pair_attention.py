@@ -7,6 +7,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.analyses.heads import PAIR_DIRECTION_TITLES, PAIR_DIRECTIONS
 
 
@@ -17,7 +18,7 @@ def separation_frame(result) -> pd.DataFrame:
     for d, name in enumerate(PAIR_DIRECTIONS):
         for layer, head in np.ndindex(*result.auc.shape[1:]):
             a, b = result.mean[0, d, layer, head], result.mean[1, d, layer, head]
-            rows.append({"direction": PAIR_DIRECTION_TITLES[name], "layer": int(layer), "head": int(head),
+            rows.append({"direction": PAIR_DIRECTION_TITLES[name], "layer": numbering.shown(layer), "head": int(head),
                          "auc": float(result.auc[d, layer, head]),
                          "separation": float(abs(result.auc[d, layer, head] - 0.5)),
                          f"mean {first}": float(a), f"mean {second}": float(b), "difference": float(a - b)})
@@ -31,7 +32,7 @@ def separation_chart(result) -> tuple[alt.Chart, pd.DataFrame]:
     keys = "the other sentence's word pieces" if result.words_only else "bertviz's slices"
     chart = alt.Chart(frame).mark_rect().encode(
         x=alt.X("head:O", title="head", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("layer:O", title="layer"),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color("auc:Q", scale=alt.Scale(scheme="redblue", reverse=True, domain=[0, 1], domainMid=0.5),
                         title=f"AUC ({first} > {second})"),
         tooltip=["direction", "layer", "head", alt.Tooltip("auc:Q", format=".3f"),
@@ -58,7 +59,7 @@ def pairs_frame(result, direction: str, layer: int, head: int) -> pd.DataFrame:
 def pairs_chart(result, direction: str, layer: int, head: int) -> tuple[alt.Chart, pd.DataFrame]:
     """Each pair's share for one head as a dot, one row per gold label, with the label's mean as a tick."""
     frame = pairs_frame(result, direction, layer, head)
-    title = f"{PAIR_DIRECTION_TITLES[direction]} share of layer {layer}, head {head}, per pair"
+    title = f"{PAIR_DIRECTION_TITLES[direction]} share of layer {numbering.shown(layer)}, head {head}, per pair"
     dots = alt.Chart(frame).mark_circle(size=40, opacity=0.5).encode(
         x=alt.X("share:Q", title=f"{PAIR_DIRECTION_TITLES[direction]} attention share"),
         y=alt.Y("label:N", title=None, sort=list(result.labels)),

@@ -7,10 +7,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.charts.layout import fixed_size, token_axis, token_step
 
 
-HEAD_SELECTION = "patched_head"  # a click on a [layer, head] cell selects {layer, cell} (the page opens that head)
+HEAD_SELECTION = "patched_head"  # a click on a [layer, head] cell selects {layer (1..L), cell} (the page opens that head)
 
 
 def cell_labels(result) -> list[str]:
@@ -21,14 +22,15 @@ def cell_labels(result) -> list[str]:
 
 
 def patching_frame(result) -> pd.DataFrame:
-    """One row per cell: layer, cell (head or i·token), patched metric, recovered."""
+    """One row per cell: layer (transformer layer 1..L, core.numbering: over positions, the residual stream after it),
+    cell (head or i·token), patched metric, recovered."""
     layers, width = result.patched.shape
-    return pd.DataFrame({"layer": np.repeat(np.arange(layers), width), "cell": np.tile(cell_labels(result), layers),
+    return pd.DataFrame({"layer": numbering.shown(0) + np.repeat(np.arange(layers), width), "cell": np.tile(cell_labels(result), layers),
                          "patched": result.patched.ravel(), "recovered": result.recovered.ravel()})
 
 
 def patching_chart(result, frame: pd.DataFrame | None = None, *, selectable: bool = False) -> alt.Chart:
-    """Recovery per cell on a diverging scale around 0 (1 = the clean answer restored), layer 0 at the top.
+    """Recovery per cell on a diverging scale around 0 (1 = the clean answer restored), layer 1 at the top.
     selectable (over="heads"): a click selects the cell through the point selection named HEAD_SELECTION."""
     frame = patching_frame(result) if frame is None else frame
     bound = float(np.nanmax(np.abs(frame["recovered"].to_numpy()))) if frame["recovered"].notna().any() else 1.0
@@ -38,7 +40,7 @@ def patching_chart(result, frame: pd.DataFrame | None = None, *, selectable: boo
              f"(over {result.over})", f"metric: {result.metric}"]
     chart = alt.Chart(frame, title=title).mark_rect().encode(
         x=alt.X("cell:O", title=cell, sort=cell_labels(result), axis=token_axis(angle=0 if cell == "head" else -45)),
-        y=alt.Y("layer:O", title="layer"),
+        y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color("recovered:Q", title="recovered",
                         scale=alt.Scale(scheme="redblue", domain=[-max(bound, 1.0), max(bound, 1.0)], domainMid=0)),
         tooltip=["layer", alt.Tooltip("cell:O", title=cell), alt.Tooltip("patched:Q", format=".4f"),

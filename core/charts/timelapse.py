@@ -15,6 +15,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from core import numbering
 from core.charts import attention as attention_charts
 from core.charts import layout
 
@@ -87,7 +88,7 @@ def frame_index(timelapse, step: int | None) -> int:
 
 def _layer_title(values, attention_layers: int) -> str:
     """Hidden-state measures have one value more than the encoder has layers: the embeddings, layer 0."""
-    return "layer (0 = embeddings)" if len(values) == attention_layers + 1 else "layer"
+    return numbering.HIDDEN_AXIS if len(values) == attention_layers + 1 else "layer"
 
 
 # ---- frames: the data of each chart ------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def attention_chart(timelapse, index: int) -> alt.Chart:
     frame, fixed = timelapse.frames[index], scales(timelapse)
     title = alt.TitleParams(f"Attention change per head at step {frame.step}",
                             subtitle=["cosine with the starting model's maps (1 = unchanged);",
-                                      "layer 0 here is the first encoder layer, layer 1 of the line charts"])
+                                      "layers numbered as in the line charts (1 = first transformer layer)"])
     return layout.fixed_size(attention_charts.grid_chart(attention_frame(timelapse, index), "cosine", title,
                                                          fmt=".4f", domain=fixed.attention))
 

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core import numbering
 from core.classroom.store import MAX_ANSWER_CHARS, MAX_CHOICES as MAX_GENERATED_CHOICES, Question
 from core.model.encoding import pool_attention, word_units
 
@@ -133,7 +134,7 @@ def attention_question(encoding, layer: int, head: int, word: int, *, attentions
     weights = encoding.attentions if attentions is None else attentions
     n_layers, n_heads = weights.shape[:2]
     if not 0 <= layer < n_layers:
-        raise QuestionError(f"Layer {layer} does not exist; the model has layers 0..{n_layers - 1}.")
+        raise QuestionError(f"Layer {numbering.shown(layer)} does not exist; the model has layers 1..{n_layers}.")
     if not 0 <= head < n_heads:
         raise QuestionError(f"Head {head} does not exist; the model has heads 0..{n_heads - 1}.")
     merged, _ = pool_attention(weights[layer, head], encoding.word_ids)
@@ -147,7 +148,7 @@ def attention_question(encoding, layer: int, head: int, word: int, *, attentions
     shown = np.arange(len(labels))
     if len(shown) > MAX_GENERATED_CHOICES:
         shown = np.sort(np.argsort(-row, kind="stable")[:MAX_GENERATED_CHOICES])
-    prompt = clean_text(f"Which word does “{labels[word]}” attend to most in layer {layer}, head {head}?",
+    prompt = clean_text(f"Which word does “{labels[word]}” attend to most in layer {numbering.shown(layer)}, head {head}?",
                         "question", MAX_PROMPT_CHARS)
     return Question(kind="attention", prompt=prompt, choices=tuple(labels[i] for i in shown), free_text=False,
                     correct=labels[best], page=page, params=dict(params or {}))

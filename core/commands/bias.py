@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=validation.positive, default=32)
     p.add_argument("--max-length", type=validation.positive, default=128)
     p.add_argument("--head", default="linear", choices=["linear", "mlp"])
-    p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help="keep the lowest N encoder layers fixed")
+    p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help="freeze layers 1..N: the lowest N transformer layers, numbered as on every chart")
     p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--bootstrap", type=validation.positive, default=1000, help="bootstrap resamples for the intervals")
     p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],

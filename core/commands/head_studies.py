@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core import numbering
 from core import validation
 from core.analyses.aspect_heads import aspect_heads, semeval_pairs
 from core.analyses.head_clustering import head_map
@@ -89,7 +90,7 @@ def _emit(args, results, table) -> int:
 def _grid_print(title: str, values: np.ndarray) -> None:
     print(title)
     for layer, row in enumerate(values):
-        print(f"L{layer}\t" + " ".join("  -  " if np.isnan(v) else f"{v:.3f}" for v in row))
+        print(f"L{numbering.shown(layer)}\t" + " ".join("  -  " if np.isnan(v) else f"{v:.3f}" for v in row))
 
 
 def run_features(args) -> int:
@@ -139,8 +140,8 @@ def run_aspects(args) -> int:
 
     def table(r):
         print(f"{r.model} on SemEval-14 {args.split}: {r.n_present} scored present aspects, {r.n_absent} absent")
-        print("top aspect heads (layer-head from 0, as bertviz and the blog): "
-              + ", ".join(f"{l}-{h} {s:.3f}" for l, h, s in r.top_heads()))
+        print("top aspect heads (the blog's bertviz counts layers from 0; here, as on every chart, from 1): "
+              + ", ".join(f"{numbering.head_name(l, h)} {s:.3f}" for l, h, s in r.top_heads()))
         _grid_print("aspect word -> term span", r.span_score)
         _grid_print("absent aspect: aspect word -> [SEP]", r.absent_parts[1])
     return _emit(args, results, table)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from core import numbering
 from core import validation
 from core.analyses.ablation import ablation_sweep, load_for_ablation, run_eval_sample
 from core.analyses.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES, attention_change, survey_heads, syntax_heads
@@ -17,7 +18,7 @@ from core.protocols import DEFAULT, describe
 
 PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
                  "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "
-                 "roots as misses, poss rule, offsets -3..+2, layers and heads from 1). Default bertlens")
+                 "roots as misses, poss rule, offsets -3..+2, heads from 1). Default bertlens")
 
 
 def register(subparsers) -> None:
@@ -67,13 +68,14 @@ def register(subparsers) -> None:
 
 
 def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}", protocol: str = DEFAULT) -> None:
-    """Rows are layers; under the Clark protocol numbered from 1 with heads from 1, as in the paper."""
+    """Rows are layers, numbered 1..L as on every chart (core.numbering); heads from 1 under the Clark protocol, as
+    in the paper, else from 0."""
     first = 1 if protocol == "clark" else 0
-    print(f"{name} [layer x head" + (", both from 1" if first else "") + "]")
+    print(f"{name} [layer x head, layers from 1, heads from {first}]")
     if first:
         print("\t" + "\t".join(str(h + 1) for h in range(values.shape[1])))
     for layer, row in enumerate(values):
-        print(f"L{layer + first}\t" + "\t".join(fmt.format(v) for v in row))
+        print(f"L{numbering.shown(layer)}\t" + "\t".join(fmt.format(v) for v in row))
 
 
 def run_heads(args) -> int:
@@ -92,9 +94,8 @@ def run_heads(args) -> int:
     print("pattern share: " + ", ".join(f"{p} {s:.1%}" for p, s in survey.pattern_share.items()))
     initials = {p: p[0].upper() if p != "vertical+diagonal" else "X" for p in PATTERNS}
     print("dominant pattern (V vertical, D diagonal, X vertical+diagonal, B block, H heterogeneous)")
-    first = 1 if args.protocol == "clark" else 0
     for layer, row in enumerate(survey.dominant_pattern):
-        print(f"L{layer + first}\t" + " ".join(initials[PATTERNS[k]] for k in row))
+        print(f"L{numbering.shown(layer)}\t" + " ".join(initials[PATTERNS[k]] for k in row))
     return 0
 
 
@@ -115,7 +116,7 @@ def run_ablate(args) -> int:
     if not args.no_layers:
         print("accuracy change with a whole layer disabled")
         for layer, delta in enumerate(result.layer_delta):
-            print(f"L{layer}\t{delta:+.3f}")
+            print(f"L{numbering.shown(layer)}\t{delta:+.3f}")
     return 0
 
 
@@ -144,7 +145,7 @@ def run_syntax_heads(args) -> int:
     print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
     print(describe(args.protocol))
     clark = args.protocol == "clark"
-    print("relation\tcount\tbest head" + (" (layer-head, from 1)\tdirection" if clark else "")
+    print("relation\tcount\tbest head" + (" (layer-head, from 1)\tdirection" if clark else " (layers from 1, heads from 0)")
           + "\taccuracy\tbaseline (offset)")
     for row in result.to_json()["relations"]:
         print(f"{row['relation']}\t{row['count']}\t{row['label']}" + (f"\t{row['direction']}" if clark else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from core import numbering
 from core import validation
 from core.model.encoding import read_input
 from core.analyses.inside_head import attention_norms, neuron_view, norm_shares
@@ -17,7 +18,7 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True)
     p.add_argument("--text-b", default=None, help="a second sentence (pair input)")
-    p.add_argument("--layer", type=validation.count, required=True, help="0 = first transformer layer")
+    p.add_argument("--layer", type=validation.count, required=True, help=numbering.LAYER_ARGUMENT_HELP)
     p.add_argument("--head", type=validation.count, required=True)
     p.add_argument("--query", type=validation.count, required=True, help="token position of the query ([CLS] = 0)")
     add_json_arguments(p)
@@ -43,12 +44,13 @@ def register(subparsers) -> None:
 
 def run_neuron(args) -> int:
     lm = load_model(args.model)
-    view = neuron_view(lm, args.text, args.text_b, args.layer, args.head, args.query)
+    view = neuron_view(lm, args.text, args.text_b, numbering.block_index(args.layer, lm.num_layers, "--layer"),
+                       args.head, args.query)
     truncated = warn_truncated(read_input(lm, args.text, args.text_b))
     if args.json:
         validation.dump_json({**view.to_json(), "truncated": truncated}, args.out)
         return 0
-    print(f"layer {view.layer}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
+    print(f"layer {numbering.shown(view.layer)}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
     for j, token in enumerate(view.tokens):
         print(f"{j:3d} {token:15s} score {view.scores[j]:+8.3f}  attention {view.attention[j]:.3f}")
     return 0
@@ -63,7 +65,7 @@ def run_norms(args) -> int:
         return 0
     print("per layer: mean ‖f(x)‖ of each token over heads")
     for layer, row in enumerate(result.value_norms.mean(axis=1)):
-        print(f"L{layer}\t" + " ".join(f"{t}:{v:.2f}" for t, v in zip(result.tokens, row)))
+        print(f"L{numbering.shown(layer)}\t" + " ".join(f"{t}:{v:.2f}" for t, v in zip(result.tokens, row)))
     return 0
 
 
@@ -80,5 +82,5 @@ def run_shares(args) -> int:
     print(f"{lm.ref}: {shares.n_inputs} inputs from {args.corpus}; raw α / norm-weighted ‖α f(x)‖")
     print("layer\t" + "\t".join(f"{c:>15s}" for c in shares.categories))
     for layer in range(len(shares.raw)):
-        print(f"L{layer}\t" + "\t".join(f"{r:6.3f} / {n:6.3f}" for r, n in zip(shares.raw[layer], shares.norm[layer])))
+        print(f"L{numbering.shown(layer)}\t" + "\t".join(f"{r:6.3f} / {n:6.3f}" for r, n in zip(shares.raw[layer], shares.norm[layer])))
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core import numbering
 from core import files, validation
 from core.analyses.model_view import DEFAULT_PIXELS, MAX_PIXELS, SCALES, model_view
 from core.charts.attention import model_view_grid
@@ -53,5 +54,5 @@ def run(args) -> int:
           f"filter {view.pair_filter}; per head: darkest weight, top keys by mean attention received")
     for layer in range(view.thumbnails.shape[0]):
         for head in range(view.thumbnails.shape[1]):
-            print(f"L{layer} H{head}\t{view.scale_max[layer, head]:.3f}\t{view.top_keys_text(layer, head)}")
+            print(f"{numbering.head_name(layer, head)}\t{view.scale_max[layer, head]:.3f}\t{view.top_keys_text(layer, head)}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core import numbering
 from core import validation
 from core.analyses import heads
 from core.analyses.heads import PAIR_DIRECTION_TITLES, pair_heads
@@ -36,17 +37,17 @@ def run_pair_attention(args) -> int:
                                                    batch_size=args.batch_size, progress=stderr_progress(args)))
     if args.json:
         payload = result.to_json()
-        payload["top_heads"] = result.top_heads(args.top)
+        payload["top_heads"] = [{**c, "layer": numbering.shown(c["layer"])} for c in result.top_heads(args.top)]
         payload["truncated"] = truncated
         validation.dump_json(payload, args.out)
         return 0
     n = result.n_pairs
     keys = "word pieces only" if args.words_only else "bertviz slices"
-    print(f"{lm.ref}: {n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs from {args.corpus} ({keys}; layers and heads "
-          "from 0)")
+    print(f"{lm.ref}: {n[0]} {LABELS[0]} and {n[1]} {LABELS[1]} pairs from {args.corpus} ({keys}; layers "
+          "from 1, heads from 0)")
     print(f"AUC > 0.5: the head's share is higher on {LABELS[0]} pairs")
     print("direction\tlayer\thead\tAUC\tmean equivalent\tmean not equivalent")
     for c in result.top_heads(args.top):
-        print(f"{PAIR_DIRECTION_TITLES[c['direction']]}\t{c['layer']}\t{c['head']}\t{c['auc']:.3f}\t"
+        print(f"{PAIR_DIRECTION_TITLES[c['direction']]}\t{numbering.shown(c['layer'])}\t{c['head']}\t{c['auc']:.3f}\t"
               f"{c['mean equivalent']:.4f}\t{c['mean not equivalent']:.4f}")
     return 0

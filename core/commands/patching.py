@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core import numbering
 from core import training, validation
 from core.analyses.patching import OVER, SMALL_GAP, patch
 from core.bias.heads import DEFAULT_PAIRS, DEFAULT_TOP_K, corpus_bias_heads
@@ -20,9 +21,9 @@ def register(subparsers) -> None:
         "the log-probability of --target at the clean input's [MASK] (a model with an MLM head), or the logit of "
         "--class K (a classification run). The two inputs must have the same number of word pieces. --over heads: "
         "each head's output (z) at every position, [layer][head]; positions: the residual stream after each layer "
-        "at each token; attn / mlp: the attention / feed-forward block's output at each token. Layers are 0-based, "
-        "the embeddings not counted; recovered = (patched - corrupt) / (clean - corrupt). A warning (JSON: "
-        "\"warnings\", codes small_gap and clean_not_top) says when that is noise: a gap under "
+        "at each token; attn / mlp: the attention / feed-forward block's output at each token. Layers are numbered "
+        "1..L as on every chart (row 1 = the first transformer layer); recovered = (patched - corrupt) / (clean - corrupt). "
+        "A warning (JSON: \"warnings\", codes small_gap and clean_not_top) says when that is noise: a gap under "
         f"{SMALL_GAP}, or a clean input that does not give the target / class.")
     add_model_argument(p)
     p.add_argument("--clean", required=True, help='the clean input, whose activations are copied into the corrupted run, '
@@ -70,7 +71,7 @@ def run_patch(args) -> int:
     columns = range(result.patched.shape[1]) if result.over == "heads" else result.tokens
     print("layer\t" + "\t".join(str(c) for c in columns))
     for layer, row in enumerate(result.recovered):
-        print(f"{layer}\t" + "\t".join("n/a" if not np.isfinite(v) else f"{v:.3f}" for v in row))
+        print(f"{numbering.shown(layer)}\t" + "\t".join("n/a" if not np.isfinite(v) else f"{v:.3f}" for v in row))
     return 0
 
 
@@ -85,7 +86,7 @@ def run_bias_heads(args) -> int:
     for warning in result.warnings:
         print(f"warning ({warning.code}): {warning.message}")
     for rank, (layer, head) in enumerate(result.ranking[:max(result.top_k, 5)], start=1):
-        print(f"  {rank}. layer {layer} head {head}: mean recovery {result.recovery[layer, head]:.3f}")
+        print(f"  {rank}. layer {numbering.shown(layer)} head {head}: mean recovery {result.recovery[layer, head]:.3f}")
     print(f"flip rate {result.flip_rate_before:.4f} intact, {result.flip_rate_after:.4f} with the top {result.top_k} "
           f"head(s) disabled ({result.mode})")
     return 0

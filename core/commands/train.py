@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from core import validation
+from core import numbering, validation
 from core.commands import add_json_arguments, warn_degenerate
 from core.data import corpus as corpora
 from core.files import write_text_atomic
@@ -17,7 +17,7 @@ from core.model.distributed import launched_world_size
 from core.training import Recipe, cancel, finetune, list_runs, report, submit
 from core.training.evaluation import run_degeneracy
 from core.training.jobs import SignalStop, launch_ranks
-from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_layer_set
+from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_frozen
 from core.training.runs import RECIPE, WORKER_PID, RunFolder
 from core.training.tasks import BUILTIN_TASKS, DRUG_RATING_DIFFERENCES, RATING_BUCKETS, TASK_TITLES
 
@@ -40,9 +40,9 @@ def _common(p) -> None:
                    help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
     p.add_argument("--drop-last-layers", type=validation.count, default=0, metavar="K", help="remove the top K encoder layers")
     p.add_argument("--freeze-layers", default="", metavar="SET",
-                   help="keep these encoder layers fixed: 0-based indices and ranges, e.g. 11 or 0-5,11 (counted "
-                   "after --drop-last-layers; on a 12-layer BERT the slides' 'layer 12' is 11)")
-    # The old spelling of --freeze-layers 0-(N-1), kept for one release.
+                   help="freeze layers: " + numbering.FREEZE_HELP[0].lower() + numbering.FREEZE_HELP[1:]
+                   + " (counted after --drop-last-layers)")
+    # The old spelling of --freeze-layers 1-N, kept for one release.
     p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help=argparse.SUPPRESS)
     p.add_argument("--freeze-embeddings", action="store_true")
     p.add_argument("--seed", type=validation.count, default=0)
@@ -132,8 +132,8 @@ def recipe_from_args(args) -> Recipe:
     return paper_recipe(
         protocol, model=args.model, task=args.task, run_name=args.run, train_limit=args.train_limit,
         eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
-        frozen_layers=(*range(args.freeze_lowest), *parse_layer_set(args.freeze_layers)),
-        freeze_embeddings=args.freeze_embeddings, data_source=args.source,
+        frozen_layers=(*range(args.freeze_lowest), *parse_frozen(args.freeze_layers)[0]),
+        freeze_embeddings=args.freeze_embeddings or parse_frozen(args.freeze_layers)[1], data_source=args.source,
         device=args.device, cpu_threads=args.threads, gradient_accumulation=args.gradient_accumulation,
         processes=args.processes or launched_world_size(), **values,
         **({"timelapse": args.timelapse, "timelapse_corpus": args.timelapse_corpus,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core import references, studies
+from core import numbering, references, studies
 from core.analyses.heads import PAIR_DIRECTION_TITLES, PAIR_LABELS, labelled_pairs, pair_attention, pair_heads
 from core.data import corpus as corpora
 from core.data.examples import MRPC_REPORT_PAIRS
@@ -132,11 +132,11 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         for i, d in enumerate(("a_to_b", "b_to_a")) for g, label in enumerate(GROUPS)}
     top = by_label.top_heads(5)
     measured["heads that separate the labels most (AUC, equivalent > not equivalent)"] = {
-        f"{PAIR_DIRECTION_TITLES[c['direction']]} L{c['layer']} H{c['head']}": c["auc"] for c in top}
+        f"{PAIR_DIRECTION_TITLES[c['direction']]} {numbering.head_name(c['layer'], c['head'])}": c["auc"] for c in top}
     if top:
         best = top[0]
-        notes.append(f"Most separating head: {PAIR_DIRECTION_TITLES[best['direction']]} share of layer {best['layer']}, head "
-                     f"{best['head']} (from 0), AUC {best['auc']:.2f} (0.5 = no difference): its mean share is "
+        notes.append(f"Most separating head: {PAIR_DIRECTION_TITLES[best['direction']]} share of layer "
+                     f"{numbering.shown(best['layer'])}, head {best['head']} (layers from 1, heads from 0), AUC {best['auc']:.2f} (0.5 = no difference): its mean share is "
                      f"{best['mean equivalent']:.3f} on equivalent pairs and {best['mean not equivalent']:.3f} on the "
                      "others. The Attention page's 'Paraphrase heads' section opens any pair in the head view.")
     layer, head = NAMED_HEAD
@@ -149,7 +149,8 @@ def run(options: studies.StudyOptions, progress=None, should_stop=None) -> studi
         measured["summary"]["rank of bertviz's layer 4 head 3 by twin attention (equivalent pairs)"] = float(rank)
         head_ranks = (studies.HeadRank("links paraphrase words (twin attention, equivalent pairs)", f"{layer}-{head}",
                                        rank, int(score.size)),)
-        notes.append(f"The report's 'layer 4, head 3' (bertviz, from 0; 5-4 counted from 1) ranks {rank} of "
+        notes.append(f"The report's 'layer 4, head 3' (bertviz, from 0; L{numbering.shown(layer)} H{head} on "
+                     f"BERT Lens's charts) ranks {rank} of "
                      f"{score.size} heads by twin attention on equivalent pairs.")
     report_measured, report_notes = report_pairs(lm, should_stop)
     measured.update(report_measured)

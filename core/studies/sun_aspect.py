@@ -116,8 +116,9 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         for i in np.argsort(-sep_gain, axis=None, kind="stable")[:5]}
     top = top_count(layers * heads)
     notes = [
-        "Heads named as the blog and bertviz do: layer-head counted from 0 (= BERT Lens's attention index). The "
-        "blog's '9-0' has a head 0, so its numbering is not from 1; counted from 1 its heads are 10-9, 10-1, 11-4.",
+        "Heads named as the blog and bertviz do: layer-head counted from 0. The blog's '9-0' has a head 0, so its "
+        "numbering is not from 1; on BERT Lens's charts (layers from 1, heads from 0) its heads are L10 H8, L10 H0 "
+        "and L11 H3.",
         f"Run {metrics['run']}: {base} fine-tuned on {TASK} ({metrics.get('train_examples')} training pairs), test "
         f"accuracy {float(metrics.get('accuracy') or 0):.3f} on {metrics.get('eval_examples')} pairs. The blog "
         "fine-tuned bert-base-uncased on all of SemEval-14 train (its size and recipe are not given).",

@@ -160,8 +160,8 @@ def freeze(encoder: nn.Module, chosen: tuple[int, ...], embeddings: bool) -> Non
     stack = encoder_layers(encoder)[2]
     beyond = [i for i in chosen if not 0 <= i < len(stack)]
     if beyond:
-        raise ValueError(f"cannot freeze layer(s) {beyond}: the model has layers 0-{len(stack) - 1} (0-based, after "
-                         "dropping layers)")
+        raise ValueError(f"cannot freeze layer(s) {[i + 1 for i in beyond]}: the model has layers 1-{len(stack)} "
+                         "(after dropping layers)")  # numbered as every chart numbers them (core.numbering)
     frozen = [stack[i] for i in sorted(set(chosen))] + ([encoder.embeddings] if embeddings else [])
     for module in frozen:
         for parameter in module.parameters():
@@ -232,7 +232,7 @@ def layerwise_lr_scales(num_layers: int, decay: float) -> tuple[float, ...]:
 def optimizer_groups(model: nn.Module, parameters: list, recipe: Recipe) -> list[dict]:
     """AdamW parameter groups for the trainable `parameters` of `model` (a Classifier, a SimCSE embedder, or either
     wrapped in DDP): one group at recipe.lr when recipe.lr_decay is 1, else one per depth, named "embeddings",
-    "layer 0".. (0-based) and "head" (the pooler and what sits on the encoder), at recipe.lr x layerwise_lr_scales.
+    "layer 1".."layer L" (numbered as on every chart, core.numbering) and "head" (the pooler and what sits on the encoder), at recipe.lr x layerwise_lr_scales.
     A parameter shared by several layers (ALBERT) takes the highest layer's rate; what the encoder holds outside
     its layers (ALBERT's embedding projection, MPNet's relative position bias) counts as embeddings; frozen
     layers get no group."""
@@ -247,7 +247,7 @@ def optimizer_groups(model: nn.Module, parameters: list, recipe: Recipe) -> list
     for depth, module in top_down:
         for parameter in module.parameters():
             depth_of.setdefault(id(parameter), depth)
-    names = ["embeddings", *(f"layer {i}" for i in range(adapter.num_layers))]
+    names = ["embeddings", *(f"layer {depth}" for depth in range(1, adapter.num_layers + 1))]  # names[depth]
     groups: dict[str, dict] = {}
     for parameter in parameters:
         depth = depth_of.get(id(parameter))

@@ -6,6 +6,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from core import numbering
 from core.training.tasks import BUILTIN_TASKS
 from core.training.timelapse import default_probe
 from core.validation import check_fields, type_problem, whole_match
@@ -224,12 +225,19 @@ def parse_layer_set(spec: str | int | None) -> tuple[int, ...]:
         part = part.strip()
         match = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
         if not match:
-            raise ValueError(f"layer set {text!r}: {part!r} is not a 0-based layer index or range like 0-5")
+            raise ValueError(f"layer set {text!r}: {part!r} is not a layer number or range like 1-6")
         first, last = int(match[1]), int(match[2] if match[2] is not None else match[1])
         if last < first:
             raise ValueError(f"layer set {text!r}: range {part!r} runs backwards")
         layers.update(range(first, last + 1))
     return tuple(sorted(layers))
+
+
+def parse_frozen(spec: str | int | None) -> tuple[tuple[int, ...], bool]:
+    """The freeze option as a person types it (core.numbering: 0 = the embeddings, 1..L = the transformer layers,
+    e.g. "0-6,12") -> (Recipe.frozen_layers: array indices after dropping, whether the embeddings are frozen)."""
+    shown = parse_layer_set(spec)
+    return tuple(numbering.index_of(n) for n in shown if n != numbering.EMBEDDINGS), numbering.EMBEDDINGS in shown
 
 
 def format_layer_set(layers) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core import references
+from core import numbering, references
 from core.training.evaluation import run_degeneracy
 from core.training.recipe import format_layer_set
 from core.training.runs import RunInfo
@@ -33,9 +33,10 @@ def _layers(run: RunInfo) -> int | None:
 
 
 def frozen_description(recipe: dict) -> str:
-    """What a recipe kept fixed, e.g. "layers 11 (0-based), embeddings"; "" when nothing."""
+    """What a recipe kept fixed, e.g. "layers 12, embeddings" (layers 1..L as on every chart, core.numbering; the
+    recipe stores array indices); "" when nothing."""
     layers = set(range(int(recipe.get("freeze_layers") or 0))) | set(recipe.get("frozen_layers") or ())
-    parts = [f"layers {format_layer_set(layers)} (0-based)"] if layers else []
+    parts = [f"layers {format_layer_set(numbering.shown(i) for i in layers)}"] if layers else []
     if recipe.get("freeze_embeddings"):
         parts.append("embeddings")
     return ", ".join(parts)

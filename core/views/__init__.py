@@ -13,6 +13,10 @@ lesson's step.
 A parameter names the widget's session-state key, a type, the default the page starts from (None: the page
 picks it, e.g. a layer that depends on the model) and, where the options do not depend on the model or data,
 the allowed values. Values that do not parse or are not allowed are dropped with a notice, never an error.
+
+Layers in a URL are numbered as every chart shows them (core.numbering: 0 = the embeddings, 1..L = the transformer
+layers): a transformer layer's widget holding its array index says so with HEAD_LAYER (`shown` = 1), so the link reads
+the same number as the page.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ UTILITIES = ("models", "download", "encode", "runs", "cancel", "views")
 class Param:
     """One URL parameter: `name` in the URL, `key` of the widget in st.session_state, `type` one of TYPES
     ("ints"/"strs": comma-separated lists), `default` (None: the page decides), `choices` (None: any value of
-    the type; for a list type, each element must be one), `low`/`high` inclusive bounds for int/float."""
+    the type; for a list type, each element must be one), `low`/`high` inclusive bounds for int/float (of the URL's
+    number), `shown` what the URL adds to an int the widget holds (1: a transformer layer's array index, written in
+    the URL as its layer number 1..L, core.numbering)."""
 
     name: str
     key: str
@@ -45,6 +51,7 @@ class Param:
     choices: tuple | None = None
     low: float | None = None
     high: float | None = None
+    shown: int = 0
 
     def parse(self, raw: str) -> Any:
         """The typed value of a URL string; ValueError with a plain reason when it does not fit."""
@@ -69,7 +76,7 @@ class Param:
                 raise ValueError(f"{item!r} is not one of {', '.join(map(str, self.choices))}")
             if self.low is not None and item < self.low or self.high is not None and item > self.high:
                 raise ValueError(f"{item!r} is outside {self.low}…{self.high}")
-        return value
+        return value - self.shown if self.type == "int" else value
 
     def encode(self, value: Any) -> str:
         """The URL string of a value (the inverse of parse for every allowed value)."""
@@ -77,7 +84,7 @@ class Param:
             return "true" if value else "false"
         if self.type in ("ints", "strs"):
             return ",".join(str(v) for v in value)
-        return str(value)
+        return str(value + self.shown) if self.type == "int" else str(value)
 
 
 def corpus_params(prefix: str, n_key: str | None = None, url: str = "") -> tuple[Param, ...]:
@@ -89,7 +96,9 @@ def corpus_params(prefix: str, n_key: str | None = None, url: str = "") -> tuple
     )
 
 
-LAYER = dict(type="int", low=0, high=128)
+LAYER = dict(type="int", low=0, high=128)  # a hidden_states layer: 0 = the embeddings
+# A transformer layer (its attention and heads) whose widget holds the array index: the URL says 1..L.
+HEAD_LAYER = dict(type="int", low=1, high=128, shown=1)
 HEADS = dict(type="ints", low=0, high=256)
 LIMIT = dict(type="int", low=0, high=10_000_000)
 

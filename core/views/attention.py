@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from core import numbering
 from core.analyses import heads as hd
 from core.analyses import patching
 from core.analyses.attention import PAIR_FILTERS
@@ -13,7 +14,7 @@ from core.data.sources import SNLI, named_spec
 from core.model.encoding import run_counting_cuts
 from core.progress import check_stop
 from core.protocols import DEFAULT
-from core.views import HEADS, LAYER, Caches, Param, Planned, View, corpus_params, flag, ints, parse
+from core.views import HEAD_LAYER, HEADS, Caches, Param, Planned, View, corpus_params, flag, ints, parse
 
 P = "heads."
 CAUSES = "What causes it?"
@@ -91,13 +92,14 @@ def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -
                                  scale=params.get("scale") or "head"),
                  "Every layer × head: each square is one head's attention; a pixel shows the largest weight it covers.")]
     heads = ints(params.get("heads"), (0,))
-    layer = int(params["layer"]) if params.get("layer") not in (None, "") else None
+    # URL layers are 1..L (core.numbering); the notebook API takes array indices
+    layer = numbering.index_of(params["layer"]) if params.get("layer") not in (None, "") else None
     chart = lens.head_view(model, a, b, layer=layer, heads=heads, pair_filter=params.get("filter", "all"),
                            hide_special=flag(params, "hide_special"), word_level=flag(params, "words"),
                            style="heatmap" if params.get("style") == "Heatmap" else "lines")
     out = [(chart, "Lines from each token to the tokens it attends to; darker = more attention.")]
     if params.get("inside_layer") not in (None, ""):  # the "Inside a head" tab's choice travels in the link too
-        where = dict(layer=int(params["inside_layer"]), head=int(params.get("inside_head") or 0),
+        where = dict(layer=numbering.index_of(params["inside_layer"]), head=int(params.get("inside_head") or 0),
                      query=int(params.get("inside_query") or 0))
         out += [(lens.neuron_view(model, a, b, **where), "Inside the head: query, key, q⊙k and the scores."),
                 (lens.attention_norms(model, a, b, **where), "Raw attention vs norm-weighted ‖α f(x)‖ for this query.")]
@@ -135,14 +137,14 @@ VIEW = View(
         Param("view", "attention.mode", "str", "Head view", ("Head view", "Model view")),
         Param("show_all", "attention.show_all", "bool", False),
         Param("scale", "attention.scale", "str", "head", SCALES),
-        Param("layer", "attention.layer", **LAYER),
+        Param("layer", "attention.layer", **HEAD_LAYER),
         Param("heads", "attention.heads", **HEADS),
         Param("filter", "attention.filter", "str", "all", tuple(PAIR_FILTERS)),
         Param("hide_special", "attention.hide_special", "bool", False),
         Param("words", "attention.word_level", "bool", False),
         Param("style", "attention.style", "str", "Lines", ("Lines", "Heatmap")),
         Param("weights", "attention.weights", "str"),
-        Param("inside_layer", "inside.layer", **LAYER),
+        Param("inside_layer", "inside.layer", **HEAD_LAYER),
         Param("inside_head", "inside.head", type="int", low=0, high=256),
         Param("inside_query", "inside.query", type="int", low=0, high=4096),
         Param("part", "heads.part", "str", "Statistics", ("Statistics", "Pattern types", "Ablation",

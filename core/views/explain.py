@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from core.analyses.explain import METHOD_TITLES
-from core.views import LAYER, Param, View
+from core.views import Param, View
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
@@ -36,7 +36,7 @@ VIEW = View(
         Param("steps", "explain.steps", "int", low=10, high=300),
         Param("samples", "explain.samples", "int", low=1, high=5000),
         Param("window", "explain.window", "int", low=1, high=10),
-        Param("layer", "explain.layer", **LAYER),
+        Param("layer", "explain.layer", "int", low=1, high=128),  # the flow slider shows layers 1..L
     ),
     commands=("explain", "explain-faithfulness"),
     charts=charts,

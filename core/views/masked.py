@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from core.views import HEADS, LAYER, Param, View
+from core.views import HEAD_LAYER, HEADS, Param, View
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
@@ -28,7 +28,7 @@ VIEW = View(
     params=(
         Param("top_k", "masked.top_k", "int", 5, low=1, high=20),
         Param("which", "masked.which", "str"),
-        Param("layer", "masked.layer", **LAYER),
+        Param("layer", "masked.layer", **HEAD_LAYER),  # the attention section's layer
         Param("heads", "masked.heads", **HEADS),
     ),
     commands=("fill-mask", "fit-mlm-head"),

@@ -130,7 +130,8 @@ def test_attention_question_uses_the_page_layer_and_the_picked_word_and_head(mlm
     asked = store.current_question(store.active_class().id).question
     expected = attention_question(encode(load_model(str(mlm_dir)), "the unhappy girl sat on the bank ."), 1, 3, 6,
                                   page="attention")
-    assert asked == expected and "“bank” attend to most in layer 1, head 3" in asked.prompt
+    # array index 1 is layer 2 as the page shows it (core.numbering)
+    assert asked == expected and "“bank” attend to most in layer 2, head 3" in asked.prompt
 
 
 def test_presenter_step_of_another_page_can_take_a_typed_question(store):

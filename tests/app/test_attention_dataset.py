@@ -48,8 +48,9 @@ def test_statistics_and_patterns(minilm_dir):
     assert survey.n_examples == 6 and survey.n_pairs == 6
     rows = _chart(at, "per head")
     shown = np.zeros((6, 12))
+    assert {row["layer"] for row in rows} == set(range(1, 7))  # as the layer-means line below (issue 48)
     for row in rows:
-        shown[row["layer"], row["head"]] = row["cls"]
+        shown[row["layer"] - 1, row["head"]] = row["cls"]
     np.testing.assert_allclose(shown, survey.stat("cls"), rtol=1e-6)
     assert not at.warning
 
@@ -65,7 +66,7 @@ def test_statistics_and_patterns(minilm_dir):
 
     dominant = {(r["layer"], r["head"]): r["pattern"] for r in grid}
     assert len(dominant) == 72
-    assert all(dominant[(l, h)] == PATTERNS[k] for (l, h), k in np.ndenumerate(survey.dominant_pattern))
+    assert all(dominant[(l + 1, h)] == PATTERNS[k] for (l, h), k in np.ndenumerate(survey.dominant_pattern))
     # issue 33: the rules' shares are not Kovaleva's hand-labelled ones, and the caption says so
     assert any("not comparable with Kovaleva et al.'s ≈30 % vertical" in c.value and "400 maps labelled by hand"
                in c.value for c in at.caption)
@@ -176,7 +177,7 @@ def test_change_and_syntax(tiny_bert_dir, data_dir):
     rows = _chart(at, "Cosine of attention maps")
     shown = np.full((2, 4), np.nan)
     for row in rows:
-        shown[row["layer"], row["head"]] = row["cosine"]
+        shown[row["layer"] - 1, row["head"]] = row["cosine"]  # layers shown 1..L (core.numbering)
     assert len(rows) == 2 * 4 and (shown < 0.9).any()
     expected = _attention_cosine(tiny_bert_dir, other, resolve("snli:dev:5").inputs)
     np.testing.assert_allclose(shown, expected, atol=1e-5)

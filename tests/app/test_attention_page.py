@@ -95,7 +95,7 @@ def test_model_view_lists_every_head(minilm_dir, make_app, chart_rows):
     at.run()
     assert not at.exception
     cells = {(r["layer"], r["head"]) for r in chart_rows(at)}
-    assert cells == {(layer, head) for layer in range(6) for head in range(12)}
+    assert cells == {(layer, head) for layer in range(1, 7) for head in range(12)}  # layers 1..L (core.numbering)
 
 
 def test_model_view_thumbnails_are_the_block_max_of_the_models_attention(minilm_dir, make_app, chart_rows):
@@ -135,9 +135,9 @@ def test_model_view_thumbnails_are_the_block_max_of_the_models_attention(minilm_
     assert a_end > 44  # more rows of sentence A than pixels: the pooled case
 
     rows = chart_rows(at)
-    assert {(r["layer"], r["head"]) for r in rows} == {(layer, head) for layer in range(6) for head in range(12)}
+    assert {(r["layer"], r["head"]) for r in rows} == {(layer, head) for layer in range(1, 7) for head in range(12)}
     for row in rows:
-        layer, head = row["layer"], row["head"]
+        layer, head = row["layer"] - 1, row["head"]  # the chart shows layers 1..L (core.numbering)
         assert row["scale max"] == pytest.approx(peak, abs=2e-3)  # the display copy is float16 (issue 18)
         image = np.asarray(Image.open(io.BytesIO(base64.b64decode(row["url"].split(",", 1)[1]))).convert("RGB"))
         expected = charts.heatmap_rgb(looped_block_max(a_to_b[layer, head], 44), peak=peak)

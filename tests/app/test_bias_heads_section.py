@@ -46,7 +46,8 @@ def test_ranked_heads_and_flip_rates_of_a_finished_run(make_app, minilm_dir, dat
     assert values["Flip rate, model intact"] == "20.0%" and values["Top 2 heads disabled"] == "7.5%"
     assert values["Flipping pairs patched"] == "7 of 8"
     table = next(d.value for d in at.dataframe if "mean recovery" in d.value.columns)
-    assert [tuple(r) for r in table[["layer", "head"]].to_numpy()] == [tuple(h) for h in stub.ranking]
+    # layers shown 1..L (core.numbering)
+    assert [tuple(r) for r in table[["layer", "head"]].to_numpy()] == [(l + 1, h) for l, h in stub.ranking]
     np.testing.assert_allclose(table["mean recovery"], [recovery[h] for h in stub.ranking])
     assert list(table["disabled"]) == [True, True, False, False, False, False]
     assert any("1 flipping pairs were left out" in c.value for c in at.caption)

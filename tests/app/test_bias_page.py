@@ -251,6 +251,8 @@ def test_reopened_form_shows_the_settings_of_the_results_shown(make_app, minilm_
     assert shown == {"train_limit": 1000, "test_limit": 500, "seed": 3, "epochs": 1, "max_length": 64, "lr": 3e-5,
                      "batch_size": 16, "head": "mlp", "words": "woman, girl"}
     assert at.number_input(key="bias.train_limit").value == 1000 and at.number_input(key="bias.epochs").value == 1
+    # one wording for freezing with the fine-tuning form: "Freeze layers", numbered as on every chart (issue 48)
+    assert at.number_input(key="bias.freeze_layers").label == "Freeze layers 1 to N"
 
     at.selectbox(key="bias.experiment").set_value("bias-older").run()
     assert not at.exception, at.exception

@@ -108,8 +108,9 @@ def test_clicking_a_head_opens_it_in_the_head_view(mlm_dir, monkeypatch):
 
     from app_pages.widgets import causes
 
-    # AppTest cannot click a vega cell: run the chart's on_select callback on the state a click on (1, 3) leaves.
-    state = {causes.HEADS_CHART: SimpleNamespace(selection={causes.charts.HEAD_SELECTION: [{"layer": 1, "cell": "3"}]}),
+    # AppTest cannot click a vega cell: run the chart's on_select callback on the state a click on (2, 3) leaves: the
+    # chart shows layers 1..L (core.numbering), so its layer 2 is array index 1.
+    state = {causes.HEADS_CHART: SimpleNamespace(selection={causes.charts.HEAD_SELECTION: [{"layer": 2, "cell": "3"}]}),
              "causes.clean": CLEAN}
     monkeypatch.setattr(causes, "st", SimpleNamespace(session_state=state))
     causes.open_clicked_head()
@@ -124,7 +125,7 @@ def test_clicking_a_head_opens_it_in_the_head_view(mlm_dir, monkeypatch):
     at.run()
     assert not at.exception, at.exception
     assert at.selectbox(key="attention.layer").value == 1 and at.multiselect(key="attention.heads").value == [3]
-    assert "Layer 1, head 3" in at.get("vega_lite_chart")[0].proto.spec
+    assert "Layer 2, head 3" in at.get("vega_lite_chart")[0].proto.spec
 
 
 def test_settings_round_trip_through_the_link(mlm_dir):

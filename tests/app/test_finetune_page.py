@@ -186,20 +186,23 @@ def test_paper_protocol_switch_makes_unsupervised_simcse_follow_gao(page, monkey
     assert recipe["mlp_in_training"] is True
 
 
-def test_form_freezes_a_zero_based_layer_set(page, monkeypatch):
+def test_form_freezes_a_layer_set_numbered_as_the_charts(page, monkeypatch):
     fake = FakeProcess
     monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: fake())
     at = page()
     at.text_input(key="finetune.run_name").input("frozen-run")
+    label = at.text_input(key="finetune.freeze_spec").label  # one wording with the bias form (issue 48)
+    assert label.startswith("Freeze layers") and "0-based" not in label
     at.text_input(key="finetune.freeze_spec").input("1-0")
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
     assert any("runs backwards" in e.value for e in at.error)
-    at.text_input(key="finetune.freeze_spec").input("0-1")
+    at.text_input(key="finetune.freeze_spec").input("0-2")  # the embeddings and layers 1, 2 (core.numbering)
     at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
     assert not at.exception
     from core.training import get_run
 
-    assert list(get_run("frozen-run").recipe["frozen_layers"]) == [0, 1]
+    recipe = get_run("frozen-run").recipe
+    assert list(recipe["frozen_layers"]) == [0, 1] and recipe["freeze_embeddings"]
 
 
 def test_drug_rating_task_is_offered_with_what_differs(page):

@@ -76,7 +76,7 @@ def assert_frame_shown(at, data: dict, step: int) -> None:
     rows = chart_rows_titled(at, f"Attention change per head at step {step}")
     grid = np.full(np.shape(expected["attention_change"]), np.nan)
     for r in rows:
-        grid[r["layer"], r["head"]] = r["cosine"]
+        grid[r["layer"] - 1, r["head"]] = r["cosine"]  # layers shown 1..L, as the line charts (issue 48)
     np.testing.assert_allclose(grid, expected["attention_change"])
     rows = chart_rows_titled(at, f"the dashed line is step {step}")
     curve = [r for r in rows if "measure" in r]

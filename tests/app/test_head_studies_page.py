@@ -76,7 +76,7 @@ def test_head_map_hover_holds_top_statistic(models):
     expected = head_map(load_model(base), builtin().inputs)
     assert len(rows) == 8
     for r in rows:
-        name, value = expected.top_statistic()[r["layer"] * 4 + r["head"]]
+        name, value = expected.top_statistic()[(r["layer"] - 1) * 4 + r["head"]]  # layers shown 1..L
         assert r["top statistic"] == name and r["value"] == pytest.approx(value, abs=1e-6)
 
 
@@ -121,7 +121,7 @@ def test_aspect_heads_side_by_side(models, data_dir):
     box = at.selectbox(key="studies.base")
     assert box.options[box.index] == "tiny-base" and box.value == base
     layer, head = at.number_input(key="studies.pair_layer").value, at.number_input(key="studies.pair_head").value
-    expected = aspect_row(load_model(base), pairs[index], layer, head)
+    expected = aspect_row(load_model(base), pairs[index], layer - 1, head)  # the box shows layers 1..L
     example = _chart_rows(at, 2)
     assert np.allclose([r["weight"] for r in example], expected.weights, atol=1e-6)
     assert [r["kind"] for r in example] == list(expected.kinds)

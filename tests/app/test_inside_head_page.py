@@ -77,7 +77,7 @@ def test_neuron_view_softmax_is_transformers_attention(minilm_dir):
     products = [r for r in _chart(at, "raises the score") if "product" in r]
     assert len({r["dim"] for r in products}) == lm.hidden_size // lm.num_heads
     # the raw vs norm-weighted row for the same query
-    row = _chart(at, "raw vs norm-weighted (layer 3, head 5)")
+    row = _chart(at, "raw vs norm-weighted (layer 4, head 5)")  # array index 3 is layer 4 (core.numbering)
     norm = {int(r["key"].split("·")[0]): r["share"] for r in row if r["measure"].startswith("norm")}
     np.testing.assert_allclose([norm[j] for j in range(len(expected))], _norm_weighted(lm, out, 3, 5)[2], atol=1e-5)
 
@@ -120,7 +120,7 @@ def test_dataset_shares_run_as_a_job(minilm_dir):
     assert len(rows) == 2 * 6 * 4
     for r in rows:
         values = result.raw if r["measure"].startswith("raw") else result.norm
-        assert abs(values[r["layer"], result.categories.index(r["category"])] - r["share"]) < 1e-9
+        assert abs(values[r["layer"] - 1, result.categories.index(r["category"])] - r["share"]) < 1e-9
     assert any("Kobayashi" in c.value for c in at.caption)
 
 

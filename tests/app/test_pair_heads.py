@@ -37,7 +37,7 @@ def test_paraphrase_heads_section(minilm_dir, data_dir):
     rows = chart_rows_titled(at, "tells equivalent from not equivalent")
     shown = np.full((2, 6, 12), np.nan)
     for row in rows:
-        shown[["A→B", "B→A"].index(row["direction"]), row["layer"], row["head"]] = row["auc"]
+        shown[["A→B", "B→A"].index(row["direction"]), row["layer"] - 1, row["head"]] = row["auc"]  # shown 1..L
     np.testing.assert_allclose(shown, result.auc, atol=1e-9)
 
     # The picked head (the most separating one by default) and every pair's share in its chart.

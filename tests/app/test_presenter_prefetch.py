@@ -104,7 +104,7 @@ def test_a_step_opening_heads_over_a_dataset_gets_its_survey_prepared(tmp_path, 
     rows = chart_rows_titled(at, "per head")
     shown = np.zeros(expected.stat("cls").shape)
     for row in rows:
-        shown[row["layer"], row["head"]] = row["cls"]
+        shown[row["layer"] - 1, row["head"]] = row["cls"]  # layers shown 1..L (core.numbering)
     np.testing.assert_allclose(shown, expected.stat("cls"), rtol=1e-6)
 
 

@@ -48,9 +48,9 @@ def _cases(tiny: str, mlm: str) -> dict[str, tuple[dict, bool]]:
     """Per page: a link with non-default settings, and whether the page draws a chart from them."""
     return {
         "": ({"model": tiny}, False),
-        "attention": ({"model": tiny, **PAIR, "layer": "1", "heads": "0,2", "style": "Heatmap", "filter": "A→B",
+        "attention": ({"model": tiny, **PAIR, "layer": "2", "heads": "0,2", "style": "Heatmap", "filter": "A→B",
                        "hide_special": "true"}, True),
-        "masked": ({"model": mlm, "a": "the [MASK] sat on the mat .", "top_k": "3", "layer": "0", "heads": "1"}, True),
+        "masked": ({"model": mlm, "a": "the [MASK] sat on the mat .", "top_k": "3", "layer": "1", "heads": "1"}, True),
         "pca": ({"model": tiny, **PAIR, "colour": "segment", "hide_special": "true", "labels": "false", "layer": "1"},
                 True),
         "anisotropy": ({"model": tiny, "models": tiny, "corpus": "Paste text", "k": "3", "baseline": "exact",
@@ -99,14 +99,15 @@ def test_changing_a_widget_writes_the_url(tiny_bert_dir):
     at.selectbox(key="attention.layer").set_value(0).run()
     at.multiselect(key="attention.heads").set_value([1, 3]).run()
     at.radio(key="attention.style").set_value("Heatmap").run()
-    assert {k: at.query_params[k] for k in ("layer", "heads", "style")} == {"layer": "0", "heads": "1,3",
+    # the widget holds array index 0; the URL says layer 1, as the page shows it (core.numbering)
+    assert {k: at.query_params[k] for k in ("layer", "heads", "style")} == {"layer": "1", "heads": "1,3",
                                                                           "style": "Heatmap"}
     again = open_link("attention", dict(at.query_params))
     assert all_chart_rows(again) == all_chart_rows(at)
 
 
 def test_stale_link_shows_a_notice_not_an_error(tiny_bert_dir):
-    at = open_link("attention", {"model": str(tiny_bert_dir), **PAIR, "layer": "1", "zoom": "2", "style": "Wavy"})
+    at = open_link("attention", {"model": str(tiny_bert_dir), **PAIR, "layer": "2", "zoom": "2", "style": "Wavy"})
     notice = " ".join(c.value for c in at.caption)
     assert markdown_text("“zoom”") in notice and markdown_text("“style=Wavy”") in notice  # shown as text, escaped
     assert at.session_state["attention.layer"] == 1

@@ -72,7 +72,7 @@ def test_faithfulness_form_of_an_snli_run_and_the_bias_quick_demo(page, app_serv
     assert_no_streamlit_exception(page)
     threads = page.get_by_role("spinbutton", name="CPU threads (0 = all)")
     assert threads.input_value() == str(bias.QUICK_DEMO["cpu_threads"])
-    assert page.get_by_role("spinbutton", name="Freeze the lowest N layers").input_value() == str(bias.QUICK_DEMO["freeze_layers"])
+    assert page.get_by_role("spinbutton", name="Freeze layers 1 to N").input_value() == str(bias.QUICK_DEMO["freeze_layers"])
     threads.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     screenshot(page, "bias-quick-demo-form")

@@ -72,7 +72,8 @@ def test_the_planted_head_ranks_first_and_its_ablation_ends_the_flips():
     assert result.flip_rate_before == pytest.approx(result.flips / 5)
     assert result.flip_rate_after == 0.0  # nothing carries the swapped word to [CLS] any more
     payload = result.to_json()
-    assert payload["top_heads"] == [list(PLANTED)] and payload["flip_rate_after"] == 0.0
+    # JSON [layer, head], the layer shown 1..L as on every chart (core.numbering)
+    assert payload["top_heads"] == [[PLANTED[0] + 1, PLANTED[1]]] and payload["flip_rate_after"] == 0.0
 
 
 def test_a_corpus_without_swappable_words_is_refused():

@@ -45,7 +45,7 @@ COMMANDS = {
     "pca": ["--model", "{m}", "--text", "the cat sat .", "--text", "a dog ran ."],
     "fill-mask": ["--model", "{mlm}", "--text", "the [MASK] sat .", "--top-k", "2"],
     "fit-mlm-head": ["--model", "{m}", "--corpus", "builtin", "--limit", "60", "--steps", "2", "--out", "walk-head"],
-    "neuron": ["--model", "{m}", "--text", "the cat sat .", "--layer", "0", "--head", "0", "--query", "1"],
+    "neuron": ["--model", "{m}", "--text", "the cat sat .", "--layer", "1", "--head", "0", "--query", "1"],
     "attention-norms": ["--model", "{m}", "--text", "the cat sat ."],
     "model-view": ["--model", "{m}", "--text", "the cat sat .", "--pixels", "4"],
     "attention-norm-shares": ["--model", "{m}", "--corpus", "{c}"],

@@ -80,15 +80,16 @@ def test_frozen_layers_are_bit_identical_to_the_base_model(three_layer_bert, wor
 def test_freezing_a_layer_the_model_lacks_fails(three_layer_bert, word_file):
     recipe = Recipe(model=str(three_layer_bert), task=word_file, run_name="freeze-bad", frozen_layers=(3,),
                     epochs=1, cpu_threads=1)
-    with pytest.raises(ValueError, match="layers 0-2"):
+    with pytest.raises(ValueError, match="layers 1-3"):  # numbered as on every chart (core.numbering)
         finetune(recipe)
 
 
-def test_cli_freeze_layers_is_a_zero_based_set(three_layer_bert, word_file, capsys):
+def test_cli_freeze_layers_is_numbered_as_the_charts(three_layer_bert, word_file, capsys):
+    """--freeze-layers 1-2: layers 1 and 2 as every chart numbers them, array indices 0 and 1 (core.numbering)."""
     from core.__main__ import main
 
     assert main(["finetune", "--model", str(three_layer_bert), "--task", word_file, "--run", "cli-freeze",
-                 "--freeze-layers", "0-1", "--epochs", "1", "--max-length", "16", "--threads", "1", "--json"]) == 0
+                 "--freeze-layers", "1-2", "--epochs", "1", "--max-length", "16", "--threads", "1", "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["recipe"]["frozen_layers"] == [0, 1] and "freeze_layers" not in metrics["recipe"]
     base, trained = _weights(three_layer_bert), _weights(final_dir("cli-freeze"))

@@ -159,7 +159,7 @@ def test_clark_cli_is_one_based_and_says_its_protocol(minilm_dir, tmp_path, caps
     assert out["protocol"] == "clark"
     rows = {r["relation"]: r for r in out["relations"]}
     assert rows["all"]["count"] == 5 and rows["root"]["accuracy"] == 0.0  # every word scored, the root a miss
-    assert rows["det"]["label"] == f"{rows['det']['layer'] + 1}-{rows['det']['head'] + 1}"
+    assert rows["det"]["label"] == f"{rows['det']['layer']}-{rows['det']['head'] + 1}"  # JSON layers from 1 too
     assert main(["syntax-heads", "--model", str(minilm_dir), "--treebank", str(treebank), "--protocol", "clark",
                  "--quiet"]) == 0
     text = capsys.readouterr().out

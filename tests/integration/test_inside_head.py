@@ -208,7 +208,7 @@ def test_norm_shares_over_a_corpus_match_per_input_average(tiny_bert_dir):
 
 def test_cli_contracts(tiny_bert_dir):
     run = lambda *a: subprocess.run([sys.executable, "-m", "core", *a], capture_output=True, text=True, check=True)  # noqa: E731
-    out = json.loads(run("neuron", "--model", str(tiny_bert_dir), "--text", TEXT, "--text-b", TEXT_B, "--layer", "1",
+    out = json.loads(run("neuron", "--model", str(tiny_bert_dir), "--text", TEXT, "--text-b", TEXT_B, "--layer", "2",
                          "--head", "2", "--query", "3", "--json").stdout)
     assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention", "truncated"]
     assert out["truncated"] == {"tokens_dropped": 0}  # issue 32: what a long input lost

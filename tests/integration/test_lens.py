@@ -64,10 +64,11 @@ def test_model_view_frame_is_every_head(tiny):
     chart, frame = lens.model_view(tiny, TEXT, return_data=True)
     attentions, _, _ = reference(tiny, TEXT)
     pivot = np.zeros_like(attentions)
-    pivot[frame["layer"], frame["head"], frame["query"], frame["key"]] = frame["weight"]
+    # the frame and the chart number layers as every chart does, from 1 (core.numbering): array index + 1
+    pivot[frame["layer"] - 1, frame["head"], frame["query"], frame["key"]] = frame["weight"]
     np.testing.assert_allclose(pivot, attentions, atol=1e-5)
     cells = {(r["layer"], r["head"]) for r in inline_rows(chart) if "url" in r}
-    assert cells == {(l, h) for l in range(attentions.shape[0]) for h in range(attentions.shape[1])}
+    assert cells == {(l + 1, h) for l in range(attentions.shape[0]) for h in range(attentions.shape[1])}
 
 
 def test_model_view_filter_and_shared_scale(tiny):
@@ -135,13 +136,14 @@ def test_cls_by_feature_frame_is_the_core_result(tiny, tmp_path):
 def test_view_draws_a_lesson_step(tiny):
     from core import lens
 
-    steps = lens.view("attention", {"model": tiny, "a": TEXT, "layer": "1", "heads": "0,2", "unknown": "x"})
+    # a URL's layer 2 (1..L, core.numbering) is the notebook API's array index 1
+    steps = lens.view("attention", {"model": tiny, "a": TEXT, "layer": "2", "heads": "0,2", "unknown": "x"})
     assert len(steps) == 1
     chart, caption = steps[0]
     same = lens.head_view(tiny, TEXT, layer=1, heads=[0, 2])
     assert chart.to_dict() == same.to_dict() and caption
     assert len(lens.view("masked", {"model": tiny, "a": "the [MASK] sat ."})) == 2
-    inside = lens.view("attention", {"model": tiny, "a": TEXT, "inside_layer": "1", "inside_head": "3", "inside_query": "2"})
+    inside = lens.view("attention", {"model": tiny, "a": TEXT, "inside_layer": "2", "inside_head": "3", "inside_query": "2"})
     assert len(inside) == 3
     assert inside[2][0].to_dict() == lens.attention_norms(tiny, TEXT, layer=1, head=3, query=2).to_dict()
     assert lens.view("home", {"model": tiny}) == [] and lens.view("attention", {"model": tiny}) == []

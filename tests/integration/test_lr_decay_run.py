@@ -26,6 +26,6 @@ def test_finetune_lr_decay_reaches_the_runs_optimizer(tiny_bert_dir, tmp_path, c
                  "--epochs", "1", "--lr", "1e-3", "--lr-decay", "0.5", "--batch-size", "16", "--max-length", "16",
                  "--train-limit", "32", "--eval-limit", "16", "--threads", "1", "--json"]) == 0
     json.loads(capsys.readouterr().out)
-    # tiny_bert_dir has 2 layers: layer 1 (the top) and the head at the base rate, layer 0 half, embeddings a quarter
-    assert seen == [{"embeddings": pytest.approx(2.5e-4), "layer 0": pytest.approx(5e-4), "layer 1": pytest.approx(1e-3),
+    # tiny_bert_dir has 2 layers: layer 2 (the top) and the head at the base rate, layer 1 half, embeddings a quarter
+    assert seen == [{"embeddings": pytest.approx(2.5e-4), "layer 1": pytest.approx(5e-4), "layer 2": pytest.approx(1e-3),
                      "head": pytest.approx(1e-3)}]

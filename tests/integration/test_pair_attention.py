@@ -103,5 +103,6 @@ def test_bertviz_study_reports_label_shares_and_separating_heads(minilm_dir, dat
     assert max(abs(v - 0.5) for v in top.values()) == pytest.approx(np.abs(auc - 0.5).max(), abs=1e-6)
     for name, value in top.items():
         direction, layer, head = name.split()
-        assert value == pytest.approx(auc[["A→B", "B→A"].index(direction), int(layer[1:]), int(head[1:])], abs=1e-6)
+        # "L3 H5": layers shown from 1 (core.numbering), so array index 2
+        assert value == pytest.approx(auc[["A→B", "B→A"].index(direction), int(layer[1:]) - 1, int(head[1:])], abs=1e-6)
     assert result.measured["summary"]["AUC of bertviz's layer 4 head 3, A→B share"] == pytest.approx(auc[0, 4, 3], abs=1e-6)

@@ -37,7 +37,7 @@ def _json_of(argv, capsys) -> dict:
 TEXT_COMMANDS = [
     ["pca", "--text", "{text}"],
     ["attention-norms", "--text", "{text}"],
-    ["neuron", "--text", "{text}", "--layer", "0", "--head", "0", "--query", "1"],
+    ["neuron", "--text", "{text}", "--layer", "1", "--head", "0", "--query", "1"],
     ["explain", "--text", "{text}", "--method", "rollout"],
     ["neighbours", "--text", "{text}", "--word", "cat", "--corpus", "builtin", "--k", "2", "--quiet"],
 ]

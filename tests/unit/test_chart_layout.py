@@ -186,7 +186,7 @@ def test_pattern_example_maps_draw_every_cell(tiny, name, text_a, text_b):
     drawing = draw(attention_charts.examples_chart(examples))
     assert len(drawing.rects) == 2 * len(tokens) ** 2
     assert min(min(w, h) for w, h in drawing.rects) >= 180 / 64 - 0.01, "map cells below a 64-token map's"
-    assert drawing.strings("title-text") == ["L0 H1", "L4 H11"]
+    assert drawing.strings("title-text") == ["L1 H1", "L5 H11"]  # layers shown from 1 (core.numbering)
     assert_titles_inside(drawing)
 
 

@@ -32,7 +32,8 @@ def test_model_view_has_one_cell_per_head_and_renders_offline():
     attentions /= attentions.sum(-1, keepdims=True)
     chart = attention_charts.model_view_grid(model_view(attentions, list("abcde"), np.zeros(5, int), pixels=10))
     rows = list(chart.data.itertuples())  # altair hoists the shared data to the layer chart
-    assert {(r.layer, r.head) for r in rows} == {(layer, head) for layer in range(3) for head in range(2)}
+    # layers shown 1..L as on every chart (core.numbering)
+    assert {(r.layer, r.head) for r in rows} == {(layer + 1, head) for layer in range(3) for head in range(2)}
     assert all(r.url.startswith("data:image/png;base64,") for r in rows)
     svg = charts.chart_svg(chart)
     assert svg.startswith("<svg") and svg.count("<image") == 6
@@ -89,10 +90,10 @@ def test_grid_frame_has_one_row_per_head_with_its_value():
     frame = attention_charts.grid_frame(values, "v")
     assert len(frame) == 3 * 4
     for row in frame.itertuples():
-        assert row.v == values[row.layer, row.head]
+        assert row.v == values[row.layer - 1, row.head]  # layers shown 1..L (core.numbering)
     chart = attention_charts.grid_chart(frame, "v", "title", diverging=True)
     assert sorted((r["layer"], r["head"], r["v"]) for r in _rows(chart)) == sorted(
-        (l, h, values[l, h]) for (l, h) in np.ndindex(3, 4))
+        (l + 1, h, values[l, h]) for (l, h) in np.ndindex(3, 4))
     assert chart.to_dict()["encoding"]["color"]["scale"]["domain"] == [-1.1, 1.1]  # symmetric around 0
 
 
@@ -105,9 +106,10 @@ def test_pattern_and_ablation_and_change_charts_carry_the_result():
     counts[0, 0, 1], counts[1, 2, 4], counts[..., 0] = 5, 7, 2
     survey = HeadSurvey("m", np.zeros((5, 2, 3)), counts, (), 10, 0, 0)
     frame = attention_charts.pattern_frame(survey)
-    assert frame.set_index(["layer", "head"]).loc[(0, 0), "pattern"] == PATTERNS[1]
-    assert frame.set_index(["layer", "head"]).loc[(1, 2), "share of inputs"] == 0.7
-    assert frame.set_index(["layer", "head"]).loc[(0, 1), "pattern"] == PATTERNS[0]
+    # (layer, head): layers shown 1..L (core.numbering), so array row 0 is layer 1
+    assert frame.set_index(["layer", "head"]).loc[(1, 0), "pattern"] == PATTERNS[1]
+    assert frame.set_index(["layer", "head"]).loc[(2, 2), "share of inputs"] == 0.7
+    assert frame.set_index(["layer", "head"]).loc[(1, 1), "pattern"] == PATTERNS[0]
     bars = [r for r in _rows(attention_charts.pattern_chart(survey)) if "share" in r]
     assert {r["pattern"]: r["share"] for r in bars} == survey.pattern_share
 
@@ -115,7 +117,7 @@ def test_pattern_and_ablation_and_change_charts_carry_the_result():
     chart, frame = attention_charts.ablation_chart(result)
     np.testing.assert_allclose(frame.pivot(index="layer", columns="head", values="accuracy change").to_numpy(), result.head_delta)
     marked = chart.hconcat[0].layer[1].data
-    assert sorted(zip(marked["layer"], marked["head"])) == [(0, 0), (1, 1)]  # ▲ only where removal helped
+    assert sorted(zip(marked["layer"], marked["head"])) == [(1, 0), (2, 1)]  # ▲ only where removal helped
     np.testing.assert_allclose(chart.hconcat[1].data["accuracy change"], result.layer_delta)
 
     change = SimpleNamespace(cosine=np.array([[1.0, 0.5, 0.25]]), model_a="a", model_b="b")

@@ -50,8 +50,9 @@ def test_old_spellings_still_parse_into_the_new_destinations():
     assert parser.parse_args(["probe", "--corpus", "ud"]).train_limit is None
     assert parser.parse_args(["bias", "--test-limit", "40"]).eval_limit == 40
     finetune = parser.parse_args(["finetune", "--model", "m", "--task", "snli", "--run", "r", "--freeze-lowest", "2",
-                                  "--freeze-layers", "5"])
-    assert recipe_from_args(finetune).frozen_layers == (0, 1, 5)
+                                  "--freeze-layers", "0,6"])
+    # --freeze-layers counts as the charts do: 0 = the embeddings, 6 = array index 5 (core.numbering)
+    assert recipe_from_args(finetune).frozen_layers == (0, 1, 5) and recipe_from_args(finetune).freeze_embeddings
 
 
 def test_one_recipe_field_for_frozen_layers_and_old_files_still_load():

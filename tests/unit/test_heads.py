@@ -410,7 +410,7 @@ def test_head_labels_are_one_based_under_clark():
     from core.analyses.heads import head_label
 
     assert head_label(7, 9, "clark") == "8-10"
-    assert head_label(7, 9) == "L7 H9"
+    assert head_label(7, 9) == "L8 H9"  # layers shown from 1 as on every chart (core.numbering), heads from 0
 
 
 def test_unknown_protocol_is_refused():

@@ -114,9 +114,10 @@ def test_grid_images_are_the_scaled_thumbnails_and_hover_names_top_keys():
     for row in frame.to_dict("records"):
         image = _png(row["url"])
         assert image.shape == (10, 10, 3)
-        np.testing.assert_array_equal(image, attention_charts.heatmap_rgb(view.thumbnails[row["layer"], row["head"]],
+        layer = row["layer"] - 1  # the frame shows layers 1..L (core.numbering)
+        np.testing.assert_array_equal(image, attention_charts.heatmap_rgb(view.thumbnails[layer, row["head"]],
                                                                           peak=float(attentions.max())))
-        assert row["top keys"] == view.top_keys_text(row["layer"], row["head"])
+        assert row["top keys"] == view.top_keys_text(layer, row["head"])
     spec = attention_charts.model_view_grid(view).to_dict()
     assert spec["layer"][0]["mark"]["width"] == 10
     assert any(t.get("field") == "top keys" for t in spec["layer"][0]["encoding"]["tooltip"])

@@ -334,7 +334,7 @@ def test_frozen_description_names_the_union_of_lowest_and_chosen_layers():
     from core.training.report import frozen_description
 
     assert frozen_description({"freeze_layers": 2, "frozen_layers": [5, 11], "freeze_embeddings": True}) == \
-        "layers 0-1,5,11 (0-based), embeddings"
+        "layers 1-2,6,12, embeddings"  # array indices shown 1..L, as on every chart (core.numbering)
     assert frozen_description({"freeze_layers": 0, "frozen_layers": []}) == ""
 
 
@@ -410,7 +410,7 @@ def test_layerwise_learning_rates_are_base_times_decay_to_the_distance_from_the_
     lr_of = {id(p): g["lr"] for g in optimizer.param_groups for p in g["params"]}
     names = dict(model.named_parameters())
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(trainable)
-    assert {g["name"] for g in optimizer.param_groups} == {"embeddings", "layer 0", "layer 2", "head"}
+    assert {g["name"] for g in optimizer.param_groups} == {"embeddings", "layer 1", "layer 3", "head"}  # 1..L
     for name, p in names.items():
         if p.requires_grad:
             assert lr_of[id(p)] == pytest.approx(_expected_lr(name, base, decay, 3)), name
@@ -432,8 +432,8 @@ def test_layerwise_learning_rates_are_base_times_decay_to_the_distance_from_the_
 
     embedder = _Embedder(model.encoder, SimCSEProjection(16), "cls")
     rates = {g["name"]: g["lr"] for g in optimizer_groups(embedder, list(embedder.parameters()), recipe)}
-    assert rates == pytest.approx({"embeddings": base * decay ** 3, "layer 0": base * decay ** 2,
-                                   "layer 1": base * decay, "layer 2": base, "head": base})
+    assert rates == pytest.approx({"embeddings": base * decay ** 3, "layer 1": base * decay ** 2,
+                                   "layer 2": base * decay, "layer 3": base, "head": base})
     # decay 1 keeps one group at the base rate; decay outside (0, 1] is refused with the reason
     assert [g["lr"] for g in optimizer_groups(model, trainable, recipe.replace(lr_decay=1.0))] == [base]
     with pytest.raises(ValueError, match=r"lr_decay 1.5 must be in \(0, 1\]"):

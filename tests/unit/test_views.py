@@ -71,7 +71,7 @@ def _samples(p: views.Param):
         return [list(p.choices[:2])] if p.type in ("ints", "strs") else list(p.choices)
     return {
         "str": ["hello world", "A→B, with commas & ünïcode"],
-        "int": [int(p.low or 0), int(p.high or 7)],
+        "int": [int(p.low or 0) - p.shown, int(p.high or 7) - p.shown],  # widget values: the URL adds `shown`
         "float": [0.25],
         "bool": [True, False],
         "ints": [[0, 3, 11], []],
@@ -90,7 +90,8 @@ def test_encode_then_parse_gives_the_session_back_and_skips_defaults():
     state = {"attention.layer": 3, "attention.heads": [1, 4], "attention.style": "Heatmap",
              "attention.mode": "Head view", "attention.hide_special": True, "unrelated": 1}
     query = views.encode("attention", state)
-    assert query == {"layer": "3", "heads": "1,4", "style": "Heatmap", "hide_special": "true"}
+    # the URL's layer is the one the page shows, 1..L (core.numbering): array index 3 is layer 4
+    assert query == {"layer": "4", "heads": "1,4", "style": "Heatmap", "hide_special": "true"}
     restored = views.parse("attention", query)
     assert restored.notices == ()
     assert restored.values == {k: v for k, v in state.items() if k not in ("unrelated", "attention.mode")}

@@ -27,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import numbering
 from core.analyses.heads.roles import check_attention
 from core.data import corpus as corpora
 from core.model.encoding import encode_stream
@@ -254,7 +255,8 @@ class PairHeads:
             "mean": {label: {d: grid(self.mean[g, i]) for i, d in enumerate(PAIR_DIRECTIONS)}
                      for g, label in enumerate(self.labels)},
             "auc": {d: grid(self.auc[i]) for i, d in enumerate(PAIR_DIRECTIONS)},
-            "top_heads": self.top_heads(10),
+            # "layer" as every chart shows it (1..L, core.numbering); top_heads() keeps array indices
+            "top_heads": [{**c, "layer": numbering.shown(c["layer"])} for c in self.top_heads(10)],
         }
 
 

@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import numbering
 from core.model.encoding import Encoding, is_punctuation
 from core.protocols import DEFAULT, check
 
@@ -16,9 +17,9 @@ CLARK_PUNCTUATION = (".", ",")
 
 
 def head_label(layer: int, head: int, protocol: str = DEFAULT) -> str:
-    """How a head is named in tables and captions: 0-based "L7 H9" (BERT Lens's indices) or, under the Clark
-    protocol, 1-based "8-10" as in the paper."""
-    return f"{layer + 1}-{head + 1}" if protocol == "clark" else f"L{layer} H{head}"
+    """How the head at array index (layer, head) is named in tables and captions: "L8 H9" (layers 1..L as every
+    chart shows them, core.numbering; heads from 0 as bertviz) or, under the Clark protocol, "8-10" as in the paper."""
+    return f"{numbering.shown(layer)}-{head + 1}" if protocol == "clark" else numbering.head_name(layer, head)
 
 
 @dataclass(frozen=True)

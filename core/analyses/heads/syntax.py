@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core import numbering
 from core.analyses.heads.roles import PROTOCOLS, head_label
 from core.model.encoding import Words, encode_stream, tokenize
 from core.model.loading import LoadedModel
@@ -124,7 +125,7 @@ class SyntaxHeads:
         directions = self.best_direction
         for r, name in enumerate(self.relations):
             rows.append({
-                "relation": name, "count": int(self.counts[r]), "layer": int(self.best_layer[r]),
+                "relation": name, "count": int(self.counts[r]), "layer": numbering.shown(self.best_layer[r]),
                 "head": int(self.best_head[r]), "accuracy": float(self.best_accuracy[r]),
                 "baseline_offset": int(self.baseline_offset[r]), "baseline_accuracy": float(self.baseline_accuracy[r]),
                 "label": self.label(r), "direction": directions[r],
