@@ -6,6 +6,7 @@ import numpy as np
 
 from core.analyses import explain as ex
 from core.safe_text import markdown_text
+from tests.markdown_text import plain
 from tests.integration.test_explain import make_seq_classifier
 
 PAGE = "app_pages/explain.py"
@@ -33,6 +34,8 @@ def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_
     warning = next(w.value for w in at.warning if "no classifier head" in w.value)
     assert markdown_text(f"'{tiny_bert_dir.name}' has no classifier head") in warning  # the short name, escaped
     assert str(tiny_bert_dir.parent) not in warning and markdown_text(str(tiny_bert_dir.parent)) not in warning
+    # Issue 48: an escaped backtick is drawn as a literal one; the warning read "… or `python -m core finetune`)".
+    assert "\\`" not in warning and "`" not in plain(warning)
     assert at.multiselect(key="explain.methods").value == ["rollout"]
     expected = ex.explain(ex.load_explainer(str(tiny_bert_dir), device="cpu"), "the cat sat", method="rollout")
     np.testing.assert_allclose([r["score"] for r in chart_rows(at, 0)], expected.word_scores, atol=1e-6)
