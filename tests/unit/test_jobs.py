@@ -158,3 +158,11 @@ def test_progress_text_says_starting_until_the_work_counts_something():
     assert record("running", 3, 10, "Scoring:").progress_text == "Scoring: 3 / 10 inputs"
     assert record("running", 3).progress_text == "3 / … inputs"
     assert record("done", 10, 10).progress_text == "10 / 10 inputs"
+
+
+def test_a_job_of_several_phases_counts_the_whole_in_percent():
+    """Issue 48: fitting a head read "step 1/1000 … 9851 / 10850 steps"; a "%" job's message counts its phase."""
+    record = jobs.JobRecord("id", "k", {}, "running", done=64, total=100, unit="%",
+                            message="training the head: step 200 of 1,000, loss 5.100; about 3 min left")
+    assert record.progress_text == "training the head: step 200 of 1,000, loss 5.100; about 3 min left (64 % done)"
+    assert record.fraction == 0.64
