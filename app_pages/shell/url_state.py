@@ -76,10 +76,10 @@ def restore(page: str) -> None:
     # Left by a run that stopped before its after-run check: it is about a value the user may have changed since.
     st.session_state.pop(_APPLIED, None)
     st.session_state.pop(_SKIPPING, None)
+    entered = st.session_state.get(_PAGE) != page  # every page counts: a view left for Lessons is entered again
+    st.session_state[_PAGE] = page
     if not views.is_view(page):
         return
-    entered = st.session_state.get(_PAGE) != page
-    st.session_state[_PAGE] = page
     query = _page_query(page)
     signature = tuple(sorted(query.items()))
     last = st.session_state.setdefault(_LAST, {})
