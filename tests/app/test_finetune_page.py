@@ -309,3 +309,6 @@ def test_an_uploaded_file_is_never_dropped_and_its_errors_name_it(page, monkeypa
     assert not at.exception and not at.error
     task = Path(list_runs()[0].recipe["task"])
     assert task.name == "animals.csv" and task.read_bytes() == upload.getvalue()
+    at.run()  # the runs table names the file as the user did, not where it is kept
+    runs = next(d.value for d in at.dataframe if "task" in d.value.columns)
+    assert runs["task"].tolist() == ["animals.csv"]
