@@ -12,7 +12,7 @@ from core import numbering
 from core.charts import explain as charts
 from core.analyses.explain import (DEFAULT_SAMPLES, DEFAULT_STEPS, METHOD_TITLES, METHODS, PERTURBATION_METHODS, WORD_RULE,
                                    NoClassifierHead, available_methods, prepare)
-from core.analyses.faithfulness import Faithfulness, default_dataset, faithfulness
+from core.analyses.faithfulness import QUICK_EXAMPLES, QUICK_METHODS, Faithfulness, default_dataset, faithfulness
 from core.model.loading import ModelUnavailable
 from core.safe_text import markdown_text
 from core.training.runs import saved_degeneracy
@@ -85,6 +85,10 @@ else:
             for result in flows:
                 draw_chart(charts.flow_matrix(result, numbering.index_of(layer)))
 
+def choose_all_methods() -> None:
+    st.session_state[K + "faith.methods"] = list(METHODS)
+
+
 st.header("How faithful is each explanation?")
 st.markdown("Comprehensiveness: how much the predicted class's probability drops when a method's top 10 %, 20 %, … "
             "of words are deleted (higher is better). Sufficiency: how much it drops when only those words are kept "
@@ -102,15 +106,23 @@ else:
             dataset = default_dataset(explainer)
             st.session_state[K + "faith.source"] = next((s for s, d in DATASETS.items() if d == dataset), BUILTIN)
     corpus = corpus_picker(K + "faith.", label="Dataset (SNLI / MRPC pairs, the built-in sentences, or your own CSV / JSONL / text)",
-                           n_label="Examples to score (a seeded sample)", default_n=50)
+                           n_label="Examples to score (a seeded sample)", default_n=QUICK_EXAMPLES)
     columns = st.columns(2)
     if st.session_state[K + "faith.source"] in DATASETS:
         size, steps_column = None, columns[0]  # the picker's sample is the one count
     else:
-        size, steps_column = columns[0].number_input("Examples to score (the first N)", 5, 1000, 50, key=K + "size"), columns[1]
+        size, steps_column = (columns[0].number_input("Examples to score (the first N)", 5, 1000, QUICK_EXAMPLES,
+                                                      key=K + "size"), columns[1])
     fsteps = steps_column.number_input("IG steps", 5, 200, 20, key=K + "fsteps")
-    scored = st.multiselect("Methods to score", METHODS, default=list(METHODS), format_func=METHOD_TITLES.get,
-                            key=K + "faith.methods")
+    # The quick four by default (a lesson waits for it); all ten one click away.
+    st.session_state.setdefault(K + "faith.methods", list(QUICK_METHODS))
+    columns = st.columns([4, 1], vertical_alignment="bottom")
+    scored = columns[0].multiselect("Methods to score", METHODS, format_func=METHOD_TITLES.get, key=K + "faith.methods",
+                                    help="By default the four quick ones: one gradient, one perturbation and two "
+                                         "attention methods.")
+    columns[1].button(f"All {len(METHODS)} methods", key=K + "faith.all", on_click=choose_all_methods,
+                      disabled=len(scored) == len(METHODS), help="Adds integrated gradients, saliency, Shapley, "
+                      "KernelSHAP, LIME and value zeroing: many times longer.")
     if {"shapley", "kernel-shap", "lime"} & set(scored):
         st.caption("Shapley, KernelSHAP and LIME each run about 200 perturbed inputs per example (the samples above): "
                    "on a CPU they take most of the time; leave them out for a quick look.")

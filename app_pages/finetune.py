@@ -13,11 +13,10 @@ from app_pages.widgets.finetune_changes import render as render_changes
 from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
 from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
-from core import numbering, settings
+from core import numbering
 from core.charts import finetune as finetune_charts
 from core.model.distributed import visible_gpus
 from core.data.examples import EXAMPLES
-from core.files import write_bytes_atomic
 from core.model.loading import ModelUnavailable, available_models, display_name_among, model_num_layers
 from core.protocols import describe
 from core.training import (
@@ -32,6 +31,7 @@ from core.training import (
     report,
     submit,
 )
+from core.training.tasks import save_user_file
 from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
 from core.model.encoding import read_input
@@ -64,12 +64,18 @@ def cached_prediction(name: str, finished_at: str, text_a: str, text_b: str | No
     return clf.labels, clf.predict_proba([(text_a, text_b)])[0], read
 
 
-def save_upload(upload) -> str:
-    folder = settings.cache_dir() / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{int(time.time())}-{upload.name.replace('/', '_')}"
-    write_bytes_atomic(path, upload.getvalue())
-    return str(path)
+def task_of_form(task: str, upload) -> str:
+    """The recipe's task: a built-in task's name, or the uploaded file's saved path. A file uploaded while Task
+    names a built-in task stops the launch with a message (issue 48: it was dropped and an SNLI run started)."""
+    if task != FILE_TASK:
+        if upload is not None:
+            short = TASK_TITLES.get(task, task).split(":")[0]
+            raise ValueError(f"A file is uploaded ({upload.name}) but Task is {short}, so the file would not be used: "
+                             f"set Task to “My file” to train on it, or remove the file to train on {short}.")
+        return task
+    if upload is None:
+        raise ValueError("Task “My file” needs a file: upload a CSV or JSONL above.")
+    return str(save_user_file(upload.name, upload.getvalue()))
 
 
 def launch(recipes: list[Recipe]) -> None:
@@ -162,7 +168,8 @@ def render_runs() -> None:
                              "simcse-sup": "SimCSE, supervised (pairs)"}.get,
             )
             upload = st.file_uploader(
-                "My file: CSV or JSONL with columns text, label and optionally text_b (and split: train/test)",
+                "My file (used when Task is “My file”): CSV or JSONL with columns text, label and optionally text_b "
+                "(and split: train/test)",
                 type=["csv", "tsv", "jsonl", "json"], key=K + "upload",
             )
             c1, c2, c3, c4 = st.columns(4)
@@ -207,11 +214,9 @@ def render_runs() -> None:
                                   help="The sentences every frame is measured on (the corpus grammar of `--corpus`).")
             if st.form_submit_button("Queue run", type="primary", icon=":material/play_arrow:"):
                 try:
-                    if task == FILE_TASK and upload is None:
-                        raise ValueError("Task 'my file' needs a file: upload a CSV or JSONL above.")
                     protocol = paper_protocol_for(objective) if paper else "bertlens"
                     values = dict(
-                        model=model or "", task=save_upload(upload) if task == FILE_TASK else task,
+                        model=model or "", task=task_of_form(task, upload),
                         run_name=run_name.strip() or f"{(model or 'model').split('/')[-1]}-{task.replace(' ', '-')}-{time.strftime('%H%M%S')}",
                         objective=objective, epochs=int(epochs), lr=float(lr), batch_size=int(batch_size),
                         max_length=int(max_length), train_limit=int(train_limit) or None, eval_limit=int(eval_limit) or None,

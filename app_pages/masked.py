@@ -34,7 +34,8 @@ from core.analyses.masked import (
 )
 from core.model.loading import display_name
 from core.safe_text import markdown_code, markdown_text
-from core.training.mlm_head import fit_job
+from core.data.corpus import CorpusError, resolve
+from core.training.mlm_head import PROBE_SENTENCES, FitEstimate, HeadFitError, fit_job, measure_rates
 
 st.title("Masked words")
 intro(
@@ -69,6 +70,23 @@ def pick_words(lm, text: str, which: str) -> list[int]:
     return list(picked or [])
 
 
+@st.cache_data(show_spinner="Timing a few steps for the estimate…", max_entries=8, ttl=600)
+def cached_fit_rates(ref: str, corpus: str, _lm) -> tuple[int, float, float]:
+    """(sentences in the corpus, sentences encoded a second, head steps a second), measured on this machine; kept
+    ten minutes (the machine's load changes)."""
+    sentences = resolve(corpus).sentences
+    return (len(sentences), *measure_rates(_lm, sentences[:PROBE_SENTENCES]))
+
+
+def fit_estimate(lm, corpus: str, steps: int) -> str:
+    """The line a user reads before pressing Fit: how long it should take here, or why it cannot start."""
+    try:
+        count, encode_rate, step_rate = cached_fit_rates(lm.ref, corpus, lm)
+    except (CorpusError, HeadFitError, ValueError) as err:
+        return f"No estimate: {err}"
+    return FitEstimate(count, steps, encode_rate, step_rate).text()
+
+
 def fit_head_section(lm) -> None:
     """Fit a masked-word head on this encoder (frozen) as a job; when it is saved, a button opens it here."""
     st.subheader("Or fit a masked-word head for this model")
@@ -81,9 +99,10 @@ def fit_head_section(lm) -> None:
                                 help="a corpus spec: snli:train:20000, mrpc:train, ud, a .txt file, …")
     steps = form[1].number_input("Steps", 10, 20_000, 1000, step=100, key="masked.fit_steps")
     name = form[2].text_input("Save as", f"{display_name(lm.ref)}-mlm", key="masked.fit_name")
+    st.caption(markdown_text(fit_estimate(lm, corpus, int(steps))))  # before it starts (issue 48)
     fit = job_controls("masked.fit_head", "Fit a head", (lm.ref, corpus, int(steps), name),
                        lambda: partial(fit_job, lm.ref, corpus, name, None, int(steps), 0), kind="fit-mlm-head",
-                       unit="steps")
+                       unit="%")
     if fit is not None:
         st.success(markdown_text(
             f"Saved as {fit.name}: on {fit.held_out_words} held-out masked words it guesses {fit.top1_accuracy:.1%} "

@@ -104,6 +104,8 @@ class JobRecord:
         ("starting…" before, never "0 / … items")."""
         if self.active and not (self.done or self.total):
             return f"{self.message or ('waiting to start' if self.state == 'queued' else 'starting')}…"
+        if self.unit == "%":  # a job of several phases: the message counts the phase, done the whole in percent
+            return f"{self.message} ({self.done} % done)".strip()
         return f"{self.message} {self.done} / {self.total or '…'} {self.unit}".strip()
 
     def to_json(self) -> dict:

@@ -104,15 +104,6 @@ def model_status(current: str) -> None:
     st.session_state[MODEL_ERROR_KEY] = checked.reason
 
 
-def sync_url() -> None:
-    for key, param in QUERY_PARAMS.items():
-        value = st.session_state.get(key) or ""
-        if value:
-            st.query_params[param] = value
-        elif param in st.query_params:
-            del st.query_params[param]
-
-
 def main() -> None:
     if classroom.student_gate():  # a student's device: the student view only, before any page code runs
         return
@@ -127,8 +118,7 @@ def main() -> None:
     sidebar()
     classroom.teacher_panel()
     lesson_bar.sidebar_button(page.url_path, page.title)
-    sync_url()
-    url_state.sync(page.url_path, after_run=False)
+    url_state.sync(page.url_path, after_run=False)  # the sidebar's model and sentences and the page's settings
     try:
         with page_report.page_report(page.title):
             page.run()

@@ -13,6 +13,7 @@ session last wrote for a new link, and a write it did not record would be applie
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from app_pages.widgets.common import MODEL_KEY, PRESENTING, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import views
@@ -21,6 +22,22 @@ from core.safe_text import markdown_code, markdown_text
 _LAST = "_url_state.last"  # {page: the query (as sorted items) this session last wrote or applied}
 _NOTICES = "_url_state.notices"
 _APPLIED = "_url_state.applied"  # {session key: value} the URL set in this run, checked after the page ran
+_PAGE = "_url_state.page"  # the page the previous run of this session showed
+_SKIPPING = "_url_state.skipping"  # this run only passes a page switch's extra history entry: it writes no URL
+
+# Browser history (issue 48: Attention's Model view → Masked words → Back landed in Head view, a second Back did
+# nothing). Streamlit's front end pushes a history entry for every query-string message a run sends, and one
+# for every page switch (the new page's bare URL, before the run writes its settings). So: a run writes the
+# URL in one message, and only when it changes (_write); a page entered (a switch, Back or Forward from another
+# page) takes its settings from the URL even when this session wrote that URL before, since Streamlit dropped the
+# page's widget state when the user left it; and Back onto the extra entry of a page switch goes one step further
+# (skip_switch_entry), as does Forward. A switch from page P to Q leaves, besides Q's own entry, one of two
+# extra entries (which one depends on when the browser handles the switch): Q's bare URL, or P's path with Q's
+# shared params (the model and sentences, none of P's settings). Back reaches the bare one from Q's own entry
+# (the page already on screen) and the other one from Q (another page); Forward reaches them the other way
+# round: so "bare" and "entered from another page" differ for Back and agree for Forward.
+GO_BACK, GO_FORWARD = ("<script>window.parent.history.back()</script>",
+                       "<script>window.parent.history.forward()</script>")
 
 
 def _page_query(page: str) -> dict[str, str]:
@@ -58,12 +75,22 @@ def restore(page: str) -> None:
     page = page.strip("/")
     # Left by a run that stopped before its after-run check: it is about a value the user may have changed since.
     st.session_state.pop(_APPLIED, None)
+    st.session_state.pop(_SKIPPING, None)
+    entered = st.session_state.get(_PAGE) != page  # every page counts: a view left for Lessons is entered again
+    st.session_state[_PAGE] = page
     if not views.is_view(page):
         return
     query = _page_query(page)
     signature = tuple(sorted(query.items()))
     last = st.session_state.setdefault(_LAST, {})
-    if query and last.get(page) != signature:
+    if not query and page in last and _history_navigation():
+        # A page's entry without its settings, in a session that has shown the page: the extra entry of a page
+        # switch (above). The user meant the entry beyond it, in the direction they went.
+        bare = not any(name in st.query_params for name in views.SHARED)
+        skip_switch_entry(back=bare != entered)
+        # Written now, the entry would become a full one of this page, and the way back over it would stop there.
+        st.session_state[_SKIPPING] = True
+    if query and (entered or last.get(page) != signature):
         st.session_state[_NOTICES] = apply(page, query, shared=False)  # the router restores those
         st.session_state[_APPLIED] = {p.key: st.session_state[p.key] for p in views.params_of(page)
                                       if p.key in st.session_state}
@@ -73,11 +100,34 @@ def restore(page: str) -> None:
         st.caption("Some settings in the link were ignored: " + markdown_text(" ".join(notices)))
 
 
+def _history_navigation() -> bool:
+    """Whether this run is the browser's Back or Forward (Streamlit knows; it has no public API for it)."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and getattr(ctx, "is_history_navigation", False))
+
+
+def skip_switch_entry(*, back: bool) -> None:
+    """Back or Forward landed on the extra entry of a page switch: one more step the same way. The step is the
+    browser's own (history.back / forward from the component's same-origin frame), so the history stays one list
+    and Back and Forward keep working from wherever it lands. 1 px: the smallest frame Streamlit draws. A
+    Streamlit without st.iframe (before 1.52) skips nothing: there the user presses Back once more."""
+    if not hasattr(st, "iframe"):
+        return
+    if back:
+        st.iframe(GO_BACK, height=1)
+    else:
+        st.iframe(GO_FORWARD, height=1)
+
+
+def _shared_params() -> dict[str, str]:
+    """The sidebar's model and sentences as URL params (an empty one left out)."""
+    params = {name: str(st.session_state.get(key) or "") for name, key in views.SHARED.items()}
+    return {k: v for k, v in params.items() if v}
+
+
 def current_params(page: str) -> dict[str, str]:
     """The view on screen as URL params: model, sentences and the page's own settings."""
-    params = {name: str(st.session_state.get(key) or "") for name, key in views.SHARED.items()}
-    params = {k: v for k, v in params.items() if v}
-    return params | views.encode(page.strip("/"), st.session_state)
+    return _shared_params() | views.encode(page.strip("/"), st.session_state)
 
 
 def sync(page: str, *, after_run: bool = True) -> None:
@@ -88,6 +138,8 @@ def sync(page: str, *, after_run: bool = True) -> None:
     """
     page = page.strip("/")
     if not views.is_view(page):
+        if not after_run:
+            _write(page)  # the sidebar's model and sentences; the page's own params are its business
         return
     if not after_run:
         _write(page)
@@ -111,10 +163,15 @@ def write_now(page: str) -> None:
 
 
 def _write(page: str) -> None:
-    wanted = views.encode(page, st.session_state)
-    for name in [k for k in st.query_params if k not in views.SHARED and k not in wanted]:
-        del st.query_params[name]
-    for name, value in wanted.items():
-        if st.query_params.get(name) != value:
-            st.query_params[name] = value
-    st.session_state.setdefault(_LAST, {})[page] = tuple(sorted(wanted.items()))
+    """The URL of what is on screen: the sidebar's model and sentences, and a view's settings (another page keeps
+    its own params). One message, and none when nothing changed: each message is a browser history entry."""
+    if st.session_state.get(_SKIPPING):
+        return
+    if views.is_view(page):
+        own = views.encode(page, st.session_state)
+        st.session_state.setdefault(_LAST, {})[page] = tuple(sorted(own.items()))
+    else:
+        own = {k: st.query_params[k] for k in st.query_params if k not in views.SHARED}
+    wanted = _shared_params() | own
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)

@@ -211,6 +211,21 @@ JOB_STATE_MESSAGES = {
 }
 
 
+def _ended_message(record: jobs.JobRecord, cancelled_note: str | None) -> str:
+    """What a page says of its job that ended without a result, and when: in the session that ran it and, from
+    the durable record, after a reload (issue 48: a reload showed nothing of a cancelled job)."""
+    if record.state == "cancelled":
+        text = cancelled_note or JOB_STATE_MESSAGES["cancelled"]
+    else:
+        text = JOB_STATE_MESSAGES.get(record.state) or record.error or record.state
+    ended = record.finished_at or record.updated_at
+    if not ended:
+        return text
+    day = "" if time.strftime("%Y-%m-%d") == time.strftime("%Y-%m-%d", time.localtime(ended)) else \
+        time.strftime(" on %d %b %Y", time.localtime(ended))
+    return f"{text} ({record.state} at {time.strftime('%H:%M', time.localtime(ended))}{day})"
+
+
 def _job_slot(key: str) -> dict:
     """What the page remembers of its job `key`: the running job's id, the kept result and its params."""
     return st.session_state.setdefault(f"{key}.jobstate", {})
@@ -247,10 +262,13 @@ def _reattach(key: str, kind: str, params, load_result, cancelled_note: str | No
         found, results[record.id] = _finished_result(record, load_result) if record.state == "done" else (False, None)
         return found
 
+    slot = _job_slot(key)
+    newest = jobs.latest(kind, _job_params(key, params), accept=lambda record: True)
+    if newest is not None and not newest.active and newest.state != "done":  # cancelled, failed, killed: say so
+        slot["message"], slot["last_id"] = _ended_message(newest, cancelled_note), newest.id
     record = jobs.latest(kind, _job_params(key, params), accept=usable)
     if record is None:
         return
-    slot = _job_slot(key)
     slot["last_id"], slot["params"], slot["cancelled_note"] = record.id, params, cancelled_note
     if record.active:
         slot["id"] = record.id
@@ -286,7 +304,7 @@ def _collect(key: str, load_result: Callable[[dict], object] | None = None) -> N
     elif record is None:
         slot["message"] = JOB_STATE_MESSAGES["killed"]
     else:
-        slot["message"] = (record.state == "cancelled" and slot.get("cancelled_note")) or JOB_STATE_MESSAGES.get(record.state) or record.error or record.state
+        slot["message"] = _ended_message(record, slot.get("cancelled_note"))
 
 
 def job_progress(record: jobs.JobRecord, cancel_key: str) -> None:

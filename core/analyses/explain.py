@@ -116,9 +116,12 @@ class Explainer:
 
 
 def no_head_message(ref: str) -> str:
+    # Plain text, no Markdown: the page shows it through markdown_text (the model's name is someone else's text),
+    # which would print a code span's backticks literally (issue 48).
     return (f"'{display_name(ref)}' has no classifier head: it is a plain encoder, so there is no prediction to explain. "
             "Attention rollout, value zeroing and raw attention still show how tokens mix; pick a fine-tuned "
-            "classification run (Fine-tuning comparison page, or `python -m core finetune`) for the gradient methods.")
+            "classification run (the Fine-tuning comparison page, or the command python -m core finetune) for the "
+            "gradient methods.")
 
 
 def _sequence_classification_folder(folder: Path) -> bool:

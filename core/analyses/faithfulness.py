@@ -29,7 +29,13 @@ from core.progress import ProgressCallback, StopCheck, check_stop
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RANDOM = "random"
-DEFAULT_METHODS = METHODS
+# What a lesson can wait for (issue 48: all ten methods on 50 examples took ~30 min on 2 cores): four cheap
+# methods, one of each family (a gradient, a perturbation, two from attention), on 20 examples; all ten are one
+# click (the page) or `--methods all` (the CLI) away. Shapley, KernelSHAP and LIME run ~200 inputs per example
+# and IG one per step. Measured in bench/RESULTS.md ("Faithfulness default").
+QUICK_METHODS = ("grad-input", "occlusion", "rollout", "attention")
+QUICK_EXAMPLES = 20
+DEFAULT_METHODS = QUICK_METHODS
 
 # Human rationales by corpus source: name -> function(items) -> list of [W] 0/1 arrays (None where missing).
 # Empty: e-SNLI (Camburu et al. 2018) is not offline. Add a source here and the page/CLI can report plausibility.

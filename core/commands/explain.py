@@ -5,7 +5,7 @@ from __future__ import annotations
 from core import validation
 from core.model.encoding import read_input
 from core.analyses.explain import DEFAULT_SAMPLES, DEFAULT_STEPS, METHODS, WORD_RULE, explain, load_explainer
-from core.analyses.faithfulness import faithfulness
+from core.analyses.faithfulness import QUICK_EXAMPLES, QUICK_METHODS, faithfulness
 from core.commands import add_json_arguments, stderr_progress, warn, warn_degenerate, warn_truncated
 from core.data import corpus as corpora
 from core.training.runs import saved_degeneracy
@@ -29,8 +29,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("explain-faithfulness",
                               help="comprehensiveness / sufficiency (AOPC) of each explanation method over a corpus")
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder)")
-    p.add_argument("--corpus", default="snli:dev:200", help=corpora.CLI_HELP + "; default snli:dev:200")
-    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods (default: all)")
+    p.add_argument("--corpus", default=f"snli:dev:{QUICK_EXAMPLES}",
+                   help=corpora.CLI_HELP + f"; default snli:dev:{QUICK_EXAMPLES}")
+    p.add_argument("--methods", default=",".join(QUICK_METHODS),
+                   help=f"comma-separated methods, or 'all' for all {len(METHODS)} ({', '.join(METHODS)}); default "
+                        f"{','.join(QUICK_METHODS)}: the quick ones (Shapley, KernelSHAP and LIME run ~200 inputs "
+                        "per example)")
     p.add_argument("--steps", type=validation.positive, default=20, help="integrated-gradients steps per input (default 20)")
     add_perturbation_arguments(p)
     p.add_argument("--seed", type=validation.count, default=0,
@@ -77,7 +81,7 @@ def run_explain(args) -> int:
 
 
 def run_faithfulness(args) -> int:
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    methods = METHODS if args.methods.strip() == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     items = corpora.resolve(args.corpus, args.seed).items
     explainer = load_explainer(args.model, device=args.device)
     result = faithfulness(explainer, items, methods=methods, steps=args.steps, samples=args.samples, seed=args.seed,

@@ -6,7 +6,9 @@ import sys
 
 from core import validation
 from core.commands import add_json_arguments, stderr_progress
+from core.data import corpus as corpora
 from core.data.corpus import GRAMMAR
+from core.model.loading import load_model
 
 # core.training.mlm_head (torch) imported in functions: only when the command runs, never for --help.
 
@@ -37,6 +39,9 @@ def register(subparsers) -> None:
 def run_fit_mlm_head(args) -> int:
     from core.training.mlm_head import fit_mlm_head
 
+    estimate = None if args.quiet else _estimate(args)
+    if estimate:
+        print(estimate, file=sys.stderr, flush=True)  # before it starts (issue 48)
     fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=args.steps, seed=args.seed,
                        progress=stderr_progress(args), overwrite=args.overwrite)
     if args.json:
@@ -46,3 +51,15 @@ def run_fit_mlm_head(args) -> int:
               f"(best constant guess '{fit.constant_word}' {fit.constant_accuracy:.3f}); {fit.seconds:.0f} s",
               file=sys.stdout)
     return 0
+
+
+def _estimate(args) -> str | None:
+    """The fit's estimated time here, timed on a few of its sentences (a few seconds; the fit then loads again);
+    None for a model the fit will refuse (it says why)."""
+    from core.training.mlm_head import DEFAULT_STEPS, estimate_fit
+
+    sentences = list(corpora.resolve(args.corpus, seed=args.seed).sentences)[: args.limit]
+    lm = load_model(args.model, masked_lm=True)
+    if lm.masked_lm is not None:
+        return None
+    return estimate_fit(lm, sentences, args.steps or DEFAULT_STEPS).text()

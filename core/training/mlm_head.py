@@ -48,6 +48,9 @@ ENCODE_BATCH = 64
 LEARNING_RATE = 1e-3
 
 
+PROBE_SENTENCES, PROBE_STEPS = 32, 4  # what an estimate times: a fit's two loops, a few seconds in all
+
+
 class HeadFitError(ValueError):
     """A fit that cannot start: the model already has a head, too few sentences, a bad name."""
 
@@ -279,13 +282,14 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
         sentences = sentences[: check_count(limit, "--limit", minimum=1)]
     train, held = _split(sentences, seed)
     destination = artefacts.heads_dir() / out
+    # Timed first (a few seconds), so the progress line weighs the two phases by their time and says what is left.
+    work = FitProgress(progress, estimate_fit(lm, train + held, steps))
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    total = len(train) + len(held)
-    vectors, labels, _ = encode_masked(lm, train, rng, progress=progress, should_stop=should_stop, total=total + steps)
+    vectors, labels, _ = encode_masked(lm, train, rng, progress=work.encoded, should_stop=should_stop)
     held_vectors, held_labels, held_groups = encode_masked(
-        lm, held, np.random.default_rng(seed + 1), all_mask=True, progress=progress, should_stop=should_stop,
-        done_before=len(train), total=total + steps)
+        lm, held, np.random.default_rng(seed + 1), all_mask=True, progress=work.encoded, should_stop=should_stop,
+        done_before=len(train))
     encode_seconds = time.perf_counter() - started
     if len(labels) == 0:
         raise HeadFitError("no word could be masked: the corpus has no words")
@@ -312,8 +316,8 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
         optimiser.step()
         schedule.step()
         losses.append(float(loss.detach()))
-        if progress is not None and (step % 50 == 0 or step == steps - 1):
-            progress(total + step + 1, total + steps, f"training the head: step {step + 1}/{steps}, loss {loss:.3f}")
+        if step % 50 == 0 or step == steps - 1:
+            work.stepped(step + 1, losses[-1])
 
     with torch.no_grad():
         predicted = torch.cat([head(chunk).argmax(-1) for chunk in torch.split(held_vectors.to(lm.device), 4096)])
@@ -334,6 +338,105 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
         constant_word=lm.tokenizer.decode(list(constant_ids)).strip(),
         loss=round(float(np.mean(losses[-100:])), 4), seconds=round(time.perf_counter() - started, 2),
         encode_seconds=round(encode_seconds, 2))
+
+
+def about(seconds: float) -> str:
+    """A duration as a person says it: "about 40 s", "about 12 min", "about 1 h 20 min"."""
+    seconds = max(1, round(seconds))
+    if seconds < 90:
+        return f"about {seconds} s"
+    minutes = round(seconds / 60)
+    return f"about {minutes} min" if minutes < 60 else f"about {minutes // 60} h {minutes % 60} min"
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    """How long a fit of `steps` steps over `sentences` sentences should take here, from rates measured just now
+    on this machine (measure_rates): encoding every sentence once, then the head's steps."""
+
+    sentences: int
+    steps: int
+    sentences_per_second: float
+    steps_per_second: float
+
+    @property
+    def encode_seconds(self) -> float:
+        return self.sentences / self.sentences_per_second
+
+    @property
+    def train_seconds(self) -> float:
+        return self.steps / self.steps_per_second
+
+    @property
+    def seconds(self) -> float:
+        return self.encode_seconds + self.train_seconds
+
+    def text(self) -> str:
+        return (f"Estimated time: {about(self.seconds)} on this computer ({self.sentences:,} sentences to encode at "
+                f"{self.sentences_per_second:.0f} a second, then {self.steps:,} training steps at "
+                f"{self.steps_per_second:.1f} a second; measured just now, so other work on the machine counts).")
+
+
+def measure_rates(lm: LoadedModel, sample: Sequence[str], probe_steps: int = PROBE_STEPS) -> tuple[float, float]:
+    """(sentences encoded a second, head steps a second): a fit's two loops timed on `sample` and on
+    `probe_steps` steps of a throw-away head, each after one untimed round (the first call of a kernel is slow)."""
+    sample = list(sample)
+    if not sample:
+        raise HeadFitError("no sentences to time")
+    encode_masked(lm, sample[:2], np.random.default_rng(0))
+    started = time.perf_counter()
+    vectors, labels, _ = encode_masked(lm, sample, np.random.default_rng(0))
+    encode_rate = len(sample) / max(time.perf_counter() - started, 1e-6)
+    if len(labels) == 0:
+        raise HeadFitError("no word could be masked: the corpus has no words")
+    mlm = masked_lm_class(lm)
+    for p in mlm.base_model.parameters():
+        p.requires_grad_(False)
+    head = _head_of(mlm)
+    optimiser = torch.optim.AdamW(head_parameters(mlm), lr=LEARNING_RATE)
+    # A real step's batch: BATCH_VECTORS vectors (drawn with replacement from the few the sample gave).
+    pick = torch.randint(len(labels), (BATCH_VECTORS,), generator=torch.Generator().manual_seed(0))
+    batch, targets = vectors[pick].to(lm.device), labels[pick].to(lm.device)
+    for round_ in range(probe_steps + 1):
+        if round_ == 1:
+            started = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(head(batch), targets)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+    return encode_rate, probe_steps / max(time.perf_counter() - started, 1e-6)
+
+
+def estimate_fit(lm: LoadedModel, sentences: Sequence[str], steps: int) -> FitEstimate:
+    """The time a fit over `sentences` for `steps` steps should take on this machine, timed on a few of them."""
+    return FitEstimate(len(sentences), steps, *measure_rates(lm, list(sentences)[:PROBE_SENTENCES]))
+
+
+class FitProgress:
+    """One progress line for the whole fit: the phase in words with its own count, and the share of the whole
+    in percent (progress(percent, 100, line): a job of unit "%"), weighted by the estimate's time per phase,
+    with the time left. (It read "step 1/1000 … 9851 / 10850 steps": sentences and steps added up.)"""
+
+    def __init__(self, progress: ProgressCallback, estimate: FitEstimate):
+        self.progress, self.estimate, self.started = progress, estimate, time.perf_counter()
+
+    def _report(self, done_seconds: float, line: str) -> None:
+        if self.progress is None:
+            return
+        share = min(1.0, done_seconds / max(self.estimate.seconds, 1e-9))
+        elapsed = time.perf_counter() - self.started
+        # The time left at the pace seen so far (the estimate's until there is enough to go by).
+        left = self.estimate.seconds - done_seconds if share < 0.02 else elapsed / share * (1 - share)
+        self.progress(int(100 * share), 100, f"{line}; {about(left)} left" if share < 1 else line)
+
+    def encoded(self, done: int, total: int | None = None, message: str | None = None) -> None:
+        """encode_masked's progress callback: `done` sentences of the whole fit encoded."""
+        self._report(done / self.estimate.sentences_per_second,
+                     f"encoding sentence {done:,} of {self.estimate.sentences:,}")
+
+    def stepped(self, step: int, loss: float) -> None:
+        self._report(self.estimate.encode_seconds + step / self.estimate.steps_per_second,
+                     f"training the head: step {step:,} of {self.estimate.steps:,}, loss {loss:.3f}")
 
 
 def _head_of(mlm):

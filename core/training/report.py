@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from core import numbering, references
 from core.training.evaluation import run_degeneracy
 from core.training.recipe import format_layer_set
 from core.training.runs import RunInfo
+from core.training.tasks import is_user_file
 
 
 
@@ -74,6 +77,11 @@ def progress_text(run: RunInfo, queue_position: int | None = None) -> str:
             f"{s.get('examples_per_second') or 0:.1f} examples/s" + (f", about {eta:.0f} s left" if eta is not None else ""))
 
 
+def task_label(task: str | None) -> str | None:
+    """A run's task as its tables show it: a built-in task's name, a user file's own name (not where it is kept)."""
+    return Path(task).name if task and is_user_file(task) else task
+
+
 def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
     """One row per run: name, state (`phase`: the same words as the progress line), task, model, objective, layers,
     head, accuracy, train time, speed."""
@@ -84,7 +92,7 @@ def runs_table(runs: list[RunInfo]) -> pd.DataFrame:
             {
                 "run": r.name,
                 "state": phase(r),
-                "task": rec.get("task"),
+                "task": task_label(rec.get("task")),
                 "model": rec.get("model"),
                 "objective": rec.get("objective"),
                 "protocol": rec.get("protocol", "bertlens"),
@@ -133,7 +141,7 @@ def compare_table(runs: list[RunInfo]) -> pd.DataFrame:
     for r in runs:
         m, rec = r.metrics or {}, r.recipe
         column = {
-            "task": rec.get("task"),
+            "task": task_label(rec.get("task")),
             "model": rec.get("model"),
             "layers": m.get("num_layers"),
             "head": rec.get("head"),

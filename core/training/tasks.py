@@ -30,12 +30,15 @@ import gzip
 import io
 import json
 import random
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.analyses.aspect_heads import semeval_pairs
 from core.data import datasets as local_data
 from core.data.datasets import DataUnavailable, Example
+from core import settings
+from core.files import write_bytes_atomic
 from core.model.loading import hub_reachable
 from core.validation import nesting_problem
 
@@ -111,6 +114,18 @@ class TaskData:
 
 def is_user_file(task: str) -> bool:
     return task not in BUILTIN_TASKS
+
+
+def save_user_file(name: str, data: bytes) -> Path:
+    """Keep an uploaded task file as models_cache/uploads/<a folder of its own>/<the name the user gave it>: a
+    recipe names its task file by path, and every message about the file names it by path.name, so the user reads
+    their own file's name (a time stamp prefixed to it showed as "1795871913-wrong_cols.csv", issue 48)."""
+    own_name = Path(str(name).replace("\\", "/")).name.strip() or "upload.csv"
+    folder = settings.cache_dir() / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(dir=folder)) / own_name
+    write_bytes_atomic(path, data)
+    return path
 
 
 def load_task(
@@ -398,7 +413,8 @@ def classification_data(recipe) -> TaskData:
     data = load_task(recipe.task, train_limit=recipe.train_limit, eval_limit=recipe.eval_limit, seed=recipe.seed,
                      source=recipe.data_source, eval_split=recipe.eval_split)
     if not data.eval:
-        raise TaskError(f"Task '{recipe.task}' has no evaluation examples.")
+        shown = Path(recipe.task).name if is_user_file(recipe.task) else recipe.task  # the user's name, not our path
+        raise TaskError(f"Task '{shown}' has no evaluation examples.")
     return data
 
 

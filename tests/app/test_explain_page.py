@@ -6,6 +6,7 @@ import numpy as np
 
 from core.analyses import explain as ex
 from core.safe_text import markdown_text
+from tests.markdown_text import plain
 from tests.integration.test_explain import make_seq_classifier
 
 PAGE = "app_pages/explain.py"
@@ -33,6 +34,8 @@ def test_model_without_head_gets_message_and_rollout(make_app, chart_rows, tiny_
     warning = next(w.value for w in at.warning if "no classifier head" in w.value)
     assert markdown_text(f"'{tiny_bert_dir.name}' has no classifier head") in warning  # the short name, escaped
     assert str(tiny_bert_dir.parent) not in warning and markdown_text(str(tiny_bert_dir.parent)) not in warning
+    # Issue 48: an escaped backtick is drawn as a literal one; the warning read "… or `python -m core finetune`)".
+    assert "\\`" not in warning and "`" not in plain(warning)
     assert at.multiselect(key="explain.methods").value == ["rollout"]
     expected = ex.explain(ex.load_explainer(str(tiny_bert_dir), device="cpu"), "the cat sat", method="rollout")
     np.testing.assert_allclose([r["score"] for r in chart_rows(at, 0)], expected.word_scores, atol=1e-6)
@@ -134,3 +137,23 @@ def test_perturbation_methods_chosen_on_the_page_draw_core_scores(make_app, char
         assert [r["text"] for r in rows] == list(expected.words)
     assert any("windows of 2 word(s)" in c.value for c in at.caption)
     assert any("60 samples" in c.value for c in at.caption)
+
+
+def test_faithfulness_starts_quick_and_all_methods_are_one_click_away(make_app, tmp_path):
+    """Issue 48: "Score the methods" defaulted to all 10 methods × 50 examples (~30 min on 2 cores)."""
+    from core.analyses.explain import METHODS
+    from core.analyses.faithfulness import QUICK_METHODS
+
+    folder = make_seq_classifier(tmp_path / "seqcls")
+    at = make_app(str(folder), "the cat sat on the mat")
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, at.exception
+    methods = at.multiselect(key="explain.faith.methods")
+    assert methods.value == list(QUICK_METHODS) and len(QUICK_METHODS) <= 4
+    assert {"shapley", "kernel-shap", "lime", "ig"}.isdisjoint(methods.value)  # the slow ones wait for a click
+    sizes = [n.value for n in at.number_input if n.key in ("explain.faith.dataset_limit", "explain.size")]
+    assert sizes and all(size <= 20 for size in sizes), sizes
+    at.button(key="explain.faith.all").click().run()
+    assert at.multiselect(key="explain.faith.methods").value == list(METHODS)
+    assert at.button(key="explain.faith.all").disabled

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+from pathlib import Path
 
 import numpy as np
 
@@ -266,3 +268,50 @@ def test_runs_table_and_progress_line_say_the_same_phase(page, monkeypatch):
     assert table.set_index("run").loc["phase-run", "state"] == "training"
     (line,) = [p.proto.text for p in at.get("progress") if "phase-run" in p.proto.text]
     assert "step 4/8" in line and "loss 0.5000" in line and "9.0 examples/s" in line
+
+
+class _Upload:
+    """What st.file_uploader returns for one file. AppTest cannot upload, so the page's uploader is replaced by one
+    that always holds this file."""
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self._data = name, data
+
+    def getvalue(self) -> bytes:
+        return self._data
+
+
+def test_an_uploaded_file_is_never_dropped_and_its_errors_name_it(page, monkeypatch):
+    """Issue 48: a CSV uploaded while Task was still SNLI was ignored and an SNLI run started without a word; with
+    Task = My file, a bad file's error named our saved copy ("1795871913-wrong_cols.csv")."""
+    from core.training import list_runs
+    from tests.markdown_text import plain
+
+    monkeypatch.setattr("core.jobs.subprocess.Popen", lambda command, **kw: FakeProcess())
+    upload = _Upload("wrong_cols.csv", b"sentence,category\nthe cat sat,a\nthe dog ran,b\nthe cat ran,a\n")
+    monkeypatch.setattr("streamlit.file_uploader", lambda *args, **kwargs: upload)
+    at = page()
+    assert at.selectbox(key="finetune.task").value == "snli"
+    at.text_input(key="finetune.run_name").input("upload-run")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception
+    shown = [plain(e.value) for e in at.error]
+    assert any("wrong_cols.csv" in e and "would not be used" in e and "My file" in e for e in shown), shown
+    assert not list_runs()  # nothing started
+
+    at.selectbox(key="finetune.task").set_value("my file")
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    shown = [plain(e.value) for e in at.error]
+    assert any(e.startswith("wrong_cols.csv") for e in shown), shown
+    assert not any(re.search(r"\d+-wrong_cols", e) for e in shown), shown
+    assert not list_runs()
+
+    upload.name, upload._data = "animals.csv", "".join(
+        ["text,label\n"] + [f"the {a} sat on the mat,{a}\n" for a in ["cat", "dog"] * 20]).encode()
+    at.button(key="FormSubmitter:finetune.form-Queue run").click().run()
+    assert not at.exception and not at.error
+    task = Path(list_runs()[0].recipe["task"])
+    assert task.name == "animals.csv" and task.read_bytes() == upload.getvalue()
+    at.run()  # the runs table names the file as the user did, not where it is kept
+    runs = next(d.value for d in at.dataframe if "task" in d.value.columns)
+    assert runs["task"].tolist() == ["animals.csv"]

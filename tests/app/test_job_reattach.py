@@ -100,3 +100,24 @@ def test_a_study_finished_before_a_server_restart_is_read_back_from_its_record(m
     assert fresh.session_state["reproduce.fake.jobstate"]["last_id"] == job_id
     assert any(s.value.startswith("**Reproduced**") for s in fresh.success)
     assert fresh.get("vega_lite_chart")
+
+
+def test_a_cancelled_job_says_so_and_when_after_a_reload(monkeypatch):
+    """Issue 48: after a reload a cancelled job said nothing (the page looked as if it had never run)."""
+    import time
+
+    from tests.markdown_text import plain
+
+    monkeypatch.setattr(fake_study, "STEP_SECONDS", 0.05)
+    job_id = start_slow(_reproduce_session(monkeypatch, **{"reproduce.fake.limit": 400}))
+    assert jobs.cancel(job_id)
+    record = jobs.wait(job_id, timeout=30)
+    assert record.state == "cancelled" and record.finished_at
+
+    reloaded = _reproduce_session(monkeypatch, **{"reproduce.fake.limit": 400})
+    when = time.strftime("%H:%M", time.localtime(record.finished_at))
+    shown = [plain(w.value) for w in reloaded.warning]
+    assert any("Cancelled" in w and f"cancelled at {when}" in w for w in shown), shown
+    assert reloaded.button(key="reproduce.fake.run")  # and it can be run again from there
+    other = _reproduce_session(monkeypatch, **{"reproduce.fake.limit": 3})  # other settings: not their job
+    assert not [w for w in other.warning if "Cancelled" in w.value]

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from core.safe_text import markdown_text
+from tests.markdown_text import plain
 from tests.tiny_mlm import make_tiny_mlm
 
 PAGE = "app_pages/masked.py"
@@ -136,6 +137,9 @@ def test_a_model_without_a_head_gets_one_fitted_as_a_job_and_can_use_it(tiny_ber
     at.number_input(key="masked.fit_steps").set_value(20)
     at.text_input(key="masked.fit_name").set_value("tiny-fitted")
     at.run()
+    # Issue 48: the time it should take, before it starts (measured here), in the sentences and steps asked for.
+    estimate = [plain(c.value) for c in at.caption if "Estimated time" in c.value]
+    assert estimate and "20 training steps" in estimate[0] and "about" in estimate[0], estimate
     at.button(key="masked.fit_head.run").click().run()
     deadline = time.time() + 180
     while not at.success and time.time() < deadline:

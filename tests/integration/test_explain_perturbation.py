@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from core.analyses import explain as ex
-from core.analyses.faithfulness import DEFAULT_METHODS, RANDOM, faithfulness, n_top
+from core.analyses.faithfulness import RANDOM, faithfulness, n_top
 from core.training.classifier import predict_logits, softmax
 from tests.conftest import TINY_VOCAB
 from tests.integration.test_explain import LABELS, make_seq_classifier
@@ -144,7 +144,7 @@ def test_faithfulness_table_has_the_perturbation_methods_and_they_beat_random_on
     toy = linear_toy(seqcls)
     items = ["cat sat on mat dog ran", "dog ran on mat", "cat sat"]
     methods = ("occlusion", "shapley", "kernel-shap", "lime")
-    assert set(methods) <= set(DEFAULT_METHODS)
+    assert set(methods) <= set(ex.METHODS)
     result = faithfulness(toy, items, methods=methods)
     assert result.methods == methods + (RANDOM,)
     # deleting the top-k words by the true weights drops p(yes) (the predicted class) by their weights' sum

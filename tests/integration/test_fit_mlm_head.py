@@ -135,3 +135,42 @@ def test_minilm_head_beats_the_best_constant_guess_on_held_out_snli(minilm_dir, 
     fit = mlm_head.fit_mlm_head(str(minilm_dir), "snli:train:800", "minilm-quick", steps=80)
     assert fit.held_out_words >= 50
     assert fit.top1_accuracy > fit.constant_accuracy, fit
+
+
+def test_the_estimate_adds_the_two_measured_phases():
+    """Issue 48: the fit's time said before it starts: its sentences at the encoding rate, its steps at the step rate."""
+    estimate = mlm_head.FitEstimate(sentences=1000, steps=300, sentences_per_second=50.0, steps_per_second=10.0)
+    assert (estimate.encode_seconds, estimate.train_seconds, estimate.seconds) == (20.0, 30.0, 50.0)
+    assert estimate.text().startswith("Estimated time: about 50 s on this computer (1,000 sentences")
+    assert [mlm_head.about(s) for s in (40, 600, 4800)] == ["about 40 s", "about 10 min", "about 1 h 20 min"]
+
+
+def test_the_progress_is_one_line_with_the_phase_count_and_the_whole_in_percent(tiny_encoder, tiny_corpus):
+    """Issue 48: the line read "step 1/1000 … 9851 / 10850 steps", sentences and steps added into one counter."""
+    import re
+
+    seen = []
+    fit = mlm_head.fit_mlm_head(tiny_encoder, tiny_corpus, "progress-head", steps=120,
+                                progress=lambda done, total, message: seen.append((done, total, message)))
+    assert {total for _, total, _ in seen} == {100}  # the whole, in percent
+    shares = [done for done, _, _ in seen]
+    assert shares == sorted(shares) and shares[-1] == 100
+    sentences = fit.sentences + fit.held_out
+    encoding = [m for _, _, m in seen if m.startswith("encoding")]
+    training = [m for _, _, m in seen if m.startswith("training")]
+    assert encoding and training and len(encoding) + len(training) == len(seen)
+    assert [m.startswith("encoding") for _, _, m in seen] == [True] * len(encoding) + [False] * len(training)
+    for line in encoding:
+        done, of = map(lambda n: int(n.replace(",", "")), re.match(r"encoding sentence ([\d,]+) of ([\d,]+)", line).groups())
+        assert of == sentences and 0 < done <= sentences
+    for line in training:
+        step, of = map(int, re.match(r"training the head: step (\d+) of (\d+), loss", line).groups())
+        assert of == 120 and 0 < step <= 120
+    assert all("left" in m for d, _, m in seen if d < 100)
+
+
+def test_cli_says_the_estimate_before_it_starts(tiny_encoder, tiny_corpus, capsys):
+    assert main(["fit-mlm-head", "--model", tiny_encoder, "--corpus", tiny_corpus, "--steps", "10", "--out",
+                 "estimated-head", "--json"]) == 0
+    first = capsys.readouterr().err.lstrip("\r").splitlines()[0]
+    assert first.startswith("Estimated time: about") and "10 training steps" in first

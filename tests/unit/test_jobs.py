@@ -214,3 +214,11 @@ def test_at_most_max_jobs_run_at_once_the_rest_queue_with_their_place(monkeypatc
 def test_ordinals():
     assert [jobs.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
         "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
+
+
+def test_a_job_of_several_phases_counts_the_whole_in_percent():
+    """Issue 48: fitting a head read "step 1/1000 … 9851 / 10850 steps"; a "%" job's message counts its phase."""
+    record = jobs.JobRecord("id", "k", {}, "running", done=64, total=100, unit="%",
+                            message="training the head: step 200 of 1,000, loss 5.100; about 3 min left")
+    assert record.progress_text == "training the head: step 200 of 1,000, loss 5.100; about 3 min left (64 % done)"
+    assert record.fraction == 0.64
