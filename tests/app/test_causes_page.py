@@ -50,7 +50,7 @@ def settle(at: AppTest) -> AppTest:
 def _grid(rows: list[dict], layers: int, width: int, column: str = "patched") -> np.ndarray:
     grid = np.full((layers, width), np.nan)
     for i, row in enumerate(rows):
-        grid[row["layer"], i % width] = row[column]
+        grid[row["layer"] - 1, i % width] = row[column]  # the chart shows layers 1..L (core.numbering)
     return grid
 
 
@@ -64,7 +64,7 @@ def test_heatmaps_hold_the_patching_result(mlm_dir, method):
     for result, title in ((heads, "over heads"), (positions, "over positions")):
         rows = chart_rows_titled(at, title)
         layers, width = result.patched.shape
-        assert [r["layer"] for r in rows] == list(np.repeat(np.arange(layers), width))
+        assert [r["layer"] for r in rows] == list(np.repeat(np.arange(layers) + 1, width))
         np.testing.assert_allclose(_grid(rows, layers, width), result.patched, atol=1e-5)
         np.testing.assert_allclose(_grid(rows, layers, width, "recovered"), result.recovered, atol=1e-5)
     # every token labels its own column of the position grid
