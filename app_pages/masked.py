@@ -17,6 +17,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets.common import sidebar_place
 from app_pages.widgets import ask_class
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
@@ -101,7 +102,7 @@ def render() -> None:
         return
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar with [MASK] where a word should be guessed, or pick an example above.")
+        st.info(f"Type a sentence in {sidebar_place()} with [MASK] where a word should be guessed, or pick an example above.")
         return
 
     picked_a = pick_words(lm, text_a, "A")

@@ -64,7 +64,7 @@ def use_sidebar_model() -> None:
 
 
 c1, c2, c3, c4, c5 = st.columns([3, 3, 1, 1, 1])
-c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
+c1.button("Measure the model you picked", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",

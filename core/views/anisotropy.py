@@ -13,7 +13,7 @@ from core.data import corpus as corpora
 from core.data.sources import BUILTIN, named_spec
 from core.model.encoding import run_counting_cuts
 from core.model.loading import ModelUnavailable, available_models
-from core.views import LAYER, LIMIT, Caches, Param, Planned, View, corpus_params, flag, parse
+from core.views import LAYER, LIMIT, Caches, Param, Planned, View, corpus_params, parse
 
 P = "anisotropy."
 JOB_KEY, KIND, UNIT = "anisotropy", "anisotropy", "sentences"
