@@ -12,10 +12,10 @@ import streamlit as st
 from app_pages.shell import prefetch as step_jobs
 from app_pages.shell import presenter, router, url_state
 from app_pages.widgets import ask_class
-from app_pages.widgets.common import MODEL_KEY, PRESENTING, SLIDE, Slide, cached_encoding, cached_model
+from app_pages.widgets.common import PRESENTING, SLIDE, Slide, cached_encoding, cached_model
 from core import lessons, views
 from core.safe_text import markdown_text
-from core.model.loading import ModelUnavailable, availability
+from core.model.loading import ModelUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 P = "present."
@@ -123,10 +123,6 @@ with speaker_notes:
     st.markdown(markdown_text(step.notes, keep_lines=True) if step.notes else "_No notes for this step._")
     for notice in st.session_state.get(P + "notices", ()):
         st.caption(markdown_text(notice))
-    step_model = st.session_state.get(MODEL_KEY) or ""
-    checked = availability(step_model) if step_model else None
-    if checked is not None and not checked.loadable:
-        st.caption("This step's model cannot load: " + markdown_text(checked.reason))
     if missing:
         st.caption("Missing models: " + markdown_text(" ".join(missing_notes)))
     if step_jobs.step_line(index):
