@@ -79,13 +79,21 @@ def open_step(name: str, number: int) -> AppTest:
     return at
 
 
+def found(text: str, needle: str) -> str:
+    i = text.find(needle)
+    return "" if i < 0 else text[max(0, i - 150):i + 80]
+
+
 def check_slide(at: AppTest, step: lessons.Step, cache) -> None:
-    """No sidebar anywhere (notes included), no cache path or run id on the slide, the title first."""
-    everything = " ".join(text_of(n) for n in walk(at.main, skip_notes=False)).lower()
-    assert "sidebar" not in everything, step.title
+    """No sidebar anywhere (speaker notes included); no cache path outside the speaker notes; no run id on the
+    slide itself (title and chart area: the page's folded settings list runs by name); the step's title first."""
+    everything = " ".join(text_of(n) for n in walk(at.main, skip_notes=False))
+    assert "sidebar" not in everything.lower(), (step.title, found(everything.lower(), "sidebar"))
     assert "sidebar" not in step.notes.lower()
-    slide_text = " ".join(text_of(n) for n in walk(at.main))
-    assert str(cache) not in slide_text and HERE_RUN not in slide_text, step.title
+    outside_notes = " ".join(text_of(n) for n in walk(at.main))
+    assert str(cache) not in outside_notes, (step.title, found(outside_notes, str(cache)))
+    slide = " ".join(text_of(n) for n in [*at.header, *walk(slide_area(at))])
+    assert HERE_RUN not in slide, (step.title, found(slide, HERE_RUN))
     assert [h.value for h in at.header][0].replace("\\", "") == step.title
 
 
