@@ -17,7 +17,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
-from app_pages.widgets.common import sidebar_place
+from app_pages.widgets.common import on_slide, sidebar_place
 from app_pages.widgets import ask_class
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
@@ -96,8 +96,9 @@ def render() -> None:
     if lm is None:
         return
     if lm.masked_lm is None:
-        st.warning(markdown_text(no_head_message(lm)))
-        offer_models(mlm_alternatives(lm))
+        with on_slide():  # presenter mode: the class sees why there are no guesses, and the models that make them
+            st.warning(markdown_text(no_head_message(lm)))
+            offer_models(mlm_alternatives(lm))
         fit_head_section(lm)
         return
     text_a, text_b = sentences()

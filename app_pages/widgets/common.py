@@ -292,6 +292,10 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     if slide is not None and not _in_fragment():  # presenter mode: on the slide, above the page's folded settings
         slide.waiting.empty()
         slide.charts += 1
+        if isinstance(chart, (alt.Chart, alt.LayerChart)) and not layout.is_faceted(chart):
+            # One plot fills the slide's width (its builder's own width was for a page's column); its height stays.
+            chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+            options["width"] = "stretch"
         return slide.area.altair_chart(layout.for_presentation(chart), **options)
     return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
 
