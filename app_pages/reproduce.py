@@ -11,6 +11,7 @@ import streamlit as st
 
 from app_pages.shell import url_state
 from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref
+from app_pages.widgets.common import PRESENTING
 from core import protocols, references, studies
 from core.studies import seeds as seed_runs
 from core.charts import reproduce as reproduce_charts
@@ -64,7 +65,7 @@ def use_sidebar_model() -> None:
 
 
 c1, c2, c3, c4, c5 = st.columns([3, 3, 1, 1, 1])
-c1.button("Measure the model you picked", key=P + "use_sidebar", on_click=use_sidebar_model,
+c1.button("Measure this step's model" if PRESENTING.get() else "Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",
