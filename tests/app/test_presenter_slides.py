@@ -144,3 +144,29 @@ def test_a_step_whose_model_cannot_load_offers_the_local_models(here, tmp_path):
     assert not at.exception, at.exception
     assert at.session_state["model"] == HEAD and charts_on_slide(at) >= 1
     assert not [b for b in at.button if b.key and b.key.startswith("present.use_model.")]
+
+
+@pytest.mark.parametrize("name", list(lessons.builtin()))
+def test_every_builtin_step_draws_in_the_app(name, here, minilm_dir):
+    """Each step opened as its link (`/<page>?<params>`) in the app itself, with the sidebar: a chart, except where
+    the step needs a run trained before class; a corpus pass (presenter mode prepares it ahead) is run with the
+    page's own Run button. A model that needs a download is swapped for the local masked-word head, as the slide's
+    offer would."""
+    from core import views
+
+    for step in lessons.builtin()[name].steps:
+        params = {**step.params, **({"model": HEAD} if step.params.get("model") == "bert-base-uncased" else {})}
+        at = AppTest.from_file(APP_FILE, default_timeout=300)
+        at.query_params.update(params)
+        at.switch_page(views.page_file(step.page)).run()
+        assert not at.exception, (step.title, at.exception)
+        if step.title in NO_CHART_YET.values():
+            continue
+        run = [b for b in at.button if (b.key or "").endswith(".run")]
+        if not at.get("vega_lite_chart") and run:
+            run[0].click().run()
+            job = at.session_state[run[0].key[:-len(".run")] + ".jobstate"]["last_id"]
+            assert jobs.wait(job, timeout=600).state == "done", step.title
+            at.run()
+            assert not at.exception, (step.title, at.exception)
+        assert at.get("vega_lite_chart"), f"{step.title}: no chart in the app"
