@@ -488,6 +488,31 @@ def timelapse_charts(run, step: int | None = None) -> list[tuple[alt.TopLevelMix
     return [(chart, captions[part]) for part, (chart, _) in timelapse_charts_module.frame_charts(result, index).items()]
 
 
+def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
+    """The fine-tuning page's comparison of finished runs on this computer (names; None: the newest two, as the page
+    picks): per-class F1 and confusion matrices of the classifiers, then the training loss, as [(chart, caption)];
+    [] when no run has finished. ValueError for a name that is not a finished run."""
+    from core.charts import finetune as finetune_charts
+    from core.training import list_runs
+
+    done = [r for r in list_runs() if r.state == "done"]
+    if runs:
+        unknown = [name for name in runs if name not in {r.name for r in done}]
+        if unknown:
+            raise ValueError(f"No finished run named {', '.join(map(repr, unknown))} (python -m core runs lists them).")
+    chosen = [r for r in done if r.name in runs] if runs else done[-2:]
+    classifiers = [r for r in chosen if r.metrics.get("accuracy") is not None]
+    out = []
+    if classifiers:
+        out += [(finetune_charts.f1_chart(classifiers), "F1 of each class, per run."),
+                (finetune_charts.confusion_chart(classifiers), "Confusion matrices (rows: true class, columns: "
+                                                               "predicted; colour: share of the row).")]
+    losses = pd.concat([finetune_charts.loss_frame(r.metrics, r.name) for r in chosen]) if chosen else pd.DataFrame()
+    if len(losses):
+        out.append((finetune_charts.loss_chart(losses), "Training loss of each run."))
+    return out
+
+
 # ---- reproduce a paper -------------------------------------------------------------------------------------------
 
 def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
@@ -518,9 +543,9 @@ def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.T
     """The charts of one app view, for a lesson step {"page": url_path, "params": {url param: str}}: a list of
     (chart, caption), drawn by the view's `charts` (core/views/), which calls the functions above. Reads the
     sidebar's model / a / b and the view's own URL params; a view whose charts need a trained run or a long job
-    (finetune, reproduce; a finetune step naming a time-lapse run on this computer draws its frame; a bias step
-    draws its word counts), has none (home), or is not registered gives [] and the step is shown by its title and
-    notes. Unknown params are ignored, as in the app."""
+    (a finetune step without a finished run, or naming a time-lapse run not on this computer) or that has none
+    (home), or a page not registered, gives [] and the step is shown by its title and notes. Unknown params are
+    ignored, as in the app."""
     params = dict(params or {})
     if not views.is_view(page or "") or views.get(page or "").charts is None:
         return []
