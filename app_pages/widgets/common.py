@@ -228,7 +228,6 @@ class Slide:
     area: object
     waiting: object
     notes: object = None  # the speaker notes' expander: what only the presenter needs (commands, reasons, names)
-    charts: int = 0
     load_errors: set = field(default_factory=set)  # models whose loading error the slide has shown
 
 
@@ -269,7 +268,7 @@ def _in_fragment() -> bool:
 def sidebar_place() -> str:
     """Where the model and sentence boxes are, for a message that sends the user there: presenter mode hides the
     sidebar and puts them in the slide's settings, under the chart."""
-    return "the settings under the chart" if PRESENTING.get() else "the sidebar"
+    return "“Settings of this view” under the chart" if PRESENTING.get() else "the sidebar"
 
 
 def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
@@ -291,7 +290,6 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     slide = SLIDE.get()
     if slide is not None and not _in_fragment():  # presenter mode: on the slide, above the page's folded settings
         slide.waiting.empty()
-        slide.charts += 1
         if isinstance(chart, (alt.Chart, alt.LayerChart)) and not layout.is_faceted(chart):
             # One plot fills the slide's width (its builder's own width was for a page's column); its height stays.
             chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
