@@ -111,8 +111,12 @@ else:  # Streamlit before st.iframe
 st.header(markdown_text(step.title), anchor=False)
 area = st.container(key=P + "slide")
 waiting = area.empty()
-waiting.caption("This step's chart appears here once it is computed: its settings, and its Run button where it has "
-                "one, are under “Settings of this view” below.")
+prepared = step_jobs.step_state(index)
+if prepared is not None and prepared[0] in ("running", "queued"):  # redrawn by the page when its job ends
+    waiting.caption(f"This step's chart is being computed ({markdown_text(prepared[1])}); it appears here when done.")
+else:
+    waiting.caption("This step's chart appears here once it is computed: its settings, and its Run button where it "
+                    "has one, are under “Settings of this view” below.")
 settings = st.expander("Settings of this view (model, sentences, options)", icon=":material/tune:")
 notes = st.container()
 # Speaker notes stay folded under the slide: the presenter opens them on their own screen, the class sees the view.

@@ -134,9 +134,15 @@ def status_list() -> None:
     _live_list() if any_active() else _draw_list()
 
 
-def step_line(index: int) -> str | None:
-    """The preparation state of step `index` (0-based) for the speaker notes, None when it needs no pass."""
+def step_state(index: int) -> tuple[str, str] | None:
+    """state_of the pass prepared for step `index` (0-based), None when it needs none."""
     for entry in _entries():
         if entry["step"] == index:
-            return f"Corpus pass: {state_of(entry)[1]}"
+            return state_of(entry)
     return None
+
+
+def step_line(index: int) -> str | None:
+    """The preparation state of step `index` (0-based) for the speaker notes, None when it needs no pass."""
+    found = step_state(index)
+    return None if found is None else f"Corpus pass: {found[1]}"
