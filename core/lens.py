@@ -542,10 +542,10 @@ def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 
 def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
     """The charts of one app view, for a lesson step {"page": url_path, "params": {url param: str}}: a list of
     (chart, caption), drawn by the view's `charts` (core/views/), which calls the functions above. Reads the
-    sidebar's model / a / b and the view's own URL params; a view whose charts need a trained run or a long job
-    (a finetune step without a finished run, or naming a time-lapse run not on this computer) or that has none
-    (home), or a page not registered, gives [] and the step is shown by its title and notes. Unknown params are
-    ignored, as in the app."""
+    sidebar's model / a / b and the view's own URL params. Long work runs here (an anisotropy pass, a reproduce
+    study: minutes on a CPU). A step whose charts need a run trained before class and not here (a finetune step
+    before any run has finished, or naming a time-lapse run not on this computer), a view with none (home), or a page
+    not registered gives [] and the step is shown by its title and notes. Unknown params are ignored, as in the app."""
     params = dict(params or {})
     if not views.is_view(page or "") or views.get(page or "").charts is None:
         return []
