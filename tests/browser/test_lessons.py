@@ -142,7 +142,7 @@ def test_presenter_slide_at_projector_size(browser, app_url):
         assert settings["y"] > box["y"] + box["height"] - 1, (settings, box)  # the page's form folded under it
         shown = page.locator('[data-testid="stMain"]').inner_text()
         assert "sidebar" not in shown.lower()
-        assert not page.get_by_text("Corpus passes prepared ahead").is_visible()
+        assert not page.get_by_text("Long work prepared ahead").is_visible()
         assert not page.locator('[data-testid="stAlertContentWarning"]').first.is_visible()
         assert_no_streamlit_exception(page)
 
