@@ -82,7 +82,7 @@ st.session_state.setdefault(P + "models", [sidebar_model])
 st.session_state[P + "models"] = anisotropy_view.chosen_models(st.session_state[P + "models"], sidebar_model)
 checked = {ref: availability(ref) for ref in options}
 models = st.multiselect("Models", options, key=P + "models", help="Each model becomes one line on the chart. "
-                        "The sidebar's model, cached downloads, fine-tuned and contrastive runs are offered.",
+                        "The model you picked, cached downloads, fine-tuned and contrastive runs are offered.",
                         format_func=lambda ref: display_name(ref) if checked[ref].loadable else f"{display_name(ref)} (cannot load now)")
 if not models:
     st.info("Pick at least one model to measure.")

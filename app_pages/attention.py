@@ -13,6 +13,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets.common import sidebar_place
 from core import numbering
 from core.charts import attention as charts
 from core.analyses.attention import PAIR_FILTERS, attention_view
@@ -38,7 +39,7 @@ def render_one_sentence() -> None:
 
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar (and optionally a second one), or pick an example above.")
+        st.info(f"Type a sentence in {sidebar_place()} (and optionally a second one), or pick an example above.")
         return
 
     if model_or_error() is None:

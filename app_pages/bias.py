@@ -182,7 +182,7 @@ with st.expander("Counterfactual swap list (used when scoring)"):
     st.caption("“her” has two partners: “his” before a noun (her hat → his hat) and “him” before a function word, "
                "punctuation or the end (gave her a cup → gave him a cup). Only test pairs a swap changes are counted.")
 with st.form(P + "recipe"):
-    st.caption(f"Model: **{markdown_text(display_name(model_ref()))}** (the sidebar's). All three runs use this recipe and run one after another "
+    st.caption(f"Model: **{markdown_text(display_name(model_ref()))}** (the one you picked). All three runs use this recipe and run one after another "
                f"on the {'GPU' if ON_GPU else 'processor'} as training jobs; they also appear on the fine-tuning page.")
     fixed = protocol == "slides"
     if fixed:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, job_controls, model_ref,
                                sentences, warn_if_truncated)
+from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.explain_view import cached_explainer, cached_explanation, show
 from app_pages.widgets.corpus_picker import BUILTIN, DATASETS, corpus_picker
 from core import numbering
@@ -28,14 +29,14 @@ EXAMPLES = {
 st.title("Why this prediction?")
 intro("Which words made the model predict what it predicts? Ten explanation methods answer side by side, and a "
       "faithfulness test over a dataset shows which answer the model's own behaviour supports.",
-      "Pick a fine-tuned classification run in the sidebar; gradient and perturbation methods (occlusion, Shapley, "
+      f"Pick a fine-tuned classification run in {sidebar_place()}; gradient and perturbation methods (occlusion, Shapley, "
       "KernelSHAP, LIME) need its classifier head, attention rollout and value zeroing work on any model.")
 example_buttons(EXAMPLES, key=K + "ex")
 ref = model_ref()
 try:
     explainer = cached_explainer(ref)
 except ModelUnavailable as err:
-    st.error(markdown_text(err))
+    load_error(err)
     st.stop()
 if not explainer.has_head:
     st.warning(markdown_text(explainer.head_message))
@@ -59,7 +60,7 @@ if PERTURBATION_METHODS & set(chosen):
                "the probability owes to that word.")
 st.caption(f"Words: {WORD_RULE}.")
 if not text_a:
-    st.info("Type sentence A in the sidebar, or press an example.")
+    st.info(f"Type sentence A in {sidebar_place()}, or press an example.")
 else:
     try:
         warn_if_truncated(prepare(explainer, text_a, text_b))

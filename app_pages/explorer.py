@@ -20,6 +20,7 @@ from app_pages.widgets.common import (
     warn_if_corpus_cut,
     warn_if_truncated,
 )
+from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.corpus_picker import parsed_upload
 from app_pages.widgets.explain_view import cached_explainer
 from core.data import corpus as corpora
@@ -134,7 +135,7 @@ if tab == TABS[0]:
         try:
             lm = cached_model(ref)
         except ModelUnavailable as err:
-            st.error(markdown_text(err))
+            load_error(err)
             st.stop()
         cols = st.columns(4)
         st.session_state.setdefault(P + "layer", lm.num_layers)
@@ -245,13 +246,13 @@ if tab == TABS[1]:
     text_a, text_b = sentences()
     ref = model_ref()
     if not text_a:
-        st.info("Type a sentence in the sidebar (or press “Nearest contexts of “bank”” above), then pick one of its words.")
+        st.info(f"Type a sentence in {sidebar_place()} (or press “Nearest contexts of “bank”” above), then pick one of its words.")
     else:
         try:
             lm = cached_model(ref)
             encoding = cached_encoding(ref, text_a, text_b)
         except ModelUnavailable as err:
-            st.error(markdown_text(err))
+            load_error(err)
             st.stop()
         except ValueError as err:
             st.error(markdown_text(err))

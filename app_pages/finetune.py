@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
                                warn_if_truncated)
+from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.finetune_changes import render as render_changes
 from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
 from app_pages.widgets.finetune_timelapse import render as render_timelapse
@@ -118,7 +119,7 @@ intro(
     "Fine-tuning trains a BERT model further on one task, such as telling whether one sentence follows from "
     "another; this page runs such trainings and puts their results side by side.",
     "Start a run (or the ready-made “remove the last layer” experiment), watch its loss fall, then pick finished "
-    "runs to compare their accuracy, per-class scores and mistakes, and to classify the sidebar's sentences.",
+    "runs to compare their accuracy, per-class scores and mistakes, and to classify your own sentences.",
 )
 
 
@@ -382,13 +383,13 @@ def render_runs() -> None:
 
     # ---- predict ------------------------------------------------------------------------------------------
 
-    st.subheader("Classify the sidebar's sentences")
+    st.subheader("Classify your sentences")
     example_buttons({k: v for k, v in EXAMPLES.items() if v[1]}, key=K + "examples")
     text_a, text_b = sentences()
     if not classifiers:
         st.caption("The selected runs are contrastive encoders with no classifier head; pick a classification run.")
     elif not text_a:
-        st.info("Type a sentence (and for pair tasks a second one) in the sidebar, or pick an example above.")
+        st.info(f"Type a sentence (and for pair tasks a second one) in {sidebar_place()}, or pick an example above.")
     else:
         names, labels, probabilities, cuts = [], [], [], {}
         for r in classifiers:

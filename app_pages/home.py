@@ -3,6 +3,7 @@
 import streamlit as st
 
 from app_pages.widgets.common import cached_model, model_ref, show_model_error
+from app_pages.widgets.common import sidebar_place
 from core import views
 from core.model.loading import ModelUnavailable, display_name
 from core.safe_text import markdown_code
@@ -10,7 +11,7 @@ from core.safe_text import markdown_code
 st.title("BERT Lens")
 st.markdown(
     "BERT Lens lets you look inside BERT, the language model behind many search engines and chatbots. "
-    "Type a sentence in the sidebar, then open a page to see what the model does with it, layer by layer."
+    f"Type a sentence in {sidebar_place()}, then open a page to see what the model does with it, layer by layer."
 )
 
 st.subheader("What each page shows")

@@ -17,6 +17,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets.common import on_slide, sidebar_place
 from app_pages.widgets import ask_class
 from core import numbering
 from core.analyses.attention import attention_view
@@ -116,13 +117,14 @@ def render() -> None:
     if lm is None:
         return
     if lm.masked_lm is None:
-        st.warning(markdown_text(no_head_message(lm)))
-        offer_models(mlm_alternatives(lm))
+        with on_slide():  # presenter mode: the class sees why there are no guesses, and the models that make them
+            st.warning(markdown_text(no_head_message(lm)))
+            offer_models(mlm_alternatives(lm))
         fit_head_section(lm)
         return
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar with [MASK] where a word should be guessed, or pick an example above.")
+        st.info(f"Type a sentence in {sidebar_place()} with [MASK] where a word should be guessed, or pick an example above.")
         return
 
     picked_a = pick_words(lm, text_a, "A")

@@ -24,6 +24,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_corpus_cut,
 )
+from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.player import player
 from core.data import corpus as corpora
 from core.data.datasets import DataUnavailable
@@ -64,7 +65,7 @@ st.title("Layerwise PCA")
 intro(
     "Every word piece becomes a vector of hundreds of numbers at each layer of BERT; this page squeezes those "
     "vectors into two dimensions so you can watch words drift, cluster and separate as the layers go up.",
-    "Type sentences (one in the sidebar, more below), then move the layer slider or press play; the same word in "
+    f"Type sentences (one in {sidebar_place()}, more below), then move the layer slider or press play; the same word in "
     "different senses, like “bank”, should start together and move apart.",
 )
 
@@ -85,7 +86,7 @@ text_a, text_b = sentences()
 items: list[tuple[str, str | None]] = [(text_a, text_b)] if text_a else []
 items += [(line.strip(), None) for line in st.session_state["pca.extra"].splitlines() if line.strip()]
 if not items:
-    st.info("Type a sentence in the sidebar or below (one per line), or pick an example above.")
+    st.info(f"Type a sentence in {sidebar_place()} or below (one per line), or pick an example above.")
     st.stop()
 
 # --- settings shared by both models -------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages.shell import prefetch as step_jobs
-from app_pages.shell import presenter, url_state
+from app_pages.shell import presenter, router, url_state
 from app_pages.widgets import ask_class
-from app_pages.widgets.common import PRESENTING, cached_encoding, cached_model
+from app_pages.widgets.common import PRESENTING, SLIDE, Slide, cached_encoding, cached_model
 from core import lessons, views
 from core.safe_text import markdown_text
 from core.model.loading import ModelUnavailable
@@ -76,7 +76,7 @@ step_jobs.start(name, lesson)
 
 nav = st.columns([1, 6, 1])
 nav[0].button("Previous", key=P + "prev", on_click=presenter.go, args=(-1,), disabled=index == 0, width="stretch")
-nav[1].markdown(f"**{markdown_text(lesson.title)}** · step {index + 1} of {n}: **{markdown_text(step.title)}**")
+nav[1].markdown(f"{markdown_text(lesson.title)} · step {index + 1} of {n}")
 nav[2].button("Next", key=P + "next", on_click=presenter.go, args=(1,), disabled=index == n - 1, width="stretch")
 
 # Arrow keys (and a clicker's PageUp/PageDown) press the buttons above; the handler lives in the app's own
@@ -105,17 +105,26 @@ else:  # Streamlit before st.iframe
 
     components.html(KEYS, height=0)
 
-if index == 0 and missing:
-    st.warning(markdown_text(" ".join(missing_notes)))
-if index == 0:
-    step_jobs.status_list()
-
-slide = st.container(key=P + "slide")
+# The slide: the step's title, then its charts first and full width (common.draw_chart puts them in `area`, whatever
+# the page draws before them); the page itself runs folded under them, in its settings, so its forms and presets
+# stay one click away without standing between the class and the chart.
+st.header(markdown_text(step.title), anchor=False)
+area = st.container(key=P + "slide")
+waiting = area.empty()
+prepared = step_jobs.step_state(index)
+if prepared is not None and prepared[0] in ("running", "queued"):  # redrawn by the page when its job ends
+    waiting.caption(f"This step's chart is being computed ({markdown_text(prepared[1])}); it appears here when done.")
+else:
+    waiting.caption("This step's chart appears here once it is computed: its settings, and its Run button where it "
+                    "has one, are under “Settings of this view” below.")
+settings = st.expander("Settings of this view (model, sentences, options)", icon=":material/tune:")
 notes = st.container()
 # Speaker notes stay folded under the slide: the presenter opens them on their own screen, the class sees the view.
+# What only the presenter needs (why a model cannot load, which corpus passes are prepared) goes there too.
 # Drawn (and the URL written) before the slide's page runs, since that page may call st.stop(), after which
 # Streamlit drops what the run still sends.
-with notes.expander("Speaker notes (presenter only)"):
+speaker_notes = notes.expander("Speaker notes (presenter only)")
+with speaker_notes:
     st.markdown(markdown_text(step.notes, keep_lines=True) if step.notes else "_No notes for this step._")
     for notice in st.session_state.get(P + "notices", ()):
         st.caption(markdown_text(notice))
@@ -123,14 +132,18 @@ with notes.expander("Speaker notes (presenter only)"):
         st.caption("Missing models: " + markdown_text(" ".join(missing_notes)))
     if step_jobs.step_line(index):
         st.caption(markdown_text(step_jobs.step_line(index)))
+    step_jobs.status_list()
     st.caption(f"Next: {markdown_text(lesson.steps[index + 1].title)}" if index + 1 < n else "Last step.")
 url_state.sync("present")
 
 presenting = PRESENTING.set(True)  # the slide's charts get larger type and rows (common.draw_chart)
+on_slide = SLIDE.set(Slide(area, waiting, speaker_notes))
 try:
-    with slide:
+    with settings:
+        router.sidebar(st.container())  # presenter mode hides the sidebar: its model and sentence boxes are here
         # A step on a page that asks the class itself asks there; any other step can take a typed question.
         if step.page in ask_class.PAGES or not ask_class.render("present", {}):
             runpy.run_path(str(REPO / views.page_file(step.page)), run_name="__main__")
 finally:
+    SLIDE.reset(on_slide)
     PRESENTING.reset(presenting)

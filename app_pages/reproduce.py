@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages.shell import url_state
+from app_pages.shell import prefetch, url_state
 from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref
+from app_pages.widgets.common import PRESENTING
 from core import protocols, references, studies
 from core.studies import seeds as seed_runs
+from core.views import reproduce as reproduce_view
 from core.charts import reproduce as reproduce_charts
 from core.data.corpus import GRAMMAR
-from core.model.loading import availability, available_models, display_name
+from core.model.loading import availability, display_name
 from core.safe_text import markdown_code, markdown_text
 from core.training.evaluation import Degeneracy
 from core.training.runs import saved_degeneracy
@@ -53,10 +55,10 @@ with st.container(border=True):
         st.caption("The paper's data is not available offline, so the numbers measured here are indicative.")
 
 sidebar_model = model_ref()
-model_options = list(dict.fromkeys([study.model, sidebar_model, *(e.name for e in available_models())]))
+model_options = reproduce_view.model_options(study, sidebar_model)
 loadable = {ref: availability(ref) for ref in model_options}
 # The paper's model when it loads now, else one that does (offline, the paper's model would only fail at Run).
-st.session_state.setdefault(P + f"{name}.model", next((ref for ref in model_options if loadable[ref].loadable), study.model))
+st.session_state.setdefault(P + f"{name}.model", reproduce_view.default_model(study, sidebar_model))
 
 
 def use_sidebar_model() -> None:
@@ -64,7 +66,7 @@ def use_sidebar_model() -> None:
 
 
 c1, c2, c3, c4, c5 = st.columns([3, 3, 1, 1, 1])
-c1.button("Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
+c1.button("Measure this step's model" if PRESENTING.get() else "Measure the sidebar's model", key=P + "use_sidebar", on_click=use_sidebar_model,
           disabled=not sidebar_model, help=markdown_code(sidebar_model))
 model = c1.selectbox("Model to measure", model_options, key=P + f"{name}.model", accept_new_options=True,
                      format_func=lambda ref: ref if (loadable.get(ref) or availability(ref)).loadable else f"{ref} (cannot load now)",
@@ -90,12 +92,7 @@ options = studies.StudyOptions(model=model or None, corpus=(corpus.strip() or No
 
 
 def make_work():
-    def work(progress, should_stop):
-        if seed_list is not None:
-            return seed_runs.run_seeds(study, options, seed_list, progress, should_stop)
-        return study.run(options, progress, should_stop)
-
-    return work
+    return reproduce_view.run_work(study, options, seed_list)
 
 
 def show_seeds(found: seed_runs.SeedsResult) -> None:
@@ -142,7 +139,9 @@ elif not references.same_model_name(model, study.model):
     compared = ("the verdict will compare the shape of the paper's curves with yours, not the numbers"
                 if references.for_study(name) else "compare your figures with the paper's in shape only")
     st.info(f"**Different model: shape only** — {markdown_code(model)} is not the paper's model ({markdown_code(study.model)}): {compared}.")
-result = job_controls(P + name, "Run the study", (name, repr(options.to_json()), seed_list), make_work, kind="reproduce",
+job_params = reproduce_view.job_params(study, options, seed_list)
+prefetch.adopt(P + name, job_params)  # presenter mode may have run this very study ahead of the slide
+result = job_controls(P + name, "Run the study", job_params, make_work, kind="reproduce",
                       unit="steps", hide_stale=True, disabled=not chosen.loadable or seeds_error is not None,
                       load_result=studies.StudyResult.from_json if seed_list is None else seed_runs.SeedsResult.from_json)
 if result is None:

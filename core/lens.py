@@ -415,13 +415,40 @@ def explain(model, text: str, text_b: str | None = None, *, method: str = "ig", 
     core.analyses.explain.METHODS; gradient and perturbation methods need a classifier head. samples: Shapley's
     word orders / KernelSHAP's and LIME's coalitions (None: their defaults); window: occlusion's words per window.
     Frame: core.charts.explain.word_frame."""
+    explainer = _explainer(model)
+    result = explanations.explain(explainer, text, text_b, method, target=target, steps=int(steps),
+                                  samples=None if samples is None else int(samples), window=int(window))
+    _warn_if_cut(read_input(explainer.lm, text, text_b))
+    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data)
+
+
+def _explainer(model):
     ref = _ref(model)
     if ref not in _EXPLAINERS:
         _EXPLAINERS[ref] = explanations.load_explainer(ref)
-    result = explanations.explain(_EXPLAINERS[ref], text, text_b, method, target=target, steps=int(steps),
-                                  samples=None if samples is None else int(samples), window=int(window))
-    _warn_if_cut(read_input(_EXPLAINERS[ref].lm, text, text_b))
-    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data)
+    return _EXPLAINERS[ref]
+
+
+def explain_methods(model) -> tuple[str, ...]:
+    """The methods `explain` can run on this model: all of core.analyses.explain.METHODS for a classifier, those
+    that need no classifier head (attention rollout, value zeroing) for a plain encoder."""
+    return explanations.available_methods(_explainer(model))
+
+
+# ---- bias experiment ---------------------------------------------------------------------------------------------
+
+def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000, seed: int = 0,
+               protocol: str = "bertlens", return_data: bool = False):
+    """How many training pairs mention each word (the Bias experiment page's first chart: what a biased run would
+    lose). words: a list or a comma-separated string (default the slides' female words); train_limit: the seeded
+    training subset (None or 0: the whole split). Frame: word, training pairs."""
+    from core import bias
+    from core.charts import bias as bias_charts
+
+    chosen = bias.parse_words(words or bias.DEFAULT_WORDS, keep_case=protocol == "slides")
+    train = bias.load_split(task, "train", int(train_limit or 0) or None, int(seed))
+    frame = bias.word_count_frame(bias.word_matches(train, chosen, protocol))
+    return _out(bias_charts.word_count_chart(frame, protocol), frame, return_data)
 
 
 # ---- head studies ------------------------------------------------------------------------------------------------
@@ -473,6 +500,31 @@ def timelapse_charts(run, step: int | None = None) -> list[tuple[alt.TopLevelMix
     return [(chart, captions[part]) for part, (chart, _) in timelapse_charts_module.frame_charts(result, index).items()]
 
 
+def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
+    """The fine-tuning page's comparison of finished runs on this computer (names; None: the newest two, as the page
+    picks): per-class F1 and confusion matrices of the classifiers, then the training loss, as [(chart, caption)];
+    [] when no run has finished. ValueError for a name that is not a finished run."""
+    from core.charts import finetune as finetune_charts
+    from core.training import list_runs
+
+    done = [r for r in list_runs() if r.state == "done"]
+    if runs:
+        unknown = [name for name in runs if name not in {r.name for r in done}]
+        if unknown:
+            raise ValueError(f"No finished run named {', '.join(map(repr, unknown))} (python -m core runs lists them).")
+    chosen = [r for r in done if r.name in runs] if runs else done[-2:]
+    classifiers = [r for r in chosen if r.metrics.get("accuracy") is not None]
+    out = []
+    if classifiers:
+        out += [(finetune_charts.f1_chart(classifiers), "F1 of each class, per run."),
+                (finetune_charts.confusion_chart(classifiers), "Confusion matrices (rows: true class, columns: "
+                                                               "predicted; colour: share of the row).")]
+    losses = pd.concat([finetune_charts.loss_frame(r.metrics, r.name) for r in chosen]) if chosen else pd.DataFrame()
+    if len(losses):
+        out.append((finetune_charts.loss_chart(losses), "Training loss of each run."))
+    return out
+
+
 # ---- reproduce a paper -------------------------------------------------------------------------------------------
 
 def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
@@ -502,9 +554,10 @@ def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 
 def view(page: str, params: Mapping[str, str] | None = None) -> list[tuple[alt.TopLevelMixin, str]]:
     """The charts of one app view, for a lesson step {"page": url_path, "params": {url param: str}}: a list of
     (chart, caption), drawn by the view's `charts` (core/views/), which calls the functions above. Reads the
-    sidebar's model / a / b and the view's own URL params; a view whose charts need a trained run or a long job
-    (finetune, bias, reproduce; a finetune step naming a time-lapse run on this computer draws its frame), has none
-    (home), or is not registered gives [] and the step is shown by its title and notes. Unknown params are ignored, as in the app."""
+    sidebar's model / a / b and the view's own URL params. Long work runs here (an anisotropy pass, a reproduce
+    study: minutes on a CPU). A step whose charts need a run trained before class and not here (a finetune step
+    before any run has finished, or naming a time-lapse run not on this computer), a view with none (home), or a page
+    not registered gives [] and the step is shown by its title and notes. Unknown params are ignored, as in the app."""
     params = dict(params or {})
     if not views.is_view(page or "") or views.get(page or "").charts is None:
         return []

@@ -205,13 +205,19 @@ def lesson_steps(steps: Iterable[dict], draw=None) -> list[Step]:
     """A lesson's steps ({"title", "page", "params", "notes"}, core/lessons.py's format) drawn as deck/PDF steps:
     each view's charts through core.lens.view (one Step per chart, the first titled with the step's title), a
     text-only Step where the view draws nothing offline or cannot be drawn (the reason goes in the caption)."""
+    from core.model.loading import ModelUnavailable, display_name
+
     draw = lens.view if draw is None else draw
     out: list[Step] = []
     for step in steps:
         title, notes = str(step.get("title") or step.get("page") or "Step"), str(step.get("notes") or "")
         try:
             drawn = draw(step.get("page", ""), step.get("params") or {})
-        except Exception as err:  # a missing model or a bad parameter loses one slide, not the deck
+        except ModelUnavailable as err:  # the reason names folders and commands: the speaker's notes, not the slide
+            model = display_name(str((step.get("params") or {}).get("model") or "its model"))
+            drawn, why = [], f"This step's model, “{model}”, cannot be loaded on this computer now."
+            notes = f"{notes}\n\n{err}".strip()
+        except Exception as err:  # a bad parameter or a missing dataset loses one slide, not the deck
             drawn, why = [], f"This view could not be drawn here: {err}"
         else:
             why = "Open this step in the app to see it." if not drawn else ""

@@ -115,8 +115,9 @@ def _draw_list() -> None:
         state, line = state_of(entry)
         # Streamlit's bundled Material Symbols, not emoji: a machine without an emoji font drew those as □
         icon = STATE_ICONS.get(state, ":material/warning:")
-        st.markdown(f"{icon} Step {entry['step'] + 1}, **{markdown_text(entry['title'])}** ({markdown_text(entry['page'])} page's "
-                    f"corpus pass): {markdown_text(line)}")
+        what = views.get(entry["page"]).title if views.is_view(entry["page"]) else entry["page"]
+        st.markdown(f"{icon} Step {entry['step'] + 1}, **{markdown_text(entry['title'])}** ({markdown_text(what)}): "
+                    f"{markdown_text(line)}")
     if any_active():
         st.button("Cancel preparation", key="present.prefetch.cancel", on_click=cancel_all, icon=":material/cancel:")
 
@@ -130,13 +131,19 @@ def status_list() -> None:
     """The start-of-lesson list: each prepared step's state, refreshed every second while a pass runs."""
     if not _entries():
         return
-    st.markdown("**Corpus passes prepared ahead**")
+    st.markdown("**Long work prepared ahead**")
     _live_list() if any_active() else _draw_list()
+
+
+def step_state(index: int) -> tuple[str, str] | None:
+    """state_of the pass prepared for step `index` (0-based), None when it needs none."""
+    for entry in _entries():
+        if entry["step"] == index:
+            return state_of(entry)
+    return None
 
 
 def step_line(index: int) -> str | None:
     """The preparation state of step `index` (0-based) for the speaker notes, None when it needs no pass."""
-    for entry in _entries():
-        if entry["step"] == index:
-            return f"Corpus pass: {state_of(entry)[1]}"
-    return None
+    found = step_state(index)
+    return None if found is None else f"Prepared ahead: {found[1]}"

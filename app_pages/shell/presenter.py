@@ -31,6 +31,12 @@ def position() -> tuple[str, lessons.Lesson | None, int]:
     return name, lesson, index
 
 
+def has_slides() -> bool:
+    """Whether presenter mode shows a slide (a lesson with steps); without one its page keeps the sidebar."""
+    _, lesson, _ = position()
+    return bool(lesson and lesson.steps)
+
+
 def prepare() -> None:
     """Put the current step's view (page settings, model, sentences) into session state when the step changed."""
     name, lesson, index = position()

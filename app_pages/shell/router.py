@@ -54,9 +54,12 @@ def restore_from_url() -> None:
 KEEP_STALE_OPAQUE = '<style>[data-stale="true"] {opacity: 1 !important; transition: none !important;}</style>'
 
 
-def sidebar() -> None:
-    with st.sidebar:
-        st.header("BERT Lens")
+def sidebar(where=None) -> None:
+    """The shared model and sentence boxes, in the sidebar (`where`: another container, e.g. a presenter-mode
+    slide's settings, which has no sidebar)."""
+    with where if where is not None else st.sidebar:
+        if where is None:
+            st.header("BERT Lens")
         # A style element in the sidebar: as a style-only st.html (Streamlit's event container) it saved less.
         st.markdown(KEEP_STALE_OPAQUE, unsafe_allow_html=True)
         current = st.session_state[MODEL_KEY]
@@ -72,10 +75,11 @@ def sidebar() -> None:
             key=MODEL_KEY,
             accept_new_options=True,
             format_func=display_name_among(options),
-            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time). "
-                 f"Now: {markdown_text(current)}",
+            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time)."
+                 + ("" if where is not None else f" Now: {markdown_text(current)}"),
         )
-        model_status(st.session_state[MODEL_KEY])
+        if where is None:  # a slide says itself when its model cannot load, and offers the local ones
+            model_status(st.session_state[MODEL_KEY])
         st.caption(f"Runs on: **{pick_device().upper()}**")
         st.text_area("Sentence A", key=SENTENCE_A_KEY, height=100, placeholder="Type a sentence…")
         st.text_area("Sentence B (optional)", key=SENTENCE_B_KEY, height=80, placeholder="A second sentence makes a pair")
@@ -113,9 +117,11 @@ def main() -> None:
     restore_from_url()
     page = st.navigation(pages())
     url_state.restore(page.url_path)
-    if page.url_path == "present":
+    slides = page.url_path == "present" and presenter.has_slides()
+    if slides:
         presenter.prepare()  # a step sets the sidebar's model and sentences: before those widgets exist
-    sidebar()
+    else:  # presenter mode has no sidebar: its slide draws these boxes in its own settings (app_pages/present.py)
+        sidebar()
     classroom.teacher_panel()
     lesson_bar.sidebar_button(page.url_path, page.title)
     url_state.sync(page.url_path, after_run=False)  # the sidebar's model and sentences and the page's settings

@@ -17,6 +17,7 @@ import streamlit as st
 from app_pages.shell import prefetch
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, flag_degenerate, intro, job_controls, model_ref,
                                       warn_if_corpus_cut)
+from app_pages.widgets.common import load_error
 from app_pages.widgets.corpus_picker import MRPC, SNLI, UD, corpus_picker
 from core import numbering
 from core.analyses import heads as hd
@@ -68,7 +69,7 @@ def loaded_model(ref: str):
     try:
         return cached_model(ref)
     except ModelUnavailable as err:
-        st.error(markdown_text(err))
+        load_error(err, ref)
         return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
+from dataclasses import dataclass, field
 from typing import Callable
 
 import altair as alt
@@ -92,12 +93,66 @@ def sentences() -> tuple[str, str | None]:
     return text_a, text_b
 
 
+def slide_models() -> dict[str, str]:
+    """{reference: display name} of the pretrained models on this computer that load now, for a slide whose model
+    cannot (fine-tuned runs left out: their names are internal ids, and a step shows what BERT itself does)."""
+    from core.model.loading import availability, available_models, display_names
+
+    refs = [e.name for e in available_models() if e.source in ("hub-cache", "local", "fitted-head")
+            and availability(e.name).loadable]
+    return display_names(refs)
+
+
+def use_model(ref: str) -> None:
+    """Button callback: this session's model (in presenter mode, the step's until the step changes)."""
+    st.session_state[MODEL_KEY] = ref
+
+
+def offer_local_models(key: str) -> None:
+    """Presenter mode's answer to a step whose model cannot load: one button per local model that can."""
+    offered = slide_models()
+    if not offered:
+        st.info("No other model is on this computer: download one before class (`python -m core download NAME`).")
+        return
+    st.markdown("Show this step with a model that is here:")
+    columns = st.columns(min(len(offered), 4))
+    for i, (ref, name) in enumerate(offered.items()):
+        columns[i % len(columns)].button(name, key=f"{key}.{i}", on_click=use_model, args=(ref,), width="stretch",
+                                         icon=":material/swap_horiz:")
+
+
 def show_model_error(err: ModelUnavailable) -> None:
-    """A loading error on the page; one the sidebar already shows is only pointed at."""
-    if str(err) == st.session_state.get(MODEL_ERROR_KEY):
+    """A loading error on the page; one the sidebar already shows is only pointed at. In presenter mode (no
+    sidebar): load_error's slide line and local models."""
+    if SLIDE.get() is not None:
+        load_error(err)
+    elif str(err) == st.session_state.get(MODEL_ERROR_KEY):
         st.info("The model in the sidebar cannot be loaded now (the sidebar says why): pick another one there.")
     else:
         st.error(markdown_text(err))
+
+
+def load_error(err: Exception, ref: str | None = None) -> None:
+    """A page's error for a model `ref` (default: the session's) that cannot load. In presenter mode the slide says
+    so in one line, once, and for the step's own model offers the local models that load (one click); the full
+    reason, which may name folders and commands, goes to the speaker notes. Elsewhere the error itself."""
+    slide = SLIDE.get()
+    if slide is None:
+        st.error(markdown_text(err))
+        return
+    ref = model_ref() if ref is None else ref
+    if ref in slide.load_errors:
+        return  # another tab of the same page met the same model: the slide said it once
+    slide.load_errors.add(ref)
+    to_speaker_notes(markdown_text(err))
+    with on_slide():
+        if ref == model_ref():
+            st.warning(f"This step's model, “{markdown_text(display_name(ref))}”, cannot be loaded on this computer "
+                       "now.", icon=":material/cloud_off:")
+            offer_local_models("present.use_model")
+        else:
+            st.warning(f"“{markdown_text(display_name(ref))}” cannot be loaded on this computer now (the speaker "
+                       "notes say why).", icon=":material/cloud_off:")
 
 
 def warn_if_truncated(encodings) -> None:
@@ -164,6 +219,58 @@ def example_buttons(examples: dict[str, tuple[str, str | None]], key: str) -> No
 PRESENTING: contextvars.ContextVar[bool] = contextvars.ContextVar("presenting", default=False)
 
 
+@dataclass
+class Slide:
+    """Presenter mode's slide while a step's page runs (the page itself draws inside its folded settings, under the
+    slide): `area` takes the charts and what the class must see, first and full width; `waiting` holds the line
+    shown there until a chart is drawn."""
+
+    area: object
+    waiting: object
+    notes: object = None  # the speaker notes' expander: what only the presenter needs (commands, reasons, names)
+    load_errors: set = field(default_factory=set)  # models whose loading error the slide has shown
+
+
+SLIDE: contextvars.ContextVar[Slide | None] = contextvars.ContextVar("slide", default=None)
+
+
+def on_slide():
+    """Where what the class must see goes: the slide's area in presenter mode (above the page's folded settings),
+    else the page's current place. Use as `with on_slide(): ...`."""
+    slide = SLIDE.get()
+    if slide is None:
+        return contextlib.nullcontext()
+    slide.waiting.empty()
+    return slide.area
+
+
+def to_speaker_notes(text: str) -> bool:
+    """In presenter mode, a line for the presenter only (a command, a reason naming folders or runs) into the
+    speaker notes; False elsewhere (the caller shows it on the page). `text` is Markdown the caller made safe."""
+    slide = SLIDE.get()
+    if slide is None or slide.notes is None:
+        return False
+    slide.notes.caption(text)
+    return True
+
+
+def _in_fragment() -> bool:
+    """Whether a fragment is drawing: it reruns alone and draws in its own place (the player puts itself on the
+    slide whole), so a chart in it stays there rather than jumping to the slide's area."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        return ThreadState.get().fragment_id is not None
+    except (ImportError, AttributeError, RuntimeError):
+        return False
+
+
+def sidebar_place() -> str:
+    """Where the model and sentence boxes are, for a message that sends the user there: presenter mode hides the
+    sidebar and puts them in the slide's settings, under the chart."""
+    return "“Settings of this view” under the chart" if PRESENTING.get() else "the sidebar"
+
+
 def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
     """st.altair_chart for every page: a chart its builder sized (core.charts.layout.fixed_size) is drawn at that
     size (width="content"), not stretched or squeezed by the container (others as st.altair_chart draws them), its
@@ -180,6 +287,14 @@ def draw_chart(chart: alt.TopLevelMixin, *, name: str | None = None, **options):
         # fit those into the stated height and squeeze the plot (it keeps `pad` for concatenated and faceted charts)
         chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     chart = layout.legible_colours(chart)  # not Streamlit's palette, whose second series is pale (issue 37)
+    slide = SLIDE.get()
+    if slide is not None and not _in_fragment():  # presenter mode: on the slide, above the page's folded settings
+        slide.waiting.empty()
+        if isinstance(chart, (alt.Chart, alt.LayerChart)) and not layout.is_faceted(chart):
+            # One plot fills the slide's width (its builder's own width was for a page's column); its height stays.
+            chart = chart.properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+            options["width"] = "stretch"
+        return slide.area.altair_chart(layout.for_presentation(chart), **options)
     return st.altair_chart(layout.for_presentation(chart) if PRESENTING.get() else chart, **options)
 
 

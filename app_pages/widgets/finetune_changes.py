@@ -16,6 +16,7 @@ import streamlit as st
 
 from app_pages.widgets import ask_class
 from app_pages.widgets.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
+from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker, keep_parsed
 from core.charts.finetune import (
     CONTROL,
@@ -68,11 +69,14 @@ def uploaded_data(name: str, raw: bytes, eval_name: str | None, eval_raw: bytes 
 
 
 def load_all(refs: list[str]) -> list[LoadedModel] | None:
-    try:
-        return [cached_model(ref) for ref in refs]
-    except ModelUnavailable as err:
-        st.error(markdown_text(err))
-        return None
+    loaded = []
+    for ref in refs:
+        try:
+            loaded.append(cached_model(ref))
+        except ModelUnavailable as err:
+            load_error(err, ref)
+            return None
+    return loaded
 
 
 def use_example(kind: str) -> None:
@@ -321,7 +325,7 @@ def render() -> None:
                    on_click=use_example, args=("probe",), width="stretch")
     base, compared = model_choice()
     if not base:
-        st.info("Choose the pretrained model in the sidebar or above.")
+        st.info(f"Choose the pretrained model in {sidebar_place()} or above.")
         return
     similarity_part(base, compared)
     st.divider()

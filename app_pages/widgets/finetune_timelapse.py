@@ -9,9 +9,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_pages.widgets.common import draw_chart, export_buttons, intro, model_ref
+from app_pages.widgets.common import SLIDE, draw_chart, export_buttons, intro, model_ref, on_slide, to_speaker_notes
 from app_pages.widgets.player import player
 from core.charts import timelapse as charts
+from core.model.loading import display_name
 from core.safe_text import markdown_code, markdown_text
 from core.training.runs import RunInfo, get_run, list_runs
 from core.training.timelapse import FILE, Timelapse, read_timelapse
@@ -73,6 +74,46 @@ def with_frames(runs: list[RunInfo]) -> list[RunInfo]:
     return [r for r in runs if (Path(r.folder) / FILE).is_file()]
 
 
+def run_titles(runs: list[RunInfo]) -> dict[str, str]:
+    """{run name: what a slide calls it}: the model, task and frames of each run (run names are ids such as
+    `bias-20261128-…-biased`, not for a class), numbered where two read alike."""
+    titles = {}
+    for run in runs:
+        recipe = run.recipe or {}
+        frames = (recipe.get("timelapse") or 0)
+        title = (f"{display_name(str(recipe.get('model') or 'a model'))} fine-tuned on "
+                 f"{str(recipe.get('task') or 'a task').upper()}" + (f", {frames} frames" if frames else ""))
+        titles[run.name] = title
+    counts = {t: list(titles.values()).count(t) for t in titles.values()}
+    seen: dict[str, int] = {}
+    for name, title in titles.items():
+        if counts[title] > 1:
+            seen[title] = seen.get(title, 0) + 1
+            titles[name] = f"{title} (#{seen[title]})"
+    return titles
+
+
+def play_run(name: str) -> None:
+    """Button callback: play this run's time-lapse (the lesson's run is not here)."""
+    st.session_state[RUN_KEY] = name
+    st.session_state.pop(MISSING_KEY, None)
+
+
+def slide_notice(missing: str, playable: list[RunInfo]) -> None:
+    """Presenter mode: the slide says the step's time-lapse is not here and offers, one click each, those that are;
+    the command that makes the step's own run goes to the speaker notes."""
+    with on_slide():
+        st.info("This step's time-lapse run is not on this computer." + (" Play one that is:" if playable else
+                " None is: make one before class (the command is in the speaker notes)."), icon=":material/movie:")
+        titles = run_titles(playable)
+        columns = st.columns(min(len(playable), 3)) if playable else []
+        for i, run in enumerate(playable):
+            columns[i % len(columns)].button(titles[run.name], key=f"{K}timelapse.offer.{i}", on_click=play_run,
+                                             args=(run.name,), icon=":material/play_arrow:", width="stretch")
+    to_speaker_notes(f"The step's time-lapse run {markdown_code(missing)} is not here. Make it with (a few minutes on "
+                     f"a CPU): {markdown_code(timelapse_command(missing, model_ref() or 'MODEL'))}")
+
+
 def missing_notice() -> None:
     """First thing in the Runs tab, so a slide shows it: a link or a lesson step named a time-lapse run that has no
     frames here; the one command that makes it (the name is kept until the user picks another run)."""
@@ -83,7 +124,9 @@ def missing_notice() -> None:
     missing = st.session_state.get(MISSING_KEY) if st.session_state.get(RUN_KEY) is None else None
     if not missing:
         return
-    if any(r.name == missing for r in runs):
+    if SLIDE.get() is not None:  # presenter mode: no run ids on the slide; the time-lapses that are here instead
+        slide_notice(missing, with_frames(runs))
+    elif any(r.name == missing for r in runs):
         st.info(f"Run {markdown_code(missing)} has no time-lapse (yet): it was trained without one, or has not "
                 "measured its first frame. Its frames play under Time-lapse below once it has some.")
     else:
@@ -106,10 +149,11 @@ def render(runs: list[RunInfo]) -> None:
                    "`python -m core finetune`.")
         return
     by_name = {r.name: r for r in playable}
+    titles = run_titles(playable) if SLIDE.get() is not None else {}  # a slide shows no run ids
     if not missing and st.session_state.get(RUN_KEY) not in names:
         st.session_state[RUN_KEY] = names[-1]
     name = st.selectbox("Run with a time-lapse", names, key=RUN_KEY, index=None, placeholder="Pick a run",
-                        format_func=lambda n: f"{n} ({by_name[n].state})" if by_name[n].state != "done" else n)
+                        format_func=lambda n: (titles.get(n, n) + (f" ({by_name[n].state})" if by_name[n].state != "done" else "")))
     if name is None:
         return
     st.session_state.pop(MISSING_KEY, None)

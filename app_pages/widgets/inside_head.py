@@ -22,6 +22,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core import numbering
 from core.analyses import inside_head as ih
@@ -97,7 +98,7 @@ def render() -> None:
     example_buttons(EXAMPLES, key=P + "examples")
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar (and optionally a second one), or pick an example above.")
+        st.info(f"Type a sentence in {sidebar_place()} (and optionally a second one), or pick an example above.")
     else:
         sentence_part(text_a, text_b)
     st.divider()

@@ -21,6 +21,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
+from app_pages.widgets.common import on_slide, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import logit_lens as lenses
 from core.charts import layer_lens as charts
@@ -106,10 +107,11 @@ def render() -> None:
         return
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Write a sentence in the sidebar (or pick an example above) to read it layer by layer.")
+        st.info(f"Write a sentence in {sidebar_place()} (or pick an example above) to read it layer by layer.")
         return
     if lm.masked_lm is None:
-        st.warning(markdown_text(lenses.no_head_message(lm)))
+        with on_slide():  # presenter mode: on the slide, where the grid would be
+            st.warning(markdown_text(lenses.no_head_message(lm)))
         return
     saved = lenses.lenses_for(lm.ref)
     st.session_state.setdefault(KIND, "logit")

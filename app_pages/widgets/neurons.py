@@ -12,6 +12,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, model_ref,
                                       sentences, warn_if_corpus_cut)
+from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import neurons as nr
 from core.charts import neurons as charts
@@ -49,7 +50,7 @@ def render() -> None:
     try:
         lm = cached_model(ref)
     except ModelUnavailable as err:
-        st.error(markdown_text(err))
+        load_error(err, ref)
         return
     st.session_state.setdefault(P + "layer", max(1, lm.num_layers // 2))
     if not 1 <= int(st.session_state[P + "layer"]) <= lm.num_layers:
@@ -94,7 +95,7 @@ def render() -> None:
     export_buttons(contexts, table, f"neuron-{neuron}-layer{layer}-contexts", P + "contexts_export")
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar to see this neuron's activation over it.")
+        st.info(f"Type a sentence in {sidebar_place()} to see this neuron's activation over it.")
         return
     try:
         sentence = cached_sentence(ref, text_a, text_b, layer)
@@ -121,7 +122,7 @@ def changes_part(ref: str, corpus, layer: int, index: nr.NeuronIndex) -> nr.Neur
     if st.session_state.get(P + "b") not in names:
         st.session_state[P + "b"] = (runs or names)[0]
     other = st.selectbox("Fine-tuned model (B)", names, key=P + "b", format_func=display_name_among(names),
-                         help="A run fine-tuned from the sidebar's model; its neurons are read over the same corpus.")
+                         help="A run fine-tuned from the model you picked; its neurons are read over the same corpus.")
     st.caption(f"Measure: {nr.CHANGE_MEASURE}.")
     other_index = index_job("index_b", other, corpus, layer)
     if other_index is None:

@@ -124,4 +124,4 @@ def render() -> None:
                    f"pair-{index}-L{numbering.shown(layer)}-H{head}", P + "pair_view_export")
     st.button("Open in the “One sentence” tab", key=P + "open", icon=":material/open_in_new:",
               on_click=open_in_head_view, args=(text_a, text_b, layer, head, direction),
-              help="Puts the pair in the sidebar and selects this head and filter in the head view.")
+              help="Puts the pair in the sentence boxes and selects this head and filter in the head view.")

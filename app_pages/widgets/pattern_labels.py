@@ -12,6 +12,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (cached_encoding, cached_model, draw_chart, export_buttons, intro, job_controls,
                                       warn_if_corpus_cut)
+from app_pages.widgets.common import load_error
 from app_pages.widgets.corpus_picker import corpus_picker
 from core import numbering
 from core.analyses import pattern_labels as pl
@@ -135,7 +136,7 @@ def render(refs: list[str]) -> None:
         st.error(markdown_text(err) + " Move the file away to start a new one; nothing was written to it.")
         return
     except ModelUnavailable as err:
-        st.error(markdown_text(err))
+        load_error(err, ref)
         return
     labels = pl.read_labels(path)
     counts = {p: sum(label.pattern == p for label in labels) for p in PATTERNS}

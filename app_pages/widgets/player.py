@@ -9,6 +9,8 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from app_pages.widgets.common import PRESENTING, on_slide
+
 
 def player(prefix: str, value_key: str, values: Callable[[], Sequence], slider: Callable[[DeltaGenerator], Any],
            show: Callable[[Any], None], *, seconds: float, refresh: float | None = None) -> None:
@@ -30,9 +32,19 @@ def player(prefix: str, value_key: str, values: Callable[[], Sequence], slider: 
                 st.session_state[value_key] = options[0]
 
     timer_on = st.session_state[playing_key]
+    # A fragment reruns outside the page's run, where presenter mode's setting is gone: kept here, so a frame drawn
+    # by Play has the same size as the first.
+    presenting = PRESENTING.get()
 
     @st.fragment(run_every=seconds if timer_on else refresh)
     def playing_view() -> None:
+        token = PRESENTING.set(presenting)
+        try:
+            _playing_view()
+        finally:
+            PRESENTING.reset(token)
+
+    def _playing_view() -> None:
         if st.session_state[playing_key] != timer_on:
             # Play/Pause was pressed inside the fragment, which reruns only the fragment as it was defined, with or
             # without its timer: rerun the page so it is defined again with the right one.
@@ -60,4 +72,5 @@ def player(prefix: str, value_key: str, values: Callable[[], Sequence], slider: 
         )
         show(value)
 
-    playing_view()
+    with on_slide():  # in presenter mode the whole player (slider, Play, charts) is on the slide
+        playing_view()

@@ -15,6 +15,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, model_or_error,
                                       model_ref, sentences, warn_if_truncated)
+from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import sparse_features as sf
 from core.charts import sparse_features as charts
@@ -45,7 +46,7 @@ def cached_sentence(name: str, version: float, ref: str, text_a: str, text_b: st
 def render() -> None:
     intro("A sparse autoencoder rewrites each token's vector at one layer as a few active 'features' out of "
           "thousands, each a direction that tends to mean one thing, which is easier to read than the raw numbers.",
-          "Pick or train an autoencoder for the sidebar's model, see which features fire on your sentence, read one "
+          "Pick or train an autoencoder for the model you picked, see which features fire on your sentence, read one "
           "feature's top contexts, histogram and words, and find the features that fine-tuning changed most.")
     lm = model_or_error()
     if lm is None:
@@ -123,7 +124,7 @@ def sentence_part(name: str, ref: str) -> int | None:
     st.markdown("#### Features on your sentence")
     text_a, text_b = sentences()
     if not text_a:
-        st.info("Type a sentence in the sidebar to see which features fire on it.")
+        st.info(f"Type a sentence in {sidebar_place()} to see which features fire on it.")
         return None
     warn_if_truncated(read_input(cached_model(ref), text_a, text_b))
     found = cached_sentence(name, sae_version(name), ref, text_a, text_b)
@@ -207,7 +208,7 @@ def change_part(sae: sf.SparseAutoencoder, name: str, ref: str, corpus, atlas: s
     if st.session_state.get(P + "b") not in names:
         st.session_state[P + "b"] = (runs or names)[0]
     other = st.selectbox("Fine-tuned model (B)", names, key=P + "b", format_func=display_name_among(names),
-                         help="A run fine-tuned from the sidebar's model: the same autoencoder reads its vectors "
+                         help="A run fine-tuned from the model you picked: the same autoencoder reads its vectors "
                               "of the same layer over the same corpus.")
     try:
         sf.check_model(sae, cached_model(other), same_model=False)

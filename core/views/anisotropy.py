@@ -13,7 +13,7 @@ from core.data import corpus as corpora
 from core.data.sources import BUILTIN, named_spec
 from core.model.encoding import run_counting_cuts
 from core.model.loading import ModelUnavailable, available_models
-from core.views import LAYER, LIMIT, Caches, Param, Planned, View, corpus_params, flag, parse
+from core.views import LAYER, LIMIT, Caches, Param, Planned, View, corpus_params, parse
 
 P = "anisotropy."
 JOB_KEY, KIND, UNIT = "anisotropy", "anisotropy", "sentences"
@@ -56,15 +56,29 @@ class Request:
         return (tuple(self.missing(store)), self.corpus.digest, self.settings)
 
 
-def request_of_view(params: Mapping[str, str], resolve_corpus: Callable[[str], corpora.Corpus] = corpora.resolve) -> Request:
-    """The request a view's URL params (a lesson step) make the page build, with the page's defaults for the rest.
-    Only named corpora (built-in sentences, datasets) can be prepared ahead; others raise ValueError."""
-    state = {p.key: p.default for p in VIEW.params} | parse(VIEW.url_path, params).values
+def view_state(params: Mapping[str, str]) -> dict:
+    """The page's session values for a view's URL params (a lesson step): its defaults, then what the URL sets."""
+    return {p.key: p.default for p in VIEW.params} | parse(VIEW.url_path, params).values
+
+
+def corpus_of_view(params: Mapping[str, str]) -> tuple[str, str]:
+    """(core.data.corpus spec, the name the page shows) of a view's `corpus` / `split` / `n`. The URL carries the
+    corpus picker's source name ("Built-in sentences", "SNLI", ...), read here for the page's prefetch and for
+    core.lens.view alike. A corpus typed or uploaded on the page cannot be read from a URL: ValueError."""
+    state = view_state(params)
     source = state.get(P + "source") or BUILTIN
     spec = named_spec(source, state.get(P + "split"), state.get(P + "dataset_limit"))
     if spec is None:
-        raise ValueError(f"the corpus “{source}” is given on the page itself and cannot be prepared ahead")
-    corpus = resolve_corpus(spec)
+        raise ValueError(f"the corpus “{source}” is given on the page itself (typed or uploaded), so it cannot be "
+                         "read from the link")
+    return spec, source
+
+
+def request_of_view(params: Mapping[str, str], resolve_corpus: Callable[[str], corpora.Corpus] = corpora.resolve) -> Request:
+    """The request a view's URL params (a lesson step) make the page build, with the page's defaults for the rest.
+    Only named corpora (built-in sentences, datasets) can be prepared ahead; others raise ValueError."""
+    state = view_state(params)
+    corpus = resolve_corpus(corpus_of_view(params)[0])
     limit = min(int(state.get(P + "limit") or 0), len(corpus))
     settings = make_settings(n_pairs=state[P + "pairs"], seed=state[P + "seed"], min_contexts=state[P + "min_contexts"],
                              baseline=state[P + "baseline"], paper_protocol=bool(state.get(P + "paper_protocol")),
@@ -114,17 +128,17 @@ def plan(params: Mapping[str, str], caches: Caches) -> Planned:
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
-    models = [m for m in (params.get("models") or model).split(",") if m]
-    spec = params.get("corpus") or "builtin"
-    if params.get("split") and ":" not in spec:
-        spec = f"{spec}:{params['split']}" + (f":{params['n']}" if params.get("n") else "")
-    measure = params.get("measure") or "random_cosine"
-    chart = lens.anisotropy(models, spec, measure=measure, limit=int(params.get("limit") or 0),
-                            n_pairs=int(params.get("pairs") or 1000), seed=int(params.get("seed") or 0),
-                            min_contexts=int(params.get("k") or 5), include_special=flag(params, "special"),
-                            baseline=params.get("baseline") or "random",
-                            protocol=an.PAPER_PROTOCOL if flag(params, "protocol") else "bertlens")
-    return [(chart, f"{an.MEASURES[measure]} by layer over {spec}.")]
+    """The page's chart for a lesson step: the request the page would build from these params (request_of_view:
+    its corpus, sentence limit, settings and models), drawn by core.lens."""
+    request = request_of_view({**params, "model": model})
+    measure = view_state(params).get(P + "measure") or "random_cosine"
+    settings = request.settings
+    chart = lens.anisotropy(list(request.models), request.corpus, measure=measure, n_pairs=settings.n_pairs,
+                            seed=settings.seed, min_contexts=settings.min_contexts,
+                            include_special=settings.include_special, baseline=settings.baseline,
+                            protocol=settings.protocol)
+    return [(chart, f"{an.MEASURES[measure]} by layer over {corpus_of_view(params)[1]} "
+                    f"({len(request.corpus)} sentences).")]
 
 
 VIEW = View(

@@ -1,6 +1,19 @@
 """Bias experiment: train without the pairs that mention chosen words, beside a random control."""
 
-from core.views import LIMIT, Param, View
+from core.views import LIMIT, Param, View, flag
+
+# The page's training subset on a CPU (app_pages/bias.py; 0 = all on a GPU): a lesson step's word counts use it.
+CPU_TRAIN_LIMIT = 2000
+
+
+def charts(lens, model, a, b, params) -> list:
+    """A lesson step's chart: how many training pairs mention each word, the page's first chart (the runs' results
+    need an experiment trained before class)."""
+    protocol = "slides" if flag(params, "protocol") else "bertlens"
+    limit = int(params["train_limit"]) if params.get("train_limit") not in (None, "") else CPU_TRAIN_LIMIT
+    chart = lens.bias_words(params.get("words") or None, task=params.get("task") or "snli", train_limit=limit,
+                            seed=int(params.get("seed") or 0), protocol=protocol)
+    return [(chart, "Training pairs that mention each word: a biased run trains without them.")]
 
 VIEW = View(
     name="bias",
@@ -24,4 +37,5 @@ VIEW = View(
         Param("flip_arm", "bias.flip_arm", "str"),
     ),
     commands=("bias", "bias-heads"),
+    charts=charts,
 )

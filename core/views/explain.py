@@ -11,7 +11,10 @@ from core.views import Param, View
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
     if not a:
         return []
-    methods = [m for m in (params.get("methods") or "ig,rollout").split(",") if m]
+    # As the page: the methods asked for (default integrated gradients and rollout) that this model can run; a plain
+    # encoder has no classifier head for the gradient and perturbation methods.
+    available = lens.explain_methods(model)
+    methods = [m for m in (params.get("methods") or "ig,rollout").split(",") if m in available]
     target = params.get("target")
     target = None if target in (None, "", "predicted") else target
     steps = int(params.get("steps") or 50)

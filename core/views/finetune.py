@@ -17,10 +17,11 @@ def timelapse_command(run: str, model: str) -> str:
 
 
 def timelapse_step(lens, model, a, b, params) -> list:
-    """A lesson step's charts: the frame of the time-lapse run it names, [] when it names none or the run is not
-    here (the step's notes then say how to make it)."""
+    """A lesson step's charts: the frame of the time-lapse run it names ([] when that run is not here: the step's
+    notes say how to make it); without one, the page's comparison of the finished runs (those the step names, else
+    the newest two; [] before any run has finished)."""
     if not params.get("timelapse"):
-        return []
+        return lens.finetune_runs([r for r in str(params.get("runs") or "").split(",") if r] or None)
     try:
         return lens.timelapse_charts(params["timelapse"], int(params["frame"]) if params.get("frame") else None)
     except ValueError:

@@ -96,8 +96,9 @@ def test_a_model_in_the_link_is_kept_and_a_loadable_default_gets_no_notice(offli
 
 
 def test_presenter_names_each_missing_model_and_never_fetches_it(offline, monkeypatch):
-    """The built-in lesson's bert-base-uncased step: the first slide says why it cannot load now, and preparing the
-    steps skips it (no download attempt, even where the hub answers)."""
+    """The built-in lesson's bert-base-uncased step: the first slide's speaker notes say why it cannot load now (issue
+    48: there, not in a warning on the slide, since the reason names the cache folder), and preparing the steps skips
+    it (no download attempt, even where the hub answers)."""
     import core.model.loading
 
     def no_download(ref):
@@ -108,8 +109,9 @@ def test_presenter_names_each_missing_model_and_never_fetches_it(offline, monkey
     at.query_params.update({"lesson": "bert-in-ten-views", "step": "1"})
     at.switch_page("app_pages/present.py").run()
     assert not at.exception, at.exception
-    (warning,) = [plain(w.value) for w in at.warning if "bert-base-uncased" in plain(w.value)]
-    assert "needs a download" in warning and "python -m core download bert-base-uncased" in warning
+    assert not [w for w in at.warning if "bert-base-uncased" in plain(w.value)]  # not on the slide
+    (note,) = [plain(c.value) for c in at.caption if "bert-base-uncased" in plain(c.value)]  # in the speaker notes
+    assert "needs a download" in note and "python -m core download bert-base-uncased" in note
     from core import jobs
 
     for record in jobs.list_records():  # the lesson's corpus pass, started ahead: not needed here

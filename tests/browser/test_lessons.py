@@ -48,6 +48,13 @@ def wait_for_slide(page) -> None:
     page.wait_for_timeout(300)
 
 
+def open_settings(page, shown) -> None:
+    """Unfold the slide's settings (the page's own controls, under the chart) unless `shown` is already visible."""
+    if not shown.is_visible():
+        page.get_by_text("Settings of this view").click()
+        shown.wait_for()
+
+
 def _step_text(index: int, n: int) -> str:
     return f"step {index + 1} of {n}"
 
@@ -102,11 +109,54 @@ def test_presenter_next_step_shows_the_style_it_draws(page, app_url):
     page.goto(f"{app_url}/present?lesson=bert-in-ten-views&step=1")
     wait_for_slide(page)
     radio = page.get_by_role("radiogroup", name="Draw as")
+    open_settings(page, radio)
     expect(radio.get_by_role("radio", name="Heatmap")).to_be_checked()
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")
     page.get_by_text(_step_text(1, n)).wait_for(timeout=180_000)
     wait_for_slide(page)
+    open_settings(page, radio)
     expect(radio.get_by_role("radio", name="Lines")).to_be_checked()
     assert page.get_by_text("Show all lines").is_visible()  # drawn only under the lines view
     screenshot(page, "present_step02_after_arrow")
+
+
+SLIDE = ".st-key-present-slide"  # Streamlit's class for the container keyed present.slide
+
+
+def test_presenter_slide_at_projector_size(browser, app_url):
+    """Issue 48 at 1280×720: the step's title, then its chart first and wide, the page's settings folded under it;
+    no sidebar word, no preparation list or cache path on screen; a step whose model cannot load offers the local
+    model on the slide, and one click draws the step with it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    try:
+        page.goto(f"{app_url}/present?lesson=bert-in-ten-views&step=1")
+        wait_for_slide(page)
+        chart = page.locator(f'{SLIDE} [data-testid="stVegaLiteChart"]').first
+        chart.wait_for()
+        screenshot(page, "present_1280_step01")
+        box, settings = chart.bounding_box(), page.get_by_text("Settings of this view").bounding_box()
+        assert box["y"] < 200 and box["width"] >= 0.6 * 1280, box  # first on the slide, across its width
+        assert settings["y"] > box["y"] + box["height"] - 1, (settings, box)  # the page's form folded under it
+        shown = page.locator('[data-testid="stMain"]').inner_text()
+        assert "sidebar" not in shown.lower()
+        assert not page.get_by_text("Long work prepared ahead").is_visible()
+        assert not page.locator('[data-testid="stAlertContentWarning"]').first.is_visible()
+        assert_no_streamlit_exception(page)
+
+        page.goto(f"{app_url}/present?lesson=bert-in-ten-views&step=5")  # bert-base-uncased: not here, offline
+        wait_for_slide(page)
+        offer = page.locator(SLIDE).get_by_role("button", name="all-MiniLM-L6-v2")
+        offer.wait_for()
+        assert "bert-base-uncased" in page.locator(SLIDE).inner_text()
+        assert "sidebar" not in page.locator('[data-testid="stMain"]').inner_text().lower()
+        screenshot(page, "present_1280_step05_offer")
+        offer.click()
+        wait_for_slide(page)
+        assert_no_streamlit_exception(page)
+        assert not page.locator(SLIDE).get_by_role("button", name="all-MiniLM-L6-v2").is_visible()
+        screenshot(page, "present_1280_step05_minilm")
+    finally:
+        context.close()

@@ -111,3 +111,19 @@ def test_lesson_steps_give_a_slide_per_chart_and_text_slides(tmp_path):
     assert page.count('<section class="slide"') == 4
     specs = json.loads(re.search(r'id="deck-specs">(.*?)</script>', page, re.S).group(1))
     assert [s is None for s in specs] == [False, False, True, True]
+
+
+def test_a_step_whose_model_cannot_load_names_it_and_keeps_the_reason_for_the_notes():
+    """Issue 48: the reason names the cache folder and other runs; the slide names the model by its display name."""
+    from core.model.loading import ModelUnavailable
+    from core.report import lesson_steps
+
+    def draw(page, params):
+        raise ModelUnavailable("Model 'bert-base-uncased' needs a download: it is not in /home/t/.cache/bertlens. "
+                               "Models available locally: bias-20261128-0912-biased.")
+
+    (step,) = lesson_steps([{"title": "Masked", "page": "masked", "params": {"model": "/models/bert-base-uncased"},
+                             "notes": "say it"}], draw=draw)
+    assert step.chart is None and "“bert-base-uncased”" in step.caption
+    assert "/home/t" not in step.caption and "bias-2026" not in step.caption
+    assert step.notes.startswith("say it") and "/home/t/.cache/bertlens" in step.notes
