@@ -31,7 +31,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import numbering, studies, views
+from core import bias, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
@@ -46,6 +46,8 @@ from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_v
 from core.analyses.projection import collect_tokens, layerwise_projection
 from core.charts import anisotropy as anisotropy_charts
 from core.charts import attention as attention_charts
+from core.charts import bias as bias_charts
+from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
@@ -64,7 +66,7 @@ from core.model.encoding import encode
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
 from core.settings import default_model
-from core.training import load_classifier
+from core.training import list_runs, load_classifier
 from core.training.runs import get_run
 from core.training.timelapse import read_timelapse
 from core.studies import seeds as seed_runs
@@ -442,9 +444,6 @@ def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000
     """How many training pairs mention each word (the Bias experiment page's first chart: what a biased run would
     lose). words: a list or a comma-separated string (default the slides' female words); train_limit: the seeded
     training subset (None or 0: the whole split). Frame: word, training pairs."""
-    from core import bias
-    from core.charts import bias as bias_charts
-
     chosen = bias.parse_words(words or bias.DEFAULT_WORDS, keep_case=protocol == "slides")
     train = bias.load_split(task, "train", int(train_limit or 0) or None, int(seed))
     frame = bias.word_count_frame(bias.word_matches(train, chosen, protocol))
@@ -504,9 +503,6 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
     """The fine-tuning page's comparison of finished runs on this computer (names; None: the newest two, as the page
     picks): per-class F1 and confusion matrices of the classifiers, then the training loss, as [(chart, caption)];
     [] when no run has finished. ValueError for a name that is not a finished run."""
-    from core.charts import finetune as finetune_charts
-    from core.training import list_runs
-
     done = [r for r in list_runs() if r.state == "done"]
     if runs:
         unknown = [name for name in runs if name not in {r.name for r in done}]

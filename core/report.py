@@ -19,6 +19,7 @@ import altair as alt
 
 from core import lens
 from core.charts.export import javascript_bundle, offline_spec
+from core.model.loading import ModelUnavailable, display_name
 from core.safe_text import html_text, inline_script, script_json
 
 
@@ -205,8 +206,6 @@ def lesson_steps(steps: Iterable[dict], draw=None) -> list[Step]:
     """A lesson's steps ({"title", "page", "params", "notes"}, core/lessons.py's format) drawn as deck/PDF steps:
     each view's charts through core.lens.view (one Step per chart, the first titled with the step's title), a
     text-only Step where the view draws nothing offline or cannot be drawn (the reason goes in the caption)."""
-    from core.model.loading import ModelUnavailable, display_name
-
     draw = lens.view if draw is None else draw
     out: list[Step] = []
     for step in steps:

@@ -16,12 +16,18 @@ import pandas as pd
 import streamlit as st
 from streamlit.logger import get_logger
 
+try:  # where Streamlit keeps the running fragment (1.67); without it a fragment's chart is placed as the page's
+    from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+except ImportError:
+    ThreadState = None
+
 from app_pages.shell import page_report
 from core import charts, jobs, settings
 from core.model.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.charts import layout
 from core.model.encoding import encode
-from core.model.loading import LoadedModel, ModelUnavailable, display_name, load_model, model_version
+from core.model.loading import (LoadedModel, ModelUnavailable, availability, available_models, display_name,
+                                display_names, load_model, model_version)
 from core.shared import SharedResults
 from core.validation import truncation_notice
 from core.safe_text import markdown_text
@@ -96,8 +102,6 @@ def sentences() -> tuple[str, str | None]:
 def slide_models() -> dict[str, str]:
     """{reference: display name} of the pretrained models on this computer that load now, for a slide whose model
     cannot (fine-tuned runs left out: their names are internal ids, and a step shows what BERT itself does)."""
-    from core.model.loading import availability, available_models, display_names
-
     refs = [e.name for e in available_models() if e.source in ("hub-cache", "local", "fitted-head")
             and availability(e.name).loadable]
     return display_names(refs)
@@ -258,10 +262,8 @@ def _in_fragment() -> bool:
     """Whether a fragment is drawing: it reruns alone and draws in its own place (the player puts itself on the
     slide whole), so a chart in it stays there rather than jumping to the slide's area."""
     try:
-        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
-
-        return ThreadState.get().fragment_id is not None
-    except (ImportError, AttributeError, RuntimeError):
+        return ThreadState is not None and ThreadState.get().fragment_id is not None
+    except (AttributeError, RuntimeError):
         return False
 
 

@@ -2,6 +2,9 @@
 
 from typing import Mapping
 
+from core import studies
+from core.model.loading import availability, available_models, display_name
+from core.studies import seeds as seed_runs
 from core.views import Caches, Param, Planned, View, parse
 
 P = "reproduce."
@@ -10,23 +13,17 @@ KIND, UNIT = "reproduce", "steps"
 
 def model_options(study, step_model: str) -> list[str]:
     """The models the page offers for a study: the paper's, the session's, then every local one."""
-    from core.model.loading import available_models
-
     return list(dict.fromkeys([study.model, step_model, *(e.name for e in available_models())]))
 
 
 def default_model(study, step_model: str) -> str:
     """The model the page starts a study on: the paper's when it loads now, else the first offered that does
     (offline, the paper's model would only fail at Run)."""
-    from core.model.loading import availability
-
     return next((ref for ref in model_options(study, step_model) if availability(ref).loadable), study.model)
 
 
 def run_work(study, options, seed_list):
     """The page's Run-button job: the study once, or once per seed."""
-    from core.studies import seeds as seed_runs
-
     def work(progress, should_stop):
         if seed_list is not None:
             return seed_runs.run_seeds(study, options, seed_list, progress, should_stop)
@@ -38,9 +35,6 @@ def run_work(study, options, seed_list):
 def step_run(params: Mapping[str, str]):
     """(study, StudyOptions, seed list or None) a step's link makes the page run with its defaults; None when the link
     names no study. ValueError for seeds that do not parse."""
-    from core import studies
-    from core.studies import seeds as seed_runs
-
     values = parse(VIEW.url_path, params).values
     if values.get(P + "study") not in studies.NAMES:
         return None
@@ -69,8 +63,6 @@ def plan(params: Mapping[str, str], caches: Caches) -> Planned | None:
 def charts(lens, model, a, b, params) -> list:
     """A lesson step's chart: the study run as the page runs it (its model and seeds; `step_run`). A long job
     (about 2 minutes on MiniLM with 2 CPU cores)."""
-    from core.model.loading import display_name
-
     found = step_run({**params, "model": model})
     if found is None:
         return []

@@ -84,7 +84,7 @@ def test_attention_question_answer_is_the_heads_argmax_over_words(tiny_mlm):
         question = attention_question(encoding, layer, head, query)
         assert question.choices == ("the", "unhappy", "girl", "sat", "on", "the (2)", "bank", ".")
         assert question.correct == question.choices[int(np.argmax(to_word))]
-        assert f"layer {layer}, head {head}" in question.prompt and f"“{question.choices[query]}”" in question.prompt
+        assert f"layer {layer + 1}, head {head}" in question.prompt and f"“{question.choices[query]}”" in question.prompt
     with pytest.raises(QuestionError, match="heads 0..3"):
         attention_question(encoding, 0, 4, 0)
     with pytest.raises(QuestionError, match="words 0..7"):

@@ -39,7 +39,7 @@ def test_shares_frame_and_chart():
     frame = charts.shares_frame(shares)
     assert len(frame) == 2 * 2 * 4 and set(frame["category"]) == set(CATEGORIES)
     norm = frame[frame["measure"] == charts.NORM].set_index(["layer", "category"])["share"]
-    assert norm[(1, "[SEP]")] == 1.0 and norm[(1, "[CLS]")] == 0.0
+    assert norm[(2, "[SEP]")] == 1.0 and norm[(2, "[CLS]")] == 0.0  # array row 1 is layer 2 (1..L, core.numbering)
     chart, _ = charts.shares_chart(shares)
     chart.to_dict()
 
