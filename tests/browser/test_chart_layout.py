@@ -35,6 +35,9 @@ MEASURE = """(el) => {
     // the stroke of each drawn line (one per series of a line chart): proof that a series is on screen, and in what colour
     lines: [...el.querySelectorAll('.mark-line.role-mark path')].filter(p => (p.getAttribute('d') || '').length > 2)
       .map(p => getComputedStyle(p).stroke),
+    // each legend symbol as drawn: a dash legend's "stroke" symbol with no stroke is a name beside nothing
+    symbols: [...el.querySelectorAll('.role-legend-symbol path')].map(p => { const s = getComputedStyle(p);
+      return {d: p.getAttribute('d') || '', fill: s.fill, stroke: s.stroke, width: parseFloat(s.strokeWidth) || 0}; }),
   };
 }"""
 
@@ -138,7 +141,7 @@ def assert_whole(charts: list[dict], name: str) -> None:
     assert not problems, problems
 
 
-def chart_problems(charts: list[dict], name: str) -> list[str]:
+def chart_problems(charts: list[dict], name: str, row_px: float = layout.MIN_ROW_PX) -> list[str]:
     """What is clipped or squeezed among a page's SVG charts (token rows counted view by view elsewhere)."""
     problems = []
     for i, chart in enumerate(c for c in charts if c["svg"]):
@@ -152,17 +155,36 @@ def chart_problems(charts: list[dict], name: str) -> list[str]:
             # a sentence's name (core.charts.pca.sentence_names) is cut at 40 characters on purpose
             cut = [t for t in chart["legend"] if t.endswith("…") and not SENTENCE_NAME.fullmatch(t)]
             assert not cut, f"{name} chart {i}: legend label {cut[0]!r} cut short"
+            blank = [s["d"] for s in chart["symbols"] if not symbol_drawn(s)]
+            assert not blank, f"{name} chart {i}: {len(blank)} legend symbols drawn as nothing ({blank[0]})"
+            width = chart["box"]["r"] - chart["box"]["l"]
+            assert width >= layout.MIN_CHART_PX, f"{name} chart {i}: {width:.0f} px wide, under {layout.MIN_CHART_PX}"
             if len(token_rows(chart)) > 1:
-                assert_rows(chart, f"{name} chart {i}", None, layout.MIN_ROW_PX)
+                assert_rows(chart, f"{name} chart {i}", None, row_px)
         except AssertionError as err:
             problems.append(str(err).splitlines()[0])
     return problems
 
 
+def symbol_drawn(symbol: dict) -> bool:
+    """A legend symbol shows: a visible stroke, or a visible fill of a shape with an area (not one segment)."""
+    def visible(colour: str) -> bool:
+        return colour not in ("none", "transparent", "") and not re.fullmatch(r"rgba\(.*,\s*0\)", colour)
+
+    segment = len(re.findall(r"[A-Za-z]", symbol["d"])) <= 2 and not re.search(r"[AaZzCcQq]", symbol["d"])
+    return (visible(symbol["stroke"]) and symbol["width"] > 0) or (visible(symbol["fill"]) and not segment)
+
+
+APP_VIEWPORT = {"width": 1440, "height": 900}  # issue 48: the app as a laptop shows it
+PRESENTER_VIEWPORT = {"width": 1280, "height": 720}  # and presenter mode as a projector does
+
+
 def test_every_page_draws_its_charts_whole(page, app_url):
-    """Every page of the router, opened with the same sentence: no chart is clipped, no token chart squeezed."""
+    """Every page of the router, opened with the same sentence at 1440x900: no chart is clipped, narrow, or
+    squeezed, and no legend names a series beside nothing."""
     from tests.browser.conftest import page_url_paths
 
+    page.set_viewport_size(APP_VIEWPORT)
     problems = []
     for path in page_url_paths():
         if path == "present":
@@ -175,6 +197,26 @@ def test_every_page_draws_its_charts_whole(page, app_url):
         charts = measure(page)
         screenshot(page, f"layout_page_{path}")
         problems += chart_problems(charts, path)
+    assert not problems, "\n".join(problems)
+
+
+def test_presenter_slides_draw_their_charts_whole_at_1280x720(page, app_url):
+    """Issue 48: every slide of the built-in lessons at a projector's 1280x720: no chart is clipped or narrow, no
+    token chart squeezed (rows scaled as presenter mode scales them), no legend symbol blank."""
+    from core import lessons
+
+    page.set_viewport_size(PRESENTER_VIEWPORT)
+    problems = []
+    for name, lesson in lessons.builtin().items():
+        for number in range(1, len(lesson.steps) + 1):
+            page.goto(f"{app_url}/present?{urlencode({'lesson': name, 'step': number})}")
+            wait_for_app(page)
+            assert_no_streamlit_exception(page)
+            if not page.locator('[data-testid="stVegaLiteChart"]').count():
+                continue  # a slide with no chart (text, or a run that is not on this computer)
+            charts = measure(page)
+            screenshot(page, f"layout_presenter_{name}_{number}")
+            problems += chart_problems(charts, f"{name} slide {number}", row_px=round(layout.MIN_ROW_PX * layout.PRESENTATION_SCALE))
     assert not problems, "\n".join(problems)
 
 
