@@ -164,6 +164,30 @@ def draw(chart, *, streamlit: bool = True, column_px: int = MAIN_COLUMN_PX) -> D
                    tuple(symbols), tuple(points), tuple(origins))
 
 
+def dash_legends(chart) -> int:
+    """How many legends of the chart (as Streamlit sends it) stand for a dash pattern (a strokeDash channel)."""
+    import vl_convert as vlc
+
+    vega = vlc.vegalite_to_vega(as_streamlit_sends(chart))
+    found = 0
+
+    def walk(node) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            found += sum(1 for legend in node.get("legends", []) if "strokeDash" in legend)
+            for mark in node.get("marks", []):
+                walk(mark)
+
+    walk(vega)
+    return found
+
+
+def dash_symbols(drawing: Drawing) -> int:
+    """How many legend symbols are drawn as a stroked line (a dash pattern's sample)."""
+    return sum(1 for d, _, stroke, width in drawing.legend_symbols
+               if re.fullmatch(r"M[-\d.e]+,0L[-\d.e]+,0", d) and stroke not in ("none", "transparent") and width > 0)
+
+
 def blank_legend_symbols(drawing: Drawing) -> list[str]:
     """The legend symbols drawn as nothing: a path with no stroke (or a transparent one) whose shape has no area to
     fill (a "stroke" symbol is one segment, "M-5,0L5,0"), or neither stroke nor fill."""

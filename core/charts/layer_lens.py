@@ -44,7 +44,7 @@ def grid_chart(result, frame: pd.DataFrame | None = None) -> alt.LayerChart:
     cells = base.mark_rect().encode(color=alt.Color("p:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                                                     title="probability",
                                                     legend=layout.gradient_legend(len(result.tokens) * layout.MIN_ROW_PX,
-                                                                                  format="%"))).add_params(
+                                                                                  format="%", values=layout.SHARE_TICKS))).add_params(
         alt.selection_point(name=CELL_SELECTION, fields=["layer", "position"], on="click", empty=False))
     colour = alt.condition("datum.p > 0.5", alt.value("white"), alt.value("black"))
     text = base.mark_text(fontSize=11, limit=column - 6).encode(text="guess:N", color=colour)

@@ -27,6 +27,9 @@ MIN_CHART_PX = 320
 SLANTED_LABEL_MIN_STEP = 24
 # A gradient (colour ramp) legend is this long unless the chart says otherwise (Vega's default).
 GRADIENT_PX = 200
+# The labels of a 0..1 ramp: both ends always named (left to Vega, a horizontal ramp's "100%" was dropped as
+# overlapping "80%" in presenter mode's larger type).
+SHARE_TICKS = [0, 0.25, 0.5, 0.75, 1]
 # A label longer than this many pixels ends in "…"; the tooltip carries the full token.
 LABEL_LIMIT_PX = 140
 # Presenter mode: type and rows this many times larger.

@@ -71,7 +71,8 @@ def lens_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.LayerChar
     )
     cells = base.mark_rect().encode(color=alt.Color("probability:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                                                     title="probability",
-                                                    legend=layout.gradient_legend(len(pred.layers) * LENS_ROW_PX)))
+                                                    legend=layout.gradient_legend(len(pred.layers) * LENS_ROW_PX,
+                                                                                  values=layout.SHARE_TICKS)))
     colour = alt.condition("datum.probability > 0.5", alt.value("white"), alt.value("black"))
     # Bold is a mark property, not a channel: the final guess gets a text layer of its own.
     plain = base.mark_text(fontSize=12).encode(text="token:N", color=colour).transform_filter("!datum.final")

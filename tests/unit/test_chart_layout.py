@@ -12,7 +12,7 @@ import pytest
 
 from core import lens
 from core.charts import layout
-from tests.chart_geometry import Drawing, as_streamlit_sends, blank_legend_symbols, categorical_schemes, contrast_on_white, draw, drawn, lab_distance, listed_colours, smallest_gap
+from tests.chart_geometry import Drawing, as_streamlit_sends, blank_legend_symbols, categorical_schemes, dash_legends, dash_symbols, contrast_on_white, draw, drawn, lab_distance, listed_colours, smallest_gap
 from tests.conftest import TINY_VOCAB
 
 WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
@@ -984,7 +984,7 @@ def test_layer_lens_colour_legend_is_whole_under_a_short_grid(tmp_path):
     mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm", layers=3)), masked_lm=True)
     chart = lens.logit_lens(mlm, "the cat sat")
     for drawing in (draw(chart), draw(as_presented(chart))):
-        assert {"0%", "100%"} <= set(drawing.strings("legend-label")), drawing.strings("legend-label")
+        assert {"0%", "50%", "100%"} <= set(drawing.strings("legend-label")), drawing.strings("legend-label")
         assert_legend_inside(drawing)
         assert min(min(w, h) for w, h in drawing.rects) >= ROW
 
@@ -1001,12 +1001,18 @@ def _similarity_and_probe_charts() -> dict:
         (label, kind, Result(probes=[Result(layer=layer, uuas=float(u), dspr=float(u) - 0.1, eval_loss=1.0, n_train=4, n_eval=1)
                                      for layer, u in enumerate(rng.uniform(0.3, 0.8, LAYERS + 1))]))
         for label, kind in (("all-MiniLM-L6-v2", "pretrained"), ("snli-minilm", "fine-tuned"), ("control", finetune.CONTROL))])
-    return {"CKA/RSA": finetune.similarity_chart(finetune.similarity_frame(similarity), MODELS[0]),
+    from core.charts import anisotropy
+
+    measured = pd.DataFrame({"model": "all-MiniLM-L6-v2", "measure": "self_similarity", "layer": range(LAYERS + 1),
+                             "value": np.linspace(0.9, 0.4, LAYERS + 1)})
+    return {"anisotropy with the paper's curve": anisotropy.layer_chart(
+                measured, "self_similarity", measured.assign(model="Ethayarajh 2019", value=np.linspace(0.8, 0.2, LAYERS + 1))),
+            "CKA/RSA": finetune.similarity_chart(finetune.similarity_frame(similarity), MODELS[0]),
             "probe": finetune.probe_chart(probes, "UUAS", True, model="bert-base-cased", protocol="hewitt-manning"),
             "probe, another model": finetune.probe_chart(probes, "DSpr", True, model="all-MiniLM-L6-v2")}
 
 
-@pytest.mark.parametrize("name", ["CKA/RSA", "probe", "probe, another model"])
+@pytest.mark.parametrize("name", ["CKA/RSA", "probe", "probe, another model", "anisotropy with the paper's curve"])
 def test_dash_legends_draw_each_line(name):
     """Issue 48: the CKA/RSA "measure" legend and the probe's "kind" legend named their dash patterns beside
     nothing (a line mark with points draws a dash legend's symbols filled, with no stroke), so the lines could not
@@ -1014,8 +1020,7 @@ def test_dash_legends_draw_each_line(name):
     chart = _similarity_and_probe_charts()[name]
     for drawing in (draw(chart), draw(as_presented(chart))):
         assert not blank_legend_symbols(drawing), blank_legend_symbols(drawing)
-        dashes = {d for d, *_ in drawing.legend_symbols if d.count("L") == 1 and d.startswith("M-")}
-        assert len(dashes) >= 1 and len(drawing.legend_symbols) >= 3
+        assert dash_legends(chart) == 1 and dash_symbols(drawing) >= 2, "each dash pattern drawn as a line"
         assert not [s for s in drawing.strings("legend-label") if s.endswith("…")], drawing.strings("legend-label")
         assert_titles_inside(drawing)
         for text in drawing.texts:
@@ -1053,7 +1058,10 @@ def test_every_legend_draws_its_symbols(request):
     blank = {}
     for name, chart in RETURNED_CHARTS.items():
         try:
-            found = blank_legend_symbols(draw(layout.legible_colours(chart)))
+            drawing = draw(layout.legible_colours(chart))
+            found = blank_legend_symbols(drawing)
+            if dash_symbols(drawing) < 2 * dash_legends(chart):  # a dash legend shows each pattern as a line
+                found.append(f"{dash_legends(chart)} dash legends, {dash_symbols(drawing)} lines drawn in them")
         except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
             if "config" in str(err) or "top-level" in str(err):
                 continue
