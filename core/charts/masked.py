@@ -43,7 +43,7 @@ def top_chart(pred, frame: pd.DataFrame | None = None) -> alt.VConcatChart:
                 y=alt.Y("token:N", sort=list(part.sort_values("rank")["token"]), title=None, axis=layout.token_axis()),
                 x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
                 tooltip=["mask", "rank", "token", alt.Tooltip("probability:Q", format=".2%")],
-            ).properties(width=layout.MIN_CHART_PX + 160, height=alt.Step(GUESS_ROW_PX))
+            ).properties(width=layout.MIN_CHART_PX, height=alt.Step(GUESS_ROW_PX))
         )
     return alt.vconcat(*charts)
 
