@@ -74,7 +74,8 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="attention"),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(width=layout.token_step(), height=layout.token_step())
+        # square cells, the map at least MIN_CHART_PX across: a 5-token map of 16 px cells was 80 px wide
+        .properties(width=layout.column_step(len(view.key_labels)), height=layout.column_step(len(view.query_labels)))
     )
 
 

@@ -84,6 +84,7 @@ def test_heatmap_draws_every_token_on_a_full_row(tiny, name, text_a, text_b):
     cells = drawing.rects
     assert len(cells) == len(tokens) ** 2
     assert min(h for _, h in cells) >= ROW and min(w for w, _ in cells) >= ROW, "heatmap cells squeezed"
+    assert plot_width(drawing) >= layout.MIN_CHART_PX, f"issue 48: a map {plot_width(drawing):.0f} px wide"
     assert_titles_inside(drawing)
     assert_no_empty_or_nan(frame, "weight")
 
