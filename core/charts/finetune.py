@@ -133,11 +133,12 @@ def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.La
 
 
 def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
-    """One row per (model, kind, layer): UUAS, DSpr, eval loss and the sentence counts."""
+    """One row per (model, kind, layer): UUAS, DSpr, eval loss and the sentence counts. model: the display name
+    (a folder's path in the legend was cut, "/work/shared/data/mod…")."""
     rows = []
     for label, kind, result in results:
         for p in result.probes:
-            rows.append({"model": label, "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
+            rows.append({"model": display_name(label), "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
                          "eval loss": p.eval_loss, "training sentences": p.n_train, "evaluation sentences": p.n_eval})
     return pd.DataFrame(rows)
 
