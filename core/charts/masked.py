@@ -72,7 +72,7 @@ def lens_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.LayerChar
     cells = base.mark_rect().encode(color=alt.Color("probability:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                                                     title="probability",
                                                     legend=layout.gradient_legend(len(pred.layers) * LENS_ROW_PX,
-                                                                                  values=layout.SHARE_TICKS)))
+                                                                                  values=layout.SHARE_TICKS, format="%")))
     colour = alt.condition("datum.probability > 0.5", alt.value("white"), alt.value("black"))
     # Bold is a mark property, not a channel: the final guess gets a text layer of its own.
     plain = base.mark_text(fontSize=12).encode(text="token:N", color=colour).transform_filter("!datum.final")
@@ -95,9 +95,9 @@ def final_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.HConcatC
     tooltip = ["layer", "token", "rank", alt.Tooltip("probability:Q", format=".2%")]
     probability = alt.Chart(frame, title=f"P(“{token}”) by layer").mark_line(point=True).encode(
         x=x, y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")), tooltip=tooltip,
-    ).properties(width=260, height=180)
+    ).properties(width=layout.MIN_CHART_PX, height=180)
     rank = alt.Chart(frame, title=f"Rank of “{token}” by layer").mark_line(point=True, color="#c05621").encode(
         x=x, y=alt.Y("rank:Q", scale=alt.Scale(type="log", reverse=True, domainMin=1), title="rank (1 = top)"),
         tooltip=tooltip,
-    ).properties(width=260, height=180)
+    ).properties(width=layout.MIN_CHART_PX, height=180)
     return alt.hconcat(probability, rank)

@@ -921,6 +921,15 @@ def test_masked_guesses_are_a_full_width_list_per_mask(tmp_path, presented):
     for mask, part in frame.groupby("mask"):
         assert_every_label(drawing, list(part["token"]))
     assert_titles_inside(drawing)
+    # layer by layer: the ramp's ends named in per cent ("0.3" and "0.8" were 0.25 and 0.75 rounded), not cut
+    layers = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="layers", mask=0)
+    drawing = draw(as_presented(layers) if presented else layers)
+    assert {"0%", "50%", "100%"} <= set(drawing.strings("legend-label")), drawing.strings("legend-label")
+    assert_legend_inside(drawing)
+    # the final guess's probability and rank: each plot at least MIN_CHART_PX wide (they were 260 px)
+    final = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="final", mask=0)
+    spec = final.to_dict()
+    assert all(panel["width"] >= layout.MIN_CHART_PX for panel in spec["hconcat"])
 
 
 TREE_SENTENCE = ("The structural probe finds the tree of this sentence since every word gets a vector at each layer "
