@@ -96,11 +96,12 @@ def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
 
 
 def similarity_chart(frame: pd.DataFrame, base: str, protocol: str = DEFAULT_PROTOCOL) -> alt.LayerChart:
-    title = alt.TitleParams(f"Similarity to {display_name(base)}, layer by layer (1 = unchanged)", subtitle=textwrap.wrap(describe(protocol), 90))
+    title = alt.TitleParams(f"Similarity to {display_name(base)}, layer by layer (1 = unchanged)",
+                            subtitle=textwrap.wrap(describe(protocol), 90), anchor="start")  # as probe_chart's
     lines = alt.Chart(frame).encode(
         x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
         y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
-        color=alt.Color("model:N", title="compared model"),
+        color=alt.Color("model:N", title="compared model", legend=alt.Legend(labelLimit=layout.LEGEND_LABEL_PX)),
         tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
     )
     dash = alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()))
@@ -161,7 +162,7 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool, *, model
     lines = alt.Chart(frame).encode(
         x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
         y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
-        color=alt.Color("model:N", title="model"),
+        color=alt.Color("model:N", title="model", legend=alt.Legend(labelLimit=layout.LEGEND_LABEL_PX)),
         tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
     )
     layers = layout.dashed_lines(lines, alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL]))
@@ -177,7 +178,9 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool, *, model
         # named under the title, not written beside the diamond: right-aligned at the paper's layer, its 120
         # characters ran off the plot's left edge ("…e layer 7 (bert-base-cased, …")
         subtitle += textwrap.wrap("◆ " + "; ".join(ref["label"]), 90)
-    title = alt.TitleParams(f"{metric} per layer (evaluation sentences)", subtitle=subtitle)
+    # left-aligned: centred on a plot narrower than its 90-character lines (a wide legend beside it), the
+    # subtitle ran off the chart's left edge
+    title = alt.TitleParams(f"{metric} per layer (evaluation sentences)", subtitle=subtitle, anchor="start")
     return alt.layer(*layers).properties(width="container", height=300, title=title)
 
 

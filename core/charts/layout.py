@@ -75,6 +75,10 @@ def gradient_legend(plot_height_px: float | None = None, **options) -> alt.Legen
     return alt.Legend(**{"orient": "bottom", "direction": "horizontal", "gradientLength": GRADIENT_PX, **options})
 
 
+# A legend's labels are cut at this many pixels (Vega's default, 160, cut "all-MiniLM-L6-v2 (random init)"): a legend
+# label has no tooltip, so its cut words are lost.
+LEGEND_LABEL_PX = 320
+
 # A legend of dash patterns (a strokeDash channel) draws each pattern as a line this long, in grey: a dash legend's
 # own symbols have no colour of their own.
 LINE_LEGEND = dict(symbolType="stroke", symbolStrokeColor="#555555", symbolStrokeWidth=2, symbolSize=500)

@@ -1010,7 +1010,8 @@ def _similarity_and_probe_charts() -> dict:
     probes = finetune.probe_frame([
         (label, kind, Result(probes=[Result(layer=layer, uuas=float(u), dspr=float(u) - 0.1, eval_loss=1.0, n_train=4, n_eval=1)
                                      for layer, u in enumerate(rng.uniform(0.3, 0.8, LAYERS + 1))]))
-        for label, kind in ((MODELS[0], "pretrained"), ("/work/runs/snli-minilm", "fine-tuned"), (MODELS[0], finetune.CONTROL))])
+        for label, kind in ((MODELS[0], "pretrained"), ("/work/runs/snli-minilm", "fine-tuned"),
+                            (f"{MODELS[0]} (random init)", finetune.CONTROL))])  # core.analyses.probe.random_control's ref
     from core.charts import anisotropy
 
     measured = pd.DataFrame({"model": "all-MiniLM-L6-v2", "measure": "self_similarity", "layer": range(LAYERS + 1),
