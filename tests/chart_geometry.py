@@ -165,7 +165,8 @@ def draw(chart, *, streamlit: bool = True, column_px: int = MAIN_COLUMN_PX) -> D
 
 
 def dash_legends(chart) -> int:
-    """How many legends of the chart (as Streamlit sends it) stand for a dash pattern (a strokeDash channel)."""
+    """How many legends of the chart (as Streamlit sends it) stand for a dash pattern alone (a strokeDash channel
+    whose field no colour channel shares: a shared one's legend tells the series apart by colour)."""
     import vl_convert as vlc
 
     vega = vlc.vegalite_to_vega(as_streamlit_sends(chart))
@@ -174,7 +175,8 @@ def dash_legends(chart) -> int:
     def walk(node) -> None:
         nonlocal found
         if isinstance(node, dict):
-            found += sum(1 for legend in node.get("legends", []) if "strokeDash" in legend)
+            found += sum(1 for legend in node.get("legends", [])
+                         if "strokeDash" in legend and not {"fill", "stroke"} & set(legend))
             for mark in node.get("marks", []):
                 walk(mark)
 
