@@ -281,8 +281,10 @@ def map_chart(example, size: int = 180) -> alt.Chart:
 
 
 def examples_chart(examples) -> alt.HConcatChart:
-    """Example maps side by side (rows: queries, columns: keys)."""
-    return alt.hconcat(*[map_chart(e) for e in examples])
+    """Example maps side by side (rows: queries, columns: keys), the row at least MIN_CHART_PX wide (a type with
+    one example was a 180 px map)."""
+    size = max(180, -(-layout.MIN_CHART_PX // max(len(examples), 1)))
+    return alt.hconcat(*[map_chart(e, size) for e in examples])
 
 
 def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:

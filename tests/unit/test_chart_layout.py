@@ -1061,6 +1061,22 @@ def test_pca_subtitle_of_a_lone_chart_is_not_a_narrow_column(tiny_bert_dir):
     assert all(len(line) <= 48 for line in side.to_dict()["title"]["subtitle"])
 
 
+def test_small_grids_are_still_320_px_wide():
+    """Issue 48, seen in the browser sweep: one run's 2-class confusion matrix was 247 px wide, a pattern type's one
+    example map 180 px."""
+    from types import SimpleNamespace
+
+    from core.charts import attention as attention_charts
+    from core.charts import classification
+
+    confusion = classification.confusion_chart(classification.confusion_frame(np.array([[5, 1], [2, 7]]), ["cat", "dog"], "run"))
+    example = SimpleNamespace(tokens=["[CLS]", "a", "cat", "[SEP]"], attention=np.full((4, 4), 0.25), layer=0, head=1)
+    for chart in (confusion, attention_charts.examples_chart([example])):
+        drawing = draw(chart)
+        assert drawing.width >= layout.MIN_CHART_PX, f"{drawing.width:.0f} px wide"
+        assert_titles_inside(drawing)
+
+
 def test_every_chart_drawn_is_at_least_320_px_wide(request):
     """Issue 48: every chart a test above drew (as draw_chart sends it) is at least MIN_CHART_PX wide."""
     selected = {item.originalname for item in request.session.items if item.module is request.module}
