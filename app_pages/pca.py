@@ -247,11 +247,11 @@ def layer_view(layer: int) -> None:
         note = "" if shown_layer == layer else f" (its last layer; it has {len(projection.layers) - 1})"
         with column:
             chart, _ = scatter(projection, shown_layer, f"{name}, layer {shown_layer}{note}", names=sentence_names(items),
-                               colour=colour, chosen_word=chosen_word, show_labels=show_labels)
+                               colour=colour, chosen_word=chosen_word, show_labels=show_labels, columns=len(columns))
             draw_chart(chart, key=f"pca.chart.{index}")
             st.caption(variance_note(projection, shown_layer))
             if projection.method != "tsne":
-                draw_chart(variance_chart(projection, shown_layer), key=f"pca.variance.{index}")
+                draw_chart(variance_chart(projection, shown_layer, columns=len(columns)), key=f"pca.variance.{index}")
             export_buttons(chart, projection_frame(projection), f"pca_{name}_{projection.method}_L{shown_layer}", key=f"pca.export.{index}")
 
 

@@ -37,6 +37,17 @@ class Text:
         start = {"start": self.x, "middle": self.x - width / 2, "end": self.x - width}[self.anchor]
         return start, start + width
 
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """Estimated (left, top, right, bottom) of the string, unrotated or upright (±90°), as drawn with
+        baseline "middle" (a text mark's) or on its baseline (other text: its line box sits above it)."""
+        start, end = self.span
+        if round(abs(self.angle)) % 180 == 90:  # upright: the string's length runs along y
+            along = (start - self.x, end - self.x)
+            top, bottom = sorted(self.y + (a if self.angle > 0 else -a) for a in along)
+            return self.x - self.size / 2, top, self.x + self.size / 2, bottom
+        return start, self.y - self.size / 2, end, self.y + self.size / 2
+
 
 @dataclass(frozen=True)
 class Drawing:
@@ -45,6 +56,12 @@ class Drawing:
     texts: list[Text]
     rects: list[tuple[float, float]]  # (width, height) of every rect mark
     mark_colours: frozenset[str] = frozenset()  # every fill and stroke of a mark, lower-case "#rrggbb"
+    # each legend symbol as (path d, fill, stroke, stroke-width): what legend_symbols_drawn reads
+    legend_symbols: tuple[tuple[str, str, str, float], ...] = ()
+    # the points of every line mark's path, in SVG coordinates
+    line_points: tuple[tuple[float, float], ...] = ()
+    # (left, top) of every rect mark, in SVG coordinates, in the order of `rects`
+    rect_origins: tuple[tuple[float, float], ...] = ()
 
     def strings(self, role: str | None = None) -> list[str]:
         return [t.text for t in self.texts if role is None or t.role == role]
@@ -63,7 +80,7 @@ STREAMLIT_CATEGORY_THEME = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d
 MAIN_COLUMN_PX = 704
 
 
-def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
+def as_streamlit_sends(chart: alt.TopLevelMixin, column_px: int = MAIN_COLUMN_PX) -> dict:
     """The spec as the app draws it: a single or layered chart that sets no autosize of its own is stretched to the
     main column with `fit-x` (app_pages.widgets.common.draw_chart; the frontend sets its width, "container" included)
     unless faceted by an encoding channel (Vega-Lite cannot fit those);
@@ -75,7 +92,7 @@ def as_streamlit_sends(chart: alt.TopLevelMixin) -> dict:
     faceted = any(channel in spec.get("encoding", {}) for channel in ("row", "column", "facet"))  # fit never applies
     stretched = isinstance(chart, (alt.Chart, alt.LayerChart)) and chart.autosize is alt.Undefined and not faceted
     if stretched:
-        spec = {**spec, "width": MAIN_COLUMN_PX, "autosize": {"type": "fit-x", "contains": "padding"}}
+        spec = {**spec, "width": column_px, "autosize": {"type": "fit-x", "contains": "padding"}}
     spec = _prepare_vega_lite_spec(spec, use_container_width=False)
     config = dict(spec.get("config", {}))
     config["axis"] = {**STREAMLIT_AXIS_THEME, **config.get("axis", {})}
@@ -99,15 +116,19 @@ def _role(element: ET.Element, inherited: str) -> str:
     return match.group(1) if match else inherited
 
 
-def draw(chart, *, streamlit: bool = True) -> Drawing:
-    """Render through vl-convert (as Streamlit would prepare it unless streamlit=False) and read the SVG back."""
+def draw(chart, *, streamlit: bool = True, column_px: int = MAIN_COLUMN_PX) -> Drawing:
+    """Render through vl-convert (as Streamlit would prepare it unless streamlit=False, in a column `column_px`
+    wide) and read the SVG back."""
     import vl_convert as vlc
 
-    spec = as_streamlit_sends(chart) if streamlit else (chart if isinstance(chart, dict) else chart.to_dict())
+    spec = as_streamlit_sends(chart, column_px) if streamlit else (chart if isinstance(chart, dict) else chart.to_dict())
     root = ET.fromstring(vlc.vegalite_to_svg(spec))
     texts: list[Text] = []
     rects: list[tuple[float, float]] = []
+    origins: list[tuple[float, float]] = []
     colours: set[str] = set()
+    symbols: list[tuple[str, str, str, float]] = []
+    points: list[tuple[float, float]] = []
 
     def walk(node: ET.Element, ox: float, oy: float, role: str, size: float) -> None:
         dx, dy, angle = _translate(node.get("transform"))
@@ -125,14 +146,62 @@ def draw(chart, *, streamlit: bool = True) -> Drawing:
                     texts.append(Text(line, role, x, y, node.get("text-anchor", "start"), size, angle))
             return
         if tag == "path" and role == "mark" and node.get("aria-roledescription") in ("rect mark", "bar"):
-            match = re.match(r"M[-\d.e]+,[-\d.e]+h([-\d.e]+)v([-\d.e]+)", node.get("d", ""))
+            match = re.match(r"M([-\d.e]+),([-\d.e]+)h([-\d.e]+)v([-\d.e]+)", node.get("d", ""))
             if match:
-                rects.append((abs(float(match.group(1))), abs(float(match.group(2)))))
+                rects.append((abs(float(match.group(3))), abs(float(match.group(4)))))
+                origins.append((x + float(match.group(1)), y + float(match.group(2))))
+        if tag == "path" and role == "legend-symbol":
+            symbols.append((node.get("d", ""), node.get("fill", "none"), node.get("stroke", "none"),
+                            float(node.get("stroke-width", 1))))
+        if tag == "path" and role == "mark" and node.get("aria-roledescription") == "line mark":
+            points.extend((x + float(px), y + float(py))
+                          for px, py in re.findall(r"[ML]([-\d.e]+),([-\d.e]+)", node.get("d", "")))
         for child in node:
             walk(child, x, y, role, size)
 
     walk(root, 0.0, 0.0, "", 10.0)
-    return Drawing(float(root.get("width")), float(root.get("height")), texts, rects, frozenset(colours))
+    return Drawing(float(root.get("width")), float(root.get("height")), texts, rects, frozenset(colours),
+                   tuple(symbols), tuple(points), tuple(origins))
+
+
+def dash_legends(chart) -> int:
+    """How many legends of the chart (as Streamlit sends it) stand for a dash pattern alone (a strokeDash channel
+    whose field no colour channel shares: a shared one's legend tells the series apart by colour)."""
+    import vl_convert as vlc
+
+    vega = vlc.vegalite_to_vega(as_streamlit_sends(chart))
+    found = 0
+
+    def walk(node) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            found += sum(1 for legend in node.get("legends", [])
+                         if "strokeDash" in legend and not {"fill", "stroke"} & set(legend))
+            for mark in node.get("marks", []):
+                walk(mark)
+
+    walk(vega)
+    return found
+
+
+def dash_symbols(drawing: Drawing) -> int:
+    """How many legend symbols are drawn as a stroked line (a dash pattern's sample)."""
+    return sum(1 for d, _, stroke, width in drawing.legend_symbols
+               if re.fullmatch(r"M[-\d.e]+,0L[-\d.e]+,0", d) and stroke not in ("none", "transparent") and width > 0)
+
+
+def blank_legend_symbols(drawing: Drawing) -> list[str]:
+    """The legend symbols drawn as nothing: a path with no stroke (or a transparent one) whose shape has no area to
+    fill (a "stroke" symbol is one segment, "M-5,0L5,0"), or neither stroke nor fill."""
+    def visible(colour: str) -> bool:
+        return colour not in ("none", "transparent", "") and not colour.startswith("rgba(0,0,0,0")
+
+    blank = []
+    for d, fill, stroke, width in drawing.legend_symbols:
+        segment = len(re.findall(r"[A-Za-z]", d)) <= 2 and not re.search(r"[AaZzCcQq]", d)
+        if not ((visible(stroke) and width > 0) or (visible(fill) and not segment)):
+            blank.append(f"{d} fill={fill} stroke={stroke}")
+    return blank
 
 
 def drawn(label: str, strings: list[str]) -> bool:

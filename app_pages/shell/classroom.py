@@ -266,10 +266,14 @@ def _class_panel(store: ClassStore) -> None:
         if ended:
             _export_and_forget(ended[-1].id, ended[-1].code, "the last class")
         return
-    url = access.join_url(access.lan_address() or "localhost", int(st.get_option("server.port")), info.code)
+    host, port = access.lan_address() or "localhost", int(st.get_option("server.port"))
+    url = access.join_url(host, port, info.code)
     st.markdown(f"Class code: **{markdown_text(info.code)}**")
+    # the address alone fits the sidebar's width; the whole link, wrapped there, broke inside the port number
+    st.markdown(f"Students open **{markdown_text(access.server_address(host, port))}** and type "
+                "the code, or scan:")
     st.image(access.qr_png(url), caption="Scan to join", width=200)
-    st.code(url, language=None, wrap_lines=True)
+    st.code(url, language=None, wrap_lines=False)
     student_count(info.id)
     st.button("End class", key="class.end", on_click=_safely, args=(store.end_class, info.id),
               help="Students' code expires and answers close. The answers stay until you forget the class.")

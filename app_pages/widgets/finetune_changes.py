@@ -277,10 +277,8 @@ def probe_part(base: str, compared: list[str]) -> None:
         "embeddings), full-rank probe, Penn Treebank with Stanford Dependencies. Drawn as a target only for "
         "bert-base-cased under the paper protocol; otherwise a grey landmark: compare the shape.")
     charts = [probe_chart(frame, metric, show_reference, model=base, protocol=shown_protocol) for metric in ("UUAS", "DSpr")]
-    cols = st.columns(2)
-    for col, chart in zip(cols, charts):
-        with col:
-            draw_chart(chart, width="stretch")
+    for chart in charts:  # one under the other: side by side, each plot was ~200 px beside its legend
+        draw_chart(chart, width="stretch")
     st.dataframe(frame, hide_index=True, width="stretch")
     export_buttons(probe_export_chart(charts), frame, "structural-probe", key=P + "export.probe")
     sentence_tree(kept_data, results, kept_entries)

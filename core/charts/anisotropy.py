@@ -67,15 +67,16 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
         y=alt.Y("value:Q", title=MEASURES[measure], scale=alt.Scale(padding=10)),
         color=alt.Color("series:N", title="model", legend=alt.Legend(orient="bottom", columns=1, labelLimit=520)),
     )
-    if (data["kind"] == "published").any():
-        encoding["strokeDash"] = alt.StrokeDash(
-            "kind:N", title="", scale=alt.Scale(domain=["measured", "published"], range=[[1, 0], [6, 4]]),
-            legend=alt.Legend(orient="bottom"),
-        )
     text = title or MEASURES[measure]
     heading = alt.Title(text, subtitle=f"Protocol: {protocols.PROTOCOLS[protocol].paper}") if protocol else text
     base = alt.Chart(data, title=heading).encode(**encoding)
     lines = base.mark_line()
+    if (data["kind"] == "published").any():
+        # on the lines alone, its legend drawing each dash (layout.dashed_lines says why not on the points too)
+        lines = lines.encode(strokeDash=alt.StrokeDash(
+            "kind:N", title="", scale=alt.Scale(domain=["measured", "published"], range=[[1, 0], [6, 4]]),
+            legend=alt.Legend(orient="bottom", **layout.LINE_LEGEND),
+        ))
     points = base.mark_point(filled=True, size=50).encode(
         opacity=alt.condition(hover, alt.value(1), alt.value(0.35)),
         tooltip=["series:N", "kind:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],

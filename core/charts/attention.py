@@ -74,7 +74,8 @@ def attention_heatmap(view: AttentionView, title: str = "") -> alt.Chart:
             color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="attention"),
             tooltip=["query", "key", alt.Tooltip("weight:Q", format=".3f")],
         )
-        .properties(width=layout.token_step(), height=layout.token_step())
+        # square cells, the map at least MIN_CHART_PX across: a 5-token map of 16 px cells was 80 px wide
+        .properties(width=layout.column_step(len(view.key_labels)), height=layout.column_step(len(view.query_labels)))
     )
 
 
@@ -280,8 +281,10 @@ def map_chart(example, size: int = 180) -> alt.Chart:
 
 
 def examples_chart(examples) -> alt.HConcatChart:
-    """Example maps side by side (rows: queries, columns: keys)."""
-    return alt.hconcat(*[map_chart(e) for e in examples])
+    """Example maps side by side (rows: queries, columns: keys), the row at least MIN_CHART_PX wide (a type with
+    one example was a 180 px map)."""
+    size = max(180, -(-layout.MIN_CHART_PX // max(len(examples), 1)))
+    return alt.hconcat(*[map_chart(e, size) for e in examples])
 
 
 def statistic_chart(survey, name: str, title: str) -> tuple[alt.Chart, pd.DataFrame]:

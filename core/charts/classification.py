@@ -52,9 +52,12 @@ def confusion_chart(frame: pd.DataFrame) -> alt.HConcatChart:
     """One matrix per run, side by side, titled by the run: colour = share of the true class, text = count. Every
     class gets its row and column, also one a run never predicts."""
     charts = []
-    for run in _order(frame["run"]):
+    runs = _order(frame["run"])
+    for run in runs:
         part = frame[frame["run"] == run]
         labels = _order([*part["true"], *part["predicted"]])
+        # square cells, the row of matrices at least MIN_CHART_PX wide: one run of 2 classes was 247 px
+        cell = max(CELL_PX, layout.column_step(len(labels) * len(runs)).step)
         base = alt.Chart(part, title=run).encode(
             x=alt.X("predicted:N", sort=labels, scale=alt.Scale(domain=labels), axis=layout.token_axis(angle=-30)),
             y=alt.Y("true:N", sort=labels, scale=alt.Scale(domain=labels), axis=layout.token_axis()))
@@ -65,7 +68,7 @@ def confusion_chart(frame: pd.DataFrame) -> alt.HConcatChart:
         text = base.mark_text().encode(
             text="count:Q", color=alt.condition("datum.share > 0.5", alt.value("white"), alt.value("black"))
         )
-        charts.append((rect + text).properties(width=alt.Step(CELL_PX), height=alt.Step(CELL_PX)))
+        charts.append((rect + text).properties(width=alt.Step(cell), height=alt.Step(cell)))
     return layout.fixed_size(alt.hconcat(*charts))
 
 

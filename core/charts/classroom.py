@@ -18,7 +18,8 @@ RIGHT, OTHER = "the model's answer", "another answer"
 MAX_TYPED_BARS = 12
 OTHER_ANSWERS = "(other answers)"
 BAR_PX = 26  # one bar per row, thicker than a token row: it is read from across a room
-WIDTH_PX = 300
+CHOICE_LABEL_PX = 160  # a longer choice ends in "…" (its tooltip has it whole)
+BAR_END_ROOM = 1.35  # the x axis runs this far past the most answers: the count and "✓" fit after the bar
 
 
 def _typed_key(text: str) -> str:
@@ -54,26 +55,31 @@ def answers_frame(question, counts: Mapping[str, int]) -> pd.DataFrame:
         "share": [n / total if total else 0.0 for _, n, _ in rows],
         "right": [r for _, _, r in rows],
         "kind": [RIGHT if r else OTHER for _, _, r in rows],
-        # written at the bar's end: the right answer is named even when nobody picked it (a bar of 0 has no colour)
-        "label": [f"{n}  ✓ {RIGHT}" if r else str(n) for _, n, r in rows],
+        # written at the bar's end: the right answer is marked even when nobody picked it (a bar of 0 has no colour);
+        # "✓" alone: the legend says what it means, and the words after a long bar ran off the chart
+        "label": [f"{n} ✓" if r else str(n) for _, n, r in rows],
     })
 
 
 def answers_chart(frame: pd.DataFrame, title: str = "The class's answers") -> alt.LayerChart:
-    """Horizontal bars, one per choice (every label drawn), the count written at each bar's end."""
+    """Horizontal bars, one per choice (every label drawn), the count written at each bar's end. As wide as its
+    column (it is drawn beside the view's chart at the reveal): at a fixed 300 px plot beside 220 px of labels it
+    ran past the column's edge and cut its own bar-end text ("1 ✓ the model's answ…")."""
     total = int(frame["answers"].sum())
     order = list(frame["choice"])
+    most = max(1, int(frame["answers"].max()) if len(frame) else 1)
     base = alt.Chart(frame).encode(
-        y=alt.Y("choice:N", sort=order, title=None, axis=layout.token_axis(labelLimit=220)),
+        y=alt.Y("choice:N", sort=order, title=None, axis=layout.token_axis(labelLimit=CHOICE_LABEL_PX)),
+        # room right of the longest bar for the words at its end
         x=alt.X("answers:Q", title="students", axis=alt.Axis(tickMinStep=1, format="d"),
-                scale=alt.Scale(domain=[0, max(1, int(frame["answers"].max()) if len(frame) else 1)], nice=True)),
+                scale=alt.Scale(domain=[0, most * BAR_END_ROOM], nice=False)),
         tooltip=["choice", "answers", alt.Tooltip("share:Q", format=".0%"), "kind"],
     )
     bars = base.mark_bar().encode(color=alt.Color(
         "kind:N", scale=alt.Scale(domain=[RIGHT, OTHER], range=[RIGHT_COLOUR, OTHER_COLOUR]),
-        legend=alt.Legend(title=None, orient="bottom")))
+        legend=alt.Legend(title=None, orient="bottom", direction="vertical")))  # side by side: wider than a column
     labels = base.mark_text(align="left", dx=4, fontSize=13).encode(
         text="label:N", color=alt.condition("datum.right", alt.value(RIGHT_COLOUR), alt.value("#31333f")))
     subtitle = f"{total} answer{'s' if total != 1 else ''}"
-    return layout.fixed_size(alt.layer(bars, labels, title=alt.Title(title, subtitle=subtitle)).properties(
-        width=WIDTH_PX, height=alt.Step(BAR_PX)))
+    return alt.layer(bars, labels, title=alt.Title(title, subtitle=subtitle)).properties(
+        width="container", height=alt.Step(BAR_PX))

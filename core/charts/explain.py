@@ -51,7 +51,7 @@ def flow_matrix(explanation, layer: int = -1) -> alt.Chart:
         x=alt.X("key:N", sort=labels, title="from input token", axis=layout.token_axis(angle=-60)),
         y=alt.Y("query:N", sort=labels, title="to token", axis=layout.token_axis()),
         color=alt.Color("share:Q", scale=alt.Scale(scheme="greens")), tooltip=["query", "key", alt.Tooltip("share:Q", format=".3f")],
-    ).properties(width=layout.token_step(), height=layout.token_step()))
+    ).properties(width=layout.column_step(len(labels)), height=layout.column_step(len(labels))))
 
 
 def faithfulness_frame(result) -> pd.DataFrame:

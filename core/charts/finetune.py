@@ -23,8 +23,6 @@ from core.training.runs import RunInfo
 CONTROL = "random-initialised control"
 PROBE_REFERENCES = {"UUAS": "hewitt-manning.uuas", "DSpr": "hewitt-manning.dspr"}
 MEASURES = {"cka": "linear CKA", "rsa": "RSA"}
-# A stroke legend needs its symbol drawn as a line in a neutral colour, or the dash pattern cannot be read.
-STROKE_LEGEND = dict(symbolType="stroke", symbolStrokeColor="grey", symbolStrokeWidth=2)
 
 
 # ---- runs --------------------------------------------------------------------------------------------------
@@ -97,20 +95,17 @@ def similarity_frame(results: list[Similarity]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def similarity_chart(frame: pd.DataFrame, base: str, protocol: str = DEFAULT_PROTOCOL) -> alt.Chart:
-    title = alt.TitleParams(f"Similarity to {display_name(base)}, layer by layer (1 = unchanged)", subtitle=textwrap.wrap(describe(protocol), 90))
-    return (
-        alt.Chart(frame, title=title)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
-            y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
-            color=alt.Color("model:N", title="compared model"),
-            strokeDash=alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()), legend=alt.Legend(**STROKE_LEGEND)),
-            tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
-        )
-        .properties(width="container", height=320)
+def similarity_chart(frame: pd.DataFrame, base: str, protocol: str = DEFAULT_PROTOCOL) -> alt.LayerChart:
+    title = alt.TitleParams(f"Similarity to {display_name(base)}, layer by layer (1 = unchanged)",
+                            subtitle=textwrap.wrap(describe(protocol), 90), anchor="start")  # as probe_chart's
+    lines = alt.Chart(frame).encode(
+        x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+        y=alt.Y("value:Q", scale=alt.Scale(zero=False, domainMax=1), title="similarity"),
+        color=alt.Color("model:N", title="compared model", legend=alt.Legend(labelLimit=layout.LEGEND_LABEL_PX)),
+        tooltip=["model", "measure", "layer", alt.Tooltip("value:Q", format=".3f")],
     )
+    dash = alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES.values()))
+    return alt.layer(*layout.dashed_lines(lines, dash)).properties(width="container", height=320, title=title)
 
 
 def cross_frame(result: Similarity, measure: str) -> pd.DataFrame:
@@ -139,11 +134,12 @@ def cross_chart(frame: pd.DataFrame, result: Similarity, measure: str) -> alt.La
 
 
 def probe_frame(results: list[tuple[str, str, ProbeResult]]) -> pd.DataFrame:
-    """One row per (model, kind, layer): UUAS, DSpr, eval loss and the sentence counts."""
+    """One row per (model, kind, layer): UUAS, DSpr, eval loss and the sentence counts. model: the display name
+    (a folder's path in the legend was cut, "/work/shared/data/mod…")."""
     rows = []
     for label, kind, result in results:
         for p in result.probes:
-            rows.append({"model": label, "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
+            rows.append({"model": display_name(label), "kind": kind, "layer": p.layer, "UUAS": p.uuas, "DSpr": p.dspr,
                          "eval loss": p.eval_loss, "training sentences": p.n_train, "evaluation sentences": p.n_eval})
     return pd.DataFrame(rows)
 
@@ -163,18 +159,14 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool, *, model
     """UUAS or DSpr per layer; with show_reference, H&M's published point, drawn as a target (filled, with a rule)
     only when `model` (the pretrained model probed) and `protocol` match the paper's, else as a hollow grey
     landmark labelled "compare the shape"."""
-    lines = (
-        alt.Chart(frame)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
-            y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
-            color=alt.Color("model:N", title="model"),
-            strokeDash=alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL], legend=alt.Legend(**STROKE_LEGEND)),
-            tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
-        )
+    lines = alt.Chart(frame).encode(
+        x=alt.X("layer:Q", axis=alt.Axis(tickMinStep=1, format="d"), title="layer (0 = embeddings)"),
+        y=alt.Y(f"{metric}:Q", scale=alt.Scale(domain=[0, 1]), title=metric),
+        color=alt.Color("model:N", title="model", legend=alt.Legend(labelLimit=layout.LEGEND_LABEL_PX)),
+        tooltip=["model", "kind", "layer", alt.Tooltip(f"{metric}:Q", format=".3f")],
     )
-    layers = [lines]
+    layers = layout.dashed_lines(lines, alt.StrokeDash("kind:N", title="kind", sort=["pretrained", "fine-tuned", CONTROL]))
+    subtitle = textwrap.wrap(describe(protocol), 90)
     if show_reference:
         ref = probe_reference_frame(metric, model, protocol)
         same = bool((ref["kind"] == "same").all())
@@ -183,9 +175,12 @@ def probe_chart(frame: pd.DataFrame, metric: str, show_reference: bool, *, model
             layers.append(alt.Chart(ref).mark_rule(strokeDash=[6, 4], color=colour).encode(y="value:Q"))
         layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=same, color=colour).encode(
             x="layer:Q", y="value:Q", tooltip=["label"]))
-        layers.append(alt.Chart(ref).mark_text(align="right", dx=-8, dy=-10, color=colour, fontSize=11).encode(
-            x="layer:Q", y="value:Q", text="label:N"))
-    title = alt.TitleParams(f"{metric} per layer (evaluation sentences)", subtitle=textwrap.wrap(describe(protocol), 90))
+        # named under the title, not written beside the diamond: right-aligned at the paper's layer, its 120
+        # characters ran off the plot's left edge ("…e layer 7 (bert-base-cased, …")
+        subtitle += textwrap.wrap("◆ " + "; ".join(ref["label"]), 90)
+    # left-aligned: centred on a plot narrower than its 90-character lines (a wide legend beside it), the
+    # subtitle ran off the chart's left edge
+    title = alt.TitleParams(f"{metric} per layer (evaluation sentences)", subtitle=subtitle, anchor="start")
     return alt.layer(*layers).properties(width="container", height=300, title=title)
 
 
@@ -194,8 +189,9 @@ def probe_export_chart(charts: Sequence[alt.LayerChart]) -> alt.HConcatChart:
     return alt.hconcat(*[c.properties(width=360) for c in charts])
 
 
-def arcs_frame(parse) -> pd.DataFrame:
-    """Points along a half-circle per edge: gold arcs above the words, predicted arcs below."""
+def arcs_frame(parse, gap: float = 0.0) -> pd.DataFrame:
+    """Points along a half-circle per edge: gold arcs above the words, predicted arcs below, each starting `gap`
+    (in the y scale's units) off the words' line so that no arc is drawn across a word."""
     rows = []
     steps = np.linspace(0, np.pi, 17)
     for tree, edges, sign in (("gold", parse.gold_edges, 1), ("probe", parse.predicted_edges, -1)):
@@ -204,24 +200,45 @@ def arcs_frame(parse) -> pd.DataFrame:
             centre, radius = (i + j) / 2, (j - i) / 2
             for k, t in enumerate(steps):
                 rows.append({"edge": f"{tree} {i}-{j}", "tree": tree, "status": status, "order": k,
-                             "x": centre - radius * np.cos(t), "y": sign * radius * np.sin(t),
+                             "x": centre - radius * np.cos(t), "y": sign * (gap + radius * np.sin(t)),
                              "pair": f"{parse.words[i]} — {parse.words[j]}"})
     return pd.DataFrame(rows)
 
 
+# The tree's plot is at most this wide (the main column less the axis-free margins): wider, the words past the
+# column's edge were cut ("sinc…") and the arcs ran off it.
+ARCS_MAX_PX = 660
+WORD_SLOT_PX = 60  # a word's column when the sentence is short enough
+ARCS_HEIGHT_PX = 320
+WORD_FONT_PX = 12
+
+
 def arcs_chart(parse, title: str) -> alt.LayerChart:
-    frame = arcs_frame(parse)
+    """The gold tree's arcs above the sentence and the probe's below, every word written on the line between them.
+    A sentence too long for WORD_SLOT_PX a word in ARCS_MAX_PX gets narrower columns (MIN_ROW_PX at the least,
+    wider than the column beyond ~40 words) and its words written upright, the arcs leaving room for the longest."""
+    n = len(parse.words)
+    shown = [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]
+    slot = max(layout.MIN_ROW_PX, min(WORD_SLOT_PX, ARCS_MAX_PX // max(n, 1)))
+    width = max(layout.MIN_CHART_PX, slot * n)
+    longest = max((len(w) for w in shown), default=1) * 0.6 * WORD_FONT_PX  # px, at ~0.6 em a glyph
+    upright = longest + 6 > slot
+    gap_px = (longest / 2 if upright else WORD_FONT_PX / 2) + 6  # from the words' line to an arc's foot
+    height = max(ARCS_HEIGHT_PX, round(2 * gap_px) + 200)
+    reach = max([(j - i) / 2 for i, j in (*parse.gold_edges, *parse.predicted_edges)] or [0.5])
+    # y in units of word columns: the scale spans ±(gap + reach) over `height` px, so gap_px is gap in units
+    gap = gap_px * 2 * reach / (height - 2 * gap_px)
+    frame = arcs_frame(parse, gap)
     arcs = alt.Chart(frame).mark_line(strokeWidth=2).encode(
-        x=alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, len(parse.words) - 0.5])),
-        y=alt.Y("y:Q", axis=None),
+        x=alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.5, n - 0.5])),
+        y=alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-(gap + reach), gap + reach], nice=False, zero=False)),
         detail="edge:N",
         order="order:Q",
         color=alt.Color("status:N", scale=alt.Scale(domain=["gold edge", "correct", "wrong"], range=["#4c78a8", "#54a24b", "#e45756"]),
-                        title="edge"),
+                        title="edge", legend=alt.Legend(orient="bottom")),
         tooltip=["tree", "pair", "status"],
     )
-    words = pd.DataFrame({"x": np.arange(len(parse.words)), "y": 0.0,
-                          "word": [w if u != "PUNCT" else f"({w})" for w, u in zip(parse.words, parse.upos)]})
-    text = alt.Chart(words).mark_text(fontSize=12, angle=0, baseline="middle").encode(x="x:Q", y="y:Q", text="word:N")
-    width = max(400, 60 * len(parse.words))  # wider than the column for long sentences: it scrolls, words stay apart
-    return layout.fixed_size(alt.layer(arcs, text).properties(width=width, height=320, title=title))
+    words = pd.DataFrame({"x": np.arange(n), "y": 0.0, "word": shown})
+    text = alt.Chart(words).mark_text(fontSize=WORD_FONT_PX, angle=270 if upright else 0, baseline="middle",
+                                      align="center").encode(x="x:Q", y="y:Q", text="word:N")
+    return layout.fixed_size(alt.layer(arcs, text).properties(width=width, height=height, title=title))

@@ -158,7 +158,7 @@ def aspect_row_chart(row) -> tuple[alt.Chart, pd.DataFrame]:
         x=alt.X("token:N", sort=labels, axis=layout.token_axis(angle=-60)), y=alt.Y("weight:Q"),
         color=alt.Color("kind:N", scale=alt.Scale(domain=kinds)),
         tooltip=["token", "kind", alt.Tooltip("weight:Q", format=".3f")],
-    ).properties(width=layout.token_step(), height=220)
+    ).properties(width=layout.column_step(len(labels)), height=220)
     return layout.fixed_size(chart), frame
 
 

@@ -32,7 +32,8 @@ def grid_chart(result, frame: pd.DataFrame | None = None) -> alt.LayerChart:
     """Tokens down (every one labelled, in order), layers across; each cell names the layer's top guess there and
     is shaded by its probability. A click selects the cell through the point selection named CELL_SELECTION."""
     frame = grid_frame(result) if frame is None else frame
-    column = max(GRID_COLUMN_MIN_PX, min(GRID_COLUMN_MAX_PX, GRID_WIDTH_PX // max(len(result.layers), 1)))
+    column = max(GRID_COLUMN_MIN_PX, min(GRID_COLUMN_MAX_PX, GRID_WIDTH_PX // max(len(result.layers), 1)),
+                 layout.column_step(len(result.layers)).step)
     what = f"tuned lens '{result.lens}'" if result.kind == "tuned" else "logit lens"
     base = alt.Chart(frame).encode(
         x=alt.X("layer:O", title="layer (0 = embeddings; last = the model's output)",
@@ -41,7 +42,9 @@ def grid_chart(result, frame: pd.DataFrame | None = None) -> alt.LayerChart:
         tooltip=["token", "layer", "guess", alt.Tooltip("p:Q", format=".1%", title="probability")],
     )
     cells = base.mark_rect().encode(color=alt.Color("p:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                                                    title="probability", legend=alt.Legend(format="%"))).add_params(
+                                                    title="probability",
+                                                    legend=layout.gradient_legend(len(result.tokens) * layout.MIN_ROW_PX,
+                                                                                  format="%", values=layout.SHARE_TICKS))).add_params(
         alt.selection_point(name=CELL_SELECTION, fields=["layer", "position"], on="click", empty=False))
     colour = alt.condition("datum.p > 0.5", alt.value("white"), alt.value("black"))
     text = base.mark_text(fontSize=11, limit=column - 6).encode(text="guess:N", color=colour)

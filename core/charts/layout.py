@@ -12,12 +12,24 @@ heatmap's rows shrank to 2 px and its title was cut.
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 
 import altair as alt
 
 # A token row (or column) is never drawn thinner than this: the 11 px axis labels then never overlap.
 MIN_ROW_PX = 16
+# The narrowest plot a chart draws (a projector at the back of a room): a 10-token heatmap of 16 px columns was
+# 160 px wide, its rotated labels overprinting each other.
+MIN_CHART_PX = 320
+# Columns narrower than this get their labels upright (-90°): at -45° neighbouring labels lie only
+# step × sin 45° apart, under an 11 px line ("8·." over "9·[SEP]").
+SLANTED_LABEL_MIN_STEP = 24
+# A gradient (colour ramp) legend is this long unless the chart says otherwise (Vega's default).
+GRADIENT_PX = 200
+# The labels of a 0..1 ramp: both ends always named (left to Vega, a horizontal ramp's "100%" was dropped as
+# overlapping "80%" in presenter mode's larger type).
+SHARE_TICKS = [0, 0.25, 0.5, 0.75, 1]
 # A label longer than this many pixels ends in "…"; the tooltip carries the full token.
 LABEL_LIMIT_PX = 140
 # Presenter mode: type and rows this many times larger.
@@ -38,6 +50,51 @@ CATEGORY_COLOURS = ("#0068c9", "#d55e00", "#2a8a3e", "#d62728", "#7b4fb0",
 def token_step() -> alt.Step:
     """The size of a chart's token axis: MIN_ROW_PX per row, however many rows (vega grows the chart with them)."""
     return alt.Step(MIN_ROW_PX)
+
+
+def column_step(n_columns: int) -> alt.Step:
+    """The width of one column of a heatmap (or bar) of n_columns: at least MIN_ROW_PX, and wide enough that the
+    plot spans MIN_CHART_PX."""
+    return alt.Step(max(MIN_ROW_PX, math.ceil(MIN_CHART_PX / max(n_columns, 1))))
+
+
+def column_label_angle(step: alt.Step | int) -> int:
+    """The angle of a column's labels: slanted (-45°) when the column is wide enough for slanted labels to stay
+    apart, else upright (-90°, each label exactly a column apart)."""
+    px = step.step if isinstance(step, alt.Step) else step
+    return -45 if px >= SLANTED_LABEL_MIN_STEP else -90
+
+
+def gradient_legend(plot_height_px: float | None = None, **options) -> alt.Legend:
+    """A colour ramp's legend that is never cut: beside the plot when the plot is at least as tall as the ramp and
+    its title, else under it, horizontal. Streamlit stretches a chart with `autosize: fit-x`, which does not grow
+    the chart's height for a legend taller than its plot: the layer lens's "0%" (the ramp's bottom) was cut off
+    under a 5-token grid. plot_height_px None: the height is not known (it grows with the data), so under it."""
+    if plot_height_px is not None and plot_height_px >= GRADIENT_PX + 30:
+        return alt.Legend(**options)
+    return alt.Legend(**{"orient": "bottom", "direction": "horizontal", "gradientLength": GRADIENT_PX, **options})
+
+
+# A legend's labels are cut at this many pixels (Vega's default, 160, cut "all-MiniLM-L6-v2 (random init)"): a legend
+# label has no tooltip, so its cut words are lost.
+LEGEND_LABEL_PX = 320
+
+# A legend of dash patterns (a strokeDash channel) draws each pattern as a line this long, in grey: a dash legend's
+# own symbols have no colour of their own.
+LINE_LEGEND = dict(symbolType="stroke", symbolStrokeColor="#555555", symbolStrokeWidth=2, symbolSize=500)
+
+
+def dashed_lines(base: alt.Chart, dash: alt.StrokeDash, **point) -> list[alt.Chart]:
+    """Lines told apart by `dash` (its legend drawing each pattern, LINE_LEGEND) and a point at each value, as two
+    layers. Not mark_line(point=True): Vega-Lite then draws the dash legend's symbols as filled points with no
+    stroke, and a "stroke" symbol has no area to fill, so the legend showed names beside nothing and the lines
+    could not be told apart."""
+    if dash.legend is alt.Undefined:
+        dash = dash.copy(deep=False)
+        dash.legend = alt.Legend(**LINE_LEGEND)
+    lines = base.mark_line().encode(strokeDash=dash)
+    points = base.mark_point(**{"filled": True, "size": 40, **point})
+    return [lines, points]
 
 
 def token_axis(*, angle: int = 0, **options) -> alt.Axis:
@@ -90,7 +147,8 @@ _FONT_KEYS = frozenset({"fontSize", "labelFontSize", "titleFontSize", "size", "s
 _PIXEL_KEYS = frozenset({"width", "height", "labelLimit"})
 _PRESENTATION_CONFIG = {
     "axis": {"labelFontSize": 15, "titleFontSize": 16},
-    "legend": {"labelFontSize": 15, "titleFontSize": 16},
+    # labelLimit: the theme's 160 px, scaled with the type, or a legend's longer names end in "…" (no tooltip)
+    "legend": {"labelFontSize": 15, "titleFontSize": 16, "labelLimit": round(160 * PRESENTATION_SCALE)},
     "header": {"labelFontSize": 15, "titleFontSize": 16},
     "title": {"fontSize": 20, "subtitleFontSize": 15},
     "text": {"fontSize": 15},

@@ -26,8 +26,13 @@ def top_frame(pred) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def top_chart(pred, frame: pd.DataFrame | None = None) -> alt.HConcatChart:
-    """One bar list per mask, side by side, most probable guess on top."""
+LENS_ROW_PX = 22  # a layer's row of the layer-by-layer guesses
+GUESS_ROW_PX = 26  # one guess per row, thicker than a token row: the bars are read from across a room
+
+
+def top_chart(pred, frame: pd.DataFrame | None = None) -> alt.VConcatChart:
+    """One bar list per mask, one under the other (side by side, two lists of 220 px made each a 270 × 100 px
+    sliver), most probable guess on top."""
     frame = top_frame(pred) if frame is None else frame
     charts = []
     for m in range(len(pred.positions)):
@@ -38,9 +43,9 @@ def top_chart(pred, frame: pd.DataFrame | None = None) -> alt.HConcatChart:
                 y=alt.Y("token:N", sort=list(part.sort_values("rank")["token"]), title=None, axis=layout.token_axis()),
                 x=alt.X("probability:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
                 tooltip=["mask", "rank", "token", alt.Tooltip("probability:Q", format=".2%")],
-            ).properties(width=220, height=alt.Step(20))
+            ).properties(width=layout.MIN_CHART_PX, height=alt.Step(GUESS_ROW_PX))
         )
-    return alt.hconcat(*charts)
+    return alt.vconcat(*charts)
 
 
 def lens_frame(pred, m: int) -> pd.DataFrame:
@@ -65,13 +70,15 @@ def lens_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.LayerChar
         tooltip=["layer", "rank", "token", alt.Tooltip("probability:Q", format=".2%")],
     )
     cells = base.mark_rect().encode(color=alt.Color("probability:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                                                    title="probability"))
+                                                    title="probability",
+                                                    legend=layout.gradient_legend(len(pred.layers) * LENS_ROW_PX,
+                                                                                  values=layout.SHARE_TICKS, format="%")))
     colour = alt.condition("datum.probability > 0.5", alt.value("white"), alt.value("black"))
     # Bold is a mark property, not a channel: the final guess gets a text layer of its own.
     plain = base.mark_text(fontSize=12).encode(text="token:N", color=colour).transform_filter("!datum.final")
     bold = base.mark_text(fontSize=12, fontWeight="bold").encode(text="token:N", color=colour).transform_filter("datum.final")
     return alt.layer(cells, plain, bold, title=f"{mask_label(pred, m)}: top guesses layer by layer").properties(
-        width=alt.Step(90), height=alt.Step(22))
+        width=alt.Step(max(90, layout.column_step(pred.top_ids.shape[-1]).step)), height=alt.Step(LENS_ROW_PX))
 
 
 def final_frame(pred, m: int) -> pd.DataFrame:
@@ -88,9 +95,9 @@ def final_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.HConcatC
     tooltip = ["layer", "token", "rank", alt.Tooltip("probability:Q", format=".2%")]
     probability = alt.Chart(frame, title=f"P(“{token}”) by layer").mark_line(point=True).encode(
         x=x, y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")), tooltip=tooltip,
-    ).properties(width=260, height=180)
+    ).properties(width=layout.MIN_CHART_PX, height=180)
     rank = alt.Chart(frame, title=f"Rank of “{token}” by layer").mark_line(point=True, color="#c05621").encode(
         x=x, y=alt.Y("rank:Q", scale=alt.Scale(type="log", reverse=True, domainMin=1), title="rank (1 = top)"),
         tooltip=tooltip,
-    ).properties(width=260, height=180)
+    ).properties(width=layout.MIN_CHART_PX, height=180)
     return alt.hconcat(probability, rank)

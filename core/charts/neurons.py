@@ -101,4 +101,5 @@ def sentence_chart(sentence: NeuronSentence, neuron: int, reach: float | None = 
         x=x, text=alt.Text("activation:Q", format=".2f"),
         color=alt.condition(f"abs(datum.activation) > {0.6 * reach}", alt.value("white"), alt.value("black")))
     return layout.fixed_size(alt.layer(cells, text, title=f"Neuron {neuron} of layer {sentence.layer} on your "
-                                                             "sentence").properties(width=alt.Step(44), height=44))
+                                                             "sentence").properties(width=alt.Step(max(44, layout.column_step(len(order)).step)),
+                                                                        height=44))

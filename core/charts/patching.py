@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 
 from core import numbering
-from core.charts.layout import fixed_size, token_axis, token_step
+from core.charts import layout
+from core.charts.layout import fixed_size, token_axis
 
 
+LAYER_ROW_PX = 24  # a layer's row: a short grid (6 layers) is still tall enough to read across a room
 HEAD_SELECTION = "patched_head"  # a click on a [layer, head] cell selects {layer (1..L), cell} (the page opens that head)
 
 
@@ -38,14 +40,20 @@ def patching_chart(result, frame: pd.DataFrame | None = None, *, selectable: boo
     kind = "approximated by gradients" if result.method == "attribution" else "patched"
     title = [f"Recovery with one {cell if result.over != 'positions' else 'residual stream cell'} {kind} "
              f"(over {result.over})", f"metric: {result.metric}"]
+    labels = cell_labels(result)
+    # at least MIN_CHART_PX wide: 12 heads of 16 px made a 190 px grid, 10 tokens a 160 px one
+    step = layout.column_step(len(labels))
+    layers = result.patched.shape[0]
     chart = alt.Chart(frame, title=title).mark_rect().encode(
-        x=alt.X("cell:O", title=cell, sort=cell_labels(result), axis=token_axis(angle=0 if cell == "head" else -45)),
+        x=alt.X("cell:O", title=cell, sort=labels,
+                axis=token_axis(angle=0 if cell == "head" else layout.column_label_angle(step))),
         y=alt.Y("layer:O", title=numbering.BLOCK_AXIS),
         color=alt.Color("recovered:Q", title="recovered",
-                        scale=alt.Scale(scheme="redblue", domain=[-max(bound, 1.0), max(bound, 1.0)], domainMid=0)),
+                        scale=alt.Scale(scheme="redblue", domain=[-max(bound, 1.0), max(bound, 1.0)], domainMid=0),
+                        legend=layout.gradient_legend(layers * LAYER_ROW_PX)),
         tooltip=["layer", alt.Tooltip("cell:O", title=cell), alt.Tooltip("patched:Q", format=".4f"),
                  alt.Tooltip("recovered:Q", format=".3f")],
-    ).properties(width=token_step(), height=alt.Step(24))
+    ).properties(width=step, height=alt.Step(LAYER_ROW_PX))
     if selectable:
         chart = chart.add_params(alt.selection_point(name=HEAD_SELECTION, fields=["layer", "cell"], on="click",
                                                      empty=False))

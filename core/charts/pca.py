@@ -15,8 +15,16 @@ from core.analyses.projection import METHOD_LABELS, LayerProjection
 from core.protocols import describe
 
 OTHER = "other words"
-# Characters per subtitle line: ~270 px at 12 px, inside the narrowest chart (the notebook's default 300 px).
-SUBTITLE_CHARS = 48
+# Characters per subtitle line of a chart that has the main column to itself (~460 px at 12 px, ~650 px in
+# presenter mode's larger type), and of one beside another (~270 px): wrapped at 48 always, the subtitle of a
+# lone chart was a 5-line, 250 px column at the left of a 700 px chart.
+SUBTITLE_CHARS = 96
+SUBTITLE_CHARS_SIDE_BY_SIDE = 48
+
+
+def subtitle_lines(text: str, columns: int = 1) -> list[str]:
+    """A subtitle wrapped for a chart drawn in one of `columns` side by side columns."""
+    return textwrap.wrap(text, SUBTITLE_CHARS if columns <= 1 else SUBTITLE_CHARS_SIDE_BY_SIDE)
 
 
 def projection_frame(projection: LayerProjection, layers: Sequence[int] | None = None) -> pd.DataFrame:
@@ -105,8 +113,9 @@ def colour_encoding(colour: str, names: Sequence[str], chosen_word: str | None) 
 
 
 def scatter(projection: LayerProjection, layer: int, title: str, *, names: Sequence[str], colour: str = "sentence",
-            chosen_word: str | None = None, show_labels: bool = True) -> tuple[alt.LayerChart, pd.DataFrame]:
-    """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame."""
+            chosen_word: str | None = None, show_labels: bool = True, columns: int = 1) -> tuple[alt.LayerChart, pd.DataFrame]:
+    """Every word piece of one layer as a point (with its token as a label if asked); the chart and its frame.
+    columns: how many charts the page draws side by side (the subtitle is wrapped to fit one)."""
     frame = points_frame(projection, layer, names, chosen_word)
     axis_name = "t-SNE" if projection.method == "tsne" else "PC"
     domains = None
@@ -122,9 +131,9 @@ def scatter(projection: LayerProjection, layer: int, title: str, *, names: Seque
     # only labels that overlap no other are written (the chosen word's first): the rest would pile up unreadably
     frame["labelled"] = label_mask(frame["x"], frame["y"], frame["token"], first=frame["highlight"] != OTHER,
                                    domains=domains)
-    # left-aligned and wrapped to the narrowest column the page draws it in (two models side by side), so a
-    # centred title wider than the plot is not cut on both sides
-    chart_title = alt.TitleParams(title, subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
+    # left-aligned and wrapped to the column the page draws it in, so a centred title wider than the plot is not
+    # cut on both sides
+    chart_title = alt.TitleParams(title, subtitle=subtitle_lines(fit_caption(projection), columns), anchor="start")
     base = alt.Chart(frame).encode(
         x=alt.X("x:Q", scale=x_scale, title=f"{axis_name} 1"),
         y=alt.Y("y:Q", scale=y_scale, title=f"{axis_name} 2"),
@@ -156,9 +165,9 @@ def fit_caption(projection: LayerProjection) -> str:
     return f"Fit: {METHOD_LABELS[projection.method]}. {describe(projection.protocol)}"
 
 
-def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
+def variance_chart(projection: LayerProjection, layer: int, columns: int = 1) -> alt.Chart:
     title = alt.TitleParams("Share of each layer's variance on the two axes",
-                            subtitle=textwrap.wrap(fit_caption(projection), SUBTITLE_CHARS), anchor="start")
+                            subtitle=subtitle_lines(fit_caption(projection), columns), anchor="start")
     return layout.fixed_size(
         alt.Chart(variance_frame(projection, layer), title=title)
         .mark_bar()
@@ -169,5 +178,5 @@ def variance_chart(projection: LayerProjection, layer: int) -> alt.Chart:
             opacity=alt.condition(alt.datum.current, alt.value(1.0), alt.value(0.35)),
             tooltip=["layer", "axis", alt.Tooltip("share:Q", format=".1%")],
         )
-        .properties(width=alt.Step(32), height=240)
+        .properties(width=alt.Step(max(32, layout.column_step(len(projection.layers)).step)), height=240)
     )

@@ -140,10 +140,15 @@ def allowed_hosts(lan: str | None, hostname: str | None = None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def server_address(host: str, port: int) -> str:
+    """The app's root as a student types it: http://host:port (an IPv6 host in brackets)."""
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port}"
+
+
 def join_url(host: str, port: int, code: str) -> str:
     """The link a student opens: the app's root with the class code, which fills the join box."""
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{port}/?{urlencode({'class': code})}"
+    return f"{server_address(host, port)}/?{urlencode({'class': code})}"
 
 
 def qr_png(url: str, *, scale: int = 6) -> bytes:

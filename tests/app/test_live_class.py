@@ -6,6 +6,7 @@ tests/unit/test_class_access.py and in a real server by tests/browser/test_live_
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -119,6 +120,11 @@ def test_teacher_panel(tiny_bert_dir, monkeypatch):
     assert info is not None and f"Class code: **{info.code}**" in " ".join(m.value for m in at.sidebar.markdown)
     assert at.sidebar.get("image")  # the QR code
     assert any(f"?class={info.code}" in c.value for c in at.sidebar.code)
+    # issue 48: the link, wrapped to the sidebar's width, broke inside its port number: it is drawn on one line,
+    # and the address a student types (short enough for the sidebar) is written out above it
+    assert not [c for c in at.sidebar.code if c.proto.wrap_lines], "the join link is wrapped"
+    assert any(re.search(r"Students open \*\*http://[^*\s]+:\d+\*\* and type the code", m.value.replace("\\", ""))
+               for m in at.sidebar.markdown)  # markdown_text escapes the address's punctuation
     assert at.sidebar.metric[0].value == "0"
     qid = store.ask(info.id, Question("choice", "Up or down?", ("up", "down")))
     for device in ("phone-1", "phone-2", "phone-3"):

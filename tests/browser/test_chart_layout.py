@@ -22,8 +22,10 @@ MEASURE = """(el) => {
   const box = el.getBoundingClientRect();
   const svg = el.querySelector('svg');
   const read = (n) => { const r = n.getBoundingClientRect();
+    const turn = (n.getAttribute('transform') || '').match(/rotate\((-?[\d.]+)/);
     return {text: n.textContent, l: r.left, r: r.right, t: r.top, b: r.bottom,
-            rotated: ['rotate(-90)', 'rotate(90)', 'rotate(270)'].some(a => (n.getAttribute('transform') || '').includes(a))}; };
+            rotated: ['rotate(-90)', 'rotate(90)', 'rotate(270)'].some(a => (n.getAttribute('transform') || '').includes(a)),
+            angle: turn ? parseFloat(turn[1]) : 0, size: parseFloat(getComputedStyle(n).fontSize) || 0}; };
   return {
     svg: !!svg,
     shown: el.checkVisibility(),  // false inside a closed expander or another tab: not seen, not measured
@@ -35,6 +37,9 @@ MEASURE = """(el) => {
     // the stroke of each drawn line (one per series of a line chart): proof that a series is on screen, and in what colour
     lines: [...el.querySelectorAll('.mark-line.role-mark path')].filter(p => (p.getAttribute('d') || '').length > 2)
       .map(p => getComputedStyle(p).stroke),
+    // each legend symbol as drawn: a dash legend's "stroke" symbol with no stroke is a name beside nothing
+    symbols: [...el.querySelectorAll('.role-legend-symbol path')].map(p => { const s = getComputedStyle(p);
+      return {d: p.getAttribute('d') || '', fill: s.fill, stroke: s.stroke, width: parseFloat(s.strokeWidth) || 0}; }),
   };
 }"""
 
@@ -138,7 +143,7 @@ def assert_whole(charts: list[dict], name: str) -> None:
     assert not problems, problems
 
 
-def chart_problems(charts: list[dict], name: str) -> list[str]:
+def chart_problems(charts: list[dict], name: str, row_px: float = layout.MIN_ROW_PX) -> list[str]:
     """What is clipped or squeezed among a page's SVG charts (token rows counted view by view elsewhere)."""
     problems = []
     for i, chart in enumerate(c for c in charts if c["svg"]):
@@ -152,17 +157,36 @@ def chart_problems(charts: list[dict], name: str) -> list[str]:
             # a sentence's name (core.charts.pca.sentence_names) is cut at 40 characters on purpose
             cut = [t for t in chart["legend"] if t.endswith("…") and not SENTENCE_NAME.fullmatch(t)]
             assert not cut, f"{name} chart {i}: legend label {cut[0]!r} cut short"
+            blank = [s["d"] for s in chart["symbols"] if not symbol_drawn(s)]
+            assert not blank, f"{name} chart {i}: {len(blank)} legend symbols drawn as nothing ({blank[0]})"
+            width = chart["box"]["r"] - chart["box"]["l"]
+            assert width >= layout.MIN_CHART_PX, f"{name} chart {i}: {width:.0f} px wide, under {layout.MIN_CHART_PX}"
             if len(token_rows(chart)) > 1:
-                assert_rows(chart, f"{name} chart {i}", None, layout.MIN_ROW_PX)
+                assert_rows(chart, f"{name} chart {i}", None, row_px)
         except AssertionError as err:
             problems.append(str(err).splitlines()[0])
     return problems
 
 
+def symbol_drawn(symbol: dict) -> bool:
+    """A legend symbol shows: a visible stroke, or a visible fill of a shape with an area (not one segment)."""
+    def visible(colour: str) -> bool:
+        return colour not in ("none", "transparent", "") and not re.fullmatch(r"rgba\(.*,\s*0\)", colour)
+
+    segment = len(re.findall(r"[A-Za-z]", symbol["d"])) <= 2 and not re.search(r"[AaZzCcQq]", symbol["d"])
+    return (visible(symbol["stroke"]) and symbol["width"] > 0) or (visible(symbol["fill"]) and not segment)
+
+
+APP_VIEWPORT = {"width": 1440, "height": 900}  # issue 48: the app as a laptop shows it
+PRESENTER_VIEWPORT = {"width": 1280, "height": 720}  # and presenter mode as a projector does
+
+
 def test_every_page_draws_its_charts_whole(page, app_url):
-    """Every page of the router, opened with the same sentence: no chart is clipped, no token chart squeezed."""
+    """Every page of the router, opened with the same sentence at 1440x900: no chart is clipped, narrow, or
+    squeezed, and no legend names a series beside nothing."""
     from tests.browser.conftest import page_url_paths
 
+    page.set_viewport_size(APP_VIEWPORT)
     problems = []
     for path in page_url_paths():
         if path == "present":
@@ -176,6 +200,88 @@ def test_every_page_draws_its_charts_whole(page, app_url):
         screenshot(page, f"layout_page_{path}")
         problems += chart_problems(charts, path)
     assert not problems, "\n".join(problems)
+
+
+def wait_for_slide(page) -> None:
+    """wait_for_app for presenter mode, whose sidebar is in the page but hidden."""
+    page.wait_for_selector('[data-testid="stSidebar"]', state="attached")
+    page.wait_for_timeout(500)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+                           " && !document.querySelector('[data-stale=\"true\"]')", timeout=240_000)
+    page.wait_for_timeout(300)
+
+
+def test_presenter_slides_draw_their_charts_whole_at_1280x720(page, app_url):
+    """Issue 48: every slide of the built-in lessons at a projector's 1280x720: no chart is clipped or narrow, no
+    token chart squeezed (rows scaled as presenter mode scales them), no legend symbol blank."""
+    from core import lessons
+
+    page.set_viewport_size(PRESENTER_VIEWPORT)
+    problems = []
+    for name, lesson in lessons.builtin().items():
+        for number in range(1, len(lesson.steps) + 1):
+            page.goto(f"{app_url}/present?{urlencode({'lesson': name, 'step': number})}")
+            wait_for_slide(page)
+            assert_no_streamlit_exception(page)
+            if not page.locator('[data-testid="stVegaLiteChart"]').count():
+                continue  # a slide with no chart (text, or a run that is not on this computer)
+            charts = measure(page)
+            page.locator('[data-testid="stVegaLiteChart"]').filter(visible=True).first.scroll_into_view_if_needed()
+            screenshot(page, f"layout_presenter_{name}_{number}")
+            problems += chart_problems(charts, f"{name} slide {number}", row_px=round(layout.MIN_ROW_PX * layout.PRESENTATION_SCALE))
+    assert not problems, "\n".join(problems)
+
+
+# Issue 48's charts on a tiny masked-language model (opened through ?model=): the patching heatmaps, the masked-word
+# guesses (two masks), the layer lens under a short sentence. (page, params, text the finished page shows)
+TINY_MLM_VIEWS = {
+    "patching": ("attention", {"tab": "What causes it?", "target": "bank",
+                               "clean": "the woman sat on the river [MASK] and the girl ran to the house .",
+                               "corrupt": "the man sat on the river [MASK] and the boy ran to the house ."},
+                 "Click a head to open it"),
+    "masked guesses": ("masked", {"a": "the [MASK] sat on the [MASK] ."}, "The model's guesses"),
+    "layer lens": ("layers", {"a": "the cat sat"}, "Top guess at every layer and token"),
+}
+
+
+@pytest.mark.parametrize("view", list(TINY_MLM_VIEWS))
+def test_issue_48_charts_fit_the_screen(page, app_url, tmp_path, view):
+    """Issue 48 at 1440x900: patching heatmaps ~130 px wide with overprinted token labels, a 270 x 100 px guesses
+    chart, the lens legend's "0%" cut off. Each chart here is at least MIN_CHART_PX wide, nothing is cut, every
+    legend symbol is drawn and a heatmap's column labels lie a line apart. (Presenter mode's larger type: the
+    slides test above and tests/unit/test_chart_layout.py.)"""
+    from tests.tiny_mlm import make_tiny_mlm
+
+    folder = make_tiny_mlm(tmp_path / "tiny-mlm", layers=4)
+    path, params, done = TINY_MLM_VIEWS[view]
+    page.set_viewport_size(APP_VIEWPORT)
+    page.goto(f"{app_url}/{path}?{urlencode({'model': str(folder), **params})}")
+    wait_for_app(page)
+    page.get_by_text(done).first.wait_for(timeout=180_000)
+    wait_for_app(page)
+    assert_no_streamlit_exception(page)
+    charts = measure(page)
+    shown = [c for c in charts if c["svg"] and c["shown"]]
+    assert shown, f"{view}: no chart drawn"
+    page.locator('[data-testid="stVegaLiteChart"]').first.scroll_into_view_if_needed()
+    screenshot(page, f"layout_issue48_{view.replace(' ', '_')}")
+    assert_whole(charts, view)
+    for chart in shown:
+        assert_columns_apart(chart, view)
+
+
+def assert_columns_apart(chart: dict, name: str) -> None:
+    """Slanted or upright labels along a horizontal axis ("3·the" under a heatmap) lie at least a line (1.2 em)
+    apart across their direction: at -45° and 16 px columns "8·." was drawn over "9·[SEP]"."""
+    import math
+
+    turned = sorted((t for t in chart["labels"] if t["angle"] and "·" in t["text"]), key=lambda t: t["l"])
+    for a, b in zip(turned, turned[1:]):
+        if abs(a["angle"]) != abs(b["angle"]):
+            continue
+        across = ((b["l"] + b["r"]) - (a["l"] + a["r"])) / 2 * abs(math.sin(math.radians(a["angle"])))
+        assert across >= 1.2 * a["size"] - 0.6, \
+            f"{name}: labels {a['text']!r} and {b['text']!r} {across:.1f} px apart at {a['angle']}°"
 
 
 # ---- charts drawn only after a Run click, or from a finished run ----------------------------------------------

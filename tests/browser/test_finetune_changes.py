@@ -49,3 +49,10 @@ def test_similarity_and_probe_draw(page, app_url, random_run):
     assert page.locator(CHART).count() >= 5  # lines, heatmap, UUAS, DSpr, tree
     page.get_by_text("One sentence: the probe").first.scroll_into_view_if_needed()
     screenshot(page, "finetune_changes_probe")
+    # issue 48 (at 1440x900): the tree was cut at the column's edge ("sinc…"), the CKA/RSA "measure" and the probe's
+    # "kind" legends drew no line beside their names, the paper's number ran off the plot's left edge
+    from tests.browser.test_chart_layout import APP_VIEWPORT, assert_whole, measure
+
+    page.set_viewport_size(APP_VIEWPORT)
+    page.wait_for_timeout(1000)
+    assert_whole(measure(page), "what fine-tuning changes")

@@ -98,6 +98,10 @@ def test_teacher_asks_students_answer_reveal_matches(servers, browser):
     assert_no_streamlit_exception(teacher)
     teacher.wait_for_timeout(500)
     screenshot(teacher, "live_class_teacher_reveal")
+    # issue 48: beside the view's chart, the answers ran past their column ("1 ✓ the model's answ…" cut)
+    from tests.browser.test_chart_layout import assert_whole, measure
+
+    assert_whole(measure(teacher), "class reveal")
 
     with teacher.expect_download() as download:
         teacher.get_by_role("button", name="CSV").last.click()

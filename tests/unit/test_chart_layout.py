@@ -12,7 +12,7 @@ import pytest
 
 from core import lens
 from core.charts import layout
-from tests.chart_geometry import Drawing, as_streamlit_sends, categorical_schemes, contrast_on_white, draw, drawn, lab_distance, listed_colours, smallest_gap
+from tests.chart_geometry import Drawing, as_streamlit_sends, blank_legend_symbols, categorical_schemes, dash_legends, dash_symbols, contrast_on_white, draw, drawn, lab_distance, listed_colours, smallest_gap
 from tests.conftest import TINY_VOCAB
 
 WORDS = [w for w in TINY_VOCAB if w.isalpha() and w.islower()]
@@ -84,6 +84,7 @@ def test_heatmap_draws_every_token_on_a_full_row(tiny, name, text_a, text_b):
     cells = drawing.rects
     assert len(cells) == len(tokens) ** 2
     assert min(h for _, h in cells) >= ROW and min(w for w, _ in cells) >= ROW, "heatmap cells squeezed"
+    assert plot_width(drawing) >= layout.MIN_CHART_PX, f"issue 48: a map {plot_width(drawing):.0f} px wide"
     assert_titles_inside(drawing)
     assert_no_empty_or_nan(frame, "weight")
 
@@ -203,7 +204,8 @@ def test_probe_trees_write_every_word_apart(tiny, name, text_a, text_b):
     drawing = draw(finetune.arcs_chart(parse, "Gold tree above, the probe's below"))
     marks = [t for t in drawing.texts if t.role == "mark"]
     assert [t.text for t in sorted(marks, key=lambda t: t.x)] == words
-    spans = sorted(t.span for t in marks)
+    # a long sentence's words are written upright (issue 48): their boxes, not their unrotated spans, must not meet
+    spans = sorted((left, right) for left, _, right, _ in (t.box for t in marks))
     assert all(left_end < right_start for (_, left_end), (right_start, _) in zip(spans, spans[1:])), "words overlap"
     assert_titles_inside(drawing)
 
@@ -865,6 +867,292 @@ def test_pca_legend_names_each_sentence_as_far_as_its_name_goes(tiny_bert_dir):
     drawing = draw(chart)
     legend = drawing.strings("legend-label")
     assert legend == sentence_names([(t, None) for t in texts]), legend
+
+
+# ---- issue 48: charts a projector can show (every cell >= 16 px, every plot >= 320 px wide, legends draw their
+# symbols, nothing cut) in the app (1440x900) and in presenter mode (larger type) -----------------------------
+
+# The reveal's right-hand column (app_pages/widgets/ask_class.show_reveal: st.columns([3, 2])) at 1440 px with the
+# sidebar open, and in presenter mode at 1280 px without it: Streamlit's wide layout less its 5rem paddings.
+REVEAL_COLUMN_PX = {"app": round((1440 - 336 - 160 - 16) * 2 / 5), "presenter": round((1280 - 160 - 16) * 2 / 5)}
+
+
+def as_presented(chart):
+    """The chart as draw_chart sends it in presenter mode (the legible palette, then larger type and rows)."""
+    return layout.for_presentation(layout.legible_colours(chart))
+
+
+def plot_width(drawing: Drawing) -> float:
+    """The width a heatmap's cells (or a bar chart's bars) span: its distinct columns times the column step."""
+    lefts = sorted({round(x, 1) for x, _ in drawing.rect_origins})
+    step = min((b - a for a, b in zip(lefts, lefts[1:])), default=min(w for w, _ in drawing.rects))
+    return step * len(lefts)  # a band per column, its bar or cell and the padding beside it
+
+
+def assert_column_labels_apart(drawing: Drawing, labels) -> None:
+    """Neighbouring labels of a horizontal axis, slanted or upright, lie at least a line (1.2 em) apart across
+    their direction: at -45° and 16 px columns, "8·." was drawn over "9·[SEP]"."""
+    import math
+
+    bottom = max(y + h for (_, y), (_, h) in zip(drawing.rect_origins, drawing.rects))  # x labels lie under it
+    drawn_labels = sorted((t for t in drawing.texts if t.role == "axis-label" and t.y > bottom
+                           and any(drawn(l, [t.text]) for l in labels)), key=lambda t: t.x)
+    assert len(drawn_labels) == len(labels), f"{len(drawn_labels)} of {len(labels)} labels drawn"
+    for a, b in zip(drawn_labels, drawn_labels[1:]):
+        across = (b.x - a.x) * abs(math.sin(math.radians(a.angle))) if a.angle else b.x - a.x
+        needed = 1.2 * a.size if a.angle else (a.span[1] - a.span[0] + b.span[1] - b.span[0]) / 2
+        assert across >= needed - 0.01, f"{a.text!r} and {b.text!r} {across:.1f} px apart at {a.angle}°, under {needed:.1f}"
+
+
+def _patching(over: str, tokens: tuple[str, ...], width: int):
+    from core.analyses.patching import Patching
+
+    rng = np.random.default_rng(width)
+    return Patching("tiny", over, "exact", "log P(she) at [MASK] (token 5)", tokens, tokens, -1.0, -3.0,
+                    rng.uniform(-3, -1, (6, width)))
+
+
+PATCHED_SENTENCE = ("[CLS]", "the", "doctor", "said", "that", "she", "would", "come", ".", "[SEP]")
+
+
+@pytest.mark.parametrize("presented", [False, True], ids=["app", "presenter"])
+@pytest.mark.parametrize("over,tokens", [("heads", PATCHED_SENTENCE), ("positions", PATCHED_SENTENCE),
+                                         ("positions", ("[CLS]", *sentence(28).split(), "[SEP]"))],
+                         ids=["heads", "10 positions", "30 positions"])
+def test_patching_heatmaps_are_wide_and_their_labels_apart(over, tokens, presented):
+    """Issue 48: the patching heatmaps were ~130-190 px wide, their slanted token labels overprinting."""
+    from core.charts import patching as patching_charts
+
+    result = _patching(over, tokens, 12 if over == "heads" else len(tokens))
+    chart = patching_charts.patching_chart(result, selectable=over == "heads")
+    drawing = draw(as_presented(chart) if presented else chart)
+    assert plot_width(drawing) >= layout.MIN_CHART_PX, f"heatmap {plot_width(drawing):.0f} px wide"
+    assert min(min(w, h) for w, h in drawing.rects) >= ROW, "cells under 16 px"
+    assert_column_labels_apart(drawing, patching_charts.cell_labels(result))
+    assert_titles_inside(drawing)
+    assert_legend_inside(drawing)
+
+
+def assert_legend_inside(drawing: Drawing) -> None:
+    """Every legend label and title lies inside the image (a ramp's "0%" was cut off under a short chart)."""
+    for t in drawing.texts:
+        if t.role in ("legend-label", "legend-title"):
+            left, top, right, bottom = t.box
+            assert -1 <= left and right <= drawing.width + 1 + 0.08 * (right - left) and top >= -1 \
+                and bottom <= drawing.height + 1, f"legend text {t.text!r} at {t.x:.0f},{t.y:.0f} outside " \
+                                                  f"{drawing.width:.0f}x{drawing.height:.0f}"
+
+
+@pytest.mark.parametrize("presented", [False, True], ids=["app", "presenter"])
+def test_masked_guesses_are_a_full_width_list_per_mask(tmp_path, presented):
+    """Issue 48: the guesses were a 270 x 100 px chart per mask (220 px plots side by side)."""
+    from tests.tiny_mlm import make_tiny_mlm
+
+    mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm")), masked_lm=True)
+    chart, frame = lens.fill_mask(mlm, "the [MASK] sat on the [MASK] .", top_k=5, view="top", return_data=True)
+    drawing = draw(as_presented(chart) if presented else chart)
+    ticks = [t for t in drawing.texts if t.role == "axis-label" and t.text in ("0%", "100%")]
+    for zero, hundred in zip(*[[t for t in ticks if t.text == v] for v in ("0%", "100%")]):
+        assert hundred.x - zero.x >= layout.MIN_CHART_PX, f"guess bars span {hundred.x - zero.x:.0f} px"
+    assert len(ticks) == 4, "both masks' axes drawn"
+    assert min(h for _, h in drawing.rects) >= 20, "guess bars squeezed"
+    assert drawing.width <= (1.4 if presented else 1) * 730, f"{drawing.width:.0f} px: wider than the column"
+    for mask, part in frame.groupby("mask"):
+        assert_every_label(drawing, list(part["token"]))
+    assert_titles_inside(drawing)
+    # layer by layer: the ramp's ends named in per cent ("0.3" and "0.8" were 0.25 and 0.75 rounded), not cut
+    layers = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="layers", mask=0)
+    drawing = draw(as_presented(layers) if presented else layers)
+    assert {"0%", "50%", "100%"} <= set(drawing.strings("legend-label")), drawing.strings("legend-label")
+    assert_legend_inside(drawing)
+    # the final guess's probability and rank: each plot at least MIN_CHART_PX wide (they were 260 px)
+    final = lens.fill_mask(mlm, "the [MASK] sat on the mat .", top_k=5, view="final", mask=0)
+    spec = final.to_dict()
+    assert all(panel["width"] >= layout.MIN_CHART_PX for panel in spec["hconcat"])
+
+
+TREE_SENTENCE = ("The structural probe finds the tree of this sentence since every word gets a vector at each layer "
+                 "of the model .").split()
+
+
+@pytest.mark.parametrize("presented", [False, True], ids=["app", "presenter"])
+@pytest.mark.parametrize("n_words", [6, len(TREE_SENTENCE)])
+def test_probe_tree_fits_the_column_and_no_arc_crosses_a_word(n_words, presented):
+    """Issue 48: a 22-word tree was 1,300 px wide, cut at "sinc…" by the column, its arcs drawn over the words."""
+    from types import SimpleNamespace
+
+    from core.charts import finetune
+
+    words = TREE_SENTENCE[:n_words]
+    parse = SimpleNamespace(words=words, upos=["NOUN"] * (n_words - 1) + ["PUNCT"],
+                            gold_edges={(i, i + 1) for i in range(n_words - 2)},
+                            predicted_edges={(i, i + 2) for i in range(0, n_words - 3, 2)} | {(0, 1), (1, n_words - 2)})
+    chart = finetune.arcs_chart(parse, "all-MiniLM-L6-v2, layer 3: gold tree above, probe's tree below (UUAS 0.61)")
+    drawing = draw(as_presented(chart) if presented else chart)
+    assert drawing.width <= (1.4 if presented else 1) * 730, f"{drawing.width:.0f} px: wider than the main column"
+    marks = sorted((t for t in drawing.texts if t.role == "mark"), key=lambda t: t.x)
+    assert [t.text.strip("()") for t in marks] == [w.strip("()") for w in words]
+    boxes = [t.box for t in marks]
+    assert all(a[2] < b[0] for a, b in zip(boxes, boxes[1:])), "words overlap"
+    assert all(0 <= b[0] and b[2] <= drawing.width and 0 <= b[1] and b[3] <= drawing.height for b in boxes)
+    crossing = [(t.text, x, y) for t, (left, top, right, bottom) in zip(marks, boxes) for x, y in drawing.line_points
+                if left - 1 <= x <= right + 1 and top - 2 <= y <= bottom + 2]
+    assert not crossing, f"{len(crossing)} arc points over the words, e.g. {crossing[:3]}"
+    assert len(drawing.line_points) > 0 and not blank_legend_symbols(drawing)
+    assert_titles_inside(drawing)
+
+
+@pytest.mark.parametrize("where", list(REVEAL_COLUMN_PX))
+def test_class_answers_fit_the_reveal_column(where):
+    """Issue 48: beside the view's chart, the class's answers (a fixed 300 px plot and 220 px of labels) ran past
+    their column and cut the words at the right answer's bar: "1 ✓ the model's answ…"."""
+    from core.charts import classroom as class_charts
+    from core.classroom.store import Question
+
+    choices = ("the embeddings", "the first layer", "a rather long answer a student might be offered", "none")
+    question = Question("choice", "Which layer is the input?", choices, correct="the embeddings")
+    frame = class_charts.answers_frame(question, {"the embeddings": 7, "the first layer": 2})
+    chart = class_charts.answers_chart(frame)
+    column = REVEAL_COLUMN_PX[where]
+    drawing = draw(as_presented(chart) if where == "presenter" else chart, column_px=column)
+    assert drawing.width <= column + 1, f"{drawing.width:.0f} px in a {column} px column"
+    for text in drawing.texts:
+        if text.role in ("mark", "legend-label", "title-text", "title-subtitle") and text.angle == 0:
+            left, right = text.span
+            assert left >= -1 and right <= drawing.width + 1 + 0.08 * (right - left), \
+                f"{text.text!r} spans {left:.0f}..{right:.0f} of {drawing.width:.0f} px"
+    assert "7 ✓" in drawing.strings("mark"), "the right answer marked at its bar"
+    assert_every_label(drawing, list(choices))
+
+
+def test_layer_lens_colour_legend_is_whole_under_a_short_grid(tmp_path):
+    """Issue 48: under a 5-token grid (80 px tall) the ramp legend's "0%" was cut off: Streamlit's fit-x does not
+    grow a chart for a legend taller than its plot."""
+    from tests.tiny_mlm import make_tiny_mlm
+
+    mlm = lens.load(str(make_tiny_mlm(tmp_path / "tiny-mlm", layers=3)), masked_lm=True)
+    chart = lens.logit_lens(mlm, "the cat sat")
+    for drawing in (draw(chart), draw(as_presented(chart))):
+        assert {"0%", "50%", "100%"} <= set(drawing.strings("legend-label")), drawing.strings("legend-label")
+        assert_legend_inside(drawing)
+        assert min(min(w, h) for w, h in drawing.rects) >= ROW
+
+
+def _similarity_and_probe_charts() -> dict:
+    from types import SimpleNamespace as Result
+
+    from core.charts import finetune
+
+    rng = np.random.default_rng(5)
+    similarity = [Result(model_a=MODELS[0], model_b=f"/work/runs/{name}", layers=list(range(LAYERS + 1)),
+                         cka=np.linspace(1, 0.6, LAYERS + 1), rsa=np.linspace(1, 0.5, LAYERS + 1)) for name in ("snli-minilm",)]
+    probes = finetune.probe_frame([
+        (label, kind, Result(probes=[Result(layer=layer, uuas=float(u), dspr=float(u) - 0.1, eval_loss=1.0, n_train=4, n_eval=1)
+                                     for layer, u in enumerate(rng.uniform(0.3, 0.8, LAYERS + 1))]))
+        for label, kind in ((MODELS[0], "pretrained"), ("/work/runs/snli-minilm", "fine-tuned"),
+                            (f"{MODELS[0]} (random init)", finetune.CONTROL))])  # core.analyses.probe.random_control's ref
+    from core.charts import anisotropy
+
+    measured = pd.DataFrame({"model": "all-MiniLM-L6-v2", "measure": "self_similarity", "layer": range(LAYERS + 1),
+                             "value": np.linspace(0.9, 0.4, LAYERS + 1)})
+    return {"anisotropy with the paper's curve": anisotropy.layer_chart(
+                measured, "self_similarity", measured.assign(model="Ethayarajh 2019", value=np.linspace(0.8, 0.2, LAYERS + 1))),
+            "CKA/RSA": finetune.similarity_chart(finetune.similarity_frame(similarity), MODELS[0]),
+            "probe": finetune.probe_chart(probes, "UUAS", True, model="bert-base-cased", protocol="hewitt-manning"),
+            "probe, another model": finetune.probe_chart(probes, "DSpr", True, model="all-MiniLM-L6-v2")}
+
+
+@pytest.mark.parametrize("name", ["CKA/RSA", "probe", "probe, another model", "anisotropy with the paper's curve"])
+def test_dash_legends_draw_each_line(name):
+    """Issue 48: the CKA/RSA "measure" legend and the probe's "kind" legend named their dash patterns beside
+    nothing (a line mark with points draws a dash legend's symbols filled, with no stroke), so the lines could not
+    be told apart; the paper's number, written right-aligned beside its diamond, ran off the plot's left edge."""
+    chart = _similarity_and_probe_charts()[name]
+    for drawing in (draw(chart), draw(as_presented(chart))):
+        assert not blank_legend_symbols(drawing), blank_legend_symbols(drawing)
+        assert dash_legends(chart) == 1 and dash_symbols(drawing) >= 2, "each dash pattern drawn as a line"
+        assert not [s for s in drawing.strings("legend-label") if s.endswith("…") or "/" in s], drawing.strings("legend-label")
+        assert_titles_inside(drawing)
+        for text in drawing.texts:
+            if text.role == "mark":
+                left, right = text.span
+                assert left >= 0 and right <= drawing.width, f"{text.text!r} spans {left:.0f}..{right:.0f}"
+
+
+def test_pca_subtitle_of_a_lone_chart_is_not_a_narrow_column(tiny_bert_dir):
+    """Issue 48: wrapped at 48 characters whatever the chart's width, a lone PCA chart's subtitle was a 5-line,
+    250 px column; two charts side by side keep the narrow wrap."""
+    from core.analyses.projection import collect_tokens, layerwise_projection
+    from core.charts import pca
+    from core.model.encoding import encode
+
+    lm = lens.load(str(tiny_bert_dir))
+    projection = layerwise_projection(collect_tokens([encode(lm, sentence(12))]), "per-layer")
+    names = pca.sentence_names([(sentence(12), None)])
+    for chart in (pca.scatter(projection, 1, "tiny, layer 1", names=names)[0], pca.variance_chart(projection, 1)):
+        for drawing in (draw(chart), draw(as_presented(chart))):
+            lines = [t for t in drawing.texts if t.role == "title-subtitle"]
+            assert len(lines) <= 3, [t.text for t in lines]
+            assert_titles_inside(drawing)
+    variance = draw(pca.variance_chart(projection, 1))
+    assert plot_width(variance) >= layout.MIN_CHART_PX, f"variance bars span {plot_width(variance):.0f} px"
+    side = pca.scatter(projection, 1, "tiny, layer 1", names=names, columns=2)[0]
+    assert all(len(line) <= 48 for line in side.to_dict()["title"]["subtitle"])
+
+
+def test_small_grids_are_still_320_px_wide():
+    """Issue 48, seen in the browser sweep: one run's 2-class confusion matrix was 247 px wide, a pattern type's one
+    example map 180 px."""
+    from types import SimpleNamespace
+
+    from core.charts import attention as attention_charts
+    from core.charts import classification
+
+    confusion = classification.confusion_chart(classification.confusion_frame(np.array([[5, 1], [2, 7]]), ["cat", "dog"], "run"))
+    example = SimpleNamespace(tokens=["[CLS]", "a", "cat", "[SEP]"], attention=np.full((4, 4), 0.25), layer=0, head=1)
+    for chart in (confusion, attention_charts.examples_chart([example])):
+        drawing = draw(chart)
+        assert drawing.width >= layout.MIN_CHART_PX, f"{drawing.width:.0f} px wide"
+        assert_titles_inside(drawing)
+
+
+def test_every_chart_drawn_is_at_least_320_px_wide(request):
+    """Issue 48: every chart a test above drew (as draw_chart sends it) is at least MIN_CHART_PX wide."""
+    selected = {item.originalname for item in request.session.items if item.module is request.module}
+    if "test_every_other_builder_draws_whole" not in selected:
+        pytest.skip("needs the drawing tests of this file selected")
+    narrow = {}
+    for name, chart in RETURNED_CHARTS.items():
+        try:
+            width = draw(layout.legible_colours(chart)).width
+        except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
+            if "config" in str(err) or "top-level" in str(err):
+                continue
+            raise
+        if width < layout.MIN_CHART_PX:
+            narrow[name] = round(width)
+    assert len(RETURNED_CHARTS) >= 40 and not narrow, "\n".join(f"{k}: {v} px" for k, v in narrow.items())
+
+
+def test_every_legend_draws_its_symbols(request):
+    """Issue 48: every legend of every chart a test above drew shows a symbol beside each name."""
+    selected = {item.originalname for item in request.session.items if item.module is request.module}
+    if "test_every_other_builder_draws_whole" not in selected:
+        pytest.skip("needs the drawing tests of this file selected")
+    blank = {}
+    for name, chart in RETURNED_CHARTS.items():
+        try:
+            drawing = draw(layout.legible_colours(chart))
+            found = blank_legend_symbols(drawing)
+            if dash_symbols(drawing) < 2 * dash_legends(chart):  # a dash legend shows each pattern as a line
+                found.append(f"{dash_legends(chart)} dash legends, {dash_symbols(drawing)} lines drawn in them")
+        except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
+            if "config" in str(err) or "top-level" in str(err):
+                continue
+            raise
+        if found:
+            blank[name] = found[:2]
+    assert len(RETURNED_CHARTS) >= 40 and not blank, "\n".join(f"{k}: {v}" for k, v in blank.items())
 
 
 # ---- every builder in core.charts is drawn by a test above --------------------------------------------------------

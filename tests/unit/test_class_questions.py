@@ -86,7 +86,8 @@ def test_histogram_shows_every_choice_zeros_included_and_marks_the_right_one():
     assert frame["share"].tolist() == pytest.approx([0.75, 0.25, 0.0])
     spec = answers_chart(frame).to_dict()
     assert spec["layer"][0]["encoding"]["y"]["sort"] == ["b", "a", "c"]
-    assert spec["autosize"]["type"] == "pad"
+    # issue 48: as wide as the reveal's column (draw_chart stretches it), not a fixed 300 px plot that ran past it
+    assert spec["width"] == "container" and "autosize" not in spec
     with pytest.raises(ValueError, match="not among the question's choices"):
         answers_frame(question, {"z": 1})
     assert answers_frame(question, {})["share"].tolist() == [0.0, 0.0, 0.0]
