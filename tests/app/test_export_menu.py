@@ -14,7 +14,8 @@ def test_attention_page_offers_html_and_a_pdf_report(tiny_bert_dir, make_app):
     assert not at.exception
     labels = [b.label for b in at.get("download_button")]
     collected = at.session_state["_page_report.charts"]
-    assert [n for n, _ in collected] == ["attention_L1"]  # only the open tab runs, so only its charts are offered
+    # only the open tab runs, so only its charts are offered; the tiny model's default layer is its last, shown as 2
+    assert [n for n, _ in collected] == ["attention_L2"]
     assert labels.count("HTML (interactive, offline)") == labels.count("PNG") == len(collected)
     assert labels[-1] == "PDF report of this page (1 chart)"
     # the HTML file of the head view holds the same spec the page draws

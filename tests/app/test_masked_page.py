@@ -94,7 +94,7 @@ def test_a_model_without_an_mlm_head_says_so_and_offers_one(minilm_dir, make_app
     assert str(minilm_dir.parent) not in warning and markdown_text(str(minilm_dir.parent)) not in warning
     assert not at.get("vega_lite_chart")
     offer = at.button(key="masked.use.bert-base-uncased")
-    assert offer.label == "Use bert-base-uncased"
+    assert offer.label == f"Use {markdown_text('bert-base-uncased')}"  # a model's name is text, never Markdown
 
 
 def test_offers_that_cannot_load_are_disabled_with_why_and_local_heads_are_offered(minilm_dir, mlm_dir, isolated_cache,
