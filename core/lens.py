@@ -476,7 +476,7 @@ def timelapse(run):
         raise ValueError(f"No run named {str(run)!r}: give a run's name (python -m core runs lists them) or its folder.")
     result = read_timelapse(folder)
     if result is None:
-        raise ValueError(f"Run {str(run)!r} has no time-lapse: train it with `python -m core finetune ... --timelapse N` "
+        raise ValueError(f"Run {str(run)!r} has no time-lapse: train it with python -m core finetune ... --timelapse N "
                          "(or the form's time-lapse checkbox).")
     return result
 

@@ -280,7 +280,7 @@ def run_eval_sample(clf, limit: int | None = None, seed: int = 0) -> RunSample:
         recipe = Recipe.from_dict(json.loads((folder / RECIPE).read_text()))
     except (OSError, ValueError) as err:
         raise AblationError(f"{folder} has no readable {RECIPE} ({err}); ablation needs a classification run made by "
-                            "the Fine-tuning page or `python -m core finetune`") from err
+                            "the Fine-tuning page or python -m core finetune") from err
     metrics = {}
     try:
         metrics = json.loads((folder / METRICS).read_text())

@@ -763,7 +763,7 @@ def lens_tokens(sae: SparseAutoencoder, head_lm: LoadedModel, feature: int, *, a
         raise SaeError(f"feature {feature} does not exist: this SAE has features 0 to {sae.F - 1}")
     if head_lm.masked_lm is None:
         raise NoMaskedLMHead(f"{display_name(head_lm.ref)} has no masked-word head to read features with: fit one "
-                             f"with `python -m core fit-mlm-head --model {head_lm.ref} --corpus snli --out NAME`, then "
+                             f"with python -m core fit-mlm-head --model {head_lm.ref} --corpus snli --out NAME, then "
                              "pick it as the head.")
     if head_lm.hidden_size != sae.d:
         raise SaeError(f"the head of {display_name(head_lm.ref)} reads {head_lm.hidden_size} dimensions; this SAE "

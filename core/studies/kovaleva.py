@@ -24,9 +24,9 @@ DEFAULT_CORPUS = "mrpc:validation:all"
 PROTOCOL = "bertlens"  # Kovaleva's measure is the one core.analyses.heads.attention_change computes; no separate protocol
 
 NEEDS_RUN = ("The kovaleva study compares a fine-tuned model with the model it was trained from, and none was "
-             "given: pass the fine-tuned run as the study option 'finetuned' (CLI: `python -m core reproduce "
-             "kovaleva --set finetuned=RUN`, RUN a name under models_cache/runs or a model folder). Train one on the "
-             "Fine-tuning page or with `python -m core finetune` (the paper fine-tuned bert-base-uncased on GLUE "
+             "given: pass the fine-tuned run as the study option 'finetuned' (CLI: python -m core reproduce "
+             "kovaleva --set finetuned=RUN, RUN a name under models_cache/runs or a model folder). Train one on the "
+             "Fine-tuning page or with python -m core finetune (the paper fine-tuned bert-base-uncased on GLUE "
              "tasks; MRPC is the local one).")
 
 

@@ -41,7 +41,7 @@ def run(options: StudyOptions, progress: ProgressCallback = None, should_stop: S
         name = str(extra["run"])
         result = load_result(name)
         if result is None:
-            raise ValueError(f"bias experiment '{name}' has no results yet (see `python -m core bias --show {name}`)")
+            raise ValueError(f"bias experiment '{name}' has no results yet (see python -m core bias --show {name})")
         model = load_spec(name).model
     else:
         model = options.model or STUDY.model
