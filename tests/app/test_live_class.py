@@ -17,6 +17,7 @@ from core import views
 from core.classroom import Question, access, shared_store
 from core.classroom.store import DISK_FULL
 from core.safe_text import markdown_text
+from tests.markdown_text import plain
 from tests.app.conftest import APP_FILE
 
 
@@ -123,7 +124,7 @@ def test_teacher_panel(tiny_bert_dir, monkeypatch):
     # issue 48: the link, wrapped to the sidebar's width, broke inside its port number: it is drawn on one line,
     # and the address a student types (short enough for the sidebar) is written out above it
     assert not [c for c in at.sidebar.code if c.proto.wrap_lines], "the join link is wrapped"
-    assert any(re.search(r"Students open \*\*http://[^*\s]+:\d+\*\* and type the code", m.value.replace("\\", ""))
+    assert any(re.search(r"Students open \*\*http://[^*\s]+:\d+\*\* and type the code", plain(m.value))
                for m in at.sidebar.markdown)  # markdown_text escapes the address's punctuation
     assert at.sidebar.metric[0].value == "0"
     qid = store.ask(info.id, Question("choice", "Up or down?", ("up", "down")))
