@@ -35,7 +35,28 @@ def isolated_cache(tmp_path, monkeypatch):
     cache.mkdir()
     monkeypatch.setenv("BERTLENS_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    return cache
+    yield cache
+    stop_leftover_jobs()
+
+
+def stop_leftover_jobs(timeout: float = 120.0) -> None:
+    """Cancel the jobs a test left running in this process (presenter mode prepares a study and corpus passes ahead)
+    and wait for them: transformers' from_pretrained swaps torch's init functions for no-ops process-wide while it
+    loads, so a job still loading a model during a later test left that test's random models uninitialised."""
+    import sys
+
+    if "core.jobs" not in sys.modules:
+        return
+    from core import jobs
+
+    active = [record for record in jobs.list_records() if record.active]
+    for record in active:
+        jobs.cancel(record.id)
+    for record in active:
+        try:
+            jobs.wait(record.id, timeout=timeout)
+        except TimeoutError:
+            pass
 
 
 @pytest.fixture(scope="session")

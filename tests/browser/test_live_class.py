@@ -197,7 +197,7 @@ def test_class_mode_teacher_here_student_over_the_network(browser, class_server)
     student = open_as(browser, access.join_url(lan, class_server.port, info.code))
     student.get_by_text("Waiting for the teacher").wait_for()
     assert is_student_view(student)
-    teacher.get_by_text("Students").wait_for()
+    teacher.get_by_text("Students", exact=True).wait_for()  # the count; "Students open …" is the join line
     teacher.get_by_text("Export the session").scroll_into_view_if_needed()
     teacher.wait_for_timeout(500)
     screenshot(teacher, "class_teacher_panel")
