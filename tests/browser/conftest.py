@@ -144,6 +144,19 @@ def assert_no_streamlit_exception(page) -> None:
     assert errors.count() == 0, errors.first.inner_text()
 
 
+def each_page(page, base_url: str, query: str):
+    """Open every page of the registry in turn with the URL query `query` (presenter mode on the built-in lesson's
+    first step), wait until it has drawn, check it shows no exception and yield its View."""
+    from tests.browser.test_lessons import wait_for_slide
+
+    for view in views.all_views():
+        extra = "&lesson=bert-in-ten-views&step=1" if view.name == "present" else ""
+        page.goto(f"{base_url}/{view.url_path}?{query}{extra}")
+        wait_for_slide(page) if view.name == "present" else wait_for_app(page)
+        assert_no_streamlit_exception(page)
+        yield view
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -9,9 +9,7 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
-from core import views
-from tests.browser.conftest import assert_no_streamlit_exception, wait_for_app
-from tests.browser.test_lessons import wait_for_slide
+from tests.browser.conftest import each_page
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 
@@ -25,11 +23,7 @@ def test_every_page_has_the_screenshot_its_document_shows(browser, app_url, tmp_
     query = urlencode({"a": "The cat sat on the mat because it was tired.", "b": "It was sleepy."})
     write = os.environ.get("BERTLENS_WRITE_DOCS_IMAGES") == "1"
     try:
-        for view in views.all_views():
-            extra = "&lesson=bert-in-ten-views&step=1" if view.name == "present" else ""
-            page.goto(f"{app_url}/{view.url_path}?{query}{extra}")
-            wait_for_slide(page) if view.name == "present" else wait_for_app(page)
-            assert_no_streamlit_exception(page)
+        for view in each_page(page, app_url, query):
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             shot = SCREENSHOTS / f"docs_{view.name}.png"
             page.screenshot(path=str(shot))  # the first screen, as a reader sees it

@@ -10,11 +10,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from core import views
 from core.safe_text import WORD_JOINER
-from tests.browser.conftest import StreamlitServer, assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.browser.conftest import StreamlitServer, each_page, screenshot, wait_for_app
 from tests.browser.test_injection import Guarded
-from tests.browser.test_lessons import wait_for_slide
 from tests.sentencepiece_payload import PAYLOAD_SENTENCE, make_payload_mlm
 
 # The image address's slashes are HTML entities, so the name is a legal folder name and Markdown decodes it into a
@@ -64,11 +62,7 @@ def test_payload_model_names_and_words_stay_text_on_every_page(browser, payload_
     page = guarded.page
     query = urlencode({"a": PAYLOAD_SENTENCE, "b": "the cat sat on the mat ."})
     try:
-        for view in views.all_views():
-            extra = "&lesson=bert-in-ten-views&step=1" if view.name == "present" else ""
-            page.goto(f"{payload_server.url}/{view.url_path}?{query}{extra}")
-            wait_for_slide(page) if view.name == "present" else wait_for_app(page)
-            assert_no_streamlit_exception(page)
+        for view in each_page(page, payload_server.url, query):
             page.wait_for_timeout(1000)  # images are fetched after the first paint
             screenshot(page, f"markdown_from_data_{view.name}")
             drawn = page.evaluate(FIND_DRAWN)
