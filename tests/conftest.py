@@ -39,24 +39,23 @@ def isolated_cache(tmp_path, monkeypatch):
     stop_leftover_jobs()
 
 
-def stop_leftover_jobs(timeout: float = 120.0) -> None:
-    """Cancel the jobs a test left running in this process (presenter mode prepares a study and corpus passes ahead)
-    and wait for them: transformers' from_pretrained swaps torch's init functions for no-ops process-wide while it
-    loads, so a job still loading a model during a later test left that test's random models uninitialised."""
+def stop_leftover_jobs(timeout: float = 60.0) -> None:
+    """Cancel the thread jobs a test left running in this process (presenter mode prepares a study and corpus passes
+    ahead) and wait for them: transformers' from_pretrained swaps torch's init functions for no-ops process-wide
+    while it loads, so a job still loading a model during a later test left that test's random models
+    uninitialised. Process jobs run in their own process and are left alone."""
     import sys
 
     if "core.jobs" not in sys.modules:
         return
     from core import jobs
 
-    active = [record for record in jobs.list_records() if record.active]
-    for record in active:
-        jobs.cancel(record.id)
-    for record in active:
-        try:
-            jobs.wait(record.id, timeout=timeout)
-        except TimeoutError:
-            pass
+    running = [job for job in list(jobs._live.values())
+               if not job.process and job.thread is not None and job.thread.is_alive()]
+    for job in running:
+        jobs.cancel(job.id)
+    for job in running:
+        job.thread.join(timeout=timeout)
 
 
 @pytest.fixture(scope="session")
