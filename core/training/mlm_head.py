@@ -155,6 +155,15 @@ def masked_lm_class(lm: LoadedModel):
     return mlm.to(lm.device).eval()
 
 
+def frozen_encoder_mlm(lm):
+    """The family's masked-word model around the loaded encoder, the encoder frozen: only the head trains (the fit
+    and its rate measurement build it the same way)."""
+    mlm = masked_lm_class(lm)
+    for p in mlm.base_model.parameters():
+        p.requires_grad_(False)
+    return mlm
+
+
 def head_parameters(mlm) -> list:
     """The head's trainable tensors: everything outside the encoder (the tied decoder weight is the encoder's)."""
     encoder = {id(p) for p in mlm.base_model.parameters()}
@@ -293,9 +302,7 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
     if len(labels) == 0:
         raise HeadFitError("no word could be masked: the corpus has no words")
 
-    mlm = masked_lm_class(lm)
-    for p in mlm.base_model.parameters():
-        p.requires_grad_(False)
+    mlm = frozen_encoder_mlm(lm)
     params = head_parameters(mlm)
     _init_bias_from_frequencies(mlm, labels, len(lm.tokenizer))
     head = _head_of(mlm)
@@ -388,9 +395,7 @@ def measure_rates(lm: LoadedModel, sample: Sequence[str], probe_steps: int = PRO
     encode_rate = len(sample) / max(time.perf_counter() - started, 1e-6)
     if len(labels) == 0:
         raise HeadFitError("no word could be masked: the corpus has no words")
-    mlm = masked_lm_class(lm)
-    for p in mlm.base_model.parameters():
-        p.requires_grad_(False)
+    mlm = frozen_encoder_mlm(lm)
     head = _head_of(mlm)
     optimiser = torch.optim.AdamW(head_parameters(mlm), lr=LEARNING_RATE)
     # A real step's batch: BATCH_VECTORS vectors (drawn with replacement from the few the sample gave).
