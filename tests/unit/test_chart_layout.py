@@ -1116,43 +1116,40 @@ def test_small_grids_are_still_320_px_wide():
         assert_titles_inside(drawing)
 
 
-def test_every_chart_drawn_is_at_least_320_px_wide(request):
-    """Issue 48: every chart a test above drew (as draw_chart sends it) is at least MIN_CHART_PX wide."""
+def drawings_of_returned_charts(request):
+    """(name, chart, drawing) of every chart a test above drew (as draw_chart sends it), a builder's part that is no
+    whole chart (a layer's base) left out; skips unless the drawing tests of this file are selected."""
     selected = {item.originalname for item in request.session.items if item.module is request.module}
     if "test_every_other_builder_draws_whole" not in selected:
         pytest.skip("needs the drawing tests of this file selected")
-    narrow = {}
+    assert len(RETURNED_CHARTS) >= 40
     for name, chart in RETURNED_CHARTS.items():
         try:
-            width = draw(layout.legible_colours(chart)).width
-        except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
+            drawing = draw(layout.legible_colours(chart))
+        except ValueError as err:
             if "config" in str(err) or "top-level" in str(err):
                 continue
             raise
-        if width < layout.MIN_CHART_PX:
-            narrow[name] = round(width)
-    assert len(RETURNED_CHARTS) >= 40 and not narrow, "\n".join(f"{k}: {v} px" for k, v in narrow.items())
+        yield name, chart, drawing
+
+
+def test_every_chart_drawn_is_at_least_320_px_wide(request):
+    """Issue 48: every chart a test above drew (as draw_chart sends it) is at least MIN_CHART_PX wide."""
+    narrow = {name: round(drawing.width) for name, _, drawing in drawings_of_returned_charts(request)
+              if drawing.width < layout.MIN_CHART_PX}
+    assert not narrow, "\n".join(f"{k}: {v} px" for k, v in narrow.items())
 
 
 def test_every_legend_draws_its_symbols(request):
     """Issue 48: every legend of every chart a test above drew shows a symbol beside each name."""
-    selected = {item.originalname for item in request.session.items if item.module is request.module}
-    if "test_every_other_builder_draws_whole" not in selected:
-        pytest.skip("needs the drawing tests of this file selected")
     blank = {}
-    for name, chart in RETURNED_CHARTS.items():
-        try:
-            drawing = draw(layout.legible_colours(chart))
-            found = blank_legend_symbols(drawing)
-            if dash_symbols(drawing) < 2 * dash_legends(chart):  # a dash legend shows each pattern as a line
-                found.append(f"{dash_legends(chart)} dash legends, {dash_symbols(drawing)} lines drawn in them")
-        except ValueError as err:  # a builder's part that is no whole chart (a layer's base) cannot be drawn alone
-            if "config" in str(err) or "top-level" in str(err):
-                continue
-            raise
+    for name, chart, drawing in drawings_of_returned_charts(request):
+        found = blank_legend_symbols(drawing)
+        if dash_symbols(drawing) < 2 * dash_legends(chart):  # a dash legend shows each pattern as a line
+            found.append(f"{dash_legends(chart)} dash legends, {dash_symbols(drawing)} lines drawn in them")
         if found:
             blank[name] = found[:2]
-    assert len(RETURNED_CHARTS) >= 40 and not blank, "\n".join(f"{k}: {v}" for k, v in blank.items())
+    assert not blank, "\n".join(f"{k}: {v}" for k, v in blank.items())
 
 
 # ---- every builder in core.charts is drawn by a test above --------------------------------------------------------
