@@ -14,6 +14,7 @@ from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, 
                                       shared_results, warn_if_corpus_cut)
 from app_pages.widgets import ask_class
 from app_pages.widgets.corpus_picker import corpus_picker
+from app_pages.widgets.settings_form import setting_input
 from core.analyses import anisotropy as an
 from core.charts import anisotropy as anisotropy_charts
 from core.data import corpus as corpora
@@ -112,16 +113,19 @@ protocol = an.PAPER_PROTOCOL if paper_protocol else protocols.DEFAULT
 with st.expander("Settings"):
     cols = st.columns(3)
     limit = cols[0].number_input("Use only the first N sentences (0 = all)", 0, len(corpus), key=P + "limit")
-    n_pairs = cols[1].number_input("Random word pairs for the baseline", 100, 10_000, 1000, step=500, key=P + "pairs",
-                                   help="Each pair keeps two word vectors of every layer until the pass ends.")
-    seed = cols[2].number_input("Seed", 0, 1_000_000, 0, key=P + "seed")
+    # Defaults, bounds, choices and help: the analysis's declaration (core.analyses.anisotropy.ANALYSIS).
+    n_pairs = setting_input(an.ANALYSIS, "n_pairs", "Random word pairs for the baseline", key=P + "pairs",
+                            container=cols[1], step=500)
+    seed = setting_input(an.ANALYSIS, "seed", "Seed", key=P + "seed", container=cols[2])
     cols = st.columns(3)
-    min_contexts = cols[0].number_input("Occurrences a token needs (k)" if paper_protocol else
-                                        "Sentences a word needs (k) for self-similarity", 2, 50, 5, key=P + "min_contexts")
-    include_special = cols[1].toggle("Count [CLS] / [SEP] as words", key=P + "include_special", disabled=paper_protocol,
-                                     help="The paper protocol always leaves them out.")
-    baseline = cols[2].radio("Baseline subtracted by the adjusted measures", ["random", "exact"], key=P + "baseline",
-                             format_func={"random": "random pairs (as in the paper)", "exact": "all pairs (exact)"}.get)
+    min_contexts = setting_input(an.ANALYSIS, "min_contexts", "Occurrences a token needs (k)" if paper_protocol else
+                                 "Sentences a word needs (k) for self-similarity", key=P + "min_contexts",
+                                 container=cols[0])
+    include_special = setting_input(an.ANALYSIS, "include_special", "Count [CLS] / [SEP] as words",
+                                    key=P + "include_special", container=cols[1], disabled=paper_protocol)
+    baseline = setting_input(an.ANALYSIS, "baseline", "Baseline subtracted by the adjusted measures", key=P + "baseline",
+                             container=cols[2], format_func={"random": "random pairs (as in the paper)",
+                                                             "exact": "all pairs (exact)"}.get)
 corpus = corpus.head(int(limit) or None)
 settings = anisotropy_view.make_settings(n_pairs=n_pairs, seed=seed, min_contexts=min_contexts, baseline=baseline,
                                          paper_protocol=paper_protocol, include_special=include_special)

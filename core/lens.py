@@ -22,6 +22,8 @@ opaque origin keeps any script out of the notebook.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 import warnings
 from pathlib import Path
@@ -141,8 +143,57 @@ def _encoding(model, text: str, text_b: str | None):
     return lm, encoding
 
 
-def _out(chart, frame, return_data: bool):
-    return (chart, frame) if return_data else chart
+class Data(tuple):
+    """What `return_data=True` gives: `(chart, frame)` as before, and `result`, the analysis's own frozen result,
+    whose `to_json()` is what the CLI twin's `--json` prints (`data.to_json()`)."""
+
+    result = None
+
+    def __new__(cls, chart, frame, result=None):
+        made = super().__new__(cls, (chart, frame))
+        made.result = result
+        return made
+
+    def to_json(self) -> dict:
+        if self.result is None:
+            raise ValueError("this chart's data has no result of its own: read the frame")
+        return self.result.to_json()
+
+
+def _out(chart, frame, return_data: bool, result=None):
+    return Data(chart, frame, result) if return_data else chart
+
+
+def twin(name: str):
+    """Make a function the notebook twin of a declared analysis (core.contract): its keyword arguments are the
+    analysis's settings, with their declared defaults, and its docstring lists them. The function itself takes
+    `settings` (the settings dataclass, built and checked by `Analysis.make`, aliases read) and its own inputs."""
+    analysis = views.analysis(name)
+    names = [f.name for f in analysis.fields]
+
+    def wrap(fn):
+        signature = inspect.signature(fn)
+        own = [p for p in signature.parameters.values() if p.name != "settings"]
+        clash = sorted(set(names) & {p.name for p in own})
+        if clash:
+            raise TypeError(f"{fn.__name__} repeats the declared settings {clash}: take them from `settings`")
+        kind = inspect.Parameter.KEYWORD_ONLY
+        declared = [inspect.Parameter(f.name, kind, default=list(f.default) if isinstance(f.default, tuple)
+                                      else f.default) for f in analysis.fields]
+        positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keyword = [p for p in own if p.kind == p.KEYWORD_ONLY]
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            chosen = {n: kwargs.pop(n) for n in names if n in kwargs}
+            return fn(*args, settings=analysis.make(chosen), **kwargs)
+
+        call.__signature__ = signature.replace(parameters=positional + declared + keyword)
+        call.__doc__ = (inspect.cleandoc(fn.__doc__ or "") + "\n\n" + analysis.docstring()).strip()
+        call.analysis = analysis
+        return call
+
+    return wrap
 
 
 def _stacked(charts) -> alt.VConcatChart:
@@ -300,19 +351,19 @@ def patch(model, clean, corrupt, *, target=None, label=None, over: str = "heads"
 
 # ---- representations ---------------------------------------------------------------------------------------------
 
-def anisotropy(models, corpus="builtin", *, text_column: str | None = None, measure: str = "random_cosine",
-               limit: int = 0, n_pairs: int = 1000, seed: int = 0, min_contexts: int = 5, include_special: bool = False,
-               baseline: str = "random", protocol: str = "bertlens", progress=None, return_data: bool = False):
+@twin("anisotropy")
+def anisotropy(models, corpus="builtin", *, settings, text_column: str | None = None, measure: str = "random_cosine",
+               limit: int = 0, progress=None, return_data: bool = False):
     """Anisotropy by layer (Ethayarajh 2019) of one model or several over a corpus, one line per model. corpus: a
     corpus spec (core.data.corpus grammar, e.g. "snli:dev:200"), a list of sentences and / or (a, b) pairs, a pandas
     Series, or a DataFrame whose text is in `text_column` (default "sentence", "text", ..., else its first column of
-    strings; see core.data.corpus.corpus_of). `measure` is one of core.analyses.anisotropy.MEASURES. Frame: core.charts.anisotropy.profile_frame
-    (every measure; the chart draws one)."""
+    strings; see core.data.corpus.corpus_of). `measure` is one of core.analyses.anisotropy.MEASURES. Frame:
+    core.charts.anisotropy.profile_frame (every measure; the chart draws one). With return_data, `.result` is the
+    profile (one model) or the list of profiles, and `.to_json()` what `python -m core anisotropy --json` prints,
+    per-word self-similarity and MEV ("words") included."""
     if measure not in an.MEASURES:
         raise ValueError(f"measure must be one of {', '.join(an.MEASURES)}")
     chosen = corpora.corpus_of(corpus, text_column=text_column, limit=int(limit) or None).head(int(limit) or None)
-    settings = an.AnisotropySettings(n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts),
-                                     include_special=bool(include_special), baseline=baseline, protocol=protocol)
     models = [models] if isinstance(models, str) or not isinstance(models, Iterable) else list(models)
     profiles = [an.measure_corpus(load(m), chosen, settings, progress=progress) for m in models]
     for profile in profiles:
@@ -320,8 +371,16 @@ def anisotropy(models, corpus="builtin", *, text_column: str | None = None, meas
             warnings.warn(f"{profile.model}: {warning}", stacklevel=2)
     frame = anisotropy_charts.profile_frame(profiles)
     if measure not in set(frame["measure"]):
-        raise ValueError(f"{measure} was not measured with protocol {protocol!r}")
-    return _out(anisotropy_charts.layer_chart(frame, measure, protocol=protocol), frame, return_data)
+        raise ValueError(f"{measure} was not measured with protocol {settings.protocol!r}")
+    chart = anisotropy_charts.layer_chart(frame, measure, protocol=settings.protocol)
+    return _out(chart, frame, return_data, profiles[0] if len(profiles) == 1 else _Results(profiles))
+
+
+class _Results(list):
+    """Several models' results: `to_json()` a list of each one's."""
+
+    def to_json(self) -> list:
+        return [r.to_json() for r in self]
 
 
 def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *, layer: int = 0,

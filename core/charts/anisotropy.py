@@ -82,3 +82,11 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
         tooltip=["series:N", "kind:N", "layer:Q", alt.Tooltip("value:Q", format=".3f")],
     ).add_params(hover)
     return layout.fixed_size(alt.layer(lines, points).properties(width=560, height=360))
+
+
+def profile_charts(profile: LayerProfile, measure: str = "random_cosine") -> list[tuple[alt.LayerChart, str]]:
+    """The analysis's charts (core.contract's `charts(result)`): the baseline cosine by layer, the curve the page
+    opens on."""
+    frame = profile_frame([profile])
+    return [(layer_chart(frame, measure, protocol=profile.protocol),
+             f"{MEASURES[measure]} by layer over {profile.corpus} ({profile.n_sentences} sentences).")]

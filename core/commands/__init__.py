@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from core import validation
+from core.contract import bound_text
 from core.model.encoding import counting_cuts
 
 MODEL_HELP = "hub id, local folder or run name (default: BERTLENS_MODEL)"
@@ -37,6 +38,59 @@ def two_models(args) -> tuple[str, str]:
     if len(refs) != 2:
         raise ValueError(f"{args.command} compares two models: give --model A --model B (got {len(refs)})")
     return refs[0], refs[1]
+
+
+def add_settings_arguments(parser, analysis, *, skip: tuple[str, ...] = ()) -> None:
+    """The options of an analysis's settings, made from its declaration (core.contract): `--name-with-dashes`
+    with the declared default, the help with its bounds, choices and default; a bool is `--name` / `--no-name`.
+    Every value goes through the declaration's own check (aliases read, bounds and choices), so a bad value
+    stops the command with exit status 2 and one line naming the option. `skip`: settings this command takes
+    another way (e.g. from its positional arguments)."""
+    for f in analysis.fields:
+        if f.option is None or f.name in skip:
+            continue
+        text = f.meta.help
+        if f.meta.choices is not None:
+            text += f" (one of {', '.join(map(str, f.meta.choices))})"
+        if f.meta.low is not None or f.meta.high is not None:
+            shown = f.meta.shown
+            low = bound_text(None if f.meta.low is None else f.meta.low + shown)
+            high = bound_text(None if f.meta.high is None else f.meta.high + shown)
+            text += f" [{low}…{high}]"
+        if f.type == "bool":
+            parser.add_argument(f.option, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=text + f" (default {'on' if f.default else 'off'})")
+            continue
+        default = list(f.default) if isinstance(f.default, tuple) else f.default
+        shown_default = default if not f.meta.shown or default is None else default + f.meta.shown
+        parser.add_argument(f.option, dest=f.name, type=_setting_type(f), default=f.default,
+                            metavar="{" + ",".join(map(str, f.meta.choices)) + "}"
+                            if f.meta.choices is not None and f.type in ("str", "int") else f.name.upper(),
+                            help=text + ("" if shown_default is None else f" (default {shown_default})"))
+
+
+def _setting_type(f):
+    """The argparse type of a setting: its declaration's check, with an int the user counts from `shown` (a layer
+    number 1..L) turned back into the index the analysis holds."""
+
+    def parse(text: str):
+        try:
+            if f.meta.shown and f.type == "int":
+                return f.check(int(text) - f.meta.shown)
+            if f.meta.shown and f.type == "ints":
+                return f.check([int(v) - f.meta.shown for v in text.split(",") if v.strip()])
+            return f.check(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    parse.__name__ = f.type
+    return parse
+
+
+def settings_from_args(analysis, args, **given):
+    """The analysis's settings dataclass from parsed arguments (and `given` values the command read otherwise)."""
+    values = {f.name: getattr(args, f.name) for f in analysis.fields if f.option is not None and hasattr(args, f.name)}
+    return analysis.make({**values, **given})
 
 
 def add_hidden_alias(parser, old: str, new: str) -> None:

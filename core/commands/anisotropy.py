@@ -2,42 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from core.data import corpus as corpora
 from core import protocols, validation
-from core.analyses.anisotropy import MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, measure_corpus
-from core.commands import add_json_arguments, add_model_argument, counted
+from core.analyses.anisotropy import ANALYSIS, MEASURES, PAPER_PROTOCOL, measure_corpus
+from core.commands import add_json_arguments, add_model_argument, add_settings_arguments, counted, settings_from_args
 from core.model import distributed
 from core.model.loading import load_model
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "anisotropy",
-        help="how alike word vectors are, layer by layer (Ethayarajh 2019)",
+        ANALYSIS.command,
+        help=ANALYSIS.summary,
         description="Random-word cosine, self-similarity, intra-sentence similarity (raw and adjusted) and "
         "top-PC variance per layer; alignment/uniformity too when the corpus has sentence pairs. With "
         "--protocol ethayarajh: WordPiece tokens and the paper's sampling, plus MEV (maximum explainable variance).",
     )
-    p.add_argument("--protocol", choices=PROTOCOLS, default=protocols.DEFAULT,
-                   help="bertlens: whole words, first occurrence per sentence (default). ethayarajh: the paper's "
-                   "protocol (kawine/contextual): WordPiece tokens, punctuation excluded from self-similarity and "
-                   "MEV, every occurrence, at most 1,000 sampled pairs per word, baseline from 1,000 sentences")
     add_model_argument(p)
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
-    p.add_argument("--pairs", type=validation.positive, default=1000, help="random word pairs for the baseline (default 1000)")
-    p.add_argument("--seed", type=validation.count, default=0, help="seed for the random pairs and the corpus sample (default 0)")
-    p.add_argument("--min-contexts", type=validation.positive, default=5, help="sentences a word needs for self-similarity (default 5; "
-                   "under --protocol ethayarajh: occurrences a token needs)")
-    p.add_argument("--pairs-per-word", type=validation.positive, default=1000,
-                   help="ethayarajh: at most this many sampled occurrence pairs per word (default 1000)")
-    p.add_argument("--baseline-sentences", type=validation.positive, default=1000,
-                   help="ethayarajh: sentences sampled for the random baseline, one token each (default 1000)")
-    p.add_argument("--include-special", action="store_true", help="count [CLS]/[SEP] as words")
-    p.add_argument("--exact", action="store_true", help="adjust by the exact all-pairs cosine instead of the random pairs")
+    add_settings_arguments(p, ANALYSIS)
+    # Before the declaration, the exact baseline was a flag: kept hidden for one release.
+    p.add_argument("--exact", dest="baseline", action="store_const", const="exact", default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
     p.add_argument("--limit", type=validation.positive, default=None, help="use only the first N sentences")
-    p.add_argument("--batch-size", type=validation.positive, default=32)
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one); under "
                    "torchrun / accelerate launch each rank encodes its share of the corpus")
     add_json_arguments(p)
@@ -46,11 +36,7 @@ def register(subparsers) -> None:
 
 def run_anisotropy(args) -> int:
     corpus = corpora.resolve(args.corpus, args.seed, limit=args.limit).head(args.limit)
-    settings = AnisotropySettings(
-        n_pairs=args.pairs, seed=args.seed, min_contexts=args.min_contexts, include_special=args.include_special,
-        baseline="exact" if args.exact else "random", batch_size=args.batch_size, protocol=args.protocol,
-        max_pairs_per_word=args.pairs_per_word, n_baseline_sentences=args.baseline_sentences,
-    )
+    settings = settings_from_args(ANALYSIS, args)
     ctx = distributed.current()
     lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
 

@@ -10,17 +10,21 @@ from core.commands import add_json_arguments
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("views", help="list the app's views: page, URL params and the subcommands of each")
-    add_json_arguments(p, '{"views": [{"name", "title", "url_path", "commands", "params"}], "utilities": [...]}')
+    add_json_arguments(p, '{"views": [{"name", "title", "url_path", "commands", "params"}], "utilities": [...], '
+                       '"analyses": [{"name", "view", "command", "lens", "title", "settings": [{"name", "type", '
+                       '"default", "low", "high", "choices", "help"}]}]}')
     p.set_defaults(func=run_views)
 
 
 def listing() -> dict:
-    """The registry as JSON: each view's name, title, url_path, commands and params (every Param field), and the
-    subcommands that belong to no view."""
+    """The registry as JSON: each view's name, title, url_path, commands and params (every Param field), the
+    subcommands that belong to no view, and every declared analysis with its settings (core.contract), from which
+    another tool can build a form."""
     return {
         "views": [{"name": v.name, "title": v.title, "url_path": v.url_path, "commands": list(v.commands),
                    "params": [asdict(p) for p in v.params]} for v in views.all_views()],
         "utilities": list(views.UTILITIES),
+        "analyses": [a.describe() for a in views.all_analyses()],
     }
 
 

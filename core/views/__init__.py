@@ -26,6 +26,8 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from core.contract import Analysis, SettingField, analyses_in
+
 # The shared sidebar's params (app_pages/shell/router.py): every page has them; they are not repeated per page.
 SHARED = {"model": "model", "a": "sentence_a", "b": "sentence_b"}
 TYPES = ("str", "int", "float", "bool", "ints", "strs")
@@ -52,9 +54,14 @@ class Param:
     low: float | None = None
     high: float | None = None
     shown: int = 0
+    aliases: tuple[tuple[str, Any], ...] = ()  # (spelling, value) pairs a link may also use (an analysis's aliases)
 
     def parse(self, raw: str) -> Any:
         """The typed value of a URL string; ValueError with a plain reason when it does not fit."""
+        if self.aliases:
+            spelled = dict(self.aliases)
+            raw = ",".join(str(spelled.get(part, part)) for part in raw.split(",")) if self.type in ("ints", "strs") \
+                else str(spelled.get(raw, raw))
         if self.type == "str":
             value: Any = raw
         elif self.type == "int":
@@ -168,6 +175,71 @@ def all_views() -> tuple[View, ...]:
             raise ValueError(f"two views share a name or url_path: {sorted(names)} / {sorted(paths)}")
         _found[where] = tuple(sorted(found, key=lambda v: (v.order, v.name)))
     return _found[where]
+
+
+# Where analyses are declared (`ANALYSIS` / `ANALYSES` in any module of these packages, core.contract). Walking
+# them imports torch (core.training, core.bias): only the CLI, core.lens, `views --json` and tests call
+# all_analyses(); the router and the view modules never do, so the app's first page does not wait for it.
+ANALYSIS_PACKAGES = ("core.analyses", "core.training", "core.bias", "core.studies")
+_analyses: dict[tuple[str, ...], tuple[Analysis, ...]] = {}
+
+
+def all_analyses(packages: Sequence[str] = ANALYSIS_PACKAGES) -> tuple[Analysis, ...]:
+    """Every declared analysis, in view order then each view's tab order; ValueError when two share a name,
+    a command or a lens function, or one names a view that is not registered."""
+    key = tuple(packages)
+    if key not in _analyses:
+        found: list[Analysis] = []
+        for package_name in packages:
+            package = importlib.import_module(package_name)
+            found.extend(analyses_in(package))
+            for info in pkgutil.walk_packages(package.__path__, package_name + "."):
+                found.extend(analyses_in(importlib.import_module(info.name)))
+        found = list({id(a): a for a in found}.values())  # a package re-exporting its module's ANALYSIS
+        for attribute in ("name", "command", "lens"):
+            values = [getattr(a, attribute) for a in found]
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise ValueError(f"two analyses share a {attribute}: {twice}")
+        order = {v.name: i for i, v in enumerate(all_views())}
+        strays = [a.name for a in found if a.view not in order]
+        if strays:
+            raise ValueError(f"analyses naming no registered view: {strays}")
+        _analyses[key] = tuple(sorted(found, key=lambda a: (order[a.view], a.order, a.name)))
+    return _analyses[key]
+
+
+def analysis(name: str) -> Analysis:
+    """The analysis of a registry name or of its CLI command; KeyError for neither."""
+    for found in all_analyses():
+        if name in (found.name, found.command):
+            return found
+    raise KeyError(name)
+
+
+def analyses_of(view: str) -> tuple[Analysis, ...]:
+    """A view's analyses (its tabs), in their order."""
+    return tuple(a for a in all_analyses() if a.view == view)
+
+
+def analysis_params(analysis: Analysis, prefix: str, *, only: Sequence[str] | None = None,
+                    keys: Mapping[str, str] | None = None) -> tuple[Param, ...]:
+    """The URL parameters of an analysis's settings, made from its declaration: the setting's URL name, the
+    widget's session key `prefix + field name` (or `keys[field name]`), its type, default, bounds and choices.
+    `only`: these settings, in this order (default: every setting with a URL name)."""
+    fields = {f.name: f for f in analysis.fields}
+    names = list(only) if only is not None else [f.name for f in analysis.fields if f.url_name is not None]
+    return tuple(_param_of(fields[name], (keys or {}).get(name, prefix + name)) for name in names)
+
+
+def _param_of(f: SettingField, key: str) -> Param:
+    default = list(f.default) if isinstance(f.default, tuple) else f.default
+    if f.url_name is None:
+        raise ValueError(f"setting {f.name} has no URL name")
+    low = f.meta.low + f.meta.shown if f.meta.low is not None else None
+    high = f.meta.high + f.meta.shown if f.meta.high is not None else None
+    return Param(f.url_name, key, f.type, default, f.meta.choices, low, high, f.meta.shown,
+                 tuple(f.meta.aliases.items()))
 
 
 def get(page: str) -> View:

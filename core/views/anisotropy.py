@@ -13,7 +13,7 @@ from core.data import corpus as corpora
 from core.data.sources import BUILTIN, named_spec
 from core.model.encoding import run_counting_cuts
 from core.model.loading import ModelUnavailable, available_models
-from core.views import LAYER, LIMIT, Caches, Param, Planned, View, corpus_params, parse
+from core.views import LAYER, LIMIT, Caches, Param, Planned, View, analysis_params, corpus_params, parse
 
 P = "anisotropy."
 JOB_KEY, KIND, UNIT = "anisotropy", "anisotropy", "sentences"
@@ -30,8 +30,10 @@ def chosen_models(wanted, sidebar_model: str) -> list[str]:
 
 
 def make_settings(*, n_pairs, seed, min_contexts, baseline, paper_protocol, include_special) -> an.AnisotropySettings:
-    return an.AnisotropySettings(
-        n_pairs=int(n_pairs), seed=int(seed), min_contexts=int(min_contexts), baseline=baseline,
+    """The page's settings through the declaration's one check (core.contract.Analysis.make); the page's paper
+    protocol switch is the `protocol` setting, and it leaves [CLS]/[SEP] out."""
+    return an.ANALYSIS.make(
+        n_pairs=n_pairs, seed=seed, min_contexts=min_contexts, baseline=baseline,
         protocol=an.PAPER_PROTOCOL if paper_protocol else protocols.DEFAULT,
         include_special=bool(include_special) and not paper_protocol,
     )
@@ -132,11 +134,8 @@ def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -
     its corpus, sentence limit, settings and models), drawn by core.lens."""
     request = request_of_view({**params, "model": model})
     measure = view_state(params).get(P + "measure") or "random_cosine"
-    settings = request.settings
-    chart = lens.anisotropy(list(request.models), request.corpus, measure=measure, n_pairs=settings.n_pairs,
-                            seed=settings.seed, min_contexts=settings.min_contexts,
-                            include_special=settings.include_special, baseline=settings.baseline,
-                            protocol=settings.protocol)
+    chosen = {f.name: getattr(request.settings, f.name) for f in an.ANALYSIS.fields}
+    chart = lens.anisotropy(list(request.models), request.corpus, measure=measure, **chosen)
     return [(chart, f"{an.MEASURES[measure]} by layer over {corpus_of_view(params)[1]} "
                     f"({len(request.corpus)} sentences).")]
 
@@ -155,11 +154,8 @@ VIEW = View(
         Param("protocol", P + "paper_protocol", "bool"),
         *corpus_params(P),
         Param("limit", P + "limit", **LIMIT),
-        Param("pairs", P + "pairs", "int", 1000, low=100, high=10_000),
-        Param("seed", P + "seed", "int", 0, low=0, high=1_000_000),
-        Param("k", P + "min_contexts", "int", 5, low=2, high=50),
-        Param("special", P + "include_special", "bool"),
-        Param("baseline", P + "baseline", "str", "random", ("random", "exact")),
+        # n_pairs, seed, min_contexts, include_special, baseline: made from the declaration (core.contract)
+        *analysis_params(an.ANALYSIS, P, keys={"n_pairs": P + "pairs"}),
         Param("measure", P + "measure", "str"),
         Param("reference", P + "reference", "bool"),
         Param("word_model", P + "word_model", "str"),

@@ -54,12 +54,14 @@ def test_views_json_has_exactly_the_documented_keys(capsys):
 
     assert main(["views", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert set(listing) == {"views", "utilities"} and listing["utilities"] == list(views.UTILITIES)
+    assert set(listing) == {"views", "utilities", "analyses"} and listing["utilities"] == list(views.UTILITIES)
+    assert [a["name"] for a in listing["analyses"]] == [a.name for a in views.all_analyses()]
     assert [v["url_path"] for v in listing["views"]] == [v.url_path for v in views.all_views()]
     for shown, view in zip(listing["views"], views.all_views()):
         assert set(shown) == {"name", "title", "url_path", "commands", "params"}
         assert shown["commands"] == list(view.commands)
-        assert [views.Param(**{**p, "choices": tuple(p["choices"]) if p["choices"] else None}) for p in shown["params"]] \
+        assert [views.Param(**{**p, "choices": tuple(p["choices"]) if p["choices"] else None,
+                               "aliases": tuple(tuple(pair) for pair in p["aliases"])}) for p in shown["params"]] \
             == list(view.params)  # every Param field, back to the same Param
     assert main(["views"]) == 0
     text = capsys.readouterr().out

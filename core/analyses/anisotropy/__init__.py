@@ -52,10 +52,18 @@ from core.analyses.anisotropy.measures import (AlignmentUniformity, BaselineSamp
 from core.analyses.anisotropy.profile import (MEASURES, PAPER_PROTOCOL, PROTOCOLS, AnisotropySettings, LayerProfile,
                                               build_profile, reference_for, reference_model_for)
 
+from core.contract import Analysis
+
+ANALYSIS = Analysis(
+    name="anisotropy", view="anisotropy", command="anisotropy", lens="anisotropy", settings=AnisotropySettings,
+    run=measure_corpus, charts="core.charts.anisotropy:profile_charts", title="Anisotropy by layer",
+    summary="how alike word vectors are, layer by layer (Ethayarajh 2019)",
+)
+
 _RunningSums = RunningSums  # its name before the split, kept for tests/unit/test_anisotropy.py
 
 __all__ = [
-    "AlignmentUniformity", "AnisotropySettings", "BaselineSample", "LayerProfile", "MEASURES", "PAPER_PROTOCOL",
+    "ANALYSIS", "AlignmentUniformity", "AnisotropySettings", "BaselineSample", "LayerProfile", "MEASURES", "PAPER_PROTOCOL",
     "PROTOCOLS", "RandomPairCosine", "RunningSums", "SelfSimilarity", "WordDrilldown", "all_pairs_cosine",
     "alignment_uniformity", "baseline_cosine", "baseline_sample", "build_profile", "collect_word",
     "draw_cross_sentence_pairs", "intra_sentence_similarity", "max_explainable_variance", "mean_pairwise_cosine",

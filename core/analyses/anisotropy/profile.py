@@ -9,6 +9,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from core import protocols, references, validation
+from core.contract import setting
 from core.analyses.anisotropy.accumulator import RunningSums
 from core.analyses.anisotropy.measures import top_pc_share_from_covariance
 from core.data.corpus import Corpus
@@ -35,7 +36,8 @@ MEASURES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class AnisotropySettings:
-    """What `measure_corpus` does.
+    """What `measure_corpus` does, declared once (core.contract): the CLI's options, core.lens.anisotropy's
+    keyword arguments, the page's URL and widgets are made from these fields.
 
     protocol: "bertlens" or "ethayarajh" (see core.analyses.anisotropy). baseline: which cosine the adjusted measures
     subtract. n_pairs: random pairs for the baseline. min_contexts: sentences a word needs ("bertlens") or
@@ -43,17 +45,28 @@ class AnisotropySettings:
     n_baseline_sentences, max_pairs_per_word, max_store_bytes: "ethayarajh" only (the paper's 1,000 sampled
     sentences and 1,000 pairs per word; the memory the kept occurrence vectors may take)."""
 
-    n_pairs: int = 1000
-    seed: int = 0
-    min_contexts: int = 5
-    include_special: bool = False
-    baseline: Literal["random", "exact"] = "random"
+    n_pairs: int = setting(1000, "random word pairs for the baseline (each keeps two word vectors of every layer "
+                           "until the pass ends; fewer than 100 is a noisy baseline)", low=10, high=10_000,
+                           url="pairs", cli="pairs")
+    seed: int = setting(0, "seed for the random pairs and the corpus sample", low=0, high=1_000_000)
+    min_contexts: int = setting(5, "sentences a word needs for self-similarity (under the ethayarajh protocol: "
+                                "occurrences a token needs)", low=2, high=50, url="k")
+    include_special: bool = setting(False, "count [CLS]/[SEP] as words (the paper protocol always leaves them out)",
+                                    url="special")
+    baseline: Literal["random", "exact"] = setting("random", "the cosine the adjusted measures subtract: random "
+                                                   "pairs (as in the paper) or all pairs (exact)",
+                                                   choices=("random", "exact"))
     max_word_types: int = 1000
     max_alignment_pairs: int = 500
-    batch_size: int = 32
-    protocol: str = protocols.DEFAULT
-    n_baseline_sentences: int = 1000
-    max_pairs_per_word: int = 1000
+    batch_size: int = setting(32, "sentences encoded at once", low=1, high=4096, url=None)
+    protocol: str = setting(protocols.DEFAULT, "bertlens: whole words, first occurrence per sentence. ethayarajh: "
+                            "the paper's protocol (kawine/contextual): WordPiece tokens, punctuation excluded from "
+                            "self-similarity and MEV, every occurrence, sampled pairs per word, a baseline from "
+                            "sampled sentences; adds MEV", choices=PROTOCOLS, url=None)
+    n_baseline_sentences: int = setting(1000, "ethayarajh: sentences sampled for the random baseline, one token "
+                                        "each", low=2, high=1_000_000, url=None, cli="baseline-sentences")
+    max_pairs_per_word: int = setting(1000, "ethayarajh: at most this many sampled occurrence pairs per word",
+                                      low=1, high=1_000_000, url=None, cli="pairs-per-word")
     max_store_bytes: int = 3 * 2**30
 
     def __post_init__(self):
@@ -67,6 +80,10 @@ class AnisotropySettings:
                              "turn off 'count [CLS]/[SEP] as words' or use the bertlens protocol.")
         if self.max_pairs_per_word < 1 or self.n_baseline_sentences < 2:
             raise ValueError("max_pairs_per_word must be at least 1 and n_baseline_sentences at least 2.")
+
+
+def _finite(values) -> list:
+    return [None if not np.isfinite(v) else round(float(v), 6) for v in values]
 
 
 @dataclass(frozen=True)
@@ -175,9 +192,21 @@ class LayerProfile(validation.CorpusCuts):
             n_sentences=self.n_sentences, n_word_types=len(self.words), min_contexts=self.settings.min_contexts,
             include_special=self.settings.include_special, seed=self.settings.seed,
             n_alignment_pairs=self.n_alignment_pairs, n_truncated=self.n_truncated, world_size=self.world_size,
-            warnings=list(self.warnings),
+            warnings=list(self.warnings), words=self.word_rows(),
         )
         return out
+
+    def word_rows(self) -> list[dict]:
+        """Per word (token) type: its contexts, self-similarity and (paper protocol) MEV at each layer, as the
+        paper's code writes them per word; values rounded to 6 places, NaN as null."""
+        rows = []
+        for i, word in enumerate(self.words):
+            row = {"word": word, "contexts": int(self.word_contexts[i]),
+                   "self_similarity": _finite(self.word_self_similarity[i])}
+            if self.word_mev is not None:
+                row["mev"] = _finite(self.word_mev[i])
+            rows.append(row)
+        return rows
 
 
 def build_profile(
