@@ -162,9 +162,10 @@ def load_explainer(ref: str, *, device: str | None = None) -> Explainer:
 
         models._check_architecture(folder, ref)
         try:
-            hf = AutoModelForSequenceClassification.from_pretrained(
-                str(folder), dtype=torch.float32, attn_implementation="eager", use_safetensors=True,
-                trust_remote_code=False)
+            with models.fresh_weights():  # the load swaps nn.init process-wide: no other thread builds meanwhile
+                hf = AutoModelForSequenceClassification.from_pretrained(
+                    str(folder), dtype=torch.float32, attn_implementation="eager", use_safetensors=True,
+                    trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
         except (OSError, ValueError) as err:
             raise ModelUnavailable(f"Could not load '{ref}' from {folder}: {err}") from err

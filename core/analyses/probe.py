@@ -50,7 +50,7 @@ from core.model import distributed
 from core import settings, validation
 from core.model.encoding import Words, encode_share
 from core.files import atomic_path, write_text_atomic
-from core.model.loading import LoadedModel
+from core.model.loading import LoadedModel, fresh_weights
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import check as check_protocol
@@ -365,7 +365,8 @@ def random_control(lm: LoadedModel, seed: int = 0) -> LoadedModel:
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = AutoModel.from_config(lm.config, attn_implementation="eager")
+        with fresh_weights():  # a random control's weights must not meet another thread's load
+            model = AutoModel.from_config(lm.config, attn_implementation="eager")
     model = model.to(lm.device).eval()
     return LoadedModel(f"{lm.ref} (random init)", f"random-init:{seed}:{lm.path}", "random-init", model, lm.tokenizer, lm.device)
 

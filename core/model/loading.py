@@ -621,6 +621,21 @@ def mlm_suggestion(model_type: str | None) -> str:
 _REUSED: ContextVar[dict | None] = ContextVar("bertlens_reused_loads", default=None)
 
 
+# transformers 5's from_pretrained swaps torch.nn.init's functions (and those torch.nn.modules.* imported) for
+# no-ops process-wide while it loads (transformers/initialization.py: no_init_weights), so a layer built with
+# fresh weights in another thread meanwhile (a job's classifier head, a fitted head) kept torch.empty's leftovers.
+# Every load and every construction of fresh weights holds this one lock (re-entrant: a load may build).
+WEIGHTS_LOCK = threading.RLock()
+
+
+@contextmanager
+def fresh_weights() -> Iterator[None]:
+    """Hold while building modules whose weights are initialised (or while loading, which swaps the init
+    functions): no other thread's load is inside transformers' no_init_weights meanwhile."""
+    with WEIGHTS_LOCK:
+        yield
+
+
 @contextmanager
 def reusing_loads() -> Iterator[None]:
     """Within it (in this thread), load_model returns the model it already loaded for the same arguments: a study
@@ -667,13 +682,14 @@ def _load_model(ref: str, device: str | None, attention: str, masked_lm: bool) -
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
         with_head = masked_lm and has_mlm_head(folder)
-        loaded = (AutoModelForMaskedLM if with_head else AutoModel).from_pretrained(
-            str(folder),
-            dtype=torch.float32,
-            attn_implementation=attention,
-            use_safetensors=True,
-            trust_remote_code=False,
-        )
+        with fresh_weights():
+            loaded = (AutoModelForMaskedLM if with_head else AutoModel).from_pretrained(
+                str(folder),
+                dtype=torch.float32,
+                attn_implementation=attention,
+                use_safetensors=True,
+                trust_remote_code=False,
+            )
     except (OSError, ValueError, SafetensorError) as err:
         raise ModelUnavailable(f"Could not load '{ref}' from {folder}: {err}") from err
     check_finite_weights(loaded, ref)

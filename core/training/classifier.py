@@ -25,7 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from core.model.loading import LoadedModel, ModelUnavailable, load_model
+from core.model.loading import LoadedModel, ModelUnavailable, fresh_weights, load_model
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 HEAD_CONFIG, HEAD_WEIGHTS = "head.json", "head.safetensors"
@@ -52,12 +52,13 @@ class Classifier(nn.Module):
         if dropout is None:  # BertForSequenceClassification's: the encoder's hidden dropout
             dropout = float(getattr(config, "hidden_dropout_prob", getattr(config, "dropout", 0.1)) or 0.0)
         self.dropout = nn.Dropout(dropout)
-        if head == "linear":
-            self.head = nn.Sequential(nn.Linear(hidden, num_labels))
-        elif head == "mlp":
-            self.head = nn.Sequential(nn.Linear(hidden, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, num_labels))
-        else:
+        if head not in ("linear", "mlp"):
             raise ValueError(f"head {head!r} is not 'linear' or 'mlp'")
+        with fresh_weights():  # a job's new head must not be built while another thread loads a model
+            if head == "linear":
+                self.head = nn.Sequential(nn.Linear(hidden, num_labels))
+            else:
+                self.head = nn.Sequential(nn.Linear(hidden, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, num_labels))
 
     def pooled(self, **inputs) -> torch.Tensor:
         out = self.encoder(**inputs)

@@ -22,7 +22,7 @@ from torch import nn
 from core.files import disk_full
 from core.model import distributed
 from core.model.adapter import ModelAdapter
-from core.model.loading import load_model, pick_device
+from core.model.loading import fresh_weights, load_model, pick_device
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 from core.training import tasks
 from core.training.classifier import Classifier, collate, predict_logits, save_classifier, text_features
@@ -518,9 +518,10 @@ class SimCSEProjection(nn.Module):
 
     def __init__(self, hidden: int, initializer_range: float = 0.02):
         super().__init__()
-        self.dense = nn.Linear(hidden, hidden)
-        nn.init.normal_(self.dense.weight, mean=0.0, std=initializer_range)
-        nn.init.zeros_(self.dense.bias)
+        with fresh_weights():  # not while another thread's load has swapped nn.init for no-ops
+            self.dense = nn.Linear(hidden, hidden)
+            nn.init.normal_(self.dense.weight, mean=0.0, std=initializer_range)
+            nn.init.zeros_(self.dense.bias)
         self.activation = nn.Tanh()
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:

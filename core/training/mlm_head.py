@@ -31,7 +31,7 @@ from core.data import corpus as corpora
 from core.files import atomic_path
 from core.model import artefacts
 from core.model.adapter import ModelAdapter
-from core.model.loading import LoadedModel, load_model
+from core.model.loading import LoadedModel, fresh_weights, load_model
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.training.recipe import RUN_NAME, RUN_NAME_RULE
 from core.validation import check_count, whole_match
@@ -143,7 +143,8 @@ def masked_lm_class(lm: LoadedModel):
     from transformers import AutoModelForMaskedLM
 
     config = lm.model.config
-    mlm = AutoModelForMaskedLM.from_config(config, dtype=torch.float32)
+    with fresh_weights():  # the new head's initialisation must not meet another thread's load
+        mlm = AutoModelForMaskedLM.from_config(config, dtype=torch.float32)
     missing, unexpected = mlm.base_model.load_state_dict(lm.model.state_dict(), strict=False)
     # The *ForMaskedLM encoders are built without a pooler; nothing else may differ.
     unexpected = [k for k in unexpected if not k.startswith("pooler.")]
