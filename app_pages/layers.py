@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages.widgets.analysis_tab import page_tabs
 from app_pages.widgets.common import intro
 from app_pages.widgets import layer_lens, neurons, sparse_features
 
@@ -13,11 +14,7 @@ intro(
     "Below the lens, browse the feed-forward neurons and the sparse features a layer is made of, on your sentence "
     "and over a corpus, and see which change after fine-tuning.",
 )
-# A key keeps the open tab across reruns (without one, a job finishing in the Neurons tab reopened Lens).
-lens_tab, neurons_tab, features_tab = st.tabs(["Lens", "Neurons", "Sparse features"], key="layers.tab", on_change="rerun")
-with lens_tab:
-    layer_lens.render()
-with neurons_tab:
-    neurons.render()
-with features_tab:
-    sparse_features.render()
+# The page's own tabs, then one per analysis declared with a tab on this view (core.contract); the key keeps
+# the open tab across reruns (without one, a job finishing in the Neurons tab reopened Lens).
+page_tabs("layers", {"Lens": layer_lens.render, "Neurons": neurons.render, "Sparse features": sparse_features.render},
+          key="layers.tab")

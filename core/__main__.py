@@ -18,6 +18,7 @@ import pkgutil
 import sys
 
 import core.commands
+from core.commands import declared
 from core import validation
 from core.files import disk_full
 from core.model import distributed
@@ -36,7 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="python -m core", description="BERT Lens from the command line.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for info in sorted(pkgutil.iter_modules(core.commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"core.commands.{info.name}").register(subparsers)
+        module = importlib.import_module(f"core.commands.{info.name}")
+        if hasattr(module, "register"):
+            module.register(subparsers)
+    # Last: an analysis declared with its inputs and no module of its own gets its subcommand from the declaration.
+    declared.register_declared(subparsers)
     for sub in subparsers.choices.values():
         options = sub._option_string_actions
         if "--json" in options and "--out" not in options:

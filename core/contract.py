@@ -31,6 +31,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 TYPES = ("int", "float", "str", "bool", "ints", "strs")
+# What an analysis reads besides the model and its settings (`Analysis.inputs`), and how each front end asks for
+# it: the CLI's options, the notebook's positional arguments, the page's own widgets.
+INPUTS = {
+    "text": "a sentence (--text; the page's sentence A) and an optional second one (--text-b; sentence B)",
+    "corpus": "a corpus (--corpus, core.data.corpus's grammar; the page's corpus picker)",
+}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
@@ -48,23 +54,40 @@ class Setting:
     cli: str | None = ""
     shown: int = 0
     optional: bool = False
+    label: str = ""
+
+    @property
+    def widget_label(self) -> str:
+        """The page's label: the declared one, else the help's first clause."""
+        text = self.label or self.help.split(";")[0].split(" (")[0]
+        return text[:1].upper() + text[1:]
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """The "text" input: sentence A and an optional sentence B (a pair)."""
+
+    text: str
+    text_b: str | None = None
 
 
 def setting(default: Any, help: str, *, type: str = "", low: float | None = None, high: float | None = None,
             choices: tuple | None = None, aliases: Mapping[str, Any] | None = None, url: str | None = "",
-            cli: str | None = "", shown: int = 0) -> Any:
+            cli: str | None = "", shown: int = 0, label: str = "") -> Any:
     """A field of an analysis's settings dataclass. `type` one of TYPES (left out: read from the default; give it
     when the default is None, which then means "the analysis decides", e.g. a layer that depends on the model);
     `low` / `high` inclusive bounds of a number (of each item of a list); `choices` the allowed values;
     `aliases` other spellings every front end accepts ({"A→B": "a-b"}); `url` the URL parameter's name ("" the
     field's name, None: not in a link); `cli` the option's name without dashes ("" the field's name with dashes,
     None: no option); `shown` what the URL and the charts add to an int held as an array index (1: a transformer
-    layer, core.numbering). A list default is given as a tuple (the dataclass stays frozen and hashable)."""
+    layer, core.numbering); `label` the page's widget label (default: the help's first clause). A list default
+    is given as a tuple (the dataclass stays frozen and hashable)."""
     kind = type or _type_of(default)
     if kind not in TYPES:
         raise TypeError(f"setting type must be one of {', '.join(TYPES)}, not {kind!r}")
     meta = Setting(help=help, type=kind, low=low, high=high, choices=tuple(choices) if choices is not None else None,
-                   aliases=dict(aliases or {}), url=url, cli=cli, shown=shown, optional=default is None)
+                   aliases=dict(aliases or {}), url=url, cli=cli, shown=shown, optional=default is None,
+                   label=label)
     return field(default=default, metadata={"setting": meta})
 
 
@@ -203,7 +226,13 @@ class Analysis:
     """One analysis, declared once (module docstring). `name` the registry's name; `view` the core.views view
     whose page shows it (its tab: `title`, in `order`); `command` its `python -m core` subcommand; `lens` its
     core.lens function's name; `settings` the settings dataclass; `run` and `charts` (callables or
-    "module:function"); `summary` one plain sentence (the CLI's help, the notebook's docstring)."""
+    "module:function"); `summary` one plain sentence (the CLI's help, the notebook's docstring).
+
+    `inputs` (keys of INPUTS) and `tab`: an analysis declaring them needs nothing else. Its CLI subcommand
+    (core/commands/declared.py), its core.lens function and its tab on the view's page (`tab`, its title;
+    app_pages/widgets/analysis_tab.py) are made from the declaration when no module writes them by hand; `run`
+    then takes (model, inputs, settings, progress=None, should_stop=None), inputs being a `Sentences` or a
+    core.data.corpus.Corpus, and returns a frozen result with `to_json()`."""
 
     name: str
     view: str
@@ -215,6 +244,13 @@ class Analysis:
     title: str = ""
     summary: str = ""
     order: int = 0
+    inputs: tuple[str, ...] = ()
+    tab: str = ""
+
+    def __post_init__(self):
+        unknown = [i for i in self.inputs if i not in INPUTS]
+        if unknown or len(self.inputs) > 1:
+            raise ValueError(f"{self.name}: inputs are one of {', '.join(INPUTS)} (got {list(self.inputs)})")
 
     @property
     def fields(self) -> tuple[SettingField, ...]:
@@ -246,7 +282,8 @@ class Analysis:
     def describe(self) -> dict:
         """This analysis in `python -m core views --json`: name, view, command, lens, settings."""
         return {"name": self.name, "view": self.view, "command": self.command, "lens": self.lens,
-                "title": self.title, "settings": [f.describe() for f in self.fields]}
+                "title": self.title, "inputs": list(self.inputs), "tab": self.tab,
+                "settings": [f.describe() for f in self.fields]}
 
     def docstring(self) -> str:
         """The settings paragraph of the lens function's docstring: one line each, with default and bounds."""

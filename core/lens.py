@@ -33,7 +33,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import bias, numbering, studies, views
+from core import bias, contract, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
@@ -602,6 +602,52 @@ def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 
     chart = (reproduce_charts.layer_comparison_chart(result) or reproduce_charts.table_comparison_chart(result)
              or reproduce_charts.measured_chart(result))
     return _out(chart, reproduce_charts.comparison_frame(result), return_data)
+
+
+# ---- analyses declared with their inputs: the notebook function made from the declaration ------------------------
+
+_DECLARED: dict[str, object] = {}
+
+
+def __getattr__(name: str):
+    """`lens.NAME` for an analysis declared with its inputs and no function written here (core.contract): made
+    from its declaration on first use, so a new analysis needs no line in this module."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name not in _DECLARED:
+        found = [a for a in views.all_analyses() if a.lens == name and a.inputs]
+        if not found:
+            raise AttributeError(f"module 'core.lens' has no attribute {name!r}")
+        _DECLARED[name] = _declared_twin(found[0])
+    return _DECLARED[name]
+
+
+def _declared_twin(analysis):
+    """The notebook function of a declared analysis: (model, text, text_b=None) or (model, corpus="builtin",
+    limit=0), its settings as keyword arguments, progress, return_data; draws its `charts(result)`."""
+
+    def draw(lm, inputs, settings, progress, return_data):
+        result = analysis.run_function()(lm, inputs, settings, progress=progress)
+        charts = analysis.charts_function()(result) if analysis.charts is not None else []
+        chart = charts[0][0] if len(charts) == 1 else _stacked([c for c, _ in charts]) if charts else None
+        frame = chart.data if chart is not None and isinstance(getattr(chart, "data", None), pd.DataFrame) \
+            else pd.DataFrame()
+        return _out(chart, frame, return_data, result)
+
+    if analysis.inputs == ("text",):
+        def on_text(model, text: str, text_b: str | None = None, *, settings, progress=None, return_data: bool = False):
+            return draw(load(model), contract.Sentences(text, text_b or None), settings, progress, return_data)
+        function = on_text
+    else:
+        def on_corpus(model, corpus="builtin", *, settings, text_column: str | None = None, limit: int = 0,
+                      progress=None, return_data: bool = False):
+            chosen = corpora.corpus_of(corpus, text_column=text_column, limit=int(limit) or None).head(int(limit) or None)
+            return draw(load(model), chosen, settings, progress, return_data)
+        function = on_corpus
+    function.__name__ = function.__qualname__ = analysis.lens
+    function.__doc__ = (f"{analysis.title}: {analysis.summary}. The CLI twin is `python -m core {analysis.command}`; "
+                        f"with return_data, `(chart, frame)` whose `.to_json()` is what its --json prints.")
+    return twin(analysis.name)(function)
 
 
 # ---- a lesson step -----------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from core.contract import Analysis, SettingField, analyses_in
@@ -143,7 +143,9 @@ class View:
     `plan(params, caches) -> Planned | None` what presenter mode prepares ahead for a lesson step with these URL
     params (None: the view has no long work); `charts(lens, model, a, b, params) -> [(chart, caption), ...]` the
     step's charts for a notebook (`lens` is core.lens, passed in so no view module imports it; None: no charts);
-    `lesson_step` whether a lesson step can show the view (not the lesson pages themselves)."""
+    `lesson_step` whether a lesson step can show the view (not the lesson pages themselves); `declared_tabs`
+    whether its page adds a tab for each analysis declared with a `tab` (app_pages/widgets/analysis_tab.page_tabs),
+    whose settings then join its URL params (declared_params)."""
 
     name: str
     title: str
@@ -157,6 +159,7 @@ class View:
     plan: Callable[[Mapping[str, str], Caches], Planned | None] | None = None
     charts: Callable[..., list] | None = None
     lesson_step: bool = True
+    declared_tabs: bool = False
 
 
 _found: dict[tuple[str, ...], tuple[View, ...]] = {}
@@ -181,13 +184,14 @@ def all_views() -> tuple[View, ...]:
 # them imports torch (core.training, core.bias): only the CLI, core.lens, `views --json` and tests call
 # all_analyses(); the router and the view modules never do, so the app's first page does not wait for it.
 ANALYSIS_PACKAGES = ("core.analyses", "core.training", "core.bias", "core.studies")
-_analyses: dict[tuple[str, ...], tuple[Analysis, ...]] = {}
+_analyses: dict[tuple, tuple[Analysis, ...]] = {}
 
 
 def all_analyses(packages: Sequence[str] = ANALYSIS_PACKAGES) -> tuple[Analysis, ...]:
     """Every declared analysis, in view order then each view's tab order; ValueError when two share a name,
     a command or a lens function, or one names a view that is not registered."""
-    key = tuple(packages)
+    # Keyed by each package's __path__ too: a test adds a folder to core.analyses.__path__ (a throw-away analysis).
+    key = tuple((name, tuple(importlib.import_module(name).__path__)) for name in packages)
     if key not in _analyses:
         found: list[Analysis] = []
         for package_name in packages:
@@ -297,8 +301,37 @@ class Restored:
 
 
 def params_of(page: str) -> tuple[Param, ...]:
-    """The page's own params; KeyError for a page not in the registry."""
-    return get(page).params
+    """The page's params: its own, then those of the analyses drawn in a declared tab (declared_params); KeyError
+    for a page not in the registry."""
+    view = get(page)
+    extra = declared_params(view)
+    if not extra:
+        return view.params
+    titles = tuple(dict.fromkeys(a.tab for a in analyses_of(view.name) if a.tab))
+    own = tuple(replace(p, choices=tuple(dict.fromkeys((*p.choices, *titles))))
+                if p.name == "tab" and p.choices is not None else p for p in view.params)
+    return own + extra
+
+
+def declared_prefix(analysis: Analysis) -> str:
+    """The session-key prefix of a declared tab's widgets (app_pages/widgets/analysis_tab.py)."""
+    return f"{analysis.view}.{analysis.name}."
+
+
+def declared_params(view: View) -> tuple[Param, ...]:
+    """The URL params of the analyses of `view` declared with a tab (core.contract): their settings, and their
+    tab titles added to the view's `tab` param. A view with none reads no analysis module (the registry's walk
+    imports torch): only views that list `declared_tabs` do."""
+    if not view.declared_tabs:
+        return ()
+    extra: list[Param] = []
+    for analysis in (a for a in analyses_of(view.name) if a.tab):
+        extra.extend(analysis_params(analysis, declared_prefix(analysis)))
+    names = [p.name for p in (*view.params, *extra)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # a link must mean one thing: give the setting another `url=` name
+        raise ValueError(f"URL parameter(s) {twice} of view {view.name!r} named twice by its declared analyses")
+    return tuple(extra)
 
 
 def parse(page: str, query: Mapping[str, str]) -> Restored:

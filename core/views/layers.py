@@ -52,4 +52,5 @@ VIEW = View(
     ),
     commands=("lens", "fit-tuned-lens", "neurons", "neurons-diff", "sae-train", "sae-features"),
     charts=lens_charts,
+    declared_tabs=True,  # app_pages/layers.py draws page_tabs: an analysis declared with a tab here gets one
 )

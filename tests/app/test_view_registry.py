@@ -72,7 +72,8 @@ def test_a_view_in_one_module_reaches_navigation_home_lens_and_cli(throwaway, ti
     (listed,) = [v for v in json.loads(capsys.readouterr().out)["views"] if v["name"] == "throwaway"]
     assert listed["url_path"] == "throwaway" and listed["commands"] == ["throwaway-cmd"]
     assert listed["params"] == [{"name": "colour", "key": "throwaway.colour", "type": "str", "default": "red",
-                                 "choices": ["red", "blue"], "low": None, "high": None, "shown": 0}]
+                                 "choices": ["red", "blue"], "low": None, "high": None, "shown": 0,
+                                 "aliases": []}]
 
 
 def test_without_it_the_registry_is_the_apps_own():
