@@ -1,8 +1,9 @@
 """`python -m core SUBCOMMAND ...`: the command-line twin of each page.
 
 Each module in core/commands/ defines `register(subparsers)`, adding its subcommand(s) with a `func`
-default that takes the parsed arguments and returns an exit code. Modules are found automatically, so a
-new analysis adds a file there and nothing else. Every subcommand speaks one dialect (--model, repeated for
+default that takes the parsed arguments and returns an exit code. Modules are found automatically; an analysis
+declared with its inputs (core.contract) and no module of its own gets its subcommand from the declaration
+(core/commands/declared.py), registered last. Every subcommand speaks one dialect (--model, repeated for
 several; --limit / --train-limit / --eval-limit; --json printing one object, --quiet), through the helpers of
 core/commands/__init__.py.
 """
