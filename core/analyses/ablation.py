@@ -223,8 +223,9 @@ def ablation_sweep(
         for chunk, feed in batches:
             check_stop(should_stop)
             disabler.disabled = {}
-            out = encoder(**feed, output_hidden_states=True)
-            layer_inputs = out.hidden_states  # [layers + 1] of [batch, tokens, hidden]; index l = input of layer l
+            with disabler.adapter.capture(["resid_pre"]) as inputs:  # only the intact pass: the sweeps reuse them
+                out = encoder(**feed)
+            layer_inputs = inputs.layers("resid_pre")  # [layers] of [batch, tokens, hidden]: the input of layer l
             call = first["call", 0]  # the mask (and MPNet's bias) every layer is called with
             true = truth[chunk]
             base_predicted[chunk] = _logits_from_hidden(clf, out.last_hidden_state).argmax(-1).cpu().numpy()
