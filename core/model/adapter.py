@@ -40,6 +40,7 @@ gets its own value.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -424,8 +425,6 @@ class ModelAdapter:
 
     def _scores(self, module, call: "_AttentionCall"):
         """q·kᵀ scaled, plus MPNet's position bias and the mask, as the family's eager attention computes them."""
-        import math
-
         import torch
 
         q, k = call.q, call.k
