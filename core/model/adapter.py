@@ -399,12 +399,15 @@ class ModelAdapter:
             call = _AttentionCall(parts)
 
             def before(_module, args, kwargs, call=call):
-                call.drop()
-                if self._mine() and self._running in wanted:
-                    call.listen(args, kwargs)
+                if self._mine():  # another thread's pass on a shared model leaves this call alone
+                    call.drop()
+                    if self._running in wanted:
+                        call.listen(args, kwargs, self._mine)
 
             def after(module, _args, _kwargs, output, call=call):
-                if call.args is None or not self._mine() or self._running not in wanted:
+                if not self._mine():
+                    return None
+                if call.args is None or self._running not in wanted:
                     call.drop()
                     return None
                 try:
@@ -525,12 +528,13 @@ class _AttentionCall:
         self.args = self.kwargs = self.q = self.k = None
         self._readers: list = []
 
-    def listen(self, args, kwargs) -> None:
+    def listen(self, args, kwargs, mine: Callable[[], bool]) -> None:
         self.args, self.kwargs = tuple(args), dict(kwargs or {})
 
         def read(name):
             def hook(_module, _inputs, output):
-                setattr(self, name, output[0] if isinstance(output, tuple) else output)
+                if mine():
+                    setattr(self, name, output[0] if isinstance(output, tuple) else output)
             return hook
 
         self._readers = [self.parts.query.register_forward_hook(read("q")),

@@ -182,3 +182,33 @@ def test_bert_scores_equal_q_dot_k_over_root_d_plus_the_mask():
         torch.testing.assert_close(scores[keys], expected[keys], atol=1e-5, rtol=1e-5)
         # padding keys: the mask's large negative number, so softmax gives them nothing
         assert (scores[~keys] < torch.finfo(scores.dtype).min / 2).all()
+
+
+def test_another_threads_pass_inside_ours_changes_neither(family):
+    """Another thread's pass on the shared model runs while ours is inside layer 1's attention (between the call's
+    start and its key projection): our maps are still ours, and its output is the plain model's."""
+    import threading
+
+    _, model, feed = family
+    adapter = ModelAdapter.of(model)
+    other_feed = {name: value[1:] for name, value in feed.items()}  # the second input alone: another length
+    with torch.no_grad():
+        reference = model(**feed, output_attentions=True).attentions
+        plain = model(**other_feed).logits
+    seen = []
+
+    def run_another(_k, _layer):
+        def other():
+            with torch.no_grad():
+                seen.append(model(**other_feed).logits)
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+
+    with torch.no_grad(), adapter.capture(["pattern", "attn_scores"], layers=1) as store:
+        with adapter.intervene("k", run_another, layers=1):
+            model(**feed)
+    torch.testing.assert_close(seen[0], plain, atol=0, rtol=0)
+    torch.testing.assert_close(store["pattern", 1], reference[1], atol=1e-6, rtol=0)
+    torch.testing.assert_close(store["attn_scores", 1].softmax(-1), reference[1], atol=1e-5, rtol=0)
+    assert _no_hooks(model)
