@@ -21,7 +21,7 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
                               the order and with the operations of the family's eager attention
     pattern     [B, H, T, T]  the attention probabilities after the softmax: the weights the attention module
                               returns (eager attention; what `output_attentions` gives), or softmax(attn_scores)
-                              where it returns none (SDPA)
+                              where it returns none (SDPA; MPNet when not asked for attentions)
 
 "call", "position_bias", "attn_scores" and "pattern" can be captured, not changed: the probabilities are made and
 used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
@@ -83,10 +83,9 @@ def model_lock(model) -> threading.RLock:
 @dataclass(frozen=True, eq=False)
 class LayerParts:
     """The modules of one layer. query/key/value/output: the attention's Linear projections (output: the one
-    whose input is z); attention: the module MPNet calls with its position bias; ffn_in: the module whose input
-    is the feed-forward input; ffn_act: the feed-forward's second Linear, whose input is the neurons' activation;
-    attention also returns the attention probabilities (eager) and is called with the attention mask;
-    ffn_out: the module whose output is the feed-forward output. `shared`: the same modules run for other layers
+    whose input is z); attention: the module called with the attention mask (and MPNet's position bias) that
+    returns the attention probabilities (eager); ffn_in: the module whose input is the feed-forward input;
+    ffn_act: the feed-forward's second Linear, whose input is the neurons' activation; ffn_out: the module whose output is the feed-forward output. `shared`: the same modules run for other layers
     too (ALBERT)."""
 
     layer: object
