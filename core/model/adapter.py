@@ -85,8 +85,8 @@ class LayerParts:
     """The modules of one layer. query/key/value/output: the attention's Linear projections (output: the one
     whose input is z); attention: the module called with the attention mask (and MPNet's position bias) that
     returns the attention probabilities (eager); ffn_in: the module whose input is the feed-forward input;
-    ffn_act: the feed-forward's second Linear, whose input is the neurons' activation; ffn_out: the module whose output is the feed-forward output. `shared`: the same modules run for other layers
-    too (ALBERT)."""
+    ffn_act: the feed-forward's second Linear, whose input is the neurons' activation; ffn_out: the module whose
+    output is the feed-forward output. `shared`: the same modules run for other layers too (ALBERT)."""
 
     layer: object
     query: object
