@@ -21,7 +21,7 @@ from app_pages.widgets.common import load_error
 from app_pages.widgets.corpus_picker import MRPC, SNLI, UD, corpus_picker
 from core import numbering
 from core.analyses import heads as hd
-from core.analyses.ablation import ablation_sweep, load_for_ablation, predict_disabled, run_eval_sample
+from core.analyses.ablation import ablation_sweep, load_for_ablation, predict_disabled
 from core.analyses.pattern_labels import RULES_NOT_COMPARABLE
 from core.charts import attention as attention_charts
 from core.charts import classification
@@ -30,7 +30,7 @@ from core.model.loading import ModelUnavailable, available_models, display_name,
 from core.protocols import DEFAULT, describe
 from core.safe_text import markdown_text
 from core.training import is_classifier_folder, list_runs
-from core.training.runs import saved_degeneracy
+from core.training.runs import run_eval_sample, saved_degeneracy
 from core.views.attention import SURVEY_DEFAULTS, SURVEY_KEY, SURVEY_KIND, SURVEY_UNIT, survey_params, survey_work
 
 P = "heads."

@@ -19,22 +19,18 @@ sample per disabled head, about half the work of a full forward on average.
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from core import validation
-from core.data.datasets import Example, seeded_subset
+from core.data.datasets import Example
 from core.model.adapter import AdapterError, ModelAdapter
+from core.model.classifier import classifier_batches, load_classifier, predict_logits, softmax, text_features
+from core.model.evaluation import Degeneracy, degeneracy
 from core.progress import ProgressCallback, StopCheck, check_stop
-from core.training import Recipe, load_classifier, load_task
-from core.training.classifier import classifier_batches, predict_logits, softmax, text_features
-from core.training.evaluation import Degeneracy, degeneracy
-from core.training.runs import METRICS, RECIPE
 
 MODES = ("uniform", "mask")
 
@@ -136,7 +132,7 @@ class AblationResult(validation.CorpusCuts):
     mode            "uniform" or "mask"; n_examples; labels of the classes
     task, eval_split, run_accuracy  the run's task, the split the sample came from and the accuracy its
                     metrics.json reports, when known (None otherwise)
-    degenerate      whether the intact model learned (almost) nothing on the sample (core.training.evaluation)
+    degenerate      whether the intact model learned (almost) nothing on the sample (core.model.evaluation)
     dropped         [n_examples] word pieces cut off each example to fit max_length, the length the run was
                     trained and scored with (core.validation.CorpusCuts)
     """
@@ -223,8 +219,9 @@ def ablation_sweep(
         for chunk, feed in batches:
             check_stop(should_stop)
             disabler.disabled = {}
-            out = encoder(**feed, output_hidden_states=True)
-            layer_inputs = out.hidden_states  # [layers + 1] of [batch, tokens, hidden]; index l = input of layer l
+            with disabler.adapter.capture(["resid_pre"]) as inputs:  # only the intact pass: the sweeps reuse them
+                out = encoder(**feed)
+            layer_inputs = inputs.layers("resid_pre")  # [layers] of [batch, tokens, hidden]: the input of layer l
             call = first["call", 0]  # the mask (and MPNet's bias) every layer is called with
             true = truth[chunk]
             base_predicted[chunk] = _logits_from_hidden(clf, out.last_hidden_state).argmax(-1).cpu().numpy()
@@ -256,42 +253,6 @@ def ablation_sweep(
     return AblationResult(clf.encoder.ref, mode, base_correct / n, head_accuracy, layer_accuracy, n, tuple(clf.labels),
                           degenerate=degeneracy(truth, base_predicted, tuple(clf.labels)), dropped=dropped,
                           max_length=max_length)
-
-
-# ---- the run's own evaluation sample ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """The evaluation examples a classification run was scored on, and the accuracy it recorded (metrics.json)."""
-
-    examples: tuple[Example, ...]
-    task: str
-    eval_split: str
-    run_accuracy: float | None
-    complete: bool  # True when `examples` is the whole evaluation set the run's accuracy was measured on
-
-
-def run_eval_sample(clf, limit: int | None = None, seed: int = 0) -> RunSample:
-    """The run's evaluation set, rebuilt from its recipe.json (same task, eval_limit, seed, data source);
-    `limit` takes a seeded subset of it."""
-    folder = Path(clf.encoder.path)
-    try:
-        recipe = Recipe.from_dict(json.loads((folder / RECIPE).read_text()))
-    except (OSError, ValueError) as err:
-        raise AblationError(f"{folder} has no readable {RECIPE} ({err}); ablation needs a classification run made by "
-                            "the Fine-tuning page or python -m core finetune") from err
-    metrics = {}
-    try:
-        metrics = json.loads((folder / METRICS).read_text())
-    except (OSError, ValueError):
-        pass
-    data = load_task(recipe.task, train_limit=1, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source)
-    if tuple(data.labels) != tuple(clf.labels):
-        raise AblationError(f"the run's classes {list(clf.labels)} differ from its task's {list(data.labels)}")
-    examples = tuple(data.eval)
-    subset = tuple(seeded_subset(list(examples), limit, seed)) if limit else examples
-    return RunSample(subset, recipe.task, data.eval_split, metrics.get("accuracy"), len(subset) == len(examples))
 
 
 def load_for_ablation(ref: str, device: str | None = None):

@@ -131,7 +131,12 @@ def visible_pairs(weights: np.ndarray, threshold: float = LINE_THRESHOLD, top_k:
     return keep
 
 
-def head_entropy(attentions: np.ndarray) -> np.ndarray:
-    """Mean entropy (nats) of each head's attention rows: [layer, head, query, key] -> [layer, head]."""
-    p = np.clip(attentions.astype(np.float64), 1e-12, 1.0)
+def head_entropy(attentions: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
+    """Mean entropy (nats) of each head's attention rows, in float64: [layer, head, query, key] -> [layer, head]
+    (any leading axes). The one entropy of a head: the model view's and the heads survey's.
+
+    smoothing s > 0: each row is taken as (1 - s)·a + s/T first (Clark et al. 2019's 0.9999·a + 0.0001/T is
+    s = 1e-4), so no weight is 0; s = 0: the weights are clipped at 1e-12, so a 0 weight adds (almost) 0."""
+    a = np.asarray(attentions, dtype=np.float64)
+    p = (1.0 - smoothing) * a + smoothing / a.shape[-1] if smoothing else np.clip(a, 1e-12, 1.0)
     return (-(p * np.log(p)).sum(axis=-1)).mean(axis=-1)

@@ -30,7 +30,7 @@ need a classifier head. The attention-based ones only need the encoder, so they 
 
 from __future__ import annotations
 
-# torch, transformers, captum and core.training (torch) imported in functions: importing this module (the CLI's
+# torch, transformers, captum and core.model.classifier (torch) imported in functions: importing this module (the CLI's
 # --help, the studies list, the pages) must not load them.
 import json
 import math
@@ -105,7 +105,7 @@ class Explainer:
 
     def logits(self, feed: dict):
         """Logits [batch, classes] for padded inputs (input_ids, attention_mask[, token_type_ids]): what
-        core.training.classifier.predict_logits runs."""
+        core.model.classifier.predict_logits runs."""
         import torch
 
         self.require_head()
@@ -138,18 +138,17 @@ def _uses_type_ids(tokenizer) -> bool:
 
 
 def load_explainer(ref: str, *, device: str | None = None) -> Explainer:
-    """A BERT Lens classification run (core.training's head.json layout), a Hugging Face
+    """A BERT Lens classification run (core.model.classifier's head.json layout), a Hugging Face
     *ForSequenceClassification folder, or any encoder (then without a head). Safetensors only, no remote code.
     Raises ModelUnavailable when nothing loads."""
     import torch
 
-    from core import training
-    from core.training.classifier import is_classifier_folder
+    from core.model.classifier import is_classifier_folder, load_classifier
 
     ref = ref.strip()
     _, folder = models.resolve(ref)
     if folder is not None and is_classifier_folder(folder):
-        clf = training.load_classifier(ref, device=device, attention="eager")
+        clf = load_classifier(ref, device=device, attention="eager")
         model, types = clf.model, _uses_type_ids(clf.tokenizer)
 
         def logits(embeds, type_ids, mask):
@@ -470,7 +469,7 @@ def prepare(explainer: Explainer, text_a: str, text_b: str | None = None):
 
 def probabilities(explainer: Explainer, tokenized) -> np.ndarray:
     """[C] softmax of the classifier's logits for one tokenized input."""
-    from core.training.classifier import predict_logits, softmax
+    from core.model.classifier import predict_logits, softmax
 
     explainer.require_head()
     return softmax(predict_logits(explainer, [tokenized], batch_size=1))[0].astype(np.float64)

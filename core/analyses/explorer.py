@@ -228,7 +228,7 @@ class Predictions:
 def predict(explainer, items: Sequence, *, batch_size: int = 32, progress: ProgressCallback = None,
             should_stop: StopCheck = None) -> Predictions:
     """Softmax of the classifier head (core.analyses.explain.Explainer) for every item, batched."""
-    from core.training.classifier import predict_logits, softmax
+    from core.model.classifier import predict_logits, softmax
 
     explainer.require_head()
     logits = predict_logits(explainer, tokenize(explainer.lm, list(items)), batch_size=batch_size, progress=progress,

@@ -144,7 +144,7 @@ def _perturbed(tokenized, keep_words: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def class_probabilities(explainer: Explainer, sequences: list[tuple[np.ndarray, np.ndarray]], batch_size: int = 64) -> np.ndarray:
     """[n, C] class probabilities for (input ids, type ids) sequences, padded per batch."""
-    from core.training.classifier import predict_logits, softmax
+    from core.model.classifier import predict_logits, softmax
 
     return softmax(predict_logits(explainer, sequences, batch_size=batch_size)).astype(np.float64)
 

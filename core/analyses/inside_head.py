@@ -38,7 +38,7 @@ class InsideHeadError(ValueError):
 class Captured:
     """One batched forward pass with every layer's projections. B inputs, T padded tokens, L layers, H heads,
     d head size: q, k, v [L] tensors [B, T, H*d]; bias [L] tensors [B, H, T, T] or None; attentions [L] tensors
-    [B, H, T, T] (transformers' own); mask [B, T] bool."""
+    [B, H, T, T] (the adapter's "pattern": the attention module's own probabilities); mask [B, T] bool."""
 
     q: list
     k: list
@@ -56,14 +56,14 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
     except AdapterError as err:
         raise InsideHeadError(str(err)) from err
     feed = padded_batch(lm, items)
-    points = ["v"] + (["q", "k"] if want_qk else []) + (["position_bias"] if adapter.has_position_bias else [])
+    points = ["v", "pattern"] + (["q", "k"] if want_qk else []) + (["position_bias"] if adapter.has_position_bias else [])
     with adapter.capture(points) as store, torch.inference_mode():
-        out = lm.model(**feed, output_attentions=True)
+        lm.model(**feed)
     layers = range(adapter.num_layers)
     bias = store.layers("position_bias") if adapter.has_position_bias else [None] * adapter.num_layers
     return Captured(q=store.layers("q") if want_qk else [None] * len(layers),
                     k=store.layers("k") if want_qk else [None] * len(layers), v=store.layers("v"), bias=bias,
-                    attentions=list(out.attentions), mask=feed["attention_mask"].cpu().numpy().astype(bool))
+                    attentions=store.layers("pattern"), mask=feed["attention_mask"].cpu().numpy().astype(bool))
 
 
 def _one(lm: LoadedModel, text_a: str, text_b: str | None) -> Tokenized:
@@ -157,7 +157,7 @@ class AttentionNorms:
 
     tokens          [T]
     norms           [L, H, T, T] ‖α_ij f(x_j)‖, [layer, head, query, key]
-    attentions      [L, H, T, T] the raw attention α (transformers' own)
+    attentions      [L, H, T, T] the raw attention α (the adapter's "pattern")
     value_norms     [L, H, T] ‖f(x_j)‖ per key
     """
 

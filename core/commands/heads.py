@@ -8,13 +8,14 @@ import numpy as np
 
 from core import numbering
 from core import validation
-from core.analyses.ablation import ablation_sweep, load_for_ablation, run_eval_sample
+from core.analyses.ablation import ablation_sweep, load_for_ablation
 from core.analyses.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES, attention_change, survey_heads, syntax_heads
 from core.commands import (add_json_arguments, add_model_argument, add_two_models_arguments, counted, stderr_progress,
                            two_models, warn_cuts, warn_degenerate)
 from core.data import corpus as corpora
 from core.model.loading import load_model
 from core.protocols import DEFAULT, describe
+from core.training.runs import run_eval_sample
 
 PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
                  "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "

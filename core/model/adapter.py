@@ -16,6 +16,19 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
     resid_post  [B, T, D]     the layer's output hidden state
     call        LayerCall     what the encoder passed the layer besides the hidden state (mask, MPNet's bias)
     position_bias [B, H, T, T] MPNet's relative position bias added to q·k/√d (MPNet only)
+    attn_scores [B, H, T, T]  the softmax's input: q·kᵀ/√d (the q and k the attention received) plus the additive
+                              attention mask (a large negative number at padding) and MPNet's position bias, in
+                              the order and with the operations of the family's eager attention
+    pattern     [B, H, T, T]  the attention probabilities after the softmax: the weights the attention module
+                              returns (eager attention; what `output_attentions` gives), or softmax(attn_scores)
+                              where it returns none (SDPA; MPNet when not asked for attentions)
+
+"call", "position_bias", "attn_scores" and "pattern" can be captured, not changed: the probabilities are made and
+used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
+hook sits between, so changing them would mean replacing that function. To change what a head attends to,
+intervene on q, k or z. attn_scores and pattern are read at the attention module: its call gives the mask (and
+MPNet's bias), and the query/key projections' outputs are read by hooks set just for that call, after every other
+hook, so an intervention on q or k shows in them.
 
 Hooks live only inside `capture` / `intervene` (context managers: removed on exit, also when the pass fails),
 which hold the model's own lock (models from the app's cache are shared between sessions, which are threads) and
@@ -27,6 +40,7 @@ gets its own value.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import weakref
 from dataclasses import dataclass
@@ -37,7 +51,10 @@ from core.model.loading import ModelUnavailable
 # torch imported in functions: the adapter touches only the model's own tensors and modules, and
 # `python -m core --help` imports the analyses that import it.
 
-HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act", "ffn_out", "resid_post", "call", "position_bias")
+HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act", "ffn_out", "resid_post", "call", "position_bias",
+               "attn_scores", "pattern")
+_READ_ONLY = frozenset({"call", "position_bias", "attn_scores", "pattern"})
+_ATTENTION = frozenset({"attn_scores", "pattern"})  # read around the attention module's call (module docstring)
 _HEAD_SPLIT = frozenset({"q", "k", "v", "z"})  # [B, T, H*d] in the model, [B, T, H, d] at the hook
 FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet"
 
@@ -66,10 +83,10 @@ def model_lock(model) -> threading.RLock:
 @dataclass(frozen=True, eq=False)
 class LayerParts:
     """The modules of one layer. query/key/value/output: the attention's Linear projections (output: the one
-    whose input is z); attention: the module MPNet calls with its position bias; ffn_in: the module whose input
-    is the feed-forward input; ffn_act: the feed-forward's second Linear, whose input is the neurons' activation;
-    ffn_out: the module whose output is the feed-forward output. `shared`: the same modules run for other layers
-    too (ALBERT)."""
+    whose input is z); attention: the module called with the attention mask (and MPNet's position bias) that
+    returns the attention probabilities (eager); ffn_in: the module whose input is the feed-forward input;
+    ffn_act: the feed-forward's second Linear, whose input is the neurons' activation; ffn_out: the module whose
+    output is the feed-forward output. `shared`: the same modules run for other layers too (ALBERT)."""
 
     layer: object
     query: object
@@ -319,6 +336,8 @@ class ModelAdapter:
 
     def _hooks(self, point: str, layers: Sequence[int], act: Callable) -> list:
         """Register `act(layer, value) -> new value or None` at `point` of `layers`; returns the handles."""
+        if point in _ATTENTION:
+            return self._attention_hooks(point, layers, act)
         wanted = set(layers)
         handles = []
         seen = set()
@@ -364,6 +383,73 @@ class ModelAdapter:
                 handles.append(module.register_forward_pre_hook(pre, with_kwargs=side == "in+kwargs"))
         return handles
 
+    def _attention_hooks(self, point: str, layers: Sequence[int], act: Callable) -> list:
+        """Hooks reading "attn_scores" or "pattern" (module docstring): at the attention module's call, readers of
+        its query/key projections are added (so they run after every hook already there, interventions included);
+        when the call returns, the scores are built from what they read and the readers removed."""
+        wanted = set(layers)
+        handles: list = []
+        seen = set()
+        for layer in layers:
+            parts = self._parts[layer]
+            if id(parts.attention) in seen:
+                continue  # a shared (ALBERT) module: one hook serves every layer that runs it
+            seen.add(id(parts.attention))
+            call = _AttentionCall(parts)
+
+            def before(_module, args, kwargs, call=call):
+                if self._mine():  # another thread's pass on a shared model leaves this call alone
+                    call.drop()
+                    if self._running in wanted:
+                        call.listen(args, kwargs, self._mine)
+
+            def after(module, _args, _kwargs, output, call=call):
+                if not self._mine():
+                    return None
+                if call.args is None or self._running not in wanted:
+                    call.drop()
+                    return None
+                try:
+                    weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+                    if point == "pattern" and weights is not None and hasattr(weights, "shape"):
+                        act(self._running, weights)
+                    else:
+                        scores = self._scores(module, call)
+                        act(self._running, scores if point == "attn_scores" else scores.softmax(dim=-1))
+                finally:
+                    call.drop()
+                return None
+
+            handles.append(parts.attention.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(parts.attention.register_forward_hook(after, with_kwargs=True))
+            handles.append(call)  # its remove() drops readers left by a pass that failed inside the attention
+        return handles
+
+    def _scores(self, module, call: "_AttentionCall"):
+        """q·kᵀ scaled, plus MPNet's position bias and the mask, as the family's eager attention computes them."""
+        import torch
+
+        q, k = call.q, call.k
+        size = q.shape[-1] // self.num_heads
+        q = q.view(*q.shape[:-1], -1, size).transpose(1, 2)
+        k = k.view(*k.shape[:-1], -1, size).transpose(1, 2)
+        scaling = getattr(module, "scaling", None)
+        if scaling is not None:  # transformers' eager_attention_forward
+            scores = torch.matmul(q, k.transpose(2, 3)) * scaling
+        else:  # MPNet's own forward
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(size)
+        if self.has_position_bias:
+            bias = call.kwargs.get("position_bias", call.args[2] if len(call.args) > 2 else None)
+            if bias is not None:
+                scores = scores + bias
+        mask = call.kwargs.get("attention_mask", call.args[1] if len(call.args) > 1 else None)
+        if mask is not None:
+            if mask.dtype == torch.bool:  # SDPA's mask (True = attend): the eager mask's additive form
+                mask = torch.zeros(mask.shape, dtype=scores.dtype, device=mask.device).masked_fill(
+                    ~mask, torch.finfo(scores.dtype).min)
+            scores = scores + mask
+        return scores
+
     def _layers(self, layers: Iterable[int] | int | None) -> list[int]:
         if layers is None:
             return list(range(self.num_layers))
@@ -395,10 +481,12 @@ class ModelAdapter:
     def intervene(self, point: str, fn: Callable, layers: Iterable[int] | int | None = None) -> Iterator["ModelAdapter"]:
         """Replace `point` of `layers` (all by default) on every forward pass inside the block with
         `fn(value, layer)`: value in the point's shape (module docstring); fn returns the new value of that shape,
-        or None to leave it as it is. ("call" and "position_bias" are read-only.)"""
+        or None to leave it as it is. ("call", "position_bias", "attn_scores" and "pattern" are read-only: module
+        docstring.)"""
         (point,) = self._check_points([point])
-        if point in ("call", "position_bias"):
-            raise AdapterError(f"{point!r} can be captured, not changed")
+        if point in _READ_ONLY:
+            raise AdapterError(f"{point!r} can be captured, not changed; to change what a head attends to, "
+                               "intervene on q, k or z")
         layers = self._layers(layers)
         with self._session():
             handles = []
@@ -428,6 +516,36 @@ class ModelAdapter:
             hidden = self._parts[index].layer(hidden, *call.args, **call.kwargs)
             hidden = hidden[0] if isinstance(hidden, tuple) else hidden
         return hidden
+
+
+class _AttentionCall:
+    """One attention module call being read: its arguments and the q / k its projections returned (hooks set for
+    the call only)."""
+
+    def __init__(self, parts: LayerParts):
+        self.parts = parts
+        self.args = self.kwargs = self.q = self.k = None
+        self._readers: list = []
+
+    def listen(self, args, kwargs, mine: Callable[[], bool]) -> None:
+        self.args, self.kwargs = tuple(args), dict(kwargs or {})
+
+        def read(name):
+            def hook(_module, _inputs, output):
+                if mine():
+                    setattr(self, name, output[0] if isinstance(output, tuple) else output)
+            return hook
+
+        self._readers = [self.parts.query.register_forward_hook(read("q")),
+                         self.parts.key.register_forward_hook(read("k"))]
+
+    def drop(self) -> None:
+        for handle in self._readers:
+            handle.remove()
+        self._readers.clear()
+        self.args = self.kwargs = self.q = self.k = None
+
+    remove = drop  # a capture removes it with its hook handles
 
 
 class ActivationStore:

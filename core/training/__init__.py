@@ -10,14 +10,16 @@ training jobs that run one at a time in their own processes.
     clf = load_classifier("minilm-snli")  # clf.predict_proba([(premise, hypothesis)]) -> [n, classes]
     load_model("minilm-snli")             # the fine-tuned encoder alone, like any model
 
-Modules: tasks (data), recipe (Recipe), engine (training loops), classifier (checkpoint format, predictions),
-evaluation (accuracy / F1 / confusion), runs (run folders and status), jobs (processes and the queue),
-report (tables of runs for the page; their charts are in core.charts.finetune).
+Modules: tasks (data), recipe (Recipe), engine (training loops), runs (run folders and status, a run's
+evaluation sample), jobs (processes and the queue), report (tables of runs for the page; their charts are in
+core.charts.finetune). The checkpoint format and predictions (core.model.classifier) and accuracy / F1 / confusion
+(core.model.evaluation) live below, in core.model, where the analyses read them too; classifier.py and
+evaluation.py here re-export them.
 """
 
-from core.training.classifier import Classifier, LoadedClassifier, is_classifier_folder, load_classifier
+from core.model.classifier import Classifier, LoadedClassifier, is_classifier_folder, load_classifier
+from core.model.evaluation import EvalMetrics, evaluate_predictions
 from core.training.engine import drop_last_layers, finetune, freeze, simcse_loss, torch_threads
-from core.training.evaluation import EvalMetrics, evaluate_predictions
 from core.training.jobs import cancel, submit, wait
 from core.training.queue import queue_position, queue_turn
 from core.training.recipe import HEADS, OBJECTIVES, Recipe

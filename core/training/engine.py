@@ -22,11 +22,11 @@ from torch import nn
 from core.files import disk_full
 from core.model import distributed
 from core.model.adapter import ModelAdapter
+from core.model.classifier import Classifier, collate, predict_logits, save_classifier, text_features
+from core.model.evaluation import evaluate_predictions
 from core.model.loading import fresh_weights, load_model, pick_device
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
 from core.training import tasks
-from core.training.classifier import Classifier, collate, predict_logits, save_classifier, text_features
-from core.training.evaluation import evaluate_predictions
 from core.training.queue import queue_turn
 from core.training.recipe import Recipe
 from core.training.runs import MAX_LOSS_POINTS, RunFolder, partial_dir

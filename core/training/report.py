@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from core import numbering, references
-from core.training.evaluation import run_degeneracy
+from core.model.evaluation import run_degeneracy
 from core.training.recipe import format_layer_set
 from core.training.runs import RunInfo
 from core.training.tasks import is_user_file

@@ -20,6 +20,7 @@ settled as killed at the next start.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import settings
+from core.data.datasets import Example, seeded_subset
 from core.files import (finish_rename, pid_alive, read_json, remove_stale_temporaries, write_json_atomic,
                         write_text_atomic)
-from core.training.evaluation import Degeneracy, run_degeneracy
+from core.model.evaluation import Degeneracy, run_degeneracy
 from core.training.recipe import Recipe
-from core.training.tasks import check_user_file
+from core.training.tasks import check_user_file, load_task
 
 ACTIVE_STATES = ("queued", "running")
 ENDED_STATES = ("cancelled", "failed", "killed")
@@ -313,3 +315,43 @@ def delete_run(name: str) -> None:
     for folder in [final_dir(name)] + [ended_dir(name, s) for s in ENDED_STATES]:
         if folder.is_dir():
             shutil.rmtree(folder)
+
+
+# ---- a run's own evaluation sample (head ablation scores a run on it) ------------------------------------------
+
+
+class RunSampleError(ValueError):
+    """The run's evaluation sample cannot be rebuilt; the message says why."""
+
+
+@dataclass(frozen=True)
+class RunSample:
+    """The evaluation examples a classification run was scored on, and the accuracy it recorded (metrics.json)."""
+
+    examples: tuple[Example, ...]
+    task: str
+    eval_split: str
+    run_accuracy: float | None
+    complete: bool  # True when `examples` is the whole evaluation set the run's accuracy was measured on
+
+
+def run_eval_sample(clf, limit: int | None = None, seed: int = 0) -> RunSample:
+    """The run's evaluation set, rebuilt from its recipe.json (same task, eval_limit, seed, data source);
+    `limit` takes a seeded subset of it."""
+    folder = Path(clf.encoder.path)
+    try:
+        recipe = Recipe.from_dict(json.loads((folder / RECIPE).read_text()))
+    except (OSError, ValueError) as err:
+        raise RunSampleError(f"{folder} has no readable {RECIPE} ({err}); ablation needs a classification run made by "
+                             "the Fine-tuning page or python -m core finetune") from err
+    metrics = {}
+    try:
+        metrics = json.loads((folder / METRICS).read_text())
+    except (OSError, ValueError):
+        pass
+    data = load_task(recipe.task, train_limit=1, eval_limit=recipe.eval_limit, seed=recipe.seed, source=recipe.data_source)
+    if tuple(data.labels) != tuple(clf.labels):
+        raise RunSampleError(f"the run's classes {list(clf.labels)} differ from its task's {list(data.labels)}")
+    examples = tuple(data.eval)
+    subset = tuple(seeded_subset(list(examples), limit, seed)) if limit else examples
+    return RunSample(subset, recipe.task, data.eval_split, metrics.get("accuracy"), len(subset) == len(examples))

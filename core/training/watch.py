@@ -32,10 +32,10 @@ from core.analyses.similarity import DEFAULT_MAX_WORDS, Reference
 from core.data import corpus as corpora
 from core.data.datasets import seeded_subset
 from core.files import atomic_path
+from core.model.classifier import Classifier, predict_logits, save_classifier, text_features
 from core.model.loading import LoadedModel, checkpoint_folder
 from core.progress import StopCheck
 from core.training import timelapse as tl
-from core.training.classifier import Classifier, predict_logits, save_classifier, text_features
 from core.training.runs import RunFolder
 
 # What the command-line twins read by default: compare --limit 500 --max-words 1500, attention-change --limit 200.

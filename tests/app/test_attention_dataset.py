@@ -105,7 +105,8 @@ def test_ablation_and_single_example(minilm_dir, tiny_bert_dir, data_dir):
     result = _finish(at, "ablation")
     assert result.head_accuracy.shape == (2, 4) and result.n_examples == 20
     # the shown intact accuracy is the classifier's own predict_proba accuracy on the same 20 examples
-    from core.analyses.ablation import load_for_ablation, run_eval_sample
+    from core.analyses.ablation import load_for_ablation
+    from core.training.runs import run_eval_sample
 
     clf = load_for_ablation(run)
     sample = run_eval_sample(clf)
@@ -286,7 +287,8 @@ def test_change_notice_counts_the_examples_cut_to_the_models(tmp_path):
 def test_ablation_notice_counts_the_examples_cut_to_the_runs_length(tiny_bert_dir, minilm_dir):
     """Issue 32: the ablation sweep read its examples cut to the run's max_length without a word. A run reading 12
     tokens cuts some of its 20 SNLI pairs: the notice, counted against the tokenizer's own lengths."""
-    from core.analyses.ablation import load_for_ablation, run_eval_sample
+    from core.analyses.ablation import load_for_ablation
+    from core.training.runs import run_eval_sample
     from tests.app.cuts import cut_warnings, expected_corpus_notice
 
     run = _classifier_run(tiny_bert_dir, max_length=12, name="short-classifier")  # its own name: no job to reattach

@@ -121,7 +121,8 @@ def test_ablation_flags_a_run_that_learned_nothing(minilm_dir, tiny_bert_dir, da
     here): the page warns after the sweep."""
     import numpy as np
 
-    from core.analyses.ablation import load_for_ablation, run_eval_sample
+    from core.analyses.ablation import load_for_ablation
+    from core.training.runs import run_eval_sample
     from tests.app.test_attention_dataset import _app, _classifier_run, _finish
 
     run = _classifier_run(tiny_bert_dir)

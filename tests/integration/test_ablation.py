@@ -17,8 +17,8 @@ from core.analyses.ablation import (
     ablation_sweep,
     load_for_ablation,
     predict_disabled,
-    run_eval_sample,
 )
+from core.training.runs import run_eval_sample
 
 
 @pytest.fixture(scope="module")

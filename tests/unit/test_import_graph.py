@@ -230,3 +230,42 @@ def test_the_function_level_check_sees_light_and_heavy_imports(tmp_path):
     assert heavy_costs(modules, imports)["core.heavy_package.light"] == {"torch"}
     assert sorted((i.importer, i.name) for i in unjustified(modules, imports)) == [
         ("core.heavy_package.light", "torch"), ("core.model.user", "json")]
+
+
+# Layers that must not import a layer above them although no cycle closes (yet): (lower, upper) package prefixes.
+# core.training imports core.analyses (watch, tasks); what both need (the classifier format, its predictions, the
+# Degeneracy rule) lives below them in core.model (issue 45 item 5).
+UPWARD = (("core.analyses", "core.training"),)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def upward_imports(imports: list[Import], upward=UPWARD) -> list[Import]:
+    """The imports, function-level ones included, from a lower layer into an upper one of `upward`."""
+    return [i for i in imports for lower, upper in upward
+            if _within(i.importer, lower) and (_within(i.target, upper) or _within(i.name, upper))]
+
+
+def test_analyses_import_nothing_from_training():
+    modules, imports = all_imports()
+    found = upward_imports(imports)
+    assert not found, "core.analyses must not import core.training (move what both need into core.model):\n" + \
+        "\n".join(f"{modules[i.importer].relative_to(ROOT)}:{i.line} {i.name}" for i in found)
+
+
+def test_the_upward_check_sees_top_and_function_level_imports(tmp_path):
+    (tmp_path / "core" / "analyses").mkdir(parents=True)
+    (tmp_path / "core" / "training").mkdir()
+    (tmp_path / "app_pages").mkdir()
+    for package in ("core", "core/analyses", "core/training"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "core" / "training" / "runs.py").write_text("from core.analyses import a\n")
+    (tmp_path / "core" / "analyses" / "a.py").write_text("import numpy\n")
+    assert upward_imports(all_imports(tmp_path)[1]) == []
+    (tmp_path / "core" / "analyses" / "a.py").write_text("def f():\n    from core import training\n")
+    (tmp_path / "core" / "analyses" / "b.py").write_text("from core.training.runs import thing\n")
+    found = upward_imports(all_imports(tmp_path)[1])
+    assert sorted((i.importer, i.line, i.in_function) for i in found) == [
+        ("core.analyses.a", 2, True), ("core.analyses.b", 1, False)]

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core.analyses.attention import head_entropy
 from core.analyses.heads.roles import PROTOCOLS, TokenRoles, check_attention, roles_of
 from core.model import distributed
 from core.model.encoding import Encoding, TextInput, encode_share
@@ -15,6 +16,7 @@ from core.progress import ProgressCallback, StopCheck
 from core.protocols import DEFAULT, check
 
 
+CLARK_SMOOTHING = 1e-4  # Clark et al.'s entropy is of 0.9999·a + 0.0001/T
 STAT_NAMES = ("cls", "sep", "punct", "self", "prev", "next", "entropy")
 STAT_TITLES = {
     "cls": "attention to [CLS]",
@@ -64,8 +66,7 @@ def example_stats(attentions: np.ndarray, roles: TokenRoles, protocol: str = DEF
     def diagonal(offset: int) -> np.ndarray:
         return np.diagonal(a, offset=offset, axis1=2, axis2=3).sum(axis=-1) / t
 
-    p = 0.9999 * a + 0.0001 / t if protocol == "clark" else np.clip(a, 1e-12, 1.0)
-    entropy = (-(p * np.log(p)).sum(axis=-1)).mean(axis=-1)
+    entropy = head_entropy(a, smoothing=CLARK_SMOOTHING if protocol == "clark" else 0.0)
     return np.stack([mass_to(roles.cls), mass_to(roles.sep), mass_to(roles.punct), diagonal(0), diagonal(-1), diagonal(1), entropy])
 
 
