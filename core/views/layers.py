@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from core.views import LAYER, Param, View
+from core.analyses.logit_lens import LENS
+from core.analyses.neurons import NEURONS
+from core.views import Param, View, analysis_params
 
-LENS_PARAMS = (  # the Lens tab (app_pages/widgets/layer_lens.py)
-    Param("lens_kind", "layers.lens.kind", "str", "logit", choices=("logit", "tuned")),
+LENS_PARAMS = (  # the Lens tab (app_pages/widgets/layer_lens.py); kind and top_k made from the declaration
+    *analysis_params(LENS, "layers.lens.", only=("kind",)),
     Param("lens", "layers.lens.name", "str"),
-    Param("lens_top_k", "layers.lens.top_k", "int", 5, low=1, high=20),
+    *analysis_params(LENS, "layers.lens.", only=("top_k",)),
     Param("lens_layer", "layers.lens.layer", "int", low=0, high=200),
     Param("lens_token", "layers.lens.token", "int", low=0, high=4096),
 )
@@ -19,9 +21,11 @@ def lens_charts(lens, model: str, a: str, b: str | None, params: Mapping[str, st
     """A lesson step's Lens tab: the grid of top guesses, then KL to the final layer."""
     if not a:
         return []
-    kind, name = params.get("lens_kind") or "logit", params.get("lens") or None
-    return [(lens.logit_lens(model, a, b, kind=kind, lens=name), "The head's top guess at every layer and token."),
-            (lens.logit_lens(model, a, b, kind=kind, lens=name, view="kl"),
+    kind, name = params.get("lens_kind") or LENS.field("kind").default, params.get("lens") or None
+    top_k = int(params.get("lens_top_k") or LENS.field("top_k").default)
+    return [(lens.logit_lens(model, a, b, kind=kind, lens=name, top_k=top_k),
+             "The head's top guess at every layer and token."),
+            (lens.logit_lens(model, a, b, kind=kind, lens=name, top_k=top_k, view="kl"),
              "How far each layer's guesses are from the model's output (KL, nats).")]
 
 
@@ -39,7 +43,7 @@ VIEW = View(
         *LENS_PARAMS,
         Param("tab", "layers.tab", "str", None, ("Lens", "Neurons", "Sparse features")),
         # the Neurons tab (app_pages/widgets/neurons.py)
-        Param("neuron_layer", "neurons.layer", **LAYER),
+        *analysis_params(NEURONS, "neurons.", only=("layer",)),  # neuron_layer, 1..L
         Param("neuron", "neurons.neuron", "int", low=0, high=1_000_000),
         Param("neuron_by", "neurons.by", "str", None, ("max", "change")),
         Param("neuron_b", "neurons.b", "str"),
