@@ -14,6 +14,8 @@ import pytest
 from core import lens
 from core.__main__ import main
 from core.analyses import sparse_features as sf
+from core.data.sources import TEXT
+from core.model.loading import load_model
 from tests.conftest import make_tiny_bert
 from tests.tiny_mlm import make_tiny_mlm
 
@@ -151,3 +153,34 @@ def test_the_lens_twins_are_made_from_the_declarations():
                            ("neurons", lens.neurons), ("neurons-diff", lens.neurons_diff),
                            ("sae-train", lens.sae_train), ("sae-features", lens.features)]:
         assert function.analysis is views.analysis(name)
+
+
+def _data_of(chart):
+    """The rows an altair chart draws (its top-level data, else its first part's)."""
+    spec = chart.to_dict()
+    values = spec.get("datasets", {})
+    return [row for rows in values.values() for row in rows]
+
+
+def test_a_lesson_step_on_the_neurons_or_features_tab_draws_that_tab(tiny_bert_dir):
+    """Before: lens.view drew the Lens tab's charts for every step of the page (tab=Neurons too), which a model
+    without a masked-word head cannot even draw."""
+    model = str(tiny_bert_dir)
+    step = {"model": model, "a": "the cat sat .", "tab": "Neurons", "neuron_layer": "1", "neuron": "3",
+            "neuron_corpus": "Built-in sentences"}
+    (listed, caption), (contexts, _) = lens.view("layers", step)
+    _, frame = lens.neurons(model, "builtin", layer=1, return_data=True)
+    drawn = {row["neuron"]: row["max activation"] for row in _data_of(listed) if "max activation" in row}
+    assert drawn == dict(zip(frame["neuron"], frame["max activation"])) and "layer 1" in caption
+    _, one = lens.neurons(model, "builtin", layer=1, neuron=3, return_data=True)
+    assert sorted(r["activation"] for r in _data_of(contexts) if "activation" in r and "rank" in r) == sorted(
+        one["activation"])
+    with pytest.raises(ValueError, match="cannot be read from the link"):
+        lens.view("layers", {**step, "neuron_corpus": TEXT})
+
+    sf.train_sae(load_model(model), ["the cat sat on the mat .", "a dog ran to the park ."] * 20, 1,
+                 sf.TrainSettings(features=16, k=2, batch=32, steps=5, checkpoint_every=1e9), "lesson-sae")
+    ((chart, caption),) = lens.view("layers", {"model": model, "a": "the cat sat .", "tab": "Sparse features",
+                                               "sae": "lesson-sae"})
+    found = lens.features("lesson-sae", "the cat sat .", return_data=True).result
+    assert {r["feature"] for r in _data_of(chart)} == {int(f) for f in found.features[:15]}
