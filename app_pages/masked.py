@@ -136,7 +136,7 @@ def render() -> None:
     encoding = cached_encoding(model_ref(), a, b)
     warn_if_truncated(encoding)
     # Default, bounds and help: fill-mask's declaration (core.analyses.masked.FILL_MASK), as the CLI and core.lens.
-    top_k = setting_input(FILL_MASK, "top_k", "Guesses per mask", key="masked.top_k")
+    top_k = setting_input(FILL_MASK, "top_k", "Guesses per mask", key="masked.top_k", container=st.columns([1, 3])[0])
     try:
         pred = masked_predictions(lm, encoding, top_k=top_k)
     except NoMask:
