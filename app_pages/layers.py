@@ -4,6 +4,7 @@ import streamlit as st
 
 from app_pages.widgets.common import intro
 from app_pages.widgets import layer_lens, neurons, sparse_features
+from core.views.layers import TABS
 
 st.title("Read the layers")
 intro(
@@ -14,7 +15,8 @@ intro(
     "and over a corpus, and see which change after fine-tuning.",
 )
 # A key keeps the open tab across reruns (without one, a job finishing in the Neurons tab reopened Lens).
-lens_tab, neurons_tab, features_tab = st.tabs(["Lens", "Neurons", "Sparse features"], key="layers.tab", on_change="rerun")
+# The tabs' names are the view's (core.views.layers.TABS: each tab's analysis), as a link's `tab` reads them.
+lens_tab, neurons_tab, features_tab = st.tabs(list(TABS), key="layers.tab", on_change="rerun")
 with lens_tab:
     layer_lens.render()
 with neurons_tab:

@@ -6,6 +6,7 @@ from typing import Mapping
 
 from core.analyses.logit_lens import LENS
 from core.analyses.neurons import NEURONS
+from core.analyses.sparse_features import SAE_FEATURES
 from core.data.sources import BUILTIN, named_spec
 from core.views import Param, View, analysis_params, parse
 
@@ -18,16 +19,19 @@ LENS_PARAMS = (  # the Lens tab (app_pages/widgets/layer_lens.py); kind and top_
 )
 
 
+# The page's tabs, each the analysis it shows (the trainings, fit-tuned-lens and sae-train, sit inside the Lens and
+# Sparse features tabs; neurons-diff inside Neurons): app_pages/layers.py reads them from here.
+TABS = (LENS.title, NEURONS.title, SAE_FEATURES.title)
 TAB_SAMPLE = 300  # the Neurons and Sparse features tabs' corpus picker samples this many items of a dataset
 
 
 def lens_charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
     """A lesson step's charts: its tab's (`tab`; default the Lens tab: the grid of top guesses, then KL to the
     final layer)."""
-    tab = params.get("tab") or "Lens"
-    if tab == "Neurons":
+    tab = params.get("tab") or LENS.title
+    if tab == NEURONS.title:
         return neuron_charts(lens, model, a, b, params)
-    if tab == "Sparse features":
+    if tab == SAE_FEATURES.title:
         return feature_charts(lens, model, a, b, params)
     if not a:
         return []
@@ -91,7 +95,7 @@ VIEW = View(
             "made of, and see which change after fine-tuning.",
     params=(
         *LENS_PARAMS,
-        Param("tab", "layers.tab", "str", None, ("Lens", "Neurons", "Sparse features")),
+        Param("tab", "layers.tab", "str", None, TABS),
         # the Neurons tab (app_pages/widgets/neurons.py)
         *analysis_params(NEURONS, "neurons.", only=("layer",)),  # neuron_layer, 1..L
         Param("neuron", "neurons.neuron", "int", low=0, high=1_000_000),
