@@ -5,6 +5,7 @@ import streamlit as st
 from app_pages.widgets.analysis_tab import page_tabs
 from app_pages.widgets.common import intro
 from app_pages.widgets import layer_lens, neurons, sparse_features
+from core.views.layers import TABS
 
 st.title("Read the layers")
 intro(
@@ -14,7 +15,8 @@ intro(
     "Below the lens, browse the feed-forward neurons and the sparse features a layer is made of, on your sentence "
     "and over a corpus, and see which change after fine-tuning.",
 )
-# The page's own tabs, then one per analysis declared with a tab on this view (core.contract); the key keeps
-# the open tab across reruns (without one, a job finishing in the Neurons tab reopened Lens).
-page_tabs("layers", {"Lens": layer_lens.render, "Neurons": neurons.render, "Sparse features": sparse_features.render},
+# The page's own tabs (their names the view's, core.views.layers.TABS: each tab's analysis, as a link's `tab`
+# reads them), then one per analysis declared with a tab on this view (core.contract); the key keeps the open tab
+# across reruns (without one, a job finishing in the Neurons tab reopened Lens).
+page_tabs("layers", dict(zip(TABS, (layer_lens.render, neurons.render, sparse_features.render), strict=True)),
           key="layers.tab")

@@ -19,11 +19,13 @@ from app_pages.widgets.common import (
 )
 from app_pages.widgets.common import on_slide, sidebar_place
 from app_pages.widgets import ask_class
+from app_pages.widgets.settings_form import setting_input
 from core import numbering
 from core.analyses.attention import attention_view
 from core.charts import attention as attention_charts
 from core.charts import masked as charts
 from core.analyses.masked import (
+    FILL_MASK,
     EXAMPLES,
     NoMask,
     masked_predictions,
@@ -133,7 +135,8 @@ def render() -> None:
     b = prepare_text(lm, text_b, picked_b) if text_b else None
     encoding = cached_encoding(model_ref(), a, b)
     warn_if_truncated(encoding)
-    top_k = st.slider("Guesses per mask", 1, 20, 5, key="masked.top_k")
+    # Default, bounds and help: fill-mask's declaration (core.analyses.masked.FILL_MASK), as the CLI and core.lens.
+    top_k = setting_input(FILL_MASK, "top_k", "Guesses per mask", key="masked.top_k", container=st.columns([1, 3])[0])
     try:
         pred = masked_predictions(lm, encoding, top_k=top_k)
     except NoMask:

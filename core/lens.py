@@ -73,7 +73,7 @@ from core.training.runs import get_run
 from core.training.timelapse import read_timelapse
 from core.studies import seeds as seed_runs
 from core.model.encoding import read_input
-from core.validation import truncation_notice
+from core.validation import truncation, truncation_notice
 
 # core.training (torch) imported in functions: `from core import lens` stays light until a run is patched.
 RENDERER = "bertlens"
@@ -275,36 +275,89 @@ attention_neuron = neuron_view  # the name the issue's list uses for the same vi
 
 # ---- masked words ------------------------------------------------------------------------------------------------
 
-def fill_mask(model, text: str, text_b: str | None = None, *, top_k: int = 5, view: str = "top", mask: int = 0,
+class _Noted:
+    """A result with the notes its command's --json adds beside it ("truncated"): `to_json()` is that JSON; every
+    other attribute is the result's."""
+
+    def __init__(self, result, **notes):
+        self.result, self.notes = result, notes
+
+    def __getattr__(self, name):
+        return getattr(self.result, name)
+
+    def to_json(self) -> dict:
+        return {**self.result.to_json(), **self.notes}
+
+
+def _trained(chart, frame, return_data: bool, result):
+    """What a training twin returns: the saved thing's result (its `to_json()` the command's --json, `path` where it
+    was saved); with return_data, `Data(chart, frame)` whose `.result` is that result."""
+    return Data(chart, frame, result) if return_data else result
+
+
+@twin("fill-mask")
+def fill_mask(model, text: str, text_b: str | None = None, *, settings, view: str = "top", mask: int = 0,
               return_data: bool = False):
     """The model's guesses at each [MASK] (a checkpoint with an MLM head). view "top": the final guesses;
     "layers": the MLM head on every layer's vector at mask number `mask` (logit lens); "final": that mask's
-    final top-k. Frames: core.charts.masked top_frame / lens_frame / final_frame."""
+    final top-k. Frames: core.charts.masked top_frame / lens_frame / final_frame. With return_data, `.to_json()` is
+    what `python -m core fill-mask --json` prints."""
     lm = load(model)
-    pred = masked_words.fill_mask(lm, text, text_b, top_k=int(top_k))
-    _warn_if_cut(read_input(lm, masked_words.prepare_text(lm, text), masked_words.prepare_text(lm, text_b) if text_b else None))
+    pred = masked_words.run_fill_mask(lm, (text, text_b), settings)
+    read = read_input(lm, masked_words.prepare_text(lm, text), masked_words.prepare_text(lm, text_b) if text_b else None)
+    _warn_if_cut(read)
+    result = _Noted(pred, truncated=truncation(read))
     if view == "top":
         frame = masked_charts.top_frame(pred)
-        return _out(masked_charts.top_chart(pred, frame), frame, return_data)
+        return _out(masked_charts.top_chart(pred, frame), frame, return_data, result)
     if not 0 <= int(mask) < len(pred.positions):
         raise ValueError(f"mask must be 0…{len(pred.positions) - 1}")
     if view == "layers":
         frame = masked_charts.lens_frame(pred, int(mask))
-        return _out(masked_charts.lens_chart(pred, int(mask), frame), frame, return_data)
+        return _out(masked_charts.lens_chart(pred, int(mask), frame), frame, return_data, result)
     if view == "final":
         frame = masked_charts.final_frame(pred, int(mask))
-        return _out(masked_charts.final_chart(pred, int(mask), frame), frame, return_data)
+        return _out(masked_charts.final_chart(pred, int(mask), frame), frame, return_data, result)
     raise ValueError(f"view must be 'top', 'layers' or 'final', not {view!r}")
 
 
-def logit_lens(model, text: str, text_b: str | None = None, *, kind: str = "logit", lens=None, top_k: int = 5,
-               view: str = "grid", return_data: bool = False):
+@twin("fit-mlm-head")
+def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = None, overwrite: bool = False,
+                 progress=None, return_data: bool = False):
+    """Fit a masked-word head on a frozen encoder without one (`python -m core fit-mlm-head`) over the corpus spec
+    `corpus` (core.data.corpus grammar), `limit` sentences at most, and save it as `out` (models_cache/heads/out,
+    loadable by that name; `overwrite` replaces a saved head of that name). Returns the HeadFit (`.path`,
+    `.to_json()` what the command's --json prints); with return_data, `Data(None, frame)` (frame: that summary as
+    one row) whose `.result` is the HeadFit."""
+    from core.training.mlm_head import run_fit
+
+    fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
+    return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
+
+
+class _Triple(tuple):
+    """logit_lens's `(chart, frame, result)` (three, as it always returned), with `.result` and `.to_json()` as
+    Data's: what the command's --json prints."""
+
+    def __new__(cls, chart, frame, result):
+        made = super().__new__(cls, (chart, frame, result))
+        made.result = result
+        return made
+
+    def to_json(self) -> dict:
+        return self.result.to_json()
+
+
+@twin("lens")
+def logit_lens(model, text: str, text_b: str | None = None, *, settings, lens=None, view: str = "grid",
+               return_data: bool = False):
     """Every layer read in words: the MLM head on each layer's vector at every token (kind "logit"), or through
     a fitted tuned lens (kind "tuned", lens=NAME; python -m core fit-tuned-lens). view "grid": top guess per
     layer and token; "kl": KL to the final layer per layer. Frames: core.charts.layer_lens grid_frame /
-    kl_frame; with return_data the LayerLens result comes third."""
+    kl_frame; with return_data the LayerLens result comes third (`.to_json()`: what `python -m core lens --json`
+    prints)."""
     lm = load(model)
-    result = layer_lenses.logit_lens(lm, text, text_b, kind=kind, lens=lens, top_k=int(top_k))
+    result = layer_lenses.run_lens(lm, (text, text_b, lens), settings)
     _warn_if_cut(read_input(lm, text, text_b))
     if view == "grid":
         frame = layer_lens_charts.grid_frame(result)
@@ -314,7 +367,23 @@ def logit_lens(model, text: str, text_b: str | None = None, *, kind: str = "logi
         chart = layer_lens_charts.kl_chart(result, frame=frame)
     else:
         raise ValueError(f"view must be 'grid' or 'kl', not {view!r}")
-    return (chart, frame, result) if return_data else chart
+    return _Triple(chart, frame, result) if return_data else chart
+
+
+@twin("fit-tuned-lens")
+def fit_tuned_lens(model, corpus, name: str, *, settings, limit: int | None = None, text_column: str | None = None,
+                   overwrite: bool = False, progress=None, return_data: bool = False):
+    """Fit a tuned lens for `model` over `corpus` (as in `anisotropy`; `limit` sentences at most) and save it as
+    `name` (`python -m core fit-tuned-lens`; `overwrite` replaces a saved lens of that name). Returns the FittedLens
+    (`.path`, `.to_json()` what the command's --json prints); with return_data, `Data(chart, frame)`: the held-out
+    KL to the final layer of both lenses per layer (core.charts.layer_lens.fitted_frame), `.result` the FittedLens."""
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed, limit=limit).head(limit)
+    lm = load(model)
+    fitted = layer_lenses.fit_tuned_lens(lm, chosen.sentences, name, corpus=chosen.name, steps=settings.steps,
+                                         batch_tokens=settings.batch_tokens, seed=settings.seed, progress=progress,
+                                         overwrite=overwrite)
+    ((chart, _),) = layer_lens_charts.fitted_charts(fitted)
+    return _trained(chart, layer_lens_charts.fitted_frame(fitted), return_data, fitted)
 
 
 # ---- what causes the output -------------------------------------------------------------------------------------
@@ -407,51 +476,81 @@ def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *,
     return _out(chart, projection_frame(projection), return_data)
 
 
-def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, text: str | None = None,
-            text_b: str | None = None, compare=None, top: int = 20, k: int = nr.DEFAULT_K, text_column: str | None = None,
-            progress=None, return_data: bool = False):
-    """Feed-forward neurons of `layer` (1..L: layer l's neurons write into hidden_states[l]) over a corpus (Read
-    the layers page, Neurons tab; corpus as in `anisotropy`). Without `neuron`: the `top` neurons by highest
-    activation, or, with `compare` (a model fine-tuned from `model`, read over the same corpus), by how much they
-    changed (Cohen's d). With `neuron`: its top-k contexts, and with `text` its activation shaded over that
-    sentence below. The index is kept under models_cache/neuron_index and reused. Frame: the chart's table."""
-    chosen = corpora.corpus_of(corpus, text_column=text_column)
+@twin("neurons")
+def neurons(model, corpus="builtin", *, settings, neuron: int | None = None, text: str | None = None,
+            text_b: str | None = None, compare=None, top: int = 20, text_column: str | None = None, progress=None,
+            return_data: bool = False):
+    """Feed-forward neurons of `layer` (1..L: layer l's neurons write into hidden_states[l]; default the last) over a
+    corpus (Read the layers page, Neurons tab; corpus as in `anisotropy`). Without `neuron`: the `top` neurons by
+    highest activation, or, with `compare` (a model fine-tuned from `model`, read over the same corpus; see also
+    `neurons_diff`), by how much they changed (Cohen's d). With `neuron`: its top-k contexts, and with `text` its
+    activation shaded over that sentence below. The index is kept under models_cache/neuron_index and reused.
+    Frame: the chart's table. With return_data, `.to_json()` is what `python -m core neurons --json` prints for the
+    same neurons (`--neuron N`, or `--neurons TOP`; with `text`, their activations over it)."""
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed)
     lm = load(model)
-    index = nr.build_neuron_index(lm, chosen, layer, k=int(k), progress=progress)
+    index = nr.run_index(lm, chosen, settings, progress=progress)
+    _warn_corpus_cut(index)
+    shown = nr.shown_neurons(index, None if neuron is None else [neuron], int(top))
+    sentence = nr.neuron_sentence(lm, text, index.layer, text_b) if text else None
     if neuron is None:
         changes = None
         if compare is not None:
-            changes = nr.neuron_changes(index, nr.build_neuron_index(load(compare), chosen, layer, k=int(k),
+            changes = nr.neuron_changes(index, nr.build_neuron_index(load(compare), chosen, index.layer, k=settings.k,
                                                                      progress=progress))
         order = index.by_max() if changes is None else changes.order
         frame = neuron_charts.neurons_frame(index, order[:int(top)], changes)
         measure = "max activation" if changes is None else "change"
         title = (f"Neurons of layer {index.layer}, highest activation first" if changes is None else
                  f"Neurons of layer {index.layer} that changed most in {display_name(_ref(compare))}")
-        return _out(neuron_charts.neurons_chart(frame, measure, title), frame, return_data)
-    chart = neuron_charts.contexts_chart(index, int(neuron), int(k))
-    frame = neuron_charts.contexts_frame(index, int(neuron), int(k))
-    if text:
-        sentence = nr.neuron_sentence(lm, text, layer, text_b)
+        result = (nr.NeuronsShown(index, shown, sentence) if changes is None else
+                  nr.ChangesShown(changes, int(top), index))
+        return _out(neuron_charts.neurons_chart(frame, measure, title), frame, return_data, result)
+    chart = neuron_charts.contexts_chart(index, int(neuron), settings.k)
+    frame = neuron_charts.contexts_frame(index, int(neuron), settings.k)
+    if sentence is not None:
         shaded = neuron_charts.sentence_chart(sentence, int(neuron), reach=float(index.max_activation[int(neuron)]))
         chart = _stacked([chart, shaded])
-    return _out(chart, frame, return_data)
+    return _out(chart, frame, return_data, nr.NeuronsShown(index, shown, sentence))
 
 
-def features(sae, text: str, text_b: str | None = None, *, model=None, feature: int | None = None,
+def _warn_corpus_cut(result) -> None:
+    """A corpus pass's notice of inputs cut to the model's length (core.validation.CorpusCuts), as a warning."""
+    notice = result.truncation_notice()
+    if notice:
+        warnings.warn(notice, stacklevel=3)
+
+
+@twin("neurons-diff")
+def neurons_diff(model_a, model_b, corpus="builtin", *, settings, text_column: str | None = None, progress=None,
+                 return_data: bool = False):
+    """The feed-forward neurons of `layer` that change most from model A to model B (a run fine-tuned from A) over
+    the same corpus, by Cohen's d (`python -m core neurons-diff`); `top` of them. Frame: core.charts.neurons
+    neurons_frame with the change columns. With return_data, `.to_json()` is what the command's --json prints."""
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed)
+    shown = nr.run_diff([load(model_a), load(model_b)], chosen, settings, progress=progress)
+    _warn_corpus_cut(shown.index_a)
+    frame = neuron_charts.neurons_frame(shown.index_a, shown.shown, shown.changes)
+    ((chart, _),) = neuron_charts.changes_charts(shown)
+    return _out(chart, frame, return_data, shown)
+
+
+@twin("sae-features")
+def features(sae, text: str, text_b: str | None = None, *, settings, model=None, feature: int | None = None,
              corpus="builtin", compare=None, top: int = 15, text_column: str | None = None, progress=None,
              return_data: bool = False):
     """Sparse features (Read the layers page, Sparse features tab) of a saved SAE (its name, or a
     SparseAutoencoder) on `text` (model: default the SAE's own). With `feature`: that feature's top contexts over
     `corpus`, its activation histogram and (when the model has a masked-word head) its lens words. With `compare`
     (a run fine-tuned from the SAE's model): the features whose firing rate over `corpus` changed most.
-    Frame: the first chart's table."""
+    Frame: the first chart's table. With return_data, `.to_json()` is what `python -m core sae-features --json`
+    prints."""
     sae = sae if isinstance(sae, sparse.SparseAutoencoder) else sparse.load_sae(str(sae))
     lm = load(model if model is not None else sae.model)
-    found = sparse.sentence_features(sae, lm, text, text_b)
+    found = sparse.run_features(lm, (sae, text, text_b), settings)
     chart, frame = sparse_charts.sentence_chart(found, top), sparse_charts.sentence_frame(found, top)
     if feature is None and compare is None:
-        return _out(chart, frame, return_data)
+        return _out(chart, frame, return_data, found)
     chosen = corpora.corpus_of(corpus, text_column=text_column)
     atlas = sparse.feature_atlas(sae, lm, list(chosen.sentences), corpus=chosen.name, digest=chosen.digest,
                                  progress=progress)
@@ -465,10 +564,33 @@ def features(sae, text: str, text_b: str | None = None, *, model=None, feature: 
         other = sparse.feature_atlas(sae, load(compare), list(chosen.sentences), corpus=chosen.name,
                                      digest=chosen.digest, same_model=False, progress=progress)
         charts.append(sparse_charts.change_chart(sparse.firing_change(atlas, other), top))
-    return _out(_stacked(charts), frame, return_data)
+    return _out(_stacked(charts), frame, return_data, found)
 
 
-# ---- explanations ------------------------------------------------------------------------------------------------
+@twin("sae-train")
+def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | None = None,
+              text_column: str | None = None, overwrite: bool = False, progress=None, return_data: bool = False):
+    """Train a TopK sparse autoencoder on hidden_states[layer] (0 = the embeddings .. L) of `model` over `corpus`
+    (as in `anisotropy`; `limit` inputs at most) and save it as `name` (`python -m core sae-train`; `overwrite`
+    replaces a saved SAE of that name; a stopped training of the same name and settings resumes). Returns the
+    TrainedSae with the corpus's "truncated" note (`.path`, `.to_json()` what the command's --json prints); with
+    return_data, `Data(chart, frame)`: the training loss (core.charts.sparse_features.loss_frame)."""
+    from core.model.encoding import counting_cuts
+
+    settings.check()
+    sparse.check_name(name)
+    sparse.check_free_name(name, overwrite)  # before the corpus is read and the model loads, as the command
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed).take(limit)
+    spec = (corpus if isinstance(corpus, str) else chosen.name) + (f" (first {limit})" if limit else "")
+    lm = load(model)
+    with counting_cuts() as cuts:
+        trained = sparse.train_sae(lm, chosen.sentences, int(layer), settings, name, corpus=spec, progress=progress,
+                                   overwrite=overwrite)
+    _warn_corpus_cut(cuts.over_ranks())
+    result = _Noted(trained, truncated=cuts.over_ranks().truncation())
+    ((chart, _),) = sparse_charts.trained_charts(trained)
+    return _trained(chart, sparse_charts.loss_frame(trained), return_data, result)
+
 
 def explain(model, text: str, text_b: str | None = None, *, method: str = "ig", target=None, steps: int = 50,
             samples: int | None = None, window: int = 1, return_data: bool = False):

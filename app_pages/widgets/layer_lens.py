@@ -23,6 +23,7 @@ from app_pages.widgets.common import (
 )
 from app_pages.widgets.common import on_slide, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
+from app_pages.widgets.settings_form import setting_input
 from core.analyses import logit_lens as lenses
 from core.charts import layer_lens as charts
 from core.model import artefacts
@@ -68,8 +69,9 @@ def _fit_section(lm) -> None:
                    "the final layer's (KL). The last tenth of the corpus is held out and scored for both lenses.")
         corpus = corpus_picker(P + "fit.", default_n=500)
         columns = st.columns(2)
-        st.session_state.setdefault(P + "fit.steps", lenses.DEFAULT_STEPS)
-        steps = int(columns[0].number_input("Steps", 1, 5000, step=50, key=P + "fit.steps"))
+        # Default and help: fit-tuned-lens's declaration; the page keeps a fit under a few minutes (5000 steps).
+        steps = int(setting_input(lenses.FIT_TUNED_LENS, "steps", "Steps", key=P + "fit.steps", container=columns[0],
+                                  high=5000, step=50))
         st.session_state.setdefault(P + "fit.name", f"{Path(lm.ref).name}-lens")
         name = columns[1].text_input("Save as", key=P + "fit.name")
         if corpus is None:
@@ -114,15 +116,14 @@ def render() -> None:
             st.warning(markdown_text(lenses.no_head_message(lm)))
         return
     saved = lenses.lenses_for(lm.ref)
-    st.session_state.setdefault(KIND, "logit")
-    st.session_state.setdefault(TOP_K, lenses.DEFAULT_TOP_K)
     if st.session_state.get(NAME) not in saved:
         st.session_state[NAME] = saved[0] if saved else None
     columns = st.columns([2, 2, 1])
-    kind = columns[0].radio("Lens", lenses.KINDS, key=KIND, format_func=KIND_LABELS.get)
+    # kind and top-k: the lens's declaration (core.analyses.logit_lens.LENS), as the CLI and core.lens offer them.
+    kind = setting_input(lenses.LENS, "kind", "Lens", key=KIND, container=columns[0], format_func=KIND_LABELS.get)
     name = columns[1].selectbox("Tuned lens", saved, key=NAME, disabled=not saved,
                                 placeholder="none fitted for this model yet")
-    top_k = int(columns[2].number_input("Top-k", 1, 20, key=TOP_K))
+    top_k = int(setting_input(lenses.LENS, "top_k", "Top-k", key=TOP_K, container=columns[2]))
     ref, version = model_ref(), model_version(model_ref())
     try:
         logit = cached_lens(ref, version, text_a, text_b, None, 0.0, top_k)

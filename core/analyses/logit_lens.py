@@ -26,12 +26,13 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from core import files
+from core.contract import Analysis, setting
 from core.model import artefacts
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.encoding import encode, encode_batches
 from core.model.loading import LoadedModel, available_models, display_name, safetensors_problem
 from core.progress import ProgressCallback, StopCheck, check_stop
-from core.validation import check_count
+from core.validation import MAX_COUNT, check_count
 
 KINDS = ("logit", "tuned")
 DEFAULT_TOP_K = 5
@@ -461,3 +462,55 @@ def fit_tuned_lens(lm: LoadedModel, sentences: Sequence, name: str, *, corpus: s
                       train_tokens=int(train_states.shape[1]), held_out_tokens=int(held_states.shape[1]),
                       kl_logit_held_out=kl_logit, kl_tuned_held_out=kl_tuned, seconds=time.perf_counter() - start,
                       config=config)
+
+
+# ---- the declarations (core.contract): lens and fit-tuned-lens -------------------------------------------------
+
+MAX_TOP_K = 50  # the page offered 1..20 and the CLI had no bound; beyond a few dozen the guesses are noise
+
+
+@dataclass(frozen=True)
+class LensSettings:
+    """What the lens reads beyond its input (the sentence, and a tuned lens's name: a saved artefact, as a model)."""
+
+    kind: str = setting("logit", "logit: the head on each layer's vector; tuned: through a fitted lens (--lens)",
+                        choices=KINDS, url="lens_kind")
+    top_k: int = setting(DEFAULT_TOP_K, "guesses per layer and token", low=1, high=MAX_TOP_K, url="lens_top_k")
+
+
+def run_lens(lm: LoadedModel, inputs, settings: LensSettings, progress=None, should_stop=None) -> LayerLens:
+    """The contract's run: `inputs` (sentence, second sentence or None, tuned lens name or None)."""
+    text, text_b, lens = inputs
+    return logit_lens(lm, text, text_b, kind=settings.kind, lens=lens, top_k=settings.top_k)
+
+
+@dataclass(frozen=True)
+class FitLensSettings:
+    """How fit-tuned-lens fits (fit_tuned_lens); the corpus and the saved name are inputs."""
+
+    steps: int = setting(DEFAULT_STEPS, "optimiser steps", low=1, high=MAX_COUNT, url=None)
+    batch_tokens: int = setting(DEFAULT_BATCH_TOKENS, "tokens per step", low=1, high=MAX_COUNT, url=None)
+    seed: int = setting(0, "corpus sample and batch seed", low=0, high=MAX_COUNT, url=None)
+
+
+def run_fit(lm: LoadedModel, inputs, settings: FitLensSettings, progress: ProgressCallback = None,
+            should_stop: StopCheck = None) -> FittedLens:
+    """The contract's run of fit-tuned-lens: `inputs` (a core.data.corpus Corpus, the lens's name)."""
+    corpus, name = inputs
+    return fit_tuned_lens(lm, corpus.sentences, name, corpus=corpus.name, steps=settings.steps,
+                          batch_tokens=settings.batch_tokens, seed=settings.seed, progress=progress,
+                          should_stop=should_stop)
+
+
+LENS = Analysis(
+    name="lens", view="layers", command="lens", lens="logit_lens", settings=LensSettings, run=run_lens,
+    charts="core.charts.layer_lens:lens_charts", title="Lens",
+    summary="the MLM head's top guesses at every layer and token (logit lens, or a fitted tuned lens)", order=0,
+)
+FIT_TUNED_LENS = Analysis(
+    name="fit-tuned-lens", view="layers", command="fit-tuned-lens", lens="fit_tuned_lens", settings=FitLensSettings,
+    run=run_fit, charts="core.charts.layer_lens:fitted_charts", title="Fit a tuned lens",
+    summary="fit a tuned lens (one affine translator per layer) so each layer's guesses match the final layer's",
+    order=1,
+)
+ANALYSES = (LENS, FIT_TUNED_LENS)

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from core.contract import Analysis, setting
 from core.model.adapter import ModelAdapter, NoMaskedLMHead
 from core.model.encoding import Encoding, encode
 from core.model.loading import (Availability, LoadedModel, availability, available_models, has_mlm_head,
@@ -253,3 +254,47 @@ def fill_mask(lm: LoadedModel, text_a: str, text_b: str | None = None, *, top_k:
     b = prepare_text(lm, text_b, picked_b) if text_b else None
     encoding = encode(lm, (a, b) if b else a)
     return masked_predictions(lm, encoding, top_k=top_k, layers=layers)
+
+
+# ---- the declarations (core.contract): fill-mask, and fit-mlm-head's settings (its run is core.training's) ----------
+# Here rather than in core.training.mlm_head: the CLI builds fit-mlm-head's options from the declaration for --help,
+# which must not import torch (core.training does).
+
+MAX_TOP_K = 50  # the page offered 1..20 and the CLI had no bound; beyond a few dozen the guesses are noise
+
+
+@dataclass(frozen=True)
+class FillMaskSettings:
+    """What fill-mask reads beyond its input: how many guesses and at which layers."""
+
+    top_k: int = setting(DEFAULT_TOP_K, "guesses per mask and layer", low=1, high=MAX_TOP_K)
+    layers: str = setting("all", '"all" (0 = embeddings .. L), "last", or a list such as 0,6,12 (L is always added)',
+                          url=None)
+
+
+def run_fill_mask(lm: LoadedModel, inputs, settings: FillMaskSettings, progress=None,
+                  should_stop=None) -> MaskedPredictions:
+    """The contract's run: `inputs` a sentence or a (sentence, second sentence or None) pair."""
+    text_a, text_b = (inputs, None) if isinstance(inputs, str) else inputs
+    return fill_mask(lm, text_a, text_b, top_k=settings.top_k, layers=settings.layers)
+
+
+@dataclass(frozen=True)
+class FitHeadSettings:
+    """How fit-mlm-head trains (core.training.mlm_head.fit_mlm_head); the corpus and the saved name are inputs."""
+
+    steps: int = setting(None, "optimiser steps (default 3000)", type="int", low=1, high=MAX_COUNT, url=None)
+    seed: int = setting(0, "masking, split and initialisation seed", low=0, high=MAX_COUNT, url=None)
+
+
+FILL_MASK = Analysis(
+    name="fill-mask", view="masked", command="fill-mask", lens="fill_mask", settings=FillMaskSettings,
+    run=run_fill_mask, charts="core.charts.masked:prediction_charts", title="Masked words",
+    summary="top-k guesses for each [MASK] of a sentence, from the model's MLM head on every layer", order=0,
+)
+FIT_MLM_HEAD = Analysis(
+    name="fit-mlm-head", view="masked", command="fit-mlm-head", lens="fit_mlm_head", settings=FitHeadSettings,
+    run="core.training.mlm_head:run_fit", title="Fit a masked-word head",
+    summary="fit a masked-word head on a frozen encoder (MiniLM, a fine-tuned run) so it can guess [MASK]", order=1,
+)
+ANALYSES = (FILL_MASK, FIT_MLM_HEAD)

@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from core import settings, validation
+from core.contract import Analysis, setting
 from core.analyses.top_contexts import TopContexts, TopKAccumulator
 from core.files import atomic_path
 from core.model.adapter import ModelAdapter
@@ -338,3 +339,102 @@ def neuron_changes(a: NeuronIndex, b: NeuronIndex) -> NeuronChanges:
     order = np.lexsort((np.arange(len(effect)), -np.abs(effect)))
     return NeuronChanges(a.model, b.model, a.corpus, a.layer, order, effect, a.mean, b.mean, a.firing_rate,
                          b.firing_rate)
+
+
+# ---- the declarations (core.contract): neurons and neurons-diff -------------------------------------------------
+
+LAYER_HELP = "1..L: layer l's feed-forward neurons, which write into hidden_states[l] (default: the last layer)"
+MAX_LAYER = 128  # the URL's bound of a layer (core.views.LAYER); the model's depth is checked once it is loaded
+
+
+def layer_of(lm, layer: int | None) -> int:
+    """The setting's layer for this model: None is the last layer; else checked against its depth."""
+    return check_layer(lm, lm.num_layers if layer is None else layer)
+
+
+@dataclass(frozen=True)
+class NeuronsSettings:
+    """What the neuron index reads: the layer, how many contexts it keeps per neuron, the corpus sample's seed."""
+
+    layer: int = setting(None, LAYER_HELP, type="int", low=1, high=MAX_LAYER, url="neuron_layer")
+    k: int = setting(DEFAULT_K, "contexts kept per neuron", low=1, high=1000, url=None, cli="top")
+    seed: int = setting(0, "corpus sample seed", low=0, high=validation.MAX_COUNT, url=None)
+
+
+@dataclass(frozen=True)
+class NeuronsDiffSettings:
+    """What neurons-diff reads: the layer, how many neurons it lists, the corpus sample's seed."""
+
+    layer: int = setting(None, LAYER_HELP, type="int", low=1, high=MAX_LAYER, url=None)
+    top: int = setting(20, "how many neurons to list", low=1, high=validation.MAX_COUNT, url=None)
+    seed: int = setting(0, "corpus sample seed", low=0, high=validation.MAX_COUNT, url=None)
+
+
+@dataclass(frozen=True, eq=False)
+class NeuronsShown:
+    """What `neurons --json` prints and core.lens.neurons returns as its result: the neurons listed (with their top
+    contexts), and their activation over a sentence when one was given."""
+
+    index: NeuronIndex
+    neurons: tuple[int, ...]
+    sentence: NeuronSentence | None = None
+
+    def to_json(self) -> dict:
+        payload = {**self.index.to_json(self.neurons), "corpus_truncated": self.index.truncation()}
+        if self.sentence is not None:
+            payload["sentence"] = self.sentence.to_json(self.neurons)
+            payload["truncated"] = {"tokens_dropped": self.sentence.truncated}
+        return payload
+
+
+@dataclass(frozen=True, eq=False)
+class ChangesShown:
+    """What `neurons-diff --json` prints and core.lens.neurons_diff returns as its result: the `top` neurons that
+    changed most, and how much of the corpus was cut to the model's length (A's index: B read the same corpus)."""
+
+    changes: NeuronChanges
+    top: int
+    index_a: NeuronIndex
+
+    @property
+    def shown(self) -> tuple[int, ...]:
+        return tuple(int(n) for n in self.changes.order[:self.top])
+
+    def to_json(self) -> dict:
+        return {**self.changes.to_json(self.top), "corpus_truncated": self.index_a.truncation()}
+
+
+def shown_neurons(index: NeuronIndex, neurons: Sequence[int] | None, count: int) -> tuple[int, ...]:
+    """The neurons given (each checked against the index), else the `count` with the highest activation."""
+    chosen = tuple(int(n) for n in neurons) if neurons else tuple(int(n) for n in index.by_max()[:count])
+    for n in chosen:
+        index.contexts(n, 0)  # a neuron out of range is named before anything is shown
+    return chosen
+
+
+def run_index(lm, corpus, settings: NeuronsSettings, progress: ProgressCallback = None,
+              should_stop: StopCheck = None) -> NeuronIndex:
+    """The contract's run of `neurons`: the index of the setting's layer over `corpus`."""
+    return build_neuron_index(lm, corpus, layer_of(lm, settings.layer), k=settings.k, progress=progress,
+                              should_stop=should_stop)
+
+
+def run_diff(models, corpus, settings: NeuronsDiffSettings, progress: ProgressCallback = None,
+             should_stop: StopCheck = None) -> ChangesShown:
+    """The contract's run of `neurons-diff`: `models` (A, B), each indexed over `corpus` at the setting's layer."""
+    indexes = [build_neuron_index(lm, corpus, layer_of(lm, settings.layer), progress=progress,
+                                  should_stop=should_stop) for lm in models]
+    return ChangesShown(neuron_changes(*indexes), settings.top, indexes[0])
+
+
+NEURONS = Analysis(
+    name="neurons", view="layers", command="neurons", lens="neurons", settings=NeuronsSettings, run=run_index,
+    charts="core.charts.neurons:index_charts", title="Neurons",
+    summary="a layer's feed-forward neurons: each one's top-activating contexts over a corpus", order=10,
+)
+NEURONS_DIFF = Analysis(
+    name="neurons-diff", view="layers", command="neurons-diff", lens="neurons_diff", settings=NeuronsDiffSettings,
+    run=run_diff, charts="core.charts.neurons:changes_charts", title="Neurons changed by fine-tuning",
+    summary="the feed-forward neurons of a layer that change most between two models on the same corpus", order=11,
+)
+ANALYSES = (NEURONS, NEURONS_DIFF)

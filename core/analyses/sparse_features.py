@@ -33,6 +33,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
+from core.contract import Analysis, setting
 from core.files import atomic_path, remove, write_json_atomic
 from core.analyses.neurons import ItemTokens, NeuronContext, NeuronIndex
 from core.analyses.top_contexts import TopContexts, TopKAccumulator
@@ -42,6 +43,7 @@ from core.model.artefacts import artefact_dir, find_artefact
 from core.model.encoding import encode_share_batches
 from core.model.loading import LoadedModel, ModelUnavailable, display_name, resolve, safetensors_problem
 from core.progress import Cancelled, ProgressCallback, StopCheck, check_stop
+from core.validation import MAX_COUNT
 
 WEIGHTS = "sae.safetensors"
 # The one saved format (issue 39): these tensors, these shapes, nothing else.
@@ -256,20 +258,24 @@ class TrainSettings:
     """How an SAE is trained. batch: tokens per step; steps: Adam steps (0: `epochs` passes over the training
     tokens); dead_after: tokens without firing before a feature counts as dead for AuxK; held_out: the share of
     inputs (the last ones, after a seeded shuffle) kept out of training for the quality figures; checkpoint_every:
-    seconds between saved states (resume)."""
+    seconds between saved states (resume). features and k have no default: every front end asks for them (the
+    declaration's None; check() names them when left out). The fields without `setting` are kept as they are."""
 
-    features: int
-    k: int
-    batch: int = 1024
-    steps: int = 0
-    epochs: float = 8.0
-    lr: float = 1e-3
+    features: int = setting(None, "F, e.g. 8 × the model's width", type="int", low=1, high=MAX_COUNT, url=None)
+    k: int = setting(None, "features kept per token (e.g. 32)", type="int", low=1, high=MAX_COUNT, url=None)
+    batch: int = setting(1024, "tokens per step", low=1, high=MAX_COUNT, url=None)
+    steps: int = setting(0, "Adam steps (0: --epochs passes over the training tokens)", low=0, high=MAX_COUNT,
+                         url=None)
+    epochs: float = setting(8.0, "passes over the training tokens when steps is 0", low=1e-6, high=1e6, url=None)
+    lr: float = setting(1e-3, "Adam's learning rate", low=1e-9, high=10.0, url=None)
     dead_after: int = 100_000
     held_out: float = 0.1
-    seed: int = 0
+    seed: int = setting(0, "training and corpus sample seed", low=0, high=MAX_COUNT, url=None)
     checkpoint_every: float = 30.0
 
     def check(self, d: int | None = None) -> None:
+        if self.features is None or self.k is None:
+            raise SaeError("give the number of features and k (sae-train --features F --k K)")
         if self.features < 1 or self.k < 1:
             raise SaeError(f"features ({self.features}) and k ({self.k}) must be at least 1")
         if self.k > self.features:
@@ -819,3 +825,38 @@ def firing_change(atlas_a: FeatureAtlas, atlas_b: FeatureAtlas) -> FiringChange:
     return FiringChange(sae=atlas_a.sae, model_a=atlas_a.model, model_b=atlas_b.model, layer=atlas_a.layer,
                         corpus=atlas_a.corpus, rate_a=atlas_a.firing_rate, rate_b=atlas_b.firing_rate,
                         n_tokens=atlas_a.n_tokens)
+
+
+# --- the declarations (core.contract): sae-train and sae-features ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeaturesSettings:
+    """sae-features reads nothing but its inputs (the saved SAE, the sentence, the model): no settings."""
+
+
+def run_train(lm: LoadedModel, inputs, settings: TrainSettings, progress: ProgressCallback = None,
+              should_stop: StopCheck = None) -> TrainedSae:
+    """The contract's run of sae-train: `inputs` (sentences or pairs, layer 0..L, the SAE's name)."""
+    sentences, layer, name = inputs
+    return train_sae(lm, sentences, layer, settings, name, progress=progress, should_stop=should_stop)
+
+
+def run_features(lm: LoadedModel, inputs, settings: FeaturesSettings, progress: ProgressCallback = None,
+                 should_stop: StopCheck = None) -> SentenceFeatures:
+    """The contract's run of sae-features: `inputs` (a SparseAutoencoder, the sentence, a second one or None)."""
+    sae, text, text_b = inputs
+    return sentence_features(sae, lm, text, text_b)
+
+
+SAE_TRAIN = Analysis(
+    name="sae-train", view="layers", command="sae-train", lens="sae_train", settings=TrainSettings, run=run_train,
+    charts="core.charts.sparse_features:trained_charts", title="Train a sparse autoencoder",
+    summary="train a TopK sparse autoencoder on one layer's token vectors (Gao et al. 2024)", order=21,
+)
+SAE_FEATURES = Analysis(
+    name="sae-features", view="layers", command="sae-features", lens="features", settings=FeaturesSettings,
+    run=run_features, charts="core.charts.sparse_features:features_charts", title="Sparse features",
+    summary="the sparse features of a saved SAE that fire on a sentence", order=20,
+)
+ANALYSES = (SAE_FEATURES, SAE_TRAIN)

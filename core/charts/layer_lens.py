@@ -89,3 +89,23 @@ def kl_chart(*results, frame: pd.DataFrame | None = None) -> alt.Chart:
         color=alt.Color("lens:N", title=None, legend=alt.Legend(orient="bottom")),
         tooltip=["lens", "layer", alt.Tooltip("kl:Q", format=".3f")],
     ).properties(width=420, height=220)
+
+
+def lens_charts(result) -> list:
+    """The lens analysis's charts (core.contract): the grid of top guesses, then KL to the final layer."""
+    return [(grid_chart(result), "The head's top guess at every layer and token."),
+            (kl_chart(result), "How far each layer's guesses are from the model's output (KL, nats).")]
+
+
+def fitted_frame(fitted) -> pd.DataFrame:
+    """A fitted tuned lens's held-out KL to the final layer, beside the logit lens's: layer, lens, kl."""
+    return pd.DataFrame([{"layer": layer, "lens": LENS_NAMES[kind], "kl": float(kl)}
+                         for kind, values in (("logit", fitted.kl_logit_held_out), ("tuned", fitted.kl_tuned_held_out))
+                         for layer, kl in enumerate(values)])
+
+
+def fitted_charts(fitted) -> list:
+    """The fit-tuned-lens analysis's chart: held-out KL per layer of both lenses."""
+    frame = fitted_frame(fitted)
+    return [(kl_chart(frame=frame), f"Held-out KL to the final layer of the logit lens and of the tuned lens "
+                                    f"'{fitted.name}' ({fitted.held_out_tokens} tokens).")]

@@ -101,3 +101,11 @@ def final_chart(pred, m: int, frame: pd.DataFrame | None = None) -> alt.HConcatC
         tooltip=tooltip,
     ).properties(width=layout.MIN_CHART_PX, height=180)
     return alt.hconcat(probability, rank)
+
+
+def prediction_charts(pred) -> list:
+    """The fill-mask analysis's charts (core.contract): the final guesses at each mask, then the first mask's guesses
+    layer by layer."""
+    return [(top_chart(pred), "The model's top guesses at each [MASK]."),
+            (lens_chart(pred, 0), "The masked-word head on every layer's vector at the first mask (only the last "
+                                  "layer feeds it).")]

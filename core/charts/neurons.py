@@ -103,3 +103,25 @@ def sentence_chart(sentence: NeuronSentence, neuron: int, reach: float | None = 
     return layout.fixed_size(alt.layer(cells, text, title=f"Neuron {neuron} of layer {sentence.layer} on your "
                                                              "sentence").properties(width=alt.Step(max(44, layout.column_step(len(order)).step)),
                                                                         height=44))
+
+
+SHOWN = 20  # neurons a chart of the list draws (the page's count)
+
+
+def index_charts(index: NeuronIndex) -> list:
+    """The neurons analysis's charts (core.contract): the neurons with the highest activation, then the first's
+    top contexts."""
+    order = index.by_max()
+    frame = neurons_frame(index, order[:SHOWN])
+    return [(neurons_chart(frame, "max activation", f"Neurons of layer {index.layer}, highest activation first"),
+             f"The {len(frame)} neurons of layer {index.layer} with the highest activation over {index.corpus}."),
+            (contexts_chart(index, int(order[0])), f"Neuron {int(order[0])}'s top contexts.")]
+
+
+def changes_charts(shown) -> list:
+    """The neurons-diff analysis's chart: the neurons that changed most (core.analyses.neurons.ChangesShown)."""
+    changes = shown.changes
+    frame = neurons_frame(shown.index_a, shown.shown, changes)
+    title = f"Neurons of layer {changes.layer} that changed most in {changes.model_b}"
+    return [(neurons_chart(frame, "change", title), f"Cohen's d of B ({changes.model_b}) against A "
+                                                    f"({changes.model_a}) over {changes.corpus}.")]

@@ -122,3 +122,24 @@ def change_chart(change: FiringChange, top: int = 20) -> alt.LayerChart:
         tooltip=["feature", "model", alt.Tooltip("firing rate:Q", format=".2%"), alt.Tooltip("change:Q", format="+.2%")])
     return layout.fixed_size(alt.layer(line, dots, title=f"Features whose firing rate changed most ({change.corpus})")
                              .properties(width=320, height=layout.token_step()))
+
+
+def features_charts(found: SentenceFeatures) -> list:
+    """The sae-features analysis's chart (core.contract): the features firing on the sentence."""
+    return [(sentence_chart(found), f"The features of {found.sae} with the largest activation on the sentence.")]
+
+
+def loss_frame(trained) -> pd.DataFrame:
+    """A trained SAE's normalised MSE every `loss_every` steps: step (1-based: the loss of the batch of step 1,
+    1 + loss_every, ..., as training records it), loss."""
+    return pd.DataFrame({"step": [1 + i * trained.loss_every for i in range(len(trained.losses))],
+                         "loss": [float(v) for v in trained.losses]})
+
+
+def trained_charts(trained) -> list:
+    """The sae-train analysis's chart: its training loss (core.analyses.sparse_features.TrainedSae)."""
+    chart = alt.Chart(loss_frame(trained), title=f"{trained.name}: normalised MSE while training").mark_line().encode(
+        x=alt.X("step:Q", title="step"), y=alt.Y("loss:Q", title="normalised MSE"),
+        tooltip=["step", alt.Tooltip("loss:Q", format=".4f")]).properties(width=420, height=220)
+    return [(chart, f"Held-out fraction of variance explained {trained.quality.fve:.3f}, dead features "
+                    f"{100 * trained.quality.dead_fraction:.1f} %.")]

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from core import validation
 from core.model.encoding import read_input
-from core.commands import add_json_arguments, warn_truncated
-from core.analyses.masked import DEFAULT_TOP_K, fill_mask, normalise_masks
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, warn_truncated
+from core.analyses.masked import FILL_MASK as ANALYSIS, fill_mask, normalise_masks
+
 from core.model.loading import load_model
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "fill-mask",
-        help="top-k guesses for each [MASK] of a sentence, from the model's MLM head on every layer",
+        ANALYSIS.command,
+        help=ANALYSIS.summary,
         description="Write [MASK] (or <mask>, any case: it becomes the model's own mask token) where a word should "
         "be guessed. The last layer listed is the model's own output; earlier layers are the same head applied to "
         "that layer's hidden state (a probe: those layers were not trained to feed the head).",
@@ -20,16 +21,19 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=None, help="hub id, local folder or run name with an MLM head (default: BERTLENS_MODEL)")
     p.add_argument("--text", required=True, help='a sentence with [MASK], e.g. "The [MASK] raised rates."')
     p.add_argument("--text-b", default=None, help="an optional second sentence (a pair)")
-    p.add_argument("--top-k", type=validation.positive, default=DEFAULT_TOP_K, help=f"guesses per mask and layer (default {DEFAULT_TOP_K})")
-    p.add_argument("--layers", default="all", type=validation.layer_list,
-                   help='"all" (default: 0 = embeddings .. L), "last", or a list such as 0,6,12 (L is always added)')
+    add_settings_arguments(p, ANALYSIS, skip=("layers",))
+    # Its spelling is checked before the model loads (validation.layer_list), its range once the depth is known.
+    layers = ANALYSIS.field("layers")
+    p.add_argument("--layers", dest="layers", default=layers.default, type=validation.layer_list,
+                   help=f"{layers.meta.help} (default {layers.default})")
     add_json_arguments(p)
     p.set_defaults(func=run_fill_mask)
 
 
 def run_fill_mask(args) -> int:
     lm = load_model(args.model, masked_lm=True)
-    result = fill_mask(lm, args.text, args.text_b, top_k=args.top_k, layers=args.layers)
+    settings = settings_from_args(ANALYSIS, args)
+    result = fill_mask(lm, args.text, args.text_b, top_k=settings.top_k, layers=settings.layers)
     mask = lm.tokenizer.mask_token  # counted on the text as fill_mask reads it, every mask spelling made [MASK]
     truncated = warn_truncated(read_input(lm, normalise_masks(args.text, mask),
                                                      normalise_masks(args.text_b, mask) if args.text_b else None))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core import validation
 from core.analyses import logit_lens as lenses
-from core.commands import add_json_arguments, add_model_argument, stderr_progress, warn_truncated
+from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args,
+                           stderr_progress, warn_truncated)
 from core.data import corpus as corpora
 from core.model.encoding import read_input
 from core.model.loading import load_model
@@ -12,8 +13,8 @@ from core.model.loading import load_model
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "lens",
-        help="the MLM head's top guesses at every layer and token (logit lens, or a fitted tuned lens)",
+        lenses.LENS.command,
+        help=lenses.LENS.summary,
         description="Layer 0 is the embeddings, the last layer the model's own output. kl_to_final is KL(final "
         "layer's distribution || the lens's) in nats, averaged over the non-special tokens. A model without an "
         "MLM head needs one fitted first (python -m core fit-mlm-head).",
@@ -21,17 +22,14 @@ def register(subparsers) -> None:
     add_model_argument(p)
     p.add_argument("--text", required=True, help="the sentence to read")
     p.add_argument("--text-b", default=None, help="an optional second sentence (a pair)")
-    p.add_argument("--kind", choices=lenses.KINDS, default="logit",
-                   help="logit: the head on each layer's vector (default); tuned: through a fitted lens (--lens)")
+    add_settings_arguments(p, lenses.LENS)  # --kind, --top-k
     p.add_argument("--lens", default=None, help="a tuned lens's name (see python -m core models) or folder")
-    p.add_argument("--top-k", type=validation.positive, default=lenses.DEFAULT_TOP_K,
-                   help=f"guesses per layer and token (default {lenses.DEFAULT_TOP_K})")
     add_json_arguments(p)
     p.set_defaults(func=run_lens)
 
     f = subparsers.add_parser(
-        "fit-tuned-lens",
-        help="fit a tuned lens (one affine translator per layer) so each layer's guesses match the final layer's",
+        lenses.FIT_TUNED_LENS.command,
+        help=lenses.FIT_TUNED_LENS.summary,
         description="The model stays frozen; the translators minimise KL(final || lens) over the corpus's tokens "
         "(the last tenth of the sentences is held out and scored for both lenses). Saved as "
         "models_cache/lenses/NAME/lens.safetensors (layers.{l}.weight, layers.{l}.bias) + config.json.",
@@ -40,11 +38,7 @@ def register(subparsers) -> None:
     f.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     f.add_argument("--limit", type=validation.positive, default=None, help="the first N sentences of --corpus only")
     f.add_argument("--out", dest="name", required=True, metavar="NAME", help="the lens's name (its folder)")
-    f.add_argument("--steps", type=validation.positive, default=lenses.DEFAULT_STEPS,
-                   help=f"optimiser steps (default {lenses.DEFAULT_STEPS})")
-    f.add_argument("--batch-tokens", type=validation.positive, default=lenses.DEFAULT_BATCH_TOKENS,
-                   help=f"tokens per step (default {lenses.DEFAULT_BATCH_TOKENS})")
-    f.add_argument("--seed", type=validation.count, default=0, help="corpus sample and batch seed (default 0)")
+    add_settings_arguments(f, lenses.FIT_TUNED_LENS)  # --steps, --batch-tokens, --seed
     f.add_argument("--overwrite", action="store_true",
                    help="replace a saved lens of that name (kept until the new one is saved); without it the name is refused")
     add_json_arguments(f, "one JSON object: name, path, held-out KL per layer of both lenses")
@@ -53,7 +47,7 @@ def register(subparsers) -> None:
 
 def run_lens(args) -> int:
     lm = load_model(args.model, masked_lm=True)
-    result = lenses.logit_lens(lm, args.text, args.text_b, kind=args.kind, lens=args.lens, top_k=args.top_k)
+    result = lenses.run_lens(lm, (args.text, args.text_b, args.lens), settings_from_args(lenses.LENS, args))
     warn_truncated(read_input(lm, args.text, args.text_b))  # on stderr: the JSON's keys are the issue's, exactly
     if args.json:
         validation.dump_json(result.to_json(), args.out)
@@ -69,11 +63,12 @@ def run_lens(args) -> int:
 
 def run_fit_tuned_lens(args) -> int:
     lenses.check_free_name(args.name, args.overwrite)  # before any model loads or corpus is read
-    corpus = corpora.resolve(args.corpus, args.seed, limit=args.limit).head(args.limit)
+    settings = settings_from_args(lenses.FIT_TUNED_LENS, args)
+    corpus = corpora.resolve(args.corpus, settings.seed, limit=args.limit).head(args.limit)
     lm = load_model(args.model, masked_lm=True)
-    result = lenses.fit_tuned_lens(lm, corpus.sentences, args.name, corpus=corpus.name, steps=args.steps,
-                                   batch_tokens=args.batch_tokens, seed=args.seed, progress=stderr_progress(args),
-                                   overwrite=args.overwrite)
+    result = lenses.fit_tuned_lens(lm, corpus.sentences, args.name, corpus=corpus.name, steps=settings.steps,
+                                   batch_tokens=settings.batch_tokens, seed=settings.seed,
+                                   progress=stderr_progress(args), overwrite=args.overwrite)
     if args.json:
         validation.dump_json(result.to_json())
         return 0

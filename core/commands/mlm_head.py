@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from core import validation
-from core.commands import add_json_arguments, stderr_progress
+from core.analyses.masked import FIT_MLM_HEAD as ANALYSIS
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, stderr_progress
 from core.data import corpus as corpora
 from core.data.corpus import GRAMMAR
 from core.model.loading import load_model
@@ -15,8 +16,8 @@ from core.model.loading import load_model
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "fit-mlm-head",
-        help="fit a masked-word head on a frozen encoder (MiniLM, a fine-tuned run) so it can guess [MASK]",
+        ANALYSIS.command,
+        help=ANALYSIS.summary,
         description="Trains the family's MLM head (dense + activation + LayerNorm + decoder tied to the word "
         "embeddings, + bias) on the frozen encoder's last layer with BERT's objective (15 % whole words masked, "
         "80/10/10), measures it on held-out sentences against the best constant guess, and saves a whole model "
@@ -27,8 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, help="hub id, local folder or run name of an encoder without an MLM head")
     p.add_argument("--corpus", required=True, help="corpus spec, e.g. snli:train:20000 (pairs give both sentences)")
     p.add_argument("--limit", type=validation.positive, default=None, help="at most this many sentences")
-    p.add_argument("--steps", type=validation.positive, default=None, help="optimiser steps (default 3000)")
-    p.add_argument("--seed", type=validation.count, default=0, help="masking, split and initialisation seed (default 0)")
+    add_settings_arguments(p, ANALYSIS)
     p.add_argument("--out", required=True, help="name of the saved head, e.g. minilm-mlm (loadable by that name)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a saved head of that name (kept until the new one is saved); without it the name is refused")
@@ -42,7 +42,8 @@ def run_fit_mlm_head(args) -> int:
     estimate = None if args.quiet else _estimate(args)
     if estimate:
         print(estimate, file=sys.stderr, flush=True)  # before it starts (issue 48)
-    fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=args.steps, seed=args.seed,
+    settings = settings_from_args(ANALYSIS, args)
+    fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=settings.steps, seed=settings.seed,
                        progress=stderr_progress(args), overwrite=args.overwrite)
     if args.json:
         validation.dump_json(fit.to_json(), None)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core import validation
 from core.analyses import sparse_features as sf
-from core.commands import add_json_arguments, add_model_argument, counted, stderr_progress
+from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, counted, settings_from_args,
+                           stderr_progress)
 from core.data import corpus as corpora
 from core.model import distributed
 from core.model.loading import load_model
@@ -12,8 +13,8 @@ from core.model.loading import load_model
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "sae-train",
-        help="train a TopK sparse autoencoder on one layer's token vectors (Gao et al. 2024)",
+        sf.SAE_TRAIN.command,
+        help=sf.SAE_TRAIN.summary,
         description="Encodes the corpus (each rank its share under torchrun / accelerate launch), then trains "
         "z = ReLU(TopK_k(W_enc^T((x / input_scale) - b_dec) + b_enc)) on hidden_states[LAYER] at the non-special "
         "tokens, and saves models_cache/saes/NAME (sae.safetensors + config.json). Run the same command again after "
@@ -23,17 +24,13 @@ def register(subparsers) -> None:
     p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
     p.add_argument("--limit", type=validation.positive, default=None, help="the first N inputs of --corpus only")
     p.add_argument("--layer", type=validation.count, required=True, help="0 = the embeddings, L = the last layer")
-    p.add_argument("--features", type=validation.positive, required=True, help="F, e.g. 8 × the model's width")
-    p.add_argument("--k", type=validation.positive, required=True, help="features kept per token (e.g. 32)")
     # dest "name": core/__main__.py clears args.out (the JSON file of other commands) on every rank but the first
     p.add_argument("--out", dest="name", required=True, metavar="NAME",
                    help="the saved SAE's name (models_cache/saes/NAME)")
-    p.add_argument("--steps", type=validation.count, default=0,
-                   help="Adam steps (default 0: --epochs passes over the training tokens)")
-    p.add_argument("--epochs", type=validation.positive_number, default=sf.TrainSettings.epochs)
-    p.add_argument("--batch", type=validation.positive, default=sf.TrainSettings.batch, help="tokens per step")
-    p.add_argument("--lr", type=validation.positive_number, default=sf.TrainSettings.lr)
-    p.add_argument("--seed", type=validation.count, default=0, help="training and corpus sample seed")
+    add_settings_arguments(p, sf.SAE_TRAIN)  # --features, --k, --batch, --steps, --epochs, --lr, --seed
+    for action in p._actions:  # F and k have no default: the command asks for them, as before
+        if action.dest in ("features", "k"):
+            action.required = True
     p.add_argument("--device", default=None, help="cpu, cuda, ... (default: CUDA when there is one)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace a saved SAE of that name (kept until the new one is saved); without it the name is refused")
@@ -41,8 +38,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser(
-        "sae-features",
-        help="the sparse features of a saved SAE that fire on a sentence",
+        sf.SAE_FEATURES.command,
+        help=sf.SAE_FEATURES.summary,
         description="JSON keys: sae, model, layer, text, tokens (the non-special word pieces), positions (their "
         "index among all tokens), features (each firing feature: feature, max, token = index into tokens of its "
         "max, tokens_active; largest max first), active (per token, its features and values, largest first), "
@@ -59,10 +56,9 @@ def register(subparsers) -> None:
 def run_train(args) -> int:
     sf.check_name(args.name)
     sf.check_free_name(args.name, args.overwrite)  # before the corpus is read and the model loads
-    corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
-    settings = sf.TrainSettings(features=args.features, k=args.k, batch=args.batch, steps=args.steps,
-                                epochs=args.epochs, lr=args.lr, seed=args.seed)
+    settings = settings_from_args(sf.SAE_TRAIN, args)
     settings.check()
+    corpus = corpora.resolve(args.corpus, settings.seed).take(args.limit)
     ctx = distributed.current()
     lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
     spec = f"{args.corpus}" + (f" (first {args.limit})" if args.limit else "")

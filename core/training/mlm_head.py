@@ -454,3 +454,12 @@ def fit_job(model: str, corpus: str, out: str, limit: int | None, steps: int | N
     """core.jobs work (a process job from the Masked words page): JSON-serialisable arguments only."""
     return fit_mlm_head(model, corpus, out, limit=limit, steps=steps, seed=seed, progress=progress,
                         should_stop=should_stop)
+
+
+def run_fit(model: str, inputs, settings, progress: ProgressCallback = None, should_stop: StopCheck = None, *,
+            overwrite: bool = False) -> HeadFit:
+    """The contract's run of fit-mlm-head (core.analyses.masked.FitHeadSettings): `inputs` (corpus spec, saved
+    name), or (corpus spec, saved name, sentence limit)."""
+    corpus, out, *rest = inputs
+    return fit_mlm_head(model, corpus, out, limit=rest[0] if rest else None, steps=settings.steps, seed=settings.seed,
+                        progress=progress, should_stop=should_stop, overwrite=overwrite)
