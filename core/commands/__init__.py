@@ -84,6 +84,7 @@ def _setting_type(f):
             raise argparse.ArgumentTypeError(str(err)) from None
 
     parse.__name__ = f.type
+    parse.setting = f  # what the CLI fuzz (tests/unit/test_cli_fuzz.py) reads to make this option's bad values
     return parse
 
 

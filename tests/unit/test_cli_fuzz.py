@@ -25,6 +25,22 @@ BAD_VALUES = {"name": BAD_NAMES, "layer_list": BAD_LAYERS, "output_file": BAD_OU
 NUMBER_TYPES = (validation.count, validation.positive, validation.positive_number, validation.unit_fraction)
 
 
+def _declared_bad_values(f) -> list[str]:
+    """Bad values of a declared setting's option (core.contract), from its declaration: wrong types, and one step
+    past each bound (as the user counts: a layer 1..L adds `shown`)."""
+    if f.meta.choices is not None:
+        return list(BAD_CHOICES)
+    if f.type not in ("int", "float", "ints"):
+        return []  # free text: any value is a value
+    shown = f.meta.shown
+    past = ([f.meta.low - 1 + shown] if f.meta.low is not None else []) + \
+           ([f.meta.high + 1 + shown] if f.meta.high is not None else [])
+    past = [str(int(v)) if float(v).is_integer() else str(v) for v in past]
+    if f.type == "ints":
+        return ["two", "1,x", *(f"{shown},{v}" for v in past)]
+    return ["", "two", "nan", "1e999", *(["3.5"] if f.type == "int" else []), *past]
+
+
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -43,6 +59,9 @@ def _typed_options():
             option = action.option_strings[-1]
             if getattr(action.type, "__name__", "") in BAD_VALUES:
                 for value in BAD_VALUES[action.type.__name__]:
+                    yield name, option, value
+            elif getattr(action.type, "setting", None) is not None:
+                for value in _declared_bad_values(action.type.setting):
                     yield name, option, value
             elif action.type in NUMBER_TYPES:
                 takes_fractions = action.type is validation.positive_number
@@ -94,11 +113,12 @@ def test_every_subcommand_is_enumerated_and_fuzzed():
 
 
 def test_every_typed_option_goes_through_core_validation():
-    """A bare `type=int` took -5 and `type=float` took nan: every option with a type uses one of core.validation's,
-    so the fuzz below knows its bad values."""
+    """A bare `type=int` took -5 and `type=float` took nan: every option with a type uses one of core.validation's
+    or is a declared setting's (core.contract), so the fuzz below knows its bad values."""
     untested = [(name, action.option_strings[-1], action.type) for name, sub in SUBCOMMANDS.items()
                 for action in sub._actions if action.type is not None and action.type not in NUMBER_TYPES
-                and getattr(action.type, "__name__", "") not in BAD_VALUES]
+                and getattr(action.type, "__name__", "") not in BAD_VALUES
+                and getattr(action.type, "setting", None) is None]
     assert untested == []
 
 
