@@ -155,6 +155,7 @@ def test_attention_norms_and_shares_twins_agree(tiny, tmp_path, capsys):
     data = lens.attention_norm_shares(tiny, str(corpus), limit=2, batch_size=1, return_data=True)
     same_json(data.to_json(), cli)
     assert cli["n_inputs"] == 2
+    _draws("attention-norm-shares", data.result)
 
 
 def test_pair_attention_twins_agree(tiny, data_dir, capsys):
@@ -165,3 +166,33 @@ def test_pair_attention_twins_agree(tiny, data_dir, capsys):
     data = lens.pair_attention(tiny, "mrpc:test", limit=16, top=3, words_only=True, return_data=True)
     same_json(data.to_json(), cli)
     assert len(cli["top_heads"]) == 3 and cli["words_only"] is True
+    _draws("pair-attention", data.result)
+
+
+def _draws(name: str, result) -> None:
+    from core import views
+
+    for chart, caption in views.analysis(name).charts_function()(result):
+        assert chart.to_dict() and caption
+
+
+@pytest.mark.parametrize("name, inputs, chosen", [
+    ("head-view", (TEXT, TEXT_B), {"layer": 0, "heads": "1,2", "pair_filter": "b-a", "word_level": True}),
+    ("model-view", (TEXT, TEXT_B), {"pixels": 5, "pair_filter": "a-a"}),
+    ("neuron", (TEXT, TEXT_B), {"layer": 2, "head": 1, "query": 9, "pair_filter": "B→A"}),
+    ("attention-norms", (TEXT, None), {}),
+])
+def test_each_declarations_run_and_charts_give_the_lens_result(tiny, name, inputs, chosen):
+    """The declaration's run(subject, inputs, settings) is what the lens twin draws, and its charts draw it."""
+    from core import lens, views
+    from core.model.loading import load_model
+
+    analysis = views.analysis(name)
+    settings = analysis.make(chosen)
+    result = analysis.run_function()(load_model(tiny, device="cpu"), inputs, settings)
+    data = getattr(lens, analysis.lens)(tiny, *inputs, **chosen, return_data=True)
+    same_json(data.to_json(), json.loads(json.dumps(result.to_json())))
+    charts = analysis.charts_function()
+    if charts is not None:
+        for chart, caption in charts(result):
+            assert chart.to_dict() and caption
