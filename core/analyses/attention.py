@@ -27,8 +27,8 @@ def pair_filter_setting(url: str = "filter"):
 
 def head_layer_setting(url: str = "layer"):
     """A transformer layer held as its array index, shown 1..L; left out: numbering.default_head_layer."""
-    return setting(None, f"transformer layer, {numbering.LAYER_ARGUMENT_HELP}; by default layer 3, or the last "
-                   "of a shallower model", type="int", low=0, high=MAX_LAYER_INDEX, shown=1, url=url)
+    return setting(None, f"transformer layer, {numbering.LAYER_ARGUMENT_HELP}; core.lens takes its array index, "
+                   "one less; by default layer 3, or the last of a shallower model", type="int", low=0, high=MAX_LAYER_INDEX, shown=1, url=url)
 
 
 @dataclass(frozen=True)
