@@ -196,3 +196,17 @@ def test_each_declarations_run_and_charts_give_the_lens_result(tiny, name, input
     if charts is not None:
         for chart, caption in charts(result):
             assert chart.to_dict() and caption
+
+
+def test_a_lesson_steps_inside_head_charts_start_where_the_page_does(tiny):
+    """The step's charts read their defaults from the neuron view's declaration, as the page does: query 1 (the
+    first word), not 0 as the step's code had its own copy; `inside_filter=a-b` is read too."""
+    from core import lens
+
+    steps = lens.view("attention", {"model": tiny, "a": TEXT, "inside_layer": "2"})
+    assert steps[1][0].to_dict() == lens.neuron_view(tiny, TEXT, layer=1, query=1).to_dict()
+    assert steps[2][0].to_dict() == lens.attention_norms(tiny, TEXT, layer=1, query=1).to_dict()
+    paired = lens.view("attention", {"model": tiny, "a": TEXT, "b": TEXT_B, "inside_layer": "2", "inside_query": "3",
+                                     "inside_filter": "a-b", "filter": "a-b"})
+    assert paired[0][0].to_dict() == lens.head_view(tiny, TEXT, TEXT_B, pair_filter="A→B").to_dict()
+    assert paired[1][0].to_dict() == lens.neuron_view(tiny, TEXT, TEXT_B, layer=1, query=3, pair_filter="A→B").to_dict()
