@@ -283,6 +283,9 @@ def attention_norms(model, text: str, text_b: str | None = None, *, settings, la
     norms = ih.norms_of(lm, (text, text_b), settings)
     _warn_if_cut(read_input(lm, text, text_b))
     index = layer_in_range(where.layer, norms.norms.shape[0])
+    for name, value, size in (("head", where.head, norms.norms.shape[1]), ("query", where.query, len(norms.tokens))):
+        if value >= size:
+            raise ValueError(f"{name} {value} does not exist; pick {name} 0..{size - 1}")
     frame = inside_head_charts.row_frame(norms, index, where.head, where.query)
     chart = inside_head_charts.row_chart(frame, f"Layer {numbering.shown(index)}, head {where.head}, query {where.query}")
     return _out(chart, frame, return_data, norms)

@@ -50,6 +50,8 @@ def settings_of(params: Mapping[str, str], keys: Mapping[str, str]) -> dict:
     index; a value that does not fit is left out, as the page drops it)."""
     values = parse(VIEW.url_path, params).values
     return {name: values[key] for name, key in keys.items() if key in values}
+
+
 # core.analyses.patching.METHODS, named; "compare" runs both and shows how well the fast estimate tracks the exact one
 PATCH_METHODS = {"exact": "exact", "attribution": "attribution (fast)", "compare": "attribution vs exact"}
 # What the "Heads over a dataset" section starts from (the page sets them; a step's view is read with them too).

@@ -148,6 +148,8 @@ def test_attention_norms_and_shares_twins_agree(tiny, tmp_path, capsys):
 
     cli = cli_json(capsys, "attention-norms", "--model", tiny, "--text", TEXT)
     same_json(lens.attention_norms(tiny, TEXT, return_data=True).to_json(), cli)
+    with pytest.raises(ValueError, match="head 9 does not exist; pick head 0..3"):
+        lens.attention_norms(tiny, TEXT, head=9)  # a plain message, not an IndexError from the array
     corpus = tmp_path / "sentences.txt"
     corpus.write_text("the cat sat on the mat .\na dog ran in the park .\nhe sat by the river bank .\n")
     cli = cli_json(capsys, "attention-norm-shares", "--model", tiny, "--corpus", str(corpus), "--limit", "2",
