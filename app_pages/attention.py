@@ -16,13 +16,16 @@ from app_pages.widgets.common import (
 from app_pages.widgets.common import sidebar_place
 from core import numbering
 from core.charts import attention as charts
-from core.analyses.attention import PAIR_FILTERS, attention_view
+from core.analyses import attention as head_view
+from core.analyses import model_view as model_views
+from core.analyses.attention import attention_view
 from core.analyses.model_view import SCALES, model_view
 from app_pages.widgets.attention_dataset import render as render_heads_over_dataset
 from app_pages.widgets import ask_class, causes, inside_head
 from app_pages.widgets import pair_heads
+from app_pages.widgets.settings_form import setting_input
 from core.data.examples import EXAMPLES, MRPC_REPORT_EXAMPLES
-from core.views.attention import TABS
+from core.views.attention import CAUSES, DATASET, INSIDE, ONE_SENTENCE, tab_renderers
 
 st.title("Attention heads")
 intro(
@@ -48,8 +51,8 @@ def render_one_sentence() -> None:
     warn_if_truncated(encoding)
 
     n_layers, n_heads = encoding.attentions.shape[:2]
-    st.session_state.setdefault("attention.layer", min(n_layers - 1, 2))
-    st.session_state.setdefault("attention.heads", [0])
+    st.session_state.setdefault("attention.layer", numbering.default_head_layer(n_layers))
+    st.session_state.setdefault("attention.heads", list(head_view.ANALYSIS.field("heads").default))
     # A model with fewer layers/heads than the last one: keep the choice in range.
     st.session_state["attention.layer"] = min(st.session_state["attention.layer"], n_layers - 1)
     st.session_state["attention.heads"] = [h for h in st.session_state["attention.heads"] if h < n_heads] or [0]
@@ -77,18 +80,21 @@ def render_one_sentence() -> None:
         return
 
     controls = st.columns([1, 2, 1])
-    layer = controls[0].selectbox("Layer", list(range(n_layers)), key="attention.layer", format_func=numbering.label)
+    # layer, filter and the two switches: default, choices and help from the declaration (core.analyses.attention)
+    layer = setting_input(head_view.ANALYSIS, "layer", "Layer", key="attention.layer", container=controls[0],
+                          high=n_layers - 1)
     heads = controls[1].multiselect(
         "Heads (several are averaged)", list(range(n_heads)), key="attention.heads", placeholder="Pick heads"
     )
     pair_filter = "all"
     if encoding.is_pair:
-        pair_filter = controls[2].selectbox(
-            "Sentence filter", PAIR_FILTERS, key="attention.filter", help="A→B: how sentence A's words look at sentence B."
-        )
+        pair_filter = setting_input(head_view.ANALYSIS, "pair_filter", "Sentence filter", key="attention.filter",
+                                    container=controls[2])
     options = st.columns(3)
-    hide_special = options[0].toggle("Hide [CLS]/[SEP]", key="attention.hide_special")
-    word_level = options[1].toggle("Whole words", key="attention.word_level")
+    hide_special = setting_input(head_view.ANALYSIS, "hide_special", "Hide [CLS]/[SEP]", key="attention.hide_special",
+                                 container=options[0])
+    word_level = setting_input(head_view.ANALYSIS, "word_level", "Whole words", key="attention.word_level",
+                               container=options[1])
     style = options[2].radio("Draw as", ["Lines", "Heatmap"], key="attention.style", horizontal=True)
 
     if not heads:
@@ -109,7 +115,7 @@ def render_one_sentence() -> None:
     if notes:
         st.caption("; ".join(notes).capitalize() + ".")
 
-    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    title = numbering.head_title(layer, heads)
     if style == "Lines":
         show_all = st.session_state.get("attention.show_all", False)
         limits = {"threshold": 0.0, "top_k": None} if show_all else {}
@@ -135,15 +141,17 @@ def render_model_view(encoding, matrix, on_select) -> None:
     """Every head as a thumbnail of `matrix` [layer, head, query, key], with the colour scale and pair filter."""
     n_layers, n_heads = matrix.shape[:2]
     controls = st.columns([1, 1])
-    st.session_state.setdefault("attention.scale", "head")
+    scale_setting = model_views.ANALYSIS.field("scale")
+    st.session_state.setdefault("attention.scale", scale_setting.default)
+    # The page's own segmented control (required: a colour scale is always chosen); choices from the declaration.
     scale = controls[0].segmented_control(
         "Colour scale", SCALES, key="attention.scale", format_func=SCALE_NAMES.get, required=True,
         help="Per head: each square darkest at its own largest weight. Shared: one maximum over all heads, so "
-             "stronger heads (and layers) look darker.") or "head"
+             "stronger heads (and layers) look darker.") or scale_setting.default
     pair_filter = "all"
     if encoding.is_pair:
-        pair_filter = controls[1].selectbox("Sentence filter", PAIR_FILTERS, key="attention.filter",
-                                            help="A→B: how sentence A's words look at sentence B.")
+        pair_filter = setting_input(model_views.ANALYSIS, "pair_filter", "Sentence filter", key="attention.filter",
+                                    container=controls[1])
     view = model_view(matrix, encoding.tokens, encoding.segment_ids, scale=scale, pair_filter=pair_filter)
     shown = "" if pair_filter == "all" else f" Only {pair_filter}: rows of one sentence, columns of the other."
     darkest = (f"darkest = {float(view.scale_max.max()):.3f}, one scale for every head" if scale == "shared"
@@ -163,12 +171,16 @@ def render_dataset_tab() -> None:
     pair_heads.render()
 
 
+# The tabs in the order the view lists them (core.views.attention.TABS); a tab drawn here but not listed there, or
+# listed and not drawn, stops the page with the difference named.
+TABS = tab_renderers({ONE_SENTENCE: render_one_sentence, DATASET: render_dataset_tab, INSIDE: inside_head.render,
+                      CAUSES: causes.render})
 # Only the open tab runs (on_change="rerun"): the Inside-a-head tab's own forward passes would otherwise double
 # the cost of every new sentence in the head view.
-tabs = st.tabs(TABS, key="attention.tab", on_change="rerun")
+tabs = st.tabs([title for title, _ in TABS], key="attention.tab", on_change="rerun")
 
 
-for tab, render in zip(tabs, (render_one_sentence, render_dataset_tab, inside_head.render, causes.render)):
+for tab, (_, render) in zip(tabs, TABS):
     if tab.open:
         with tab:
             render()

@@ -187,7 +187,7 @@ def render() -> None:
     highlight = encoding.token_labels[position]
     st.caption(f"The lines of {markdown_text(highlight)} (in red) are shown first: how the masked position spread its attention "
                "in this layer. Point at another token to see its lines.")
-    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
+    title = numbering.head_title(layer, heads)
     head_chart = attention_charts.head_view_lines(view, title, highlight=highlight)
     draw_chart(head_chart, key="masked.attention")
     st.caption(attention_charts.lines_note(view))

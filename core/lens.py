@@ -37,14 +37,15 @@ from core import bias, contract, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import head_features
+from core.analyses.heads.pairs import mrpc_pairs, pair_heads_of
 from core.analyses import inside_head as ih
 from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
 from core.analyses import sparse_features as sparse
-from core.analyses.attention import attention_view
-from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
+from core.analyses.attention import head_view_of, layer_in_range
+from core.analyses.model_view import model_view_of
 from core.analyses.projection import collect_tokens, layerwise_projection
 from core.charts import anisotropy as anisotropy_charts
 from core.charts import attention as attention_charts
@@ -57,6 +58,7 @@ from core.charts import layout
 from core.charts import layer_lens as layer_lens_charts
 from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
+from core.charts import pair_attention as pair_attention_charts
 from core.charts import patching as patching_charts
 from core.charts import timelapse as timelapse_charts_module
 from core.charts import reproduce as reproduce_charts
@@ -206,38 +208,46 @@ def _stacked(charts) -> alt.VConcatChart:
 
 # ---- attention ---------------------------------------------------------------------------------------------------
 
-def head_view(model, text: str, text_b: str | None = None, *, layer: int | None = None,
-              heads: Sequence[int] | int = (0,), pair_filter: str = "all", hide_special: bool = False,
-              word_level: bool = False, style: str = "lines", return_data: bool = False):
+@twin("head-view")
+def head_view(model, text: str, text_b: str | None = None, *, settings, style: str = "lines",
+              return_data: bool = False):
     """One layer's heads (several are averaged) as lines between tokens (style "lines") or a heatmap ("heatmap"),
-    as on the Attention heads page. layer (an array index, drawn as layer + 1) None: the page's default (index 2, or the last of a
-    shallower model).
-    Frame: query, key, weight."""
+    as on the Attention heads page. layer (an array index, drawn as layer + 1) None: the page's default
+    (numbering.default_head_layer: index 2, or the last of a shallower model); heads a list or one head;
+    pair_filter "A→B" or "a-b" alike. Frame: query, key, weight; with return_data `.result` is the AttentionView,
+    `.to_json()` what `python -m core head-view --json` prints."""
     _, encoding = _encoding(model, text, text_b)
-    n_layers = encoding.attentions.shape[0]
-    layer = min(n_layers - 1, 2) if layer is None else int(layer)
-    heads = [int(heads)] if isinstance(heads, (int, np.integer)) else [int(h) for h in heads]
-    if not heads:
-        raise ValueError("pick at least one head")
-    view = attention_view(encoding, layer, heads, pair_filter=pair_filter, hide_special=hide_special,
-                          word_level=word_level)
-    title = f"Layer {numbering.shown(layer)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
     if style not in ("lines", "heatmap"):
         raise ValueError(f"style must be 'lines' or 'heatmap', not {style!r}")
-    chart = attention_charts.head_view_lines(view, title) if style == "lines" else attention_charts.attention_heatmap(view, title)
-    return _out(chart, attention_charts.view_frame(view)[["query", "key", "weight"]], return_data)
+    view = head_view_of(encoding, settings)
+    chart = attention_charts.head_view_lines(view, view.title) if style == "lines" else attention_charts.attention_heatmap(view, view.title)
+    return _out(chart, attention_charts.view_frame(view)[["query", "key", "weight"]], return_data, view)
 
 
-def model_view(model, text: str, text_b: str | None = None, *, pair_filter: str = "all", scale: str = "head",
-               pixels: int = DEFAULT_PIXELS, return_data: bool = False):
+def _one_head_as_list(fn):
+    """head_view(heads=2): one head as the list [2] (the declaration's heads are a list)."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if isinstance(kwargs.get("heads"), (int, np.integer)):
+            kwargs["heads"] = [int(kwargs["heads"])]
+        return fn(*args, **kwargs)
+
+    return call
+
+
+head_view = _one_head_as_list(head_view)
+
+
+@twin("model-view")
+def model_view(model, text: str, text_b: str | None = None, *, settings, return_data: bool = False):
     """Every layer × head as a thumbnail of its attention matrix (the page's model view): each pixel the largest
     weight of the cells it covers; scale "head" (each head darkest at its own maximum) or "shared" (one maximum);
-    pair_filter as head_view's. Frame: layer, head, query, key, weight (token positions), every head's matrix
-    (the pairs the filter keeps)."""
+    pair_filter as head_view's ("A→B" or "a-b"). Frame: layer, head, query, key, weight (token positions), every
+    head's matrix (the pairs the filter keeps); with return_data `.to_json()` is `python -m core model-view --json`'s."""
     _, encoding = _encoding(model, text, text_b)
     a = encoding.attentions
-    view = build_model_view(a, encoding.tokens, encoding.segment_ids, pixels=pixels, scale=scale,
-                            pair_filter=pair_filter)
+    view = model_view_of(encoding, settings)
     chart = attention_charts.model_view_grid(view)
     if not return_data:
         return chart
@@ -245,29 +255,66 @@ def model_view(model, text: str, text_b: str | None = None, *, pair_filter: str 
     layer, head, query, key = np.indices((*a.shape[:2], len(rows), len(columns))).reshape(4, -1)
     frame = pd.DataFrame({"layer": numbering.shown(0) + layer, "head": head, "query": rows[query], "key": columns[key],
                           "weight": a[layer, head, rows[query], columns[key]]})
-    return chart, frame
+    return _out(chart, frame, return_data, view)
 
 
-def neuron_view(model, text: str, text_b: str | None = None, *, layer: int = 0, head: int = 0, query: int = 1,
-                return_data: bool = False):
-    """Inside one head for one query token: q, k, q⊙k and the scores (Attention heads page, "Inside a head").
-    Frame: the per-dimension rows of core.charts.inside_head.neuron_frame."""
+@twin("neuron")
+def neuron_view(model, text: str, text_b: str | None = None, *, settings, return_data: bool = False):
+    """Inside one head for one query token: q, k, q⊙k, the scores and their softmax (Attention heads page, "Inside
+    a head"); pair_filter "A→B" (or "a-b"): a query of sentence A against the keys of sentence B, as bertviz's
+    neuron view filters. Frame: core.charts.inside_head.neuron_table, per key and dimension k, q, q⊙k with the
+    key's score, attention (softmax) and position bias; `.to_json()` is `python -m core neuron --json`'s."""
     lm = load(model)
-    view = ih.neuron_view(lm, text, text_b, int(layer), int(head), int(query))
+    view = ih.neuron_of(lm, (text, text_b), settings)
     _warn_if_cut(read_input(lm, text, text_b))
-    return _out(inside_head_charts.neuron_chart(view), inside_head_charts.neuron_frame(view), return_data)
+    return _out(inside_head_charts.neuron_chart(view), inside_head_charts.neuron_table(view), return_data, view)
 
 
-def attention_norms(model, text: str, text_b: str | None = None, *, layer: int = 0, head: int = 0, query: int = 0,
-                    return_data: bool = False):
+@twin("attention-norms")
+def attention_norms(model, text: str, text_b: str | None = None, *, settings, layer: int | None = None,
+                    head: int | None = None, query: int | None = None, return_data: bool = False):
     """One query's attention row, raw vs norm-weighted ‖α f(x)‖ (Kobayashi et al. 2020), rescaled to sum to 1.
-    Frame: key, key_order, measure, share, ‖f(x)‖."""
+    Every layer, head and query is measured; layer, head and query pick the row drawn, with the neuron view's
+    defaults and bounds (core.analyses.inside_head.NeuronSettings) where left out. Frame: key, key_order,
+    measure, share, ‖f(x)‖; `.to_json()` is `python -m core attention-norms --json`'s (every norm)."""
     lm = load(model)
-    norms = ih.attention_norms(lm, text, text_b)
+    where = views.analysis("neuron").make({k: v for k, v in dict(layer=layer, head=head, query=query).items()
+                                           if v is not None})
+    norms = ih.norms_of(lm, (text, text_b), settings)
     _warn_if_cut(read_input(lm, text, text_b))
-    frame = inside_head_charts.row_frame(norms, int(layer), int(head), int(query))
-    chart = inside_head_charts.row_chart(frame, f"Layer {numbering.shown(layer)}, head {head}, query {query}")
-    return _out(chart, frame, return_data)
+    index = layer_in_range(where.layer, norms.norms.shape[0])
+    for name, value, size in (("head", where.head, norms.norms.shape[1]), ("query", where.query, len(norms.tokens))):
+        if value >= size:
+            raise ValueError(f"{name} {value} does not exist; pick {name} 0..{size - 1}")
+    frame = inside_head_charts.row_frame(norms, index, where.head, where.query)
+    chart = inside_head_charts.row_chart(frame, f"Layer {numbering.shown(index)}, head {where.head}, query {where.query}")
+    return _out(chart, frame, return_data, norms)
+
+
+@twin("attention-norm-shares")
+def attention_norm_shares(model, corpus="builtin", *, settings, limit: int = 200, progress=None,
+                          return_data: bool = False):
+    """Raw vs norm-weighted attention to [CLS], [SEP], punctuation and other tokens per layer, over the first
+    `limit` inputs of a corpus (a spec such as "snli:dev:200", or sentences; seeded sample: `seed`). Frame:
+    core.charts.inside_head.shares_frame; `.to_json()` is `python -m core attention-norm-shares --json`'s."""
+    name = corpus if isinstance(corpus, str) else "sentences"
+    inputs = corpora.corpus_of(corpus, seed=settings.seed).take(int(limit)).inputs
+    shares = ih.shares_of(load(model), inputs, settings, progress=progress, corpus=name)
+    chart, frame = inside_head_charts.shares_chart(shares)
+    return _out(chart, frame, return_data, shares)
+
+
+@twin("pair-attention")
+def pair_attention(model, corpus: str = "mrpc:test", *, settings, limit: int = 200, progress=None,
+                   return_data: bool = False):
+    """Paraphrase heads (the bertviz MRPC report, measured): every head's A→B and B→A attention share over the
+    first `limit` labelled pairs of a corpus spec (default MRPC test), split by gold label, and the AUC with which
+    it separates paraphrases from non-paraphrases. Frame: core.charts.pair_attention.separation_frame; `.to_json()`
+    is `python -m core pair-attention --json`'s (top_heads: the `top` most separating)."""
+    pairs, gold, _ = mrpc_pairs(corpus, settings.seed, int(limit))
+    result = pair_heads_of(load(model), (pairs, gold), settings, progress=progress, corpus=corpus)
+    chart, frame = pair_attention_charts.separation_chart(result)
+    return _out(chart, frame, return_data, result)
 
 
 attention_neuron = neuron_view  # the name the issue's list uses for the same view

@@ -46,3 +46,17 @@ def block_index(number: int, num_layers: int, what: str = "layer") -> int:
         raise ValueError(f"{what} {number}: this model's transformer layers are 1..{num_layers} "
                          "(0 is the embeddings, which have no attention heads)")
     return index_of(number)
+
+
+def default_head_layer(num_layers: int) -> int:
+    """The array index of the layer a head's view opens on when none is chosen: the third transformer layer (index
+    2, where BERT's heads already show clear patterns), or the last of a shallower model. The Attention heads page,
+    the Masked words page, core.lens and the CLI all start here."""
+    return min(int(num_layers) - 1, 2)
+
+
+def head_title(index: int, heads) -> str:
+    """The title of a head view: "Layer 3, head 5" / "Layer 3, heads 0, 2" for array index 2 (several heads are
+    averaged)."""
+    heads = [int(h) for h in heads]
+    return f"Layer {shown(index)}, head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"

@@ -26,6 +26,8 @@ from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core import numbering
 from core.analyses import inside_head as ih
+from core.analyses.attention import pair_masks
+from app_pages.widgets.settings_form import setting_input
 from core.analyses.explain import rollout
 from core.charts import inside_head as charts
 from core.data.examples import EXAMPLES
@@ -52,9 +54,13 @@ def cached_norms(ref: str, text_a: str, text_b: str | None) -> ih.AttentionNorms
     return ih.attention_norms(cached_model(ref), text_a, text_b)
 
 
+NEURON = ih.ANALYSES[0]  # the neuron view's declaration: its defaults, bounds and choices
+
+
 @st.cache_data(show_spinner="Reading q and k…", max_entries=64)
-def cached_neuron(ref: str, text_a: str, text_b: str | None, layer: int, head: int, query: int) -> ih.NeuronView:
-    return ih.neuron_view(cached_model(ref), text_a, text_b, layer, head, query)
+def cached_neuron(ref: str, text_a: str, text_b: str | None, layer: int, head: int, query: int,
+                  pair_filter: str = "all") -> ih.NeuronView:
+    return ih.neuron_view(cached_model(ref), text_a, text_b, layer, head, query, pair_filter)
 
 
 def weights_control(container=st) -> str:
@@ -110,7 +116,8 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     if lm is None:
         return
     ref = model_ref()
-    warn_if_truncated(read_input(lm, text_a, text_b))
+    item = read_input(lm, text_a, text_b)
+    warn_if_truncated(item)
     try:
         norms = cached_norms(ref, text_a, text_b)
     except ih.InsideHeadError as err:
@@ -118,26 +125,33 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
         return
     labels = [f"{i}·{t}" for i, t in enumerate(norms.tokens)]
     n_layers, n_heads = norms.norms.shape[:2]
-    _in_range(P + "layer", n_layers, 2)
-    _in_range(P + "head", n_heads, 0)
-    _in_range(P + "query", len(labels), 1)
-    cols = st.columns(3)
-    layer = cols[0].selectbox("Layer", list(range(n_layers)), key=P + "layer", format_func=numbering.label)
+    _in_range(P + "layer", n_layers, numbering.default_head_layer(n_layers))
+    _in_range(P + "head", n_heads, NEURON.field("head").default)
+    _in_range(P + "query", len(labels), NEURON.field("query").default)
+    cols = st.columns(4 if text_b else 3)
+    layer = setting_input(NEURON, "layer", "Layer", key=P + "layer", container=cols[0], high=n_layers - 1)
     head = cols[1].selectbox("Head", list(range(n_heads)), key=P + "head")
-    query = cols[2].selectbox("Query token", list(range(len(labels))), key=P + "query", format_func=lambda i: labels[i])
+    pair_filter = "all"
+    if text_b:  # bertviz's neuron view filter: a query of one sentence against the keys of the other
+        pair_filter = setting_input(NEURON, "pair_filter", "Sentence filter", key=P + "filter", container=cols[3])
+    rows, _ = pair_masks(item.segment_ids[:len(labels)], pair_filter)
+    queries = [i for i in range(len(labels)) if rows[i]]
+    if st.session_state[P + "query"] not in queries:
+        st.session_state[P + "query"] = queries[0]
+    query = cols[2].selectbox("Query token", queries, key=P + "query", format_func=lambda i: labels[i])
     try:
-        view = cached_neuron(ref, text_a, text_b, layer, head, query)
+        view = cached_neuron(ref, text_a, text_b, layer, head, query, pair_filter)
     except ih.InsideHeadError as err:
         st.error(markdown_text(err))
         return
     st.subheader("Neuron view")
     chart = charts.neuron_chart(view)
     draw_chart(chart, key=P + "neuron_chart")
-    top = int(np.argmax(view.attention))
+    top = view.positions()[int(np.argmax(view.attention))]  # a token position (the filter may keep some keys)
     bias_note = " plus the model's relative position bias" if view.bias.any() else ""
     st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
-               f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention[top]:.2f}).")
-    table = charts.neuron_frame(view).merge(charts.score_frame(view), on=["key", "key_order"])
+               f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention.max():.2f}).")
+    table = charts.neuron_table(view)
     export_buttons(chart, table, f"neuron_L{numbering.shown(layer)}_H{head}_Q{query}", key=P + "neuron_export")
 
     st.subheader("Does a big weight mean a big effect?")

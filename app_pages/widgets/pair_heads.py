@@ -17,10 +17,11 @@ from core.charts import pair_attention as charts
 from core.model.encoding import run_counting_cuts
 from core.model.loading import display_name
 from core.analyses.heads import PAIR_DIRECTION_TITLES, PAIR_DIRECTIONS, PairHeads, mrpc_pairs, pair_heads
+from core.analyses.heads.pairs import ANALYSIS, MRPC_LABELS as LABELS
 from core.safe_text import markdown_text
+from app_pages.widgets.settings_form import setting_input
 
 P = "pairheads."
-LABELS = ("equivalent", "not equivalent")
 SPLITS = ("test", "validation", "train")
 EXAMPLES = {
     "MRPC test · 200 pairs": {"split": "test", "limit": 200, "words_only": False},
@@ -61,9 +62,7 @@ def render() -> None:
     c1, c2, c3 = st.columns(3)
     split = c1.selectbox("MRPC split", SPLITS, key=P + "split")
     limit = int(c2.number_input("Pairs (seeded sample)", 10, 5000, step=50, key=P + "limit"))
-    words_only = c3.toggle("Word pieces only", key=P + "words_only",
-                           help="Off: bertviz's slices (A→B includes the final [SEP]; B→A includes [CLS] and the "
-                                "middle [SEP]). On: only the other sentence's word pieces count, no special tokens.")
+    words_only = setting_input(ANALYSIS, "words_only", "Word pieces only", key=P + "words_only", container=c3)
     ref = model_ref()
     spec = f"mrpc:{split}:{limit}"
     params = (ref, spec, words_only)
@@ -118,7 +117,7 @@ def render() -> None:
         st.error(markdown_text(f"Could not encode the pair with {result.model}: {err}"))
         return
     view = attention_view(encoding, layer, [head], pair_filter=PAIR_DIRECTION_TITLES[direction])
-    lines = attention_charts.head_view_lines(view, f"Layer {numbering.shown(layer)}, head {head}, {PAIR_DIRECTION_TITLES[direction]}")
+    lines = attention_charts.head_view_lines(view, f"{numbering.head_title(layer, [head])}, {PAIR_DIRECTION_TITLES[direction]}")
     draw_chart(lines, key=P + "pair_view")
     export_buttons(lines, attention_charts.view_frame(view)[["query", "key", "weight"]],
                    f"pair-{index}-L{numbering.shown(layer)}-H{head}", P + "pair_view_export")

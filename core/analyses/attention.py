@@ -8,9 +8,39 @@ from typing import Sequence
 
 import numpy as np
 
-from core.model.encoding import pool_attention
+from core import numbering
+from core.contract import Analysis, setting
+from core.model.encoding import encode, pool_attention
 
 PAIR_FILTERS: tuple[str, ...] = ("all", "A→A", "A→B", "B→A", "B→B")
+# The command line's spelling of PAIR_FILTERS (no arrow to type): every front end takes both (core.contract aliases).
+PAIR_FILTER_SPELLINGS = {"a-a": "A→A", "a-b": "A→B", "b-a": "B→A", "b-b": "B→B"}
+MAX_LAYER_INDEX, MAX_HEAD = 127, 256  # the URL's bounds of a transformer layer (1..128) and a head (0..256)
+
+
+def pair_filter_setting(url: str = "filter"):
+    """The sentence-pair filter, one declaration for the head view, the model view and the neuron view."""
+    return setting("all", "with a sentence pair, keep the rows (queries) of one sentence and the columns (keys) of "
+                   "the other: A→B is how sentence A's tokens look at sentence B (written a-b too); not rescaled",
+                   choices=PAIR_FILTERS, aliases=PAIR_FILTER_SPELLINGS, url=url)
+
+
+def head_layer_setting(url: str = "layer"):
+    """A transformer layer held as its array index, shown 1..L; left out: numbering.default_head_layer."""
+    return setting(None, f"transformer layer, {numbering.LAYER_ARGUMENT_HELP}; core.lens takes its array index, "
+                   "one less; by default layer 3, or the last of a shallower model", type="int", low=0, high=MAX_LAYER_INDEX, shown=1, url=url)
+
+
+@dataclass(frozen=True)
+class HeadViewSettings:
+    """What the head view (the "One sentence" tab, `python -m core head-view`, core.lens.head_view) shows."""
+
+    layer: int | None = head_layer_setting()
+    heads: tuple = setting((0,), "heads to show, from 0; several are averaged", low=0, high=MAX_HEAD)
+    pair_filter: str = pair_filter_setting()
+    hide_special: bool = setting(False, "hide [CLS]/[SEP] and rescale each row to sum to 1 over the tokens left")
+    word_level: bool = setting(False, "merge word pieces into whole words: attention to a word summed over its "
+                               "pieces, from a word averaged", url="words")
 
 
 @dataclass(frozen=True)
@@ -31,6 +61,36 @@ class AttentionView:
     renormalised: bool
     word_level: bool
     pair_filter: str
+
+    @property
+    def title(self) -> str:
+        return numbering.head_title(self.layer, self.heads)
+
+    def to_json(self) -> dict:
+        """The keys of `python -m core head-view --json`: the layer as every chart numbers it (1..L)."""
+        return {"layer": numbering.shown(self.layer), "heads": list(self.heads), "pair_filter": self.pair_filter,
+                "hide_special": self.renormalised, "word_level": self.word_level,
+                "queries": list(self.query_labels), "keys": list(self.key_labels), "weights": self.weights.tolist()}
+
+
+def layer_in_range(layer: int | None, num_layers: int) -> int:
+    """The array index a head's view draws: the chosen one, or numbering.default_head_layer when None; ValueError
+    in the 1..L numbering every chart shows when the model has no such layer."""
+    if layer is None:
+        return numbering.default_head_layer(num_layers)
+    return numbering.block_index(numbering.shown(layer), num_layers)
+
+
+def head_view_of(encoding, settings: HeadViewSettings) -> AttentionView:
+    """The head view of one core.model.encoding.Encoding with these settings (the CLI and core.lens)."""
+    return attention_view(encoding, layer_in_range(settings.layer, encoding.attentions.shape[0]), settings.heads,
+                          pair_filter=settings.pair_filter, hide_special=settings.hide_special,
+                          word_level=settings.word_level)
+
+
+def head_view(lm, inputs, settings: HeadViewSettings, progress=None, should_stop=None) -> AttentionView:
+    """The head view of one input (text, or (text, text_b)) with these settings: the declaration's `run`."""
+    return head_view_of(encode(lm, inputs), settings)
 
 
 def average_heads(attentions: np.ndarray, layer: int, heads: Sequence[int]) -> np.ndarray:
@@ -140,3 +200,11 @@ def head_entropy(attentions: np.ndarray, smoothing: float = 0.0) -> np.ndarray:
     a = np.asarray(attentions, dtype=np.float64)
     p = (1.0 - smoothing) * a + smoothing / a.shape[-1] if smoothing else np.clip(a, 1e-12, 1.0)
     return (-(p * np.log(p)).sum(axis=-1)).mean(axis=-1)
+
+
+ANALYSIS = Analysis(
+    name="head-view", view="attention", command="head-view", lens="head_view", settings=HeadViewSettings,
+    run=head_view, charts="core.charts.attention:head_view_charts", title="One sentence", order=10,
+    summary="one layer's attention heads (several averaged) for one sentence or pair, as lines between tokens "
+            "(bertviz's head view)",
+)

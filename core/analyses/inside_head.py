@@ -21,13 +21,40 @@ from typing import Sequence
 
 import numpy as np
 
-from core import validation
+from core import numbering, validation
+from core.analyses.attention import MAX_HEAD, head_layer_setting, layer_in_range, pair_filter_setting, pair_masks
+from core.contract import Analysis, setting
 from core.model.adapter import AdapterError, ModelAdapter
 from core.model.encoding import TextInput, Tokenized, padded_batch, tokenize
 from core.model.loading import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 CATEGORIES = ("[CLS]", "[SEP]", "punctuation", "other")
+MAX_QUERY = 4096
+
+
+@dataclass(frozen=True)
+class NeuronSettings:
+    """Which head and query token the neuron view opens ("Inside a head", `python -m core neuron`,
+    core.lens.neuron_view), and bertviz's sentence filter: A→B shows a query of sentence A against the keys of B."""
+
+    layer: int | None = head_layer_setting(url="inside_layer")
+    head: int = setting(0, "the head, from 0", low=0, high=MAX_HEAD, url="inside_head")
+    query: int = setting(1, "token position of the query ([CLS] = 0)", low=0, high=MAX_QUERY, url="inside_query")
+    pair_filter: str = pair_filter_setting(url="inside_filter")
+
+
+@dataclass(frozen=True)
+class NormsSettings:
+    """Norm-weighted attention is measured for every layer, head, query and key at once: nothing to set."""
+
+
+@dataclass(frozen=True)
+class NormSharesSettings:
+    """Raw vs norm-weighted attention shares over a corpus."""
+
+    seed: int = setting(0, "seed of the corpus sample", low=0, high=1_000_000, url=None)
+    batch_size: int = setting(16, "inputs encoded at once", low=1, high=4096, url=None)
 
 
 class InsideHeadError(ValueError):
@@ -85,6 +112,11 @@ class NeuronView:
     scores      [T] q_i·k_j/√d plus the relative position bias (MPNet; `bias`, else zeros): the softmax's input
     attention   [T] softmax(scores): the head view's row
     bias        [T] the position bias added to the scores (zeros except MPNet)
+
+    With a sentence-pair filter (bertviz's neuron view: "A→B" a query of sentence A, the keys of sentence B) the
+    key axis keeps K <= T keys: `key_positions` [K] their token positions (None: every token), and keys, products,
+    scores, attention and bias are [K] rows; the attention is not rescaled (the share of the row on those keys).
+    `tokens` stays every token of the input, `query_index` the query's position in it.
     """
 
     model: str
@@ -98,10 +130,18 @@ class NeuronView:
     scores: np.ndarray
     attention: np.ndarray
     bias: np.ndarray
+    key_positions: tuple[int, ...] | None = None
+    pair_filter: str = "all"
+
+    def positions(self) -> tuple[int, ...]:
+        """The token positions of the key rows."""
+        return tuple(range(len(self.tokens))) if self.key_positions is None else self.key_positions
 
     def to_json(self) -> dict:
         return {"tokens": list(self.tokens), "query": self.query.tolist(), "keys": self.keys.tolist(),
-                "products": self.products.tolist(), "scores": self.scores.tolist(), "attention": self.attention.tolist()}
+                "products": self.products.tolist(), "scores": self.scores.tolist(), "attention": self.attention.tolist(),
+                "layer": numbering.shown(self.layer), "head": self.head, "query_index": self.query_index,
+                "pair_filter": self.pair_filter, "key_positions": list(self.positions())}
 
 
 def _check_range(name: str, value: int, size: int) -> None:
@@ -109,8 +149,10 @@ def _check_range(name: str, value: int, size: int) -> None:
         raise InsideHeadError(f"{name} {value} does not exist; pick {name} 0..{size - 1}")
 
 
-def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, head: int, query: int) -> NeuronView:
-    """q, every k, q⊙k, scores and softmax for one layer/head/query token of the input."""
+def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, head: int, query: int,
+                pair_filter: str = "all") -> NeuronView:
+    """q, every k, q⊙k, scores and softmax for one layer/head/query token of the input; `pair_filter` keeps the
+    keys of one sentence (the query must be in the other side's sentence: "A→B", a query of A)."""
     import torch
 
     if not text_a or not text_a.strip():
@@ -119,6 +161,13 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
     _check_range("layer", layer, lm.num_layers)
     _check_range("head", head, lm.num_heads)
     _check_range("query", query, len(item.tokens))
+    rows, columns = pair_masks(np.asarray(item.segment_ids), pair_filter)
+    if not columns.any():
+        raise InsideHeadError(f"the filter {pair_filter} needs a sentence pair (a second sentence, text B)")
+    if not rows[query]:
+        allowed = np.flatnonzero(rows)
+        raise InsideHeadError(f"query {query} is not in sentence {pair_filter[0]}, whose tokens the filter "
+                              f"{pair_filter} keeps as queries; pick a query {allowed[0]}..{allowed[-1]}")
     cap = _capture(lm, [item])
     size = cap.q[layer].shape[-1]
     q = cap.q[layer][0, query, head].double()
@@ -129,10 +178,30 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
         bias = cap.bias[layer][0, head, query].double().cpu()
     scores = products.sum(-1).cpu() / np.sqrt(size) + bias
     attention = torch.softmax(scores, dim=-1)
+    kept = np.flatnonzero(columns)  # the softmax runs over every key first: the filter only hides rows
     as_np = lambda t: t.cpu().numpy().astype(np.float32)  # noqa: E731
     return NeuronView(model=lm.ref, layer=layer, head=head, query_index=query, tokens=item.tokens, query=as_np(q),
-                      keys=as_np(keys), products=as_np(products), scores=as_np(scores), attention=as_np(attention),
-                      bias=as_np(bias))
+                      keys=as_np(keys)[kept], products=as_np(products)[kept], scores=as_np(scores)[kept],
+                      attention=as_np(attention)[kept], bias=as_np(bias)[kept],
+                      key_positions=None if pair_filter == "all" else tuple(int(p) for p in kept),
+                      pair_filter=pair_filter)
+
+
+def neuron_of(lm: LoadedModel, inputs, settings: NeuronSettings, progress=None, should_stop=None) -> NeuronView:
+    """The neuron view of one input (text, or (text, text_b)) with these settings: the declaration's `run` (a
+    layer left out is numbering.default_head_layer's; one the model lacks is refused in the 1..L numbering)."""
+    text_a, text_b = (inputs, None) if isinstance(inputs, str) else inputs
+    try:
+        layer = layer_in_range(settings.layer, lm.num_layers)
+    except ValueError as err:
+        raise InsideHeadError(str(err)) from None
+    return neuron_view(lm, text_a, text_b, layer, settings.head, settings.query, settings.pair_filter)
+
+
+def norms_of(lm: LoadedModel, inputs, settings: NormsSettings, progress=None, should_stop=None) -> "AttentionNorms":
+    """Norm-weighted attention of one input (text, or (text, text_b)): the declaration's `run`."""
+    text_a, text_b = (inputs, None) if isinstance(inputs, str) else inputs
+    return attention_norms(lm, text_a, text_b)
 
 
 # ---- norm-weighted attention ----------------------------------------------------------------------------------
@@ -268,3 +337,24 @@ def norm_shares(lm: LoadedModel, inputs: Sequence[TextInput], *, corpus: str = "
     dropped = np.array([item.n_tokens_full - item.n_tokens for item in items])
     return NormShares(model=lm.ref, corpus=corpus, n_inputs=len(items), raw=raw / len(items), norm=norm / len(items),
                       dropped=dropped, max_length=lm.max_length)
+
+
+def shares_of(lm: LoadedModel, inputs, settings: NormSharesSettings, progress=None, should_stop=None,
+              corpus: str = "") -> NormShares:
+    """Raw vs norm-weighted shares over a corpus's inputs with these settings: the declaration's `run`."""
+    return norm_shares(lm, inputs, corpus=corpus, batch_size=settings.batch_size, progress=progress,
+                       should_stop=should_stop)
+
+
+ANALYSES = (
+    Analysis(name="neuron", view="attention", command="neuron", lens="neuron_view", settings=NeuronSettings,
+             run=neuron_of, charts="core.charts.inside_head:neuron_charts", title="Inside a head", order=30,
+             summary="one head's query, keys, q⊙k, scores and softmax for one query token (bertviz's neuron view)"),
+    Analysis(name="attention-norms", view="attention", command="attention-norms", lens="attention_norms",
+             settings=NormsSettings, run=norms_of, title="Inside a head", order=31,
+             summary="norm-weighted attention ‖α f(x)‖ (Kobayashi et al. 2020)"),
+    Analysis(name="attention-norm-shares", view="attention", command="attention-norm-shares",
+             lens="attention_norm_shares", settings=NormSharesSettings, run=shares_of,
+             charts="core.charts.inside_head:shares_charts", title="Inside a head", order=32,
+             summary="share of raw vs norm-weighted attention to [CLS]/[SEP]/punctuation/other per layer"),
+)

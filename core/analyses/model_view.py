@@ -9,13 +9,25 @@ from typing import Sequence
 
 import numpy as np
 
-from core.analyses.attention import head_entropy, pair_masks
+from core.analyses.attention import head_entropy, pair_filter_setting, pair_masks
+from core.contract import Analysis, setting
 from core.validation import check_count
 
 SCALES: tuple[str, ...] = ("head", "shared")
 DEFAULT_PIXELS = 44
 MAX_PIXELS = 512  # as many as BERT's longest input: more pixels than cells only repeat cells
 TOP_KEYS = 3
+
+
+@dataclass(frozen=True)
+class ModelViewSettings:
+    """What the model view (the "One sentence" tab's Model view, `python -m core model-view`, core.lens.model_view)
+    draws."""
+
+    pair_filter: str = pair_filter_setting()
+    scale: str = setting("head", "colour scale: head, each thumbnail darkest at its own maximum; shared, one "
+                         "maximum over all heads", choices=SCALES)
+    pixels: int = setting(DEFAULT_PIXELS, "side of each thumbnail in pixels", low=1, high=MAX_PIXELS, url=None)
 
 
 def pixel_starts(cells: int, pixels: int) -> np.ndarray:
@@ -115,3 +127,24 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], segment_ids: Seque
                      thumbnails=thumbnails, scale_max=peaks.astype(np.float32),
                      entropy=head_entropy(attentions), top_keys=top, pair_filter=pair_filter)
 
+
+
+def model_view_of(encoding, settings: ModelViewSettings) -> ModelView:
+    """The model view of one core.model.encoding.Encoding with these settings (the CLI and core.lens)."""
+    return model_view(encoding.attentions, encoding.tokens, encoding.segment_ids, pixels=settings.pixels,
+                      scale=settings.scale, pair_filter=settings.pair_filter)
+
+
+def model_view_of_input(lm, inputs, settings: ModelViewSettings, progress=None, should_stop=None) -> ModelView:
+    """The model view of one input (text, or (text, text_b)): the declaration's `run`."""
+    from core.model.encoding import encode
+
+    return model_view_of(encode(lm, inputs), settings)
+
+
+ANALYSIS = Analysis(
+    name="model-view", view="attention", command="model-view", lens="model_view", settings=ModelViewSettings,
+    run=model_view_of_input, charts="core.charts.attention:model_view_charts", title="One sentence", order=11,
+    summary="every layer × head as a thumbnail: each pixel the largest attention weight of the cells it covers "
+            "(the attention page's model view)",
+)

@@ -131,6 +131,15 @@ def head_view_lines(view: AttentionView, title: str = "", highlight: str | None 
     return layout.fixed_size(alt.layer(lines, left, right, title=title).properties(width=360, height=height))
 
 
+HEAD_VIEW_CAPTION = "Lines from each token to the tokens it attends to; darker = more attention."
+MODEL_VIEW_CAPTION = "Every layer × head: each square is one head's attention; a pixel shows the largest weight it covers."
+
+
+def head_view_charts(view: AttentionView) -> list:
+    """The head-view analysis's charts (core.contract): its lines, titled by layer and heads."""
+    return [(head_view_lines(view, view.title), HEAD_VIEW_CAPTION)]
+
+
 def heatmap_rgb(matrix: np.ndarray, peak: float = 1.0) -> np.ndarray:
     """[Q, K] weights -> [Q, K, 3] uint8 on the blues ramp (white = 0, dark blue = peak)."""
     t = np.clip(np.asarray(matrix, dtype=np.float32) / (peak or 1.0), 0, 1)[..., None]
@@ -219,6 +228,11 @@ def model_view_grid(view: ModelView) -> alt.LayerChart:
     ).add_params(pick)
     step = view.pixels + 4
     return alt.layer(images, cells).properties(width=alt.Step(step), height=alt.Step(step))
+
+
+def model_view_charts(view: ModelView) -> list:
+    """The model-view analysis's charts (core.contract): the grid of every head."""
+    return [(model_view_grid(view), MODEL_VIEW_CAPTION)]
 
 
 # ---- heads over a dataset ----------------------------------------------------------------------------------

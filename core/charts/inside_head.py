@@ -23,11 +23,16 @@ def _labels(tokens) -> list[str]:
     return [f"{i}·{t}" for i, t in enumerate(tokens)]
 
 
+def _key_labels(view) -> list[str]:
+    """The neuron view's key rows, "position·token" (a sentence-pair filter keeps some of the tokens)."""
+    return [f"{p}·{view.tokens[p]}" for p in view.positions()]
+
+
 def neuron_frame(view) -> pd.DataFrame:
     """One row per (key token, dimension): key, key_order, dim, k (the key's value), q (the query's), product."""
     t, d = view.keys.shape
     return pd.DataFrame({
-        "key": np.repeat(_labels(view.tokens), d), "key_order": np.repeat(np.arange(t), d),
+        "key": np.repeat(_key_labels(view), d), "key_order": np.repeat(np.arange(t), d),
         "dim": np.tile(np.arange(d), t), "k": view.keys.ravel().astype(float),
         "q": np.tile(view.query, t).astype(float), "product": view.products.ravel().astype(float),
     })
@@ -35,7 +40,7 @@ def neuron_frame(view) -> pd.DataFrame:
 
 def score_frame(view) -> pd.DataFrame:
     """One row per key token: key, score, attention, bias."""
-    return pd.DataFrame({"key": _labels(view.tokens), "key_order": np.arange(len(view.tokens)),
+    return pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
                          "score": view.scores.astype(float), "attention": view.attention.astype(float),
                          "bias": view.bias.astype(float)})
 
@@ -50,7 +55,8 @@ def neuron_chart(view) -> alt.VConcatChart:
     (red = pushes the score up, blue = down) and, on the right, the score and softmax per key. Pointing at a
     dimension of q⊙k highlights that dimension in every panel."""
     frame = neuron_frame(view)
-    labels = _labels(view.tokens)
+    labels = _key_labels(view)
+    query_label = _labels(view.tokens)[view.query_index]
     d = view.keys.shape[1]
     cell = max(3, min(10, 256 // max(d, 1)))  # both d x T panels and the bars fit a wide column
     hover = alt.selection_point(name=HOVER, fields=["dim"], on="pointerover", clear="pointerout", empty=True)
@@ -59,7 +65,7 @@ def neuron_chart(view) -> alt.VConcatChart:
     y = alt.Y("key:N", sort=labels, title="key", axis=layout.token_axis())
     height = layout.token_step()
     query = frame[frame["key_order"] == 0][["dim", "q"]]
-    q_chart = alt.Chart(query, title=f"query q of {labels[view.query_index]}").mark_rect().encode(
+    q_chart = alt.Chart(query, title=f"query q of {query_label}").mark_rect().encode(
         x=alt.X("dim:O", axis=None), color=alt.Color("q:Q", scale=_diverging(view.query), legend=None),
         opacity=fade, tooltip=["dim", alt.Tooltip("q:Q", format="+.3f")],
     ).properties(width=cell * d, height=16)
@@ -84,8 +90,20 @@ def neuron_chart(view) -> alt.VConcatChart:
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
+    shown = "" if view.pair_filter == "all" else f", keys of {view.pair_filter}"
     return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {labels[view.query_index]}"))
+                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}"))
+
+
+def neuron_table(view) -> pd.DataFrame:
+    """The neuron view as one table (the page's CSV, core.lens.neuron_view's frame): per key and dimension k, q,
+    q⊙k, with the key's score, softmax and position bias."""
+    return neuron_frame(view).merge(score_frame(view), on=["key", "key_order"])
+
+
+def neuron_charts(view) -> list:
+    """The neuron analysis's charts (core.contract)."""
+    return [(neuron_chart(view), "Inside the head: query, key, q⊙k and the scores.")]
 
 
 def row_frame(norms, layer: int, head: int, query: int) -> pd.DataFrame:
@@ -138,3 +156,8 @@ def shares_chart(shares) -> tuple[alt.FacetChart, pd.DataFrame]:
         title=f"{display_name(shares.model)}: where attention goes, raw vs norm-weighted "
               f"({shares.n_inputs} inputs)")
     return chart, frame
+
+
+def shares_charts(shares) -> list:
+    """The attention-norm-shares analysis's charts (core.contract)."""
+    return [(shares_chart(shares)[0], "Raw vs norm-weighted attention to [CLS], [SEP], punctuation and other tokens.")]

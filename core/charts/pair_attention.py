@@ -44,6 +44,12 @@ def separation_chart(result) -> tuple[alt.Chart, pd.DataFrame]:
     return chart, frame
 
 
+def separation_charts(result) -> list:
+    """The pair-attention analysis's charts (core.contract): the AUC grids."""
+    return [(separation_chart(result)[0], "Each head's AUC: how well its A→B / B→A share separates paraphrases "
+                                          "from non-paraphrases (0.5 = no difference).")]
+
+
 def pairs_frame(result, direction: str, layer: int, head: int) -> pd.DataFrame:
     """One row per pair: index, gold label, the head's share in `direction`, sentence A, sentence B."""
     d = PAIR_DIRECTIONS.index(direction)

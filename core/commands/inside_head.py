@@ -1,4 +1,5 @@
-"""`neuron`, `attention-norms`, `attention-norm-shares`: the "Inside a head" section's twins."""
+"""`neuron`, `attention-norms`, `attention-norm-shares`: the "Inside a head" section's twins; their settings'
+options are made from the declarations (core.analyses.inside_head ANALYSES)."""
 
 from __future__ import annotations
 
@@ -7,52 +8,53 @@ from dataclasses import replace
 from core import numbering
 from core import validation
 from core.model.encoding import read_input
-from core.analyses.inside_head import attention_norms, neuron_view, norm_shares
-from core.commands import add_json_arguments, add_model_argument, stderr_progress, warn, warn_truncated
+from core.analyses.inside_head import ANALYSES, attention_norms, neuron_of, shares_of
+from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args,
+                           stderr_progress, warn, warn_truncated)
 from core.data import corpus as corpora
 from core.model.loading import load_model
 
 
+NEURON, NORMS, SHARES = ANALYSES
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser("neuron", help="one head's query, keys, q⊙k, scores and softmax for one query token")
+    p = subparsers.add_parser(NEURON.command, help=NEURON.summary)
     add_model_argument(p)
     p.add_argument("--text", required=True)
     p.add_argument("--text-b", default=None, help="a second sentence (pair input)")
-    p.add_argument("--layer", type=validation.count, required=True, help=numbering.LAYER_ARGUMENT_HELP)
-    p.add_argument("--head", type=validation.count, required=True)
-    p.add_argument("--query", type=validation.count, required=True, help="token position of the query ([CLS] = 0)")
+    add_settings_arguments(p, NEURON)
     add_json_arguments(p)
     p.set_defaults(func=run_neuron)
 
-    p = subparsers.add_parser("attention-norms", help="norm-weighted attention ‖α f(x)‖ (Kobayashi et al. 2020)")
+    p = subparsers.add_parser(NORMS.command, help=NORMS.summary)
     p.add_argument("--model", default=None)
     p.add_argument("--text", required=True)
     p.add_argument("--text-b", default=None)
     add_json_arguments(p)
     p.set_defaults(func=run_norms)
 
-    p = subparsers.add_parser("attention-norm-shares",
-                              help="share of raw vs norm-weighted attention to [CLS]/[SEP]/punctuation/other per layer")
+    p = subparsers.add_parser(SHARES.command, help=SHARES.summary)
     p.add_argument("--model", default=None)
     p.add_argument("--corpus", default="builtin", help=corpora.CLI_HELP + "; default builtin")
     p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
-    p.add_argument("--seed", type=validation.count, default=0)
-    p.add_argument("--batch-size", type=validation.positive, default=16)
+    add_settings_arguments(p, SHARES)
     add_json_arguments(p)
     p.set_defaults(func=run_shares)
 
 
 def run_neuron(args) -> int:
+    settings = settings_from_args(NEURON, args)
     lm = load_model(args.model)
-    view = neuron_view(lm, args.text, args.text_b, numbering.block_index(args.layer, lm.num_layers, "--layer"),
-                       args.head, args.query)
+    view = neuron_of(lm, (args.text, args.text_b), settings)
     truncated = warn_truncated(read_input(lm, args.text, args.text_b))
     if args.json:
         validation.dump_json({**view.to_json(), "truncated": truncated}, args.out)
         return 0
-    print(f"layer {numbering.shown(view.layer)}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}")
-    for j, token in enumerate(view.tokens):
-        print(f"{j:3d} {token:15s} score {view.scores[j]:+8.3f}  attention {view.attention[j]:.3f}")
+    shown = "" if view.pair_filter == "all" else f", keys of {view.pair_filter}"
+    print(f"layer {numbering.shown(view.layer)}, head {view.head}, query {view.query_index}·{view.tokens[view.query_index]}{shown}")
+    for row, j in enumerate(view.positions()):
+        print(f"{j:3d} {view.tokens[j]:15s} score {view.scores[row]:+8.3f}  attention {view.attention[row]:.3f}")
     return 0
 
 
@@ -70,10 +72,11 @@ def run_norms(args) -> int:
 
 
 def run_shares(args) -> int:
-    inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
+    settings = settings_from_args(SHARES, args)
+    inputs = corpora.resolve(args.corpus, settings.seed).take(args.limit).inputs
     lm = load_model(args.model)
 
-    shares = replace(norm_shares(lm, inputs, corpus=args.corpus, batch_size=args.batch_size, progress=stderr_progress(args)),
+    shares = replace(shares_of(lm, inputs, settings, progress=stderr_progress(args), corpus=args.corpus),
                      corpus=args.corpus)
     warn(shares.truncation_notice())
     if args.json:

@@ -3,22 +3,55 @@ the page's Run button and presenter mode's prefetch share, so a survey prepared 
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
-from core import numbering
+from core.analyses import attention as head_view
 from core.analyses import heads as hd
+from core.analyses import inside_head, model_view
 from core.analyses import patching
-from core.analyses.attention import PAIR_FILTERS
-from core.analyses.model_view import SCALES
+from core.analyses.heads import pairs as pair_heads
 from core.data.sources import SNLI, named_spec
 from core.model.encoding import run_counting_cuts
 from core.progress import check_stop
 from core.protocols import DEFAULT
-from core.views import HEAD_LAYER, HEADS, Caches, Param, Planned, View, corpus_params, flag, ints, parse
+from core.views import Caches, Param, Planned, View, analysis_params, corpus_params, parse
 
 P = "heads."
-CAUSES = "What causes it?"
-TABS = ("One sentence", "Heads over a dataset", "Inside a head", CAUSES)
+ONE_SENTENCE, DATASET, INSIDE, CAUSES = "One sentence", "Heads over a dataset", "Inside a head", "What causes it?"
+# The page's tabs, each with the analyses (core.contract, by registry name) it shows, in the page's order. The page
+# draws its tabs from this (tab_renderers); an analysis of this view names its tab as its `title`.
+TABS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (ONE_SENTENCE, ("head-view", "model-view")),
+    (DATASET, ("heads", "ablate", "attention-change", "syntax-heads", "pair-attention")),
+    (INSIDE, ("neuron", "attention-norms", "attention-norm-shares")),
+    (CAUSES, ("patch",)),
+)
+TAB_TITLES = tuple(title for title, _ in TABS)
+# Each analysis's settings: {field: the page widget's session key}; the URL params are made from the declarations.
+HEAD_VIEW_KEYS = {"layer": "attention.layer", "heads": "attention.heads", "pair_filter": "attention.filter",
+                  "hide_special": "attention.hide_special", "word_level": "attention.word_level"}
+MODEL_VIEW_KEYS = {"pair_filter": "attention.filter", "scale": "attention.scale"}  # the filter is the head view's
+NEURON_KEYS = {"layer": "inside.layer", "head": "inside.head", "query": "inside.query", "pair_filter": "inside.filter"}
+PAIR_HEADS_KEYS = {"words_only": "pairheads.words_only"}
+
+
+def tab_renderers(renderers: Mapping[str, Callable]) -> list[tuple[str, Callable]]:
+    """(title, renderer) for each of TABS in order, from the page's {tab title: renderer}; ValueError naming the
+    difference when the page draws a tab the view does not list, or leaves one out."""
+    drawn, listed = list(renderers), list(TAB_TITLES)
+    if sorted(drawn) != sorted(listed):
+        raise ValueError(f"the Attention heads page draws the tabs {drawn}, its view (core.views.attention.TABS) "
+                         f"lists {listed}")
+    return [(title, renderers[title]) for title in listed]
+
+
+def settings_of(params: Mapping[str, str], keys: Mapping[str, str]) -> dict:
+    """{setting: value} a step's URL params set, read through the view's Params (a layer 1..L becomes its array
+    index; a value that does not fit is left out, as the page drops it)."""
+    values = parse(VIEW.url_path, params).values
+    return {name: values[key] for name, key in keys.items() if key in values}
+
+
 # core.analyses.patching.METHODS, named; "compare" runs both and shows how well the fast estimate tracks the exact one
 PATCH_METHODS = {"exact": "exact", "attribution": "attribution (fast)", "compare": "attribution vs exact"}
 # What the "Heads over a dataset" section starts from (the page sets them; a step's view is read with them too).
@@ -69,7 +102,7 @@ def plan(params: Mapping[str, str], caches: Caches) -> Planned | None:
     """The survey a step's view shows, None when that view does not open the statistics or pattern parts;
     ValueError for a sample that cannot be read ahead (pasted or uploaded)."""
     state = {p.key: p.default for p in VIEW.params} | SURVEY_DEFAULTS | parse(VIEW.url_path, params).values
-    if state.get("attention.tab") != "Heads over a dataset" or state.get(P + "part") not in ("Statistics", "Pattern types"):
+    if state.get("attention.tab") != DATASET or state.get(P + "part") not in ("Statistics", "Pattern types"):
         return None
     source = state.get(P + "source") or SNLI
     spec = named_spec(source, state.get(P + "split"), state.get(P + "limit"))
@@ -87,22 +120,21 @@ def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -
         return patching_charts(lens, model, params)
     if not a:
         return []
+    from core.charts.attention import HEAD_VIEW_CAPTION, MODEL_VIEW_CAPTION  # altair: only when a step is drawn
+
     if params.get("view") == "Model view":
-        return [(lens.model_view(model, a, b, pair_filter=params.get("filter", "all") if b else "all",
-                                 scale=params.get("scale") or "head"),
-                 "Every layer × head: each square is one head's attention; a pixel shows the largest weight it covers.")]
-    heads = ints(params.get("heads"), (0,))
-    # URL layers are 1..L (core.numbering); the notebook API takes array indices
-    layer = numbering.index_of(params["layer"]) if params.get("layer") not in (None, "") else None
-    chart = lens.head_view(model, a, b, layer=layer, heads=heads, pair_filter=params.get("filter", "all"),
-                           hide_special=flag(params, "hide_special"), word_level=flag(params, "words"),
+        chosen = settings_of(params, MODEL_VIEW_KEYS)
+        if not b:
+            chosen.pop("pair_filter", None)  # a single sentence has no pair to filter
+        return [(lens.model_view(model, a, b, **chosen), MODEL_VIEW_CAPTION)]
+    chart = lens.head_view(model, a, b, **settings_of(params, HEAD_VIEW_KEYS),
                            style="heatmap" if params.get("style") == "Heatmap" else "lines")
-    out = [(chart, "Lines from each token to the tokens it attends to; darker = more attention.")]
+    out = [(chart, HEAD_VIEW_CAPTION)]
     if params.get("inside_layer") not in (None, ""):  # the "Inside a head" tab's choice travels in the link too
-        where = dict(layer=numbering.index_of(params["inside_layer"]), head=int(params.get("inside_head") or 0),
-                     query=int(params.get("inside_query") or 0))
+        where = settings_of(params, NEURON_KEYS)
+        row = {name: where[name] for name in ("layer", "head", "query") if name in where}
         out += [(lens.neuron_view(model, a, b, **where), "Inside the head: query, key, q⊙k and the scores."),
-                (lens.attention_norms(model, a, b, **where), "Raw attention vs norm-weighted ‖α f(x)‖ for this query.")]
+                (lens.attention_norms(model, a, b, **row), "Raw attention vs norm-weighted ‖α f(x)‖ for this query.")]
     return out
 
 
@@ -133,20 +165,16 @@ VIEW = View(
     summary="BERT reads a sentence with many small \"heads\", each deciding which other words to look at. See those "
             "links as lines or as a grid, for one head or all of them, and over a whole dataset.",
     params=(
-        Param("tab", "attention.tab", "str", "One sentence", TABS),
+        Param("tab", "attention.tab", "str", ONE_SENTENCE, TAB_TITLES),
         Param("view", "attention.mode", "str", "Head view", ("Head view", "Model view")),
         Param("show_all", "attention.show_all", "bool", False),
-        Param("scale", "attention.scale", "str", "head", SCALES),
-        Param("layer", "attention.layer", **HEAD_LAYER),
-        Param("heads", "attention.heads", **HEADS),
-        Param("filter", "attention.filter", "str", "all", tuple(PAIR_FILTERS)),
-        Param("hide_special", "attention.hide_special", "bool", False),
-        Param("words", "attention.word_level", "bool", False),
+        # layer, heads, filter, hide_special, words, scale: made from the declarations (core.contract)
+        *analysis_params(head_view.ANALYSIS, "attention.", only=tuple(HEAD_VIEW_KEYS), keys=HEAD_VIEW_KEYS),
+        *analysis_params(model_view.ANALYSIS, "attention.", only=("scale",), keys=MODEL_VIEW_KEYS),
         Param("style", "attention.style", "str", "Lines", ("Lines", "Heatmap")),
         Param("weights", "attention.weights", "str"),
-        Param("inside_layer", "inside.layer", **HEAD_LAYER),
-        Param("inside_head", "inside.head", type="int", low=0, high=256),
-        Param("inside_query", "inside.query", type="int", low=0, high=4096),
+        # inside_layer, inside_head, inside_query, inside_filter: the neuron view's declaration
+        *analysis_params(inside_head.ANALYSES[0], "inside.", only=tuple(NEURON_KEYS), keys=NEURON_KEYS),
         Param("part", "heads.part", "str", "Statistics", ("Statistics", "Pattern types", "Ablation",
                                                           "Change after fine-tuning", "Syntactic heads")),
         Param("heads_protocol", "heads.paper_protocol", "bool"),
@@ -156,14 +184,14 @@ VIEW = View(
         Param("relation", "heads.relation", "str"),
         Param("pairs_split", "pairheads.split", "str", None, ("test", "validation", "train")),
         Param("pairs_n", "pairheads.limit", "int", low=10, high=5000),
-        Param("pairs_words_only", "pairheads.words_only", "bool"),
+        *analysis_params(pair_heads.ANALYSIS, "pairheads.", only=tuple(PAIR_HEADS_KEYS), keys=PAIR_HEADS_KEYS),
         Param("clean", "causes.clean", "str"),
         Param("corrupt", "causes.corrupt", "str"),
         Param("target", "causes.target", "str"),
         Param("class", "causes.class", "str"),
         Param("method", "causes.method", "str", "exact", tuple(PATCH_METHODS)),
     ),
-    commands=("model-view", "heads", "ablate", "attention-change", "syntax-heads", "neuron", "attention-norms",
+    commands=("head-view", "model-view", "heads", "ablate", "attention-change", "syntax-heads", "neuron", "attention-norms",
               "attention-norm-shares", "pair-attention", "patch"),
     plan=plan,
     charts=charts,

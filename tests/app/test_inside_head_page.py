@@ -196,3 +196,29 @@ def test_dataset_shares_say_which_pasted_lines_were_cut(tiny_bert_dir):
     assert [w.value for w in at.warning if "cut off" in w.value] == [
         f"1 of 3 examples are longer than the model reads (64 tokens): {dropped} word pieces at their ends were cut "
         "off and are not part of this view."]
+
+
+def test_neuron_view_sentence_filter_keeps_the_other_sentences_keys(minilm_dir):
+    """Issue 45: bertviz's neuron-view filter on the page: A→B offers sentence A's tokens as queries and draws
+    the keys of sentence B, each with the softmax of the full row (not rescaled)."""
+    lm = load_model(str(minilm_dir), device="cpu")
+    text_b = "The river was calm."
+    tok = lm.tokenizer(TEXT, text_b, return_tensors="pt")
+    with torch.no_grad():
+        out = lm.model(**tok, output_attentions=True)
+    segments = tok["token_type_ids"][0].numpy()
+    at = _app(str(minilm_dir))
+    at.session_state["sentence_b"] = text_b
+    at.run()
+    assert at.selectbox(key="inside.filter").options == ["all", "A→A", "A→B", "B→A", "B→B"]
+    at.selectbox(key="inside.layer").set_value(2)
+    at.selectbox(key="inside.head").set_value(4)
+    at.selectbox(key="inside.filter").set_value("A→B").run()
+    assert not at.exception
+    assert [int(o.split("·")[0]) for o in at.selectbox(key="inside.query").options] == list(np.flatnonzero(segments == 0))
+    query = at.selectbox(key="inside.query").value
+    rows = [r for r in _chart(at, "softmax") if r.get("score") is not None]
+    shown = {int(r["key"].split("·")[0]): r["attention"] for r in rows}
+    assert sorted(shown) == list(np.flatnonzero(segments == 1))
+    expected = out.attentions[2][0, 4, query].numpy()
+    np.testing.assert_allclose([shown[j] for j in sorted(shown)], expected[segments == 1], atol=1e-5)

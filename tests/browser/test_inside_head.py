@@ -57,3 +57,20 @@ def test_head_view_norm_weighted(page, app_url):
     _charts(page).first.wait_for()
     assert_no_streamlit_exception(page)
     screenshot(page, "attention_norm_weighted")
+
+
+def test_neuron_view_sentence_filter(page, app_url):
+    """Issue 45: a sentence pair offers bertviz's filter beside layer, head and query; A→B draws sentence B's keys."""
+    page.goto(f"{app_url}/attention")
+    wait_for_app(page)
+    enter_sentences(page, "The bank raised rates.", "The river flooded.")
+    page.get_by_role("tab", name=TAB).click()
+    wait_for_app(page)
+    panel = page.get_by_role("tabpanel", name=TAB)
+    panel.get_by_role("combobox", name="Sentence filter").click()
+    page.get_by_role("option", name="A→B", exact=True).click()
+    wait_for_app(page)
+    page.get_by_text("keys of A→B", exact=False).first.wait_for()
+    assert_no_streamlit_exception(page)
+    page.get_by_text("Neuron view").scroll_into_view_if_needed()
+    screenshot(page, "inside_head_filter")

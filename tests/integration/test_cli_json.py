@@ -48,6 +48,7 @@ COMMANDS = {
     "neuron": ["--model", "{m}", "--text", "the cat sat .", "--layer", "1", "--head", "0", "--query", "1"],
     "attention-norms": ["--model", "{m}", "--text", "the cat sat ."],
     "model-view": ["--model", "{m}", "--text", "the cat sat .", "--pixels", "4"],
+    "head-view": ["--model", "{m}", "--text", "the cat sat .", "--text-b", "a dog ran .", "--pair-filter", "a-b"],
     "attention-norm-shares": ["--model", "{m}", "--corpus", "{c}"],
     "heads": ["--model", "{m}", "--corpus", "{c}"],
     "attention-change": ["--model", "{m}", "--model", "{m2}", "--corpus", "{c}"],

@@ -210,7 +210,11 @@ def test_cli_contracts(tiny_bert_dir):
     run = lambda *a: subprocess.run([sys.executable, "-m", "core", *a], capture_output=True, text=True, check=True)  # noqa: E731
     out = json.loads(run("neuron", "--model", str(tiny_bert_dir), "--text", TEXT, "--text-b", TEXT_B, "--layer", "2",
                          "--head", "2", "--query", "3", "--json").stdout)
-    assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention", "truncated"]
+    # issue 45 added where the view is and the keys its sentence filter keeps (all: every token)
+    assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention", "layer", "head", "query_index",
+                         "pair_filter", "key_positions", "truncated"]
+    assert (out["layer"], out["head"], out["query_index"], out["pair_filter"]) == (2, 2, 3, "all")
+    assert out["key_positions"] == list(range(len(out["tokens"])))
     assert out["truncated"] == {"tokens_dropped": 0}  # issue 32: what a long input lost
     t = len(out["tokens"])
     assert len(out["query"]) == 8 and np.shape(out["keys"]) == (t, 8) and np.shape(out["products"]) == (t, 8)

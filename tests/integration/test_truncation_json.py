@@ -38,6 +38,7 @@ TEXT_COMMANDS = [
     ["pca", "--text", "{text}"],
     ["attention-norms", "--text", "{text}"],
     ["neuron", "--text", "{text}", "--layer", "1", "--head", "0", "--query", "1"],
+    ["head-view", "--text", "{text}"],
     ["explain", "--text", "{text}", "--method", "rollout"],
     ["neighbours", "--text", "{text}", "--word", "cat", "--corpus", "builtin", "--k", "2", "--quiet"],
 ]

@@ -22,13 +22,14 @@ scipy is imported in functions: the studies list and `python -m core --help` imp
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from core import numbering
 from core.analyses.heads.roles import check_attention
+from core.contract import Analysis, setting
 from core.data import corpus as corpora
 from core.model.encoding import encode_stream
 from core.model.loading import LoadedModel
@@ -210,6 +211,7 @@ class PairHeads:
     mean        float64 [2 labels, 2 directions, layer, head]: mean share per label (NaN-skipping)
     auc         float64 [2 directions, layer, head]: separation of the labels by each head's share
     words_only  whether the keys were the other sentence's word pieces only (else bertviz's slices)
+    top         how many of the most separating heads to_json's "top_heads" lists
     """
 
     model: str
@@ -221,6 +223,7 @@ class PairHeads:
     mean: np.ndarray
     auc: np.ndarray
     words_only: bool = False
+    top: int = 10
 
     @property
     def n_pairs(self) -> np.ndarray:
@@ -256,7 +259,7 @@ class PairHeads:
                      for g, label in enumerate(self.labels)},
             "auc": {d: grid(self.auc[i]) for i, d in enumerate(PAIR_DIRECTIONS)},
             # "layer" as every chart shows it (1..L, core.numbering); top_heads() keeps array indices
-            "top_heads": [{**c, "layer": numbering.shown(c["layer"])} for c in self.top_heads(10)],
+            "top_heads": [{**c, "layer": numbering.shown(c["layer"])} for c in self.top_heads(self.top)],
         }
 
 
@@ -301,6 +304,30 @@ def pair_heads(
                      auc, words_only)
 
 
+MRPC_LABELS = ("equivalent", "not equivalent")
+
+
+@dataclass(frozen=True)
+class PairHeadsSettings:
+    """The paraphrase-heads measurement ("Heads over a dataset" tab, `python -m core pair-attention`,
+    core.lens.pair_attention); the corpus (MRPC split and size) is its input."""
+
+    words_only: bool = setting(False, "keys: the other sentence's word pieces only (off: bertviz's slices, which "
+                               "count the final [SEP] in B and [CLS] and the middle [SEP] in A)", url="pairs_words_only")
+    top: int = setting(10, "how many of the most separating heads to list", low=1, high=100_000, url=None)
+    seed: int = setting(0, "seed of the corpus sample", low=0, high=1_000_000, url=None)
+    batch_size: int = setting(16, "pairs encoded at once", low=1, high=4096, url=None)
+
+
+def pair_heads_of(lm: LoadedModel, inputs, settings: PairHeadsSettings, progress: ProgressCallback = None,
+                  should_stop: StopCheck = None, corpus: str = "") -> PairHeads:
+    """PairHeads of inputs (pairs, gold labels among MRPC_LABELS) with these settings: the declaration's `run`."""
+    pairs, gold = inputs
+    result = pair_heads(lm, pairs, gold, MRPC_LABELS, words_only=settings.words_only, corpus=corpus,
+                        batch_size=settings.batch_size, progress=progress, should_stop=should_stop)
+    return replace(result, top=settings.top)
+
+
 def mrpc_pairs(spec: str, seed: int = 0, limit: int | None = None) -> tuple[list[tuple[str, str]], list[str], str]:
     """(pairs, gold labels "equivalent" / "not equivalent", corpus name) from a corpus spec such as mrpc:test:200."""
     corpus = corpora.resolve(spec, seed, limit=limit).take(limit)
@@ -308,3 +335,12 @@ def mrpc_pairs(spec: str, seed: int = 0, limit: int | None = None) -> tuple[list
     if not pairs:
         raise ValueError(f"{spec} has no sentence pairs; give MRPC (mrpc[:SPLIT[:N]]) or another pair corpus")
     return pairs, groups, corpus.name
+
+
+ANALYSIS = Analysis(
+    name="pair-attention", view="attention", command="pair-attention", lens="pair_attention",
+    settings=PairHeadsSettings, run=pair_heads_of, charts="core.charts.pair_attention:separation_charts",
+    title="Heads over a dataset", order=25,
+    summary="A→B and B→A attention share per head on MRPC, by gold label; the heads that separate paraphrases "
+            "from non-paraphrases most (the bertviz MRPC report)",
+)
