@@ -294,6 +294,8 @@ class Analysis:
                 extra.append("one of " + ", ".join(map(str, f.meta.choices)))
             if f.meta.low is not None or f.meta.high is not None:
                 extra.append(f"{bound_text(f.meta.low)}…{bound_text(f.meta.high)}")
+            if f.meta.shown:  # the notebook takes array indices (as outputs.attentions[i]); charts add `shown`
+                extra.append(f"an array index: charts, links and the CLI show it as index + {f.meta.shown}")
             default = list(f.default) if isinstance(f.default, tuple) else f.default
             lines.append(f"    {f.name} ({f.type}, default {default!r}{'; ' + '; '.join(extra) if extra else ''}): "
                          f"{f.meta.help}")

@@ -75,10 +75,16 @@ def _setting_type(f):
 
     def parse(text: str):
         try:
-            if f.meta.shown and f.type == "int":
-                return f.check(int(text) - f.meta.shown)
-            if f.meta.shown and f.type == "ints":
-                return f.check([int(v) - f.meta.shown for v in text.split(",") if v.strip()])
+            if f.meta.shown and f.type in ("int", "ints"):
+                numbers = [_whole(v, f.name) for v in text.split(",") if v.strip()] if f.type == "ints" \
+                    else [_whole(text, f.name)]
+                for number in numbers:  # said in the numbers the user typed (a layer 1..L), not array indices
+                    low, high = f.meta.low, f.meta.high
+                    if low is not None and number < low + f.meta.shown or high is not None and number > high + f.meta.shown:
+                        raise ValueError(f"{f.name} must be within {bound_text(None if low is None else low + f.meta.shown)}"
+                                         f"…{bound_text(None if high is None else high + f.meta.shown)}, got {number}")
+                shifted = [n - f.meta.shown for n in numbers]
+                return f.check(shifted if f.type == "ints" else shifted[0])
             return f.check(text)
         except ValueError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
@@ -86,6 +92,13 @@ def _setting_type(f):
     parse.__name__ = f.type
     parse.setting = f  # what the CLI fuzz (tests/unit/test_cli_fuzz.py) reads to make this option's bad values
     return parse
+
+
+def _whole(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
 
 
 def settings_from_args(analysis, args, **given):

@@ -124,7 +124,7 @@ def test_the_cli_options_and_url_params_are_made_from_the_declaration():
     args = parser.parse_args(["--layer", "4", "--pair-filter", "A→B", "--heads", "2,3", "--words"])
     assert settings_from_args(_TOY, args) == _Settings(layer=3, pair_filter="a-b", heads=(2, 3), words=True)
     assert settings_from_args(_TOY, parser.parse_args([])) == _Settings()
-    with pytest.raises(argparse.ArgumentError, match="layer must be within 0…11, got 12"):
+    with pytest.raises(argparse.ArgumentError, match="layer must be within 1…12, got 13"):  # as the user counts
         parser.parse_args(["--layer", "13"])  # layers are numbered 1..12 on the command line
     layer, pair_filter, *_ = views.analysis_params(_TOY, "toy.")
     assert (layer.name, layer.key, layer.low, layer.high, layer.shown) == ("layer", "toy.layer", 1, 12, 1)

@@ -306,10 +306,16 @@ def test_mean_attention_to_cls_measured_line_is_not_pale():
 
 
 def test_anisotropy_line_stays_inside_and_names_models_short(tiny_bert_dir):
-    chart, frame = lens.anisotropy(str(tiny_bert_dir), "builtin", limit=12, n_pairs=50, min_contexts=2, return_data=True)
+    from core.charts import anisotropy as anisotropy_charts
+
+    data = lens.anisotropy(str(tiny_bert_dir), "builtin", limit=12, n_pairs=50, min_contexts=2, return_data=True)
+    chart, frame = data
     drawing = draw(chart)
     assert_titles_inside(drawing)
     assert drawing.strings("legend-label") == [tiny_bert_dir.name]
+    ((declared, caption),) = anisotropy_charts.profile_charts(data.result)  # the analysis's charts(result)
+    assert_titles_inside(draw(declared))
+    assert "(12 sentences)" in caption
     assert_no_empty_or_nan(frame, "value", "model")
     spec = chart.to_dict()
     assert all(layer.get("encoding", {}).get("x", {}).get("scale", {}).get("padding", 0) > 0
