@@ -226,8 +226,8 @@ class SyntaxSettings:
     """The `syntax-heads` analysis's settings, declared once (core.contract)."""
 
     # None: the protocol's choice (bertlens drops subtypes, clark keeps them: SyntaxTally)
-    subtypes: bool | None = setting(None, "keep relation subtypes (nmod:poss) apart (left out: off under bertlens, "
-                                    "on under --protocol clark)", type="bool", url=None)
+    subtypes: bool | None = setting(None, "keep relation subtypes (nmod:poss) apart (left out: off under the "
+                                    "bertlens protocol, always on under clark)", type="bool", url=None)
     protocol: str = setting(DEFAULT, PROTOCOL_HELP, choices=PROTOCOLS, url=None)  # the page's link: a bool switch
     batch_size: int = setting(16, "sentences encoded at once", low=1, high=4096, url=None)
 
