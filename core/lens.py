@@ -335,7 +335,7 @@ def _counted_out(chart, frame, return_data: bool, result, cuts):
     the Data's JSON (cuts: a core.validation.CorpusCuts)."""
     notice = cuts.truncation_notice()
     if notice:
-        warnings.warn(notice, stacklevel=3)
+        warnings.warn(notice, stacklevel=4)  # the notebook cell: past the lens function and lens.twin
     if not return_data:
         return chart
     made = _CountedData(chart, frame, result)
@@ -389,7 +389,7 @@ def ablate(run, *, settings, limit: int | None = None, seed: int = 0, device: st
     result = dataclasses.replace(run_ablation(clf, sample.examples, settings, progress=progress), task=sample.task,
                                  eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     if result.degenerate is not None and result.degenerate.flagged:
-        warnings.warn(f"{clf.encoder.ref}: {result.degenerate.message}", stacklevel=2)
+        warnings.warn(f"{clf.encoder.ref}: {result.degenerate.message}", stacklevel=3)
     chart, frame = attention_charts.ablation_chart(result)
     return _counted_out(chart, frame, return_data, result, result)
 
@@ -472,7 +472,7 @@ def patch(model, clean, corrupt, *, settings, target=None, label=None, path=None
     else:
         result = patchings.run_patch(subject, (clean, corrupt, goal), settings)
     for warning in result.warnings:
-        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=2)
+        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=3)  # the cell, past lens.twin
     frame = patching_charts.patching_frame(result)
     chart = patching_charts.patching_chart(result, frame)
     return _PatchData(chart, frame, result) if return_data else chart

@@ -145,12 +145,13 @@ class Patching:
         return float(recovery(np.array(self.path_metric), self.clean_metric, self.corrupt_metric))
 
     def to_json(self) -> dict:
-        """The CLI's `patch --json` object (keys as issue 34 gives them, plus issue 48's "gap" and "warnings")."""
+        """The CLI's `patch --json` object (keys as issue 34 gives them, plus issue 48's "gap" and "warnings", and
+        issue 45's "method", now that --method chooses it)."""
         def rows(a):
             return [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
 
         return {"clean_metric": self.clean_metric, "corrupt_metric": self.corrupt_metric, "metric": self.metric,
-                "over": self.over, "tokens": list(self.tokens), "patched": rows(self.patched),
+                "over": self.over, "method": self.method, "tokens": list(self.tokens), "patched": rows(self.patched),
                 "recovered": rows(self.recovered), "gap": self.gap if np.isfinite(self.gap) else None,
                 "warnings": [w.to_json() for w in self.warnings]}
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from core import numbering
 from core import training, validation
-from core.analyses.patching import ANALYSIS as PATCH, SMALL_GAP, run_patch
+from core.analyses import patching
+from core.analyses.patching import ANALYSIS as PATCH, SMALL_GAP
 from core.bias.heads import DEFAULT_PAIRS, DEFAULT_TOP_K, corpus_bias_heads
 from core.commands import add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args, stderr_progress
 from core.data import corpus as corpora
@@ -59,8 +60,8 @@ def run_patch(args) -> int:
         model, target = load_model(args.model, masked_lm=True), args.target
     else:
         model, target = training.load_classifier(args.model), args.class_
-    result = run_patch(model, (args.clean, args.corrupt, target), settings_from_args(PATCH, args),
-                       progress=stderr_progress(args))
+    result = patching.run_patch(model, (args.clean, args.corrupt, target), settings_from_args(PATCH, args),
+                                progress=stderr_progress(args))
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0
