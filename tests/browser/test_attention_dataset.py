@@ -57,3 +57,21 @@ def test_a_finished_pass_shows_in_a_new_tab(page, browser, app_url, data_dir):
         screenshot(tab, "attention_dataset_new_tab")
     finally:
         context.close()
+
+
+def test_syntax_part_draws_its_declared_subtypes_switch(page, app_url, data_dir):
+    """The syntactic heads part's "Keep subtypes" switch is drawn from the analysis's declaration (its help the
+    CLI's --subtypes help), off by default and disabled under the paper protocol, which always keeps them."""
+    page.goto(f"{app_url}/attention?tab={TAB.replace(' ', '+')}&part=Syntactic+heads")
+    wait_for_app(page)
+    def switch():  # st.toggle: a checkbox input drawn as a switch
+        return page.get_by_role("switch", name="Keep subtypes (nmod:poss)").or_(
+            page.get_by_role("checkbox", name="Keep subtypes (nmod:poss)")).first
+
+    switch().wait_for()
+    assert not switch().is_checked() and switch().is_enabled()
+    page.get_by_text("Paper protocol (Clark et al. 2019)").click()
+    wait_for_app(page)
+    assert not switch().is_enabled()
+    assert_no_streamlit_exception(page)
+    screenshot(page, "attention_dataset_syntax")
