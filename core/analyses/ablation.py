@@ -27,8 +27,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from core import validation
 from core.contract import Analysis, setting
+from core import validation
 from core.data.datasets import Example, seeded_subset
 from core.model.adapter import AdapterError, ModelAdapter
 from core.progress import ProgressCallback, StopCheck, check_stop
