@@ -22,6 +22,7 @@ opaque origin keeps any script out of the notebook.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
@@ -66,7 +67,7 @@ from core.charts import sparse_features as sparse_charts
 from core.charts.export import chart_html
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
-from core.model.encoding import encode
+from core.model.encoding import encode, run_counting_cuts
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
 from core.settings import default_model
@@ -433,36 +434,165 @@ def fit_tuned_lens(model, corpus, name: str, *, settings, limit: int | None = No
     return _trained(chart, layer_lens_charts.fitted_frame(fitted), return_data, fitted)
 
 
+# ---- heads over a dataset ---------------------------------------------------------------------------------------
+
+class _CountedData(Data):
+    """A corpus pass's Data: `to_json()` is the CLI twin's JSON, its "truncated" field (inputs cut to the model's
+    length) included."""
+
+    truncated = None
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "truncated": self.truncated}
+
+
+def _counted_out(chart, frame, return_data: bool, result, cuts):
+    """_out for a corpus pass: the notice of inputs cut to the model's length as a Python warning, the count in
+    the Data's JSON (cuts: a core.validation.CorpusCuts)."""
+    notice = cuts.truncation_notice()
+    if notice:
+        warnings.warn(notice, stacklevel=4)  # the notebook cell: past the lens function and lens.twin
+    if not return_data:
+        return chart
+    made = _CountedData(chart, frame, result)
+    made.truncated = cuts.truncation()
+    return made
+
+
+def _sample(corpus, limit, seed: int, text_column: str | None):
+    """The inputs of a corpus pass, as the CLI's --corpus/--limit/--seed pick them; and the corpus's name for the
+    result (the spec itself when one is given, as the CLI writes it)."""
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=int(seed), limit=limit).take(limit)
+    return chosen, corpus if isinstance(corpus, str) else chosen.name
+
+
+@twin("heads")
+def heads(model, corpus="snli", *, settings, limit: int | None = 200, seed: int = 0, show: str = "sep",
+          text_column: str | None = None, progress=None, return_data: bool = False):
+    """Clark et al.'s statistics and Kovaleva et al.'s pattern types of every head over a corpus (Attention heads
+    page, Heads over a dataset; corpus as in `anisotropy`, its first `limit` inputs, `seed` picking a dataset's
+    sample). show: a statistic (core.analyses.heads.STAT_NAMES, default "sep") or "patterns". Frame: every
+    statistic per head (show a statistic) or each head's dominant pattern type. With return_data, `.result` is the
+    HeadSurvey and `.to_json()` what `python -m core heads --json` prints."""
+    from core.analyses.heads import STAT_NAMES, run_survey
+    from core.charts import heads_dataset
+
+    if show not in (*STAT_NAMES, "patterns"):
+        raise ValueError(f"show must be one of {', '.join(STAT_NAMES)}, patterns")
+    chosen, name = _sample(corpus, limit, seed, text_column)
+    lm = load(model)
+    counted = run_counting_cuts(lambda: run_survey(lm, chosen.inputs, settings, progress=progress))
+    survey = dataclasses.replace(counted.value, corpus=name)
+    if show == "patterns":
+        chart, frame = attention_charts.pattern_chart(survey), attention_charts.pattern_frame(survey)
+    else:
+        chart, _ = attention_charts.statistic_chart(survey, show, f"Mean {heads_dataset.statistic_title(survey, show)} per head")
+        frame = heads_dataset.statistics_table(survey)
+    return _counted_out(chart, frame, return_data, survey, counted)
+
+
+@twin("ablate")
+def ablate(run, *, settings, limit: int | None = None, seed: int = 0, device: str | None = None, progress=None,
+           return_data: bool = False):
+    """Accuracy of a fine-tuned classification run (its name or folder) with each head, then each whole layer,
+    disabled (Heads over a dataset, Ablation), on its own evaluation set (`limit`: a subset seeded by `seed`).
+    Frame: the accuracy change per head. With return_data, `.result` is the AblationResult and `.to_json()` what
+    `python -m core ablate --json` prints."""
+    from core.analyses.ablation import load_for_ablation, run_ablation
+    from core.training.runs import run_eval_sample
+
+    clf = load_for_ablation(_ref(run), device=device)
+    sample = run_eval_sample(clf, limit, int(seed))
+    result = dataclasses.replace(run_ablation(clf, sample.examples, settings, progress=progress), task=sample.task,
+                                 eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
+    if result.degenerate is not None and result.degenerate.flagged:
+        warnings.warn(f"{clf.encoder.ref}: {result.degenerate.message}", stacklevel=3)
+    chart, frame = attention_charts.ablation_chart(result)
+    return _counted_out(chart, frame, return_data, result, result)
+
+
+@twin("attention_change")
+def attention_change(model_a, model_b, corpus="snli", *, settings, limit: int | None = 200, seed: int = 0,
+                     text_column: str | None = None, progress=None, return_data: bool = False):
+    """Per-head cosine between two models' attention maps on the same inputs (Heads over a dataset, Change after
+    fine-tuning; a run and the model it was trained from; corpus as in `heads`). Frame: the cosine per head. With
+    return_data, `.result` is the AttentionChange and `.to_json()` what `python -m core attention-change --json`
+    prints."""
+    from core.analyses.heads import run_attention_change
+
+    chosen, _ = _sample(corpus, limit, seed, text_column)
+    models = (load(model_a), load(model_b))
+    counted = run_counting_cuts(lambda: run_attention_change(models, chosen.inputs, settings, progress=progress))
+    chart, frame = attention_charts.change_chart(counted.value)
+    return _counted_out(chart, frame, return_data, counted.value, counted)
+
+
+@twin("syntax_heads")
+def syntax_heads(model, corpus="ud:dev:all", *, settings, limit: int | None = None, seed: int = 0,
+                 relation: str | None = None, progress=None, return_data: bool = False):
+    """The best head per dependency relation on a treebank (Heads over a dataset, Syntactic heads; corpus: "ud",
+    "ud:SPLIT:N" or a .conllu file, its first `limit` sentences). relation: every head's accuracy for that one
+    relation instead of the best head per relation. Frame: the per-relation table (or that relation's grid). With
+    return_data, `.result` is the SyntaxHeads and `.to_json()` what `python -m core syntax-heads --json` prints."""
+    from core.analyses.heads import run_syntax_heads
+    from core.charts import heads_dataset
+
+    chosen, name = _sample(corpus, limit, seed, None)
+    trees = corpora.require_trees(chosen)
+    lm = load(model)
+    counted = run_counting_cuts(lambda: run_syntax_heads(lm, trees, settings, progress=progress))
+    result = dataclasses.replace(counted.value, treebank=name)
+    if relation is None:
+        frame = heads_dataset.syntax_table(result)
+        chart = attention_charts.syntax_chart(frame, result.protocol)
+    elif relation not in result.relations:
+        raise ValueError(f"relation must be one of {', '.join(result.relations)}")
+    else:
+        chart, frame = attention_charts.relation_chart(result, relation)
+    return _counted_out(chart, frame, return_data, result, counted)
+
+
 # ---- what causes the output -------------------------------------------------------------------------------------
 
-def patch(model, clean, corrupt, *, target=None, label=None, over: str = "heads", method: str = "exact", path=None,
-          return_data: bool = False):
+class _PatchData(Data):
+    """lens.patch's return_data: `(chart, frame, result)` as it always was, and a Data (`.result`, `.to_json()`:
+    what `python -m core patch --json` prints)."""
+
+    def __new__(cls, chart, frame, result):
+        made = tuple.__new__(cls, (chart, frame, result))
+        made.result = result
+        return made
+
+
+@twin("patch")
+def patch(model, clean, corrupt, *, settings, target=None, label=None, path=None, return_data: bool = False):
     """Activation patching (core.analyses.patching): each head (over="heads") or each layer x token cell
     ("positions", "attn", "mlp") copied from the clean input into the corrupted one (same number of word pieces).
     target: a word scored at the clean input's [MASK] (a model with an MLM head); label: a class of a
     classification run (its name or folder as `model`), or two classes for their logit difference. method
     "attribution": Nanda's gradient estimate of every cell at once. path ((layer, head), (layer, head)): the
-    sender's effect through the receiver only (result.path_metric). Frame: core.charts.patching.patching_frame;
-    with return_data the Patching result comes third. A grid that is noise (result.warnings: a clean - corrupt gap
-    under core.analyses.patching.SMALL_GAP, or a clean input that does not give the target) is drawn with a Python
+    sender's effect through the receiver only (result.path_metric; exact method only). Frame:
+    core.charts.patching.patching_frame; with return_data the Patching result comes third, and `.to_json()` is what
+    `python -m core patch --json` prints. A grid that is noise (result.warnings: a clean - corrupt gap under
+    core.analyses.patching.SMALL_GAP, or a clean input that does not give the target) is drawn with a Python
     warning per reason, which a notebook shows under the cell."""
     if (target is None) == (label is None):
         raise ValueError("give target=WORD (a model with an MLM head) or label=CLASS (a classification run)")
-    if method not in patchings.METHODS:
-        raise ValueError(f"method must be one of {', '.join(patchings.METHODS)}")
     if label is not None:
         subject, goal = (model if hasattr(model, "labels") else load_classifier(_ref(model))), label
     else:
         subject, goal = load(model), target
-    if method == "attribution":
-        result = patchings.attribution_patch(subject, clean, corrupt, goal, over)
+    if path is not None:
+        if settings.method != "exact":
+            raise ValueError("path patching is exact: leave method at \"exact\"")
+        result = patchings.patch(subject, clean, corrupt, goal, settings.over, path=path)
     else:
-        result = patchings.patch(subject, clean, corrupt, goal, over, path=path)
+        result = patchings.run_patch(subject, (clean, corrupt, goal), settings)
     for warning in result.warnings:
-        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=2)
+        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=3)  # the cell, past lens.twin
     frame = patching_charts.patching_frame(result)
     chart = patching_charts.patching_chart(result, frame)
-    return (chart, frame, result) if return_data else chart
+    return _PatchData(chart, frame, result) if return_data else chart
 
 
 # ---- representations ---------------------------------------------------------------------------------------------

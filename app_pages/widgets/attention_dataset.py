@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from app_pages.shell import prefetch
@@ -19,12 +18,13 @@ from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, 
                                       warn_if_corpus_cut)
 from app_pages.widgets.common import load_error
 from app_pages.widgets.corpus_picker import MRPC, SNLI, UD, corpus_picker
+from app_pages.widgets.settings_form import setting_input
 from core import numbering
 from core.analyses import heads as hd
-from core.analyses.ablation import ablation_sweep, load_for_ablation, predict_disabled
+from core.analyses.ablation import ANALYSIS as ABLATE, load_for_ablation, predict_disabled, run_ablation
 from core.analyses.pattern_labels import RULES_NOT_COMPARABLE
 from core.charts import attention as attention_charts
-from core.charts import classification
+from core.charts import classification, heads_dataset
 from core.model.encoding import run_counting_cuts
 from core.model.loading import ModelUnavailable, available_models, display_name, resolve
 from core.protocols import DEFAULT, describe
@@ -107,7 +107,7 @@ def survey_part(show: str) -> None:
 def statistics_view(survey: hd.HeadSurvey) -> None:
     name = st.selectbox("Statistic", hd.STAT_NAMES, key=P + "stat", format_func=hd.STAT_TITLES.get)
     values = survey.stat(name)
-    title = hd.STAT_TITLES[name] if not (name == "punct" and survey.protocol == "clark") else "attention to . and ,"
+    title = heads_dataset.statistic_title(survey, name)
     chart, frame = attention_charts.statistic_chart(survey, name, f"Mean {title} per head")
     draw_chart(chart, key=P + "stat_chart")
     by_layer = ", ".join(f"L{numbering.shown(l)} {v:.2f}" for l, v in enumerate(values.mean(axis=1)))
@@ -119,8 +119,7 @@ def statistics_view(survey: hd.HeadSurvey) -> None:
     if name in attention_charts.LAYER_REFERENCES:
         st.caption("Clark et al.'s line was read off his Figure 2 (bert-base-uncased, Wikipedia spans); it is "
                    "comparable only when the legend says 'same model and protocol', else compare the shape.")
-    table = pd.DataFrame({"layer": frame["layer"], "head": frame["head"],
-                          **{n: survey.stat(n).ravel() for n in hd.STAT_NAMES}})
+    table = heads_dataset.statistics_table(survey)
     export_buttons(chart, table, f"head-statistics-{name}", P + "stat_export")
     with st.expander("All statistics (table)"):
         st.dataframe(table, hide_index=True, key=P + "stat_table")
@@ -188,9 +187,8 @@ def ablation_part() -> None:
         st.session_state[P + "run"] = runs[0]
     c1, c2, c3 = st.columns([2, 1, 1])
     ref = c1.selectbox("Fine-tuned run", runs, key=P + "run")
-    mode = c2.radio("Disable by", ["uniform", "mask"], key=P + "mode", horizontal=True,
-                    help="uniform: the head's attention becomes 1/L over the real tokens (Kovaleva et al.); "
-                         "mask: the head's output is zeroed")
+    # Choices and help: the analysis's declaration (core.analyses.ablation.ANALYSIS), as the CLI's --mode.
+    mode = setting_input(ABLATE, "mode", "Disable by", key=P + "mode", container=c2)
     limit = int(c3.number_input("Examples (0 = all)", 0, 20000, step=50, key=P + "ablation_limit"))
     try:
         clf = ablation_classifier(ref)
@@ -204,7 +202,7 @@ def ablation_part() -> None:
     params = (ref, mode, limit)
 
     def work(progress, should_stop):
-        return ablation_sweep(clf, sample.examples, mode=mode, progress=progress, should_stop=should_stop)
+        return run_ablation(clf, sample.examples, ABLATE.make(mode=mode), progress=progress, should_stop=should_stop)
 
     kept = job_controls(P + "ablation", "Run the ablation sweep", params, lambda: work, kind="heads", unit="batch passes")
     if kept is None:
@@ -284,8 +282,8 @@ def change_part() -> None:
         return
 
     def work(progress, should_stop):  # the change with its cuts (core.model.encoding.Counted), for the notice
-        return run_counting_cuts(lambda: hd.attention_change(lms[0], lms[1], inputs, progress=progress,
-                                                             should_stop=should_stop))
+        return run_counting_cuts(lambda: hd.run_attention_change(lms, inputs, hd.CHANGE.make(), progress=progress,
+                                                                 should_stop=should_stop))
 
     kept = job_controls(P + "change", f"Compare over {len(inputs)} examples", params, lambda: work, kind="heads", unit="passes")
     if kept is None:
@@ -314,9 +312,9 @@ def syntax_part() -> None:
                                default_n=200)
     with c2:
         protocol = protocol_switch()
-    subtypes = c2.checkbox("Keep subtypes (nmod:poss)", key=P + "subtypes", disabled=protocol == "clark",
-                           help="Always kept under the paper protocol: UD's subtypes are Stanford Dependencies' "
-                                "own relations (poss, nsubjpass, prt, ...)")
+    st.session_state.setdefault(P + "subtypes", False)  # the declared default None is the protocol's choice
+    subtypes = setting_input(hd.SYNTAX, "subtypes", "Keep subtypes (nmod:poss)", key=P + "subtypes", container=c2,
+                             disabled=protocol == "clark")
     if corpus is None:
         return
     sentences = list(corpus.trees)
@@ -327,16 +325,15 @@ def syntax_part() -> None:
         return
 
     def work(progress, should_stop):
-        return hd.syntax_heads(lm, sentences, subtypes=subtypes, protocol=protocol, progress=progress,
-                               should_stop=should_stop)
+        return hd.run_syntax_heads(lm, sentences, hd.SYNTAX.make(subtypes=subtypes, protocol=protocol),
+                                   progress=progress, should_stop=should_stop)
 
     kept = job_controls(P + "syntax", f"Find syntactic heads in {len(sentences)} sentences", params, lambda: work, kind="heads", unit="sentences")
     if kept is None:
         st.info("Press the button to run the model on the treebank's words and score every head per relation.")
         return
     result: hd.SyntaxHeads = kept
-    table = pd.DataFrame(result.to_json()["relations"])
-    table["best head"] = table["label"]
+    table = heads_dataset.syntax_table(result)
     chart = attention_charts.syntax_chart(table, result.protocol)
     draw_chart(chart, key=P + "syntax_chart")
     how = attention_charts.syntax_note(result.protocol)

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from core.contract import Analysis, setting
 from core import validation
 from core.data.datasets import Example
 from core.model.adapter import AdapterError, ModelAdapter
@@ -33,6 +34,16 @@ from core.model.evaluation import Degeneracy, degeneracy
 from core.progress import ProgressCallback, StopCheck, check_stop
 
 MODES = ("uniform", "mask")
+
+
+@dataclass(frozen=True)
+class AblationSettings:
+    """The `ablate` analysis's settings, declared once (core.contract): CLI options, lens.ablate, the page's widget."""
+
+    mode: str = setting("uniform", "uniform: the head's attention becomes 1/L (Kovaleva); mask: its output is zeroed",
+                        choices=MODES, url=None)
+    sweep_layers: bool = setting(True, "the whole-layer conditions besides the heads", cli="layers", url=None)
+    batch_size: int = setting(32, "examples run at once", low=1, high=4096, url=None)
 
 
 class AblationError(ValueError):
@@ -258,3 +269,17 @@ def ablation_sweep(
 def load_for_ablation(ref: str, device: str | None = None):
     """A private copy of a classification run (SDPA attention: ablation never needs the probabilities back)."""
     return load_classifier(ref, device=device, attention="sdpa")
+
+
+def run_ablation(clf, examples: Sequence[Example], settings: AblationSettings = AblationSettings(),
+                 progress: ProgressCallback = None, should_stop: StopCheck = None) -> AblationResult:
+    """`ablation_sweep` with its declared settings (the `ablate` analysis's run)."""
+    return ablation_sweep(clf, examples, mode=settings.mode, sweep_layers=settings.sweep_layers,
+                          batch_size=settings.batch_size, progress=progress, should_stop=should_stop)
+
+
+ANALYSIS = Analysis(
+    name="ablate", view="attention", command="ablate", lens="ablate", settings=AblationSettings, run=run_ablation,
+    charts="core.charts.heads_dataset:ablation_charts", title="Heads over a dataset: ablation",
+    summary="accuracy of a fine-tuned run with each head / layer disabled", order=21,
+)

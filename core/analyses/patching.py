@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.analyses.masked import prepare_text, require_masked_lm
+from core.contract import Analysis, setting
 from core.model.adapter import ModelAdapter
 from core.model.encoding import Tokenized, tokenize
 from core.progress import ProgressCallback, StopCheck, check_stop
@@ -144,12 +145,13 @@ class Patching:
         return float(recovery(np.array(self.path_metric), self.clean_metric, self.corrupt_metric))
 
     def to_json(self) -> dict:
-        """The CLI's `patch --json` object (keys as issue 34 gives them, plus issue 48's "gap" and "warnings")."""
+        """The CLI's `patch --json` object (keys as issue 34 gives them, plus issue 48's "gap" and "warnings", and
+        issue 45's "method", now that --method chooses it)."""
         def rows(a):
             return [[None if not np.isfinite(v) else float(v) for v in row] for row in a]
 
         return {"clean_metric": self.clean_metric, "corrupt_metric": self.corrupt_metric, "metric": self.metric,
-                "over": self.over, "tokens": list(self.tokens), "patched": rows(self.patched),
+                "over": self.over, "method": self.method, "tokens": list(self.tokens), "patched": rows(self.patched),
                 "recovered": rows(self.recovered), "gap": self.gap if np.isfinite(self.gap) else None,
                 "warnings": [w.to_json() for w in self.warnings]}
 
@@ -505,3 +507,34 @@ def attribution_patch(model, clean: Text, corrupt: Text, target, over: str = "he
     return Patching(_ref(model), over, "attribution", pair.metric, pair.clean.tokens, pair.corrupt.tokens,
                     clean_metric, corrupt_metric, corrupt_metric + effect, target=pair.target,
                     clean_top=pair.clean_top(), masked=pair.masked)
+
+
+# ---- the declaration (core.contract) -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PatchSettings:
+    """The `patch` analysis's settings, declared once: CLI options, lens.patch keywords, the page's widgets."""
+
+    over: str = setting("heads", "what is patched, one cell at a time: heads (each head's z), positions (the "
+                        "residual stream after each layer), attn / mlp (the block's output at each token)",
+                        choices=OVER, url=None)  # the page draws heads and positions both
+    # the page's link offers "compare" (both methods) besides these: its Param is its own (core.views.attention)
+    method: str = setting("exact", "exact: one patched run per cell; attribution: Nanda's gradient estimate of "
+                          "every cell from two forwards and one backward", choices=METHODS, url=None)
+
+
+def run_patch(model, inputs: tuple, settings: PatchSettings = PatchSettings(), progress: ProgressCallback = None,
+              should_stop: StopCheck = None) -> Patching:
+    """The `patch` analysis's run: inputs (clean, corrupt, target), patched by the settings' method."""
+    clean, corrupt, target = inputs
+    if settings.method == "attribution":
+        return attribution_patch(model, clean, corrupt, target, settings.over)
+    return patch(model, clean, corrupt, target, settings.over, progress=progress, should_stop=should_stop)
+
+
+ANALYSIS = Analysis(
+    name="patch", view="attention", command="patch", lens="patch", settings=PatchSettings, run=run_patch,
+    charts="core.charts.patching:patching_charts", title="What causes it?",
+    summary="activation patching: which heads / positions carry the answer from a clean to a corrupted input",
+    order=40,
+)

@@ -58,3 +58,10 @@ def patching_chart(result, frame: pd.DataFrame | None = None, *, selectable: boo
         chart = chart.add_params(alt.selection_point(name=HEAD_SELECTION, fields=["layer", "cell"], on="click",
                                                      empty=False))
     return fixed_size(chart)
+
+
+def patching_charts(result) -> list:
+    """The `patch` analysis's charts as the registry asks for them (core.contract): the grid, its warnings in the
+    caption."""
+    return [(patching_chart(result), " ".join(["Warning: " + w.message for w in result.warnings]
+                                              + [f"Recovered over {result.over}: 1 restores the clean answer."]))]

@@ -1,4 +1,5 @@
-"""`heads`, `ablate`, `attention-change`, `syntax-heads`: the "Heads over a dataset" section's twins."""
+"""`heads`, `ablate`, `attention-change`, `syntax-heads`: the "Heads over a dataset" section's twins, their options
+made from the analyses' declarations (core.contract)."""
 
 from __future__ import annotations
 
@@ -8,64 +9,58 @@ import numpy as np
 
 from core import numbering
 from core import validation
-from core.analyses.ablation import ablation_sweep, load_for_ablation
-from core.analyses.heads import PATTERNS, PROTOCOLS, STAT_NAMES, STAT_TITLES, attention_change, survey_heads, syntax_heads
-from core.commands import (add_json_arguments, add_model_argument, add_two_models_arguments, counted, stderr_progress,
-                           two_models, warn_cuts, warn_degenerate)
+from core.analyses.ablation import ANALYSIS as ABLATE, load_for_ablation, run_ablation
+from core.analyses.heads import (CHANGE, PATTERNS, STAT_NAMES, STAT_TITLES, SURVEY, SYNTAX, run_attention_change,
+                                 run_survey, run_syntax_heads)
+from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, add_two_models_arguments,
+                           counted, settings_from_args, stderr_progress, two_models, warn_cuts, warn_degenerate)
 from core.data import corpus as corpora
 from core.model.loading import load_model
 from core.protocols import DEFAULT, describe
 from core.training.runs import run_eval_sample
 
-PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
-                 "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "
-                 "roots as misses, poss rule, offsets -3..+2, heads from 1). Default bertlens")
 
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("heads", help="Clark statistics and Kovaleva pattern types of every head over a corpus")
-    add_model_argument(p)
+def _corpus_sample_arguments(p) -> None:
+    """The inputs' sample (not a setting of the analysis: it picks what is analysed)."""
     p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
     p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
     p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--batch-size", type=validation.positive, default=16)
-    p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
+
+
+def register(subparsers) -> None:
+    # Each analysis's options come from its declaration (core.analyses.heads, core.analyses.ablation).
+    p = subparsers.add_parser(SURVEY.command, help=SURVEY.summary)
+    add_model_argument(p)
+    _corpus_sample_arguments(p)
+    add_settings_arguments(p, SURVEY)
     add_json_arguments(p)
     p.set_defaults(func=run_heads)
 
-    p = subparsers.add_parser("ablate", help="accuracy of a fine-tuned run with each head / layer disabled")
+    p = subparsers.add_parser(ABLATE.command, help=ABLATE.summary)
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or its folder)")
     p.add_argument("--limit", type=validation.positive, default=None, help="seeded subset of the run's evaluation set (default: all of it)")
-    p.add_argument("--mode", choices=("uniform", "mask"), default="uniform",
-                   help="uniform: the head's attention becomes 1/L (Kovaleva); mask: its output is zeroed")
-    p.add_argument("--no-layers", action="store_true", help="skip the whole-layer conditions")
-    p.add_argument("--seed", type=validation.count, default=0)
-    p.add_argument("--batch-size", type=validation.positive, default=32)
+    p.add_argument("--seed", type=validation.count, default=0, help="seed of that subset (default 0)")
+    add_settings_arguments(p, ABLATE)  # --layers / --no-layers: --no-layers skips the whole-layer conditions, as before
     p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
     add_json_arguments(p)
     p.set_defaults(func=run_ablate)
 
-    p = subparsers.add_parser("attention-change", help="per-head cosine between two models' attention maps")
+    p = subparsers.add_parser(CHANGE.command, help=CHANGE.summary)
     add_two_models_arguments(p)
-    p.add_argument("--corpus", default="snli", help=corpora.CLI_HELP + "; default snli")
-    p.add_argument("--limit", type=validation.positive, default=200, help="the first N inputs of the corpus (default 200)")
-    p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--batch-size", type=validation.positive, default=16)
+    _corpus_sample_arguments(p)
+    add_settings_arguments(p, CHANGE)
     add_json_arguments(p)
-    p.set_defaults(func=run_attention_change)
+    p.set_defaults(func=run_attention_change_command)
 
-    p = subparsers.add_parser("syntax-heads", help="the best head per dependency relation on a CoNLL-U treebank")
+    p = subparsers.add_parser(SYNTAX.command, help=SYNTAX.summary)
     p.add_argument("--model", default=None)
     p.add_argument("--corpus", "--treebank", dest="corpus", default="ud:dev:all",
                    help=corpora.CLI_HELP + "; it must have dependency trees (ud or .conllu); default ud:dev:all")
     p.add_argument("--limit", type=validation.positive, default=None, help="the first N sentences of the corpus only")
     p.add_argument("--seed", type=validation.count, default=0, help="seed of the corpus sample (default 0)")
-    p.add_argument("--subtypes", action="store_true", default=None,
-                   help="keep relation subtypes (nmod:poss) apart (always under --protocol clark)")
-    p.add_argument("--protocol", choices=PROTOCOLS, default=DEFAULT, help=PROTOCOL_HELP)
-    p.add_argument("--batch-size", type=validation.positive, default=16)
+    add_settings_arguments(p, SYNTAX)
     add_json_arguments(p)
-    p.set_defaults(func=run_syntax_heads)
+    p.set_defaults(func=run_syntax_heads_command)
 
 
 def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}", protocol: str = DEFAULT) -> None:
@@ -81,17 +76,18 @@ def _grid(name: str, values: np.ndarray, fmt: str = "{:.3f}", protocol: str = DE
 
 def run_heads(args) -> int:
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
+    settings = settings_from_args(SURVEY, args)
     lm = load_model(args.model)
-    survey, truncated = counted(lambda: replace(survey_heads(lm, inputs, batch_size=args.batch_size, protocol=args.protocol,
-                                                             progress=stderr_progress(args)), corpus=args.corpus))
+    survey, truncated = counted(lambda: replace(run_survey(lm, inputs, settings, progress=stderr_progress(args)),
+                                                corpus=args.corpus))
     if args.json:
         validation.dump_json({**survey.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{lm.ref}: {survey.n_examples} inputs from {args.corpus} ({survey.n_pairs} pairs)")
-    print(describe(args.protocol))
+    print(describe(settings.protocol))
     for name in STAT_NAMES:
-        title = "attention to periods and commas" if name == "punct" and args.protocol == "clark" else STAT_TITLES[name]
-        _grid(title, survey.stat(name), protocol=args.protocol)
+        title = "attention to periods and commas" if name == "punct" and settings.protocol == "clark" else STAT_TITLES[name]
+        _grid(title, survey.stat(name), protocol=settings.protocol)
     print("pattern share: " + ", ".join(f"{p} {s:.1%}" for p, s in survey.pattern_share.items()))
     initials = {p: p[0].upper() if p != "vertical+diagonal" else "X" for p in PATTERNS}
     print("dominant pattern (V vertical, D diagonal, X vertical+diagonal, B block, H heterogeneous)")
@@ -103,8 +99,8 @@ def run_heads(args) -> int:
 def run_ablate(args) -> int:
     clf = load_for_ablation(args.model, device=args.device)
     sample = run_eval_sample(clf, args.limit, args.seed)
-    result = ablation_sweep(clf, sample.examples, mode=args.mode, sweep_layers=not args.no_layers,
-                            batch_size=args.batch_size, progress=stderr_progress(args))
+    settings = settings_from_args(ABLATE, args)
+    result = run_ablation(clf, sample.examples, settings, progress=stderr_progress(args))
     result = replace(result, task=sample.task, eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     warn_degenerate(result.degenerate, clf.encoder.ref)
     truncated = warn_cuts(result)
@@ -114,18 +110,18 @@ def run_ablate(args) -> int:
     print(f"{clf.encoder.ref}: {result.n_examples} {sample.task} {sample.eval_split} examples, mode {result.mode}")
     print(f"intact accuracy {result.base_accuracy:.4f} (run's metrics.json: {sample.run_accuracy})")
     _grid("accuracy change with one head disabled", result.head_delta, "{:+.3f}")
-    if not args.no_layers:
+    if settings.sweep_layers:
         print("accuracy change with a whole layer disabled")
         for layer, delta in enumerate(result.layer_delta):
             print(f"L{numbering.shown(layer)}\t{delta:+.3f}")
     return 0
 
 
-def run_attention_change(args) -> int:
+def run_attention_change_command(args) -> int:
     inputs = corpora.resolve(args.corpus, args.seed).take(args.limit).inputs
-    a, b = (load_model(ref) for ref in two_models(args))
-    change, truncated = counted(lambda: attention_change(a, b, inputs, batch_size=args.batch_size,
-                                                         progress=stderr_progress(args)))
+    settings = settings_from_args(CHANGE, args)
+    models = tuple(load_model(ref) for ref in two_models(args))
+    change, truncated = counted(lambda: run_attention_change(models, inputs, settings, progress=stderr_progress(args)))
     if args.json:
         validation.dump_json({**change.to_json(), "truncated": truncated}, args.out)
         return 0
@@ -134,18 +130,18 @@ def run_attention_change(args) -> int:
     return 0
 
 
-def run_syntax_heads(args) -> int:
+def run_syntax_heads_command(args) -> int:
     corpus = corpora.resolve(args.corpus, args.seed).take(args.limit)
+    settings = settings_from_args(SYNTAX, args)
     lm, trees = load_model(args.model), corpora.require_trees(corpus)
-    result, truncated = counted(lambda: syntax_heads(lm, trees, batch_size=args.batch_size, subtypes=args.subtypes,
-                                                     protocol=args.protocol, progress=stderr_progress(args)))
+    result, truncated = counted(lambda: run_syntax_heads(lm, trees, settings, progress=stderr_progress(args)))
     result = replace(result, treebank=args.corpus)
     if args.json:
         validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
         return 0
     print(f"{result.model} on {args.corpus}: {result.n_sentences} sentences ({result.n_skipped} too long, skipped)")
-    print(describe(args.protocol))
-    clark = args.protocol == "clark"
+    print(describe(settings.protocol))
+    clark = settings.protocol == "clark"
     print("relation\tcount\tbest head" + (" (layer-head, from 1)\tdirection" if clark else " (layers from 1, heads from 0)")
           + "\taccuracy\tbaseline (offset)")
     for row in result.to_json()["relations"]:

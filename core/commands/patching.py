@@ -7,16 +7,17 @@ import numpy as np
 
 from core import numbering
 from core import training, validation
-from core.analyses.patching import OVER, SMALL_GAP, patch
+from core.analyses import patching
+from core.analyses.patching import ANALYSIS as PATCH, SMALL_GAP
 from core.bias.heads import DEFAULT_PAIRS, DEFAULT_TOP_K, corpus_bias_heads
-from core.commands import add_json_arguments, add_model_argument, stderr_progress
+from core.commands import add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args, stderr_progress
 from core.data import corpus as corpora
 from core.model.loading import load_model
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "patch", help="activation patching: which heads / positions carry the answer from a clean to a corrupted input",
+        PATCH.command, help=PATCH.summary,
         description="Copies each cell's activation from the clean run into the corrupted run and measures the metric: "
         "the log-probability of --target at the clean input's [MASK] (a model with an MLM head), or the logit of "
         "--class K (a classification run). The two inputs must have the same number of word pieces. --over heads: "
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--target", metavar="WORD", help="a word piece scored at the [MASK] (MLM models)")
     target.add_argument("--class", dest="class_", metavar="K", help="a class of a classification run, index or label")
-    p.add_argument("--over", choices=OVER, default="heads", help="what is patched, one cell at a time (default heads)")
+    add_settings_arguments(p, PATCH)  # --over, --method: from the analysis's declaration (core.analyses.patching)
     add_json_arguments(p, "the result as one JSON object")
     p.set_defaults(func=run_patch)
 
@@ -59,7 +60,8 @@ def run_patch(args) -> int:
         model, target = load_model(args.model, masked_lm=True), args.target
     else:
         model, target = training.load_classifier(args.model), args.class_
-    result = patch(model, args.clean, args.corrupt, target, args.over, progress=stderr_progress(args))
+    result = patching.run_patch(model, (args.clean, args.corrupt, target), settings_from_args(PATCH, args),
+                                progress=stderr_progress(args))
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

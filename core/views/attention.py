@@ -58,6 +58,7 @@ PATCH_METHODS = {"exact": "exact", "attribution": "attribution (fast)", "compare
 SURVEY_DEFAULTS = {P + "part": "Statistics", P + "source": SNLI, P + "limit": 100, P + "ablation_limit": 200,
                    P + "tb_limit": 200}
 SURVEY_KEY, SURVEY_KIND, SURVEY_UNIT = P + "survey", "heads", "examples"
+DATASET = "Heads over a dataset"  # the tab of the survey, ablation, change and syntax parts
 
 
 def survey_params(ref: str, description: tuple, protocol: str) -> tuple:
@@ -67,8 +68,8 @@ def survey_params(ref: str, description: tuple, protocol: str) -> tuple:
 
 def survey_work(lm, inputs, protocol: str):
     def work(progress, should_stop):  # the survey with its cuts (core.model.encoding.Counted), for the page's notice
-        return run_counting_cuts(lambda: hd.survey_heads(lm, inputs, protocol=protocol, progress=progress,
-                                                         should_stop=should_stop))
+        return run_counting_cuts(lambda: hd.run_survey(lm, inputs, hd.SURVEY.make(protocol=protocol),
+                                                       progress=progress, should_stop=should_stop))
 
     return work
 
@@ -89,8 +90,8 @@ def patching_work(subject, clean: str, corrupt: str, goal, method: str):
             check_stop(should_stop)
             options = {} if run == "attribution" else {
                 "progress": lambda done, _, before=before: progress(before + done, total), "should_stop": should_stop}
-            call = patching.attribution_patch if run == "attribution" else patching.patch
-            results.append(call(subject, clean, corrupt, goal, over, **options))
+            settings = patching.ANALYSIS.make(over=over, method=run)
+            results.append(patching.run_patch(subject, (clean, corrupt, goal), settings, **options))
             before += size
             progress(before, total)
         return tuple(results)
@@ -98,26 +99,64 @@ def patching_work(subject, clean: str, corrupt: str, goal, method: str):
     return work
 
 
-def plan(params: Mapping[str, str], caches: Caches) -> Planned | None:
-    """The survey a step's view shows, None when that view does not open the statistics or pattern parts;
-    ValueError for a sample that cannot be read ahead (pasted or uploaded)."""
-    state = {p.key: p.default for p in VIEW.params} | SURVEY_DEFAULTS | parse(VIEW.url_path, params).values
-    if state.get("attention.tab") != DATASET or state.get(P + "part") not in ("Statistics", "Pattern types"):
-        return None
+def _dataset_state(params: Mapping[str, str]) -> dict:
+    """The "Heads over a dataset" section's session values a step's view sets, over the page's defaults."""
+    return {p.key: p.default for p in VIEW.params} | SURVEY_DEFAULTS | parse(VIEW.url_path, params).values
+
+
+def _survey_spec(state: Mapping) -> str:
+    """The corpus spec of the survey's sample; ValueError for a sample given on the page (pasted or uploaded)."""
     source = state.get(P + "source") or SNLI
     spec = named_spec(source, state.get(P + "split"), state.get(P + "limit"))
     if spec is None:
         raise ValueError(f"the sample “{source}” is given on the page itself and cannot be prepared ahead")
-    corpus = caches.resolve_corpus(spec)
+    return spec
+
+
+def _protocol(state: Mapping) -> str:
+    return "clark" if state.get(P + "paper_protocol") else DEFAULT
+
+
+def plan(params: Mapping[str, str], caches: Caches) -> Planned | None:
+    """The survey a step's view shows, None when that view does not open the statistics or pattern parts;
+    ValueError for a sample that cannot be read ahead (pasted or uploaded)."""
+    state = _dataset_state(params)
+    if state.get("attention.tab") != DATASET or state.get(P + "part") not in ("Statistics", "Pattern types"):
+        return None
+    corpus = caches.resolve_corpus(_survey_spec(state))
     ref = params.get("model") or ""
-    protocol = "clark" if state.get(P + "paper_protocol") else DEFAULT
+    protocol = _protocol(state)
     return Planned(SURVEY_KEY, survey_params(ref, (corpus.name, corpus.digest), protocol),
                    lambda: survey_work(caches.load_model(ref), corpus.inputs, protocol), SURVEY_KIND, SURVEY_UNIT)
+
+
+def dataset_charts(lens, model: str, params: Mapping[str, str]) -> list:
+    """The "Heads over a dataset" part a step names, drawn by its core.lens twin with the step's settings: the
+    survey (statistics, pattern types) over the step's sample, the ablation of its run, the syntactic heads on the
+    page's treebank (UD EWT dev, its first heads.tb_limit sentences). Change after fine-tuning needs a second model,
+    which a link does not carry: no chart."""
+    state = _dataset_state(params)
+    part, protocol = state.get(P + "part"), _protocol(state)
+    if part in ("Statistics", "Pattern types"):
+        show = (state.get(P + "stat") or "sep") if part == "Statistics" else "patterns"
+        chart = lens.heads(model, _survey_spec(state), limit=None, protocol=protocol, show=show)
+        return [(chart, "Clark et al. (2019)'s statistic per head over the sample." if part == "Statistics" else
+                 "Each head's dominant pattern type over the sample (Kovaleva et al. 2019).")]
+    if part == "Ablation" and state.get(P + "run"):
+        return [(lens.ablate(state[P + "run"], limit=state.get(P + "ablation_limit") or None),
+                 "Accuracy change with each head, then each whole layer, disabled.")]
+    if part == "Syntactic heads":
+        chart = lens.syntax_heads(model, f"ud:dev:{int(state.get(P + 'tb_limit') or 200)}", protocol=protocol,
+                                  relation=state.get(P + "relation") or None)
+        return [(chart, "Per relation, the head whose most-attended word is most often the gold head.")]
+    return []
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
     if params.get("tab") == CAUSES:
         return patching_charts(lens, model, params)
+    if params.get("tab") == DATASET:
+        return dataset_charts(lens, model, params)
     if not a:
         return []
     from core.charts.attention import HEAD_VIEW_CAPTION, MODEL_VIEW_CAPTION  # altair: only when a step is drawn
@@ -179,7 +218,7 @@ VIEW = View(
                                                           "Change after fine-tuning", "Syntactic heads")),
         Param("heads_protocol", "heads.paper_protocol", "bool"),
         *corpus_params("heads.", "heads.limit", "heads_"),
-        Param("stat", "heads.stat", "str"),
+        Param("stat", "heads.stat", "str", None, hd.STAT_NAMES),
         Param("run", "heads.run", "str"),
         Param("relation", "heads.relation", "str"),
         Param("pairs_split", "pairheads.split", "str", None, ("test", "validation", "train")),

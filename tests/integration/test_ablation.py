@@ -195,3 +195,20 @@ def test_sweep_counts_the_examples_cut_to_the_runs_length(classifier):
     assert result.max_length == 48 and result.dropped == (full - 48, 0)
     assert result.truncation_notice().startswith("1 of 2 examples are longer than the model reads (48 tokens): "
                                                  f"{full - 48} word pieces")
+
+
+def test_lens_ablate_is_the_ablate_command(tiny_run, capsys):
+    """The `ablate` analysis declared once (core.contract): lens.ablate's JSON is the CLI's --json, settings spelled
+    as the CLI spells them (--mode, --no-layers: the old flag, now one half of --layers / --no-layers)."""
+    from core import lens
+    from core.__main__ import main
+
+    assert main(["ablate", "--model", str(tiny_run), "--limit", "40", "--seed", "2", "--mode", "mask", "--no-layers",
+                 "--batch-size", "8", "--device", "cpu", "--quiet", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    data = lens.ablate(str(tiny_run), limit=40, seed=2, mode="mask", sweep_layers=False, batch_size=8, device="cpu",
+                       return_data=True)
+    assert data.to_json() == out
+    assert out["mode"] == "mask" and out["n_examples"] == 40 and all(v is None for v in out["layer_delta"])
+    chart, frame = data
+    np.testing.assert_allclose(frame["accuracy change"].to_numpy(), data.result.head_delta.ravel())

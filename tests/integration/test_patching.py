@@ -281,9 +281,9 @@ def test_cli_patch_prints_the_issues_keys(tmp_path, capsys):
             "--json", "--quiet"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    # issue 34's keys, plus issue 48's gap and warnings
+    # issue 34's keys, plus issue 48's gap and warnings, and issue 45's method (--method chooses it)
     assert set(out) == {"clean_metric", "corrupt_metric", "metric", "over", "tokens", "patched", "recovered", "gap",
-                        "warnings"}
+                        "warnings", "method"} and out["method"] == "exact"
     assert out["over"] == "heads" and len(out["patched"]) == 2 and all(len(row) == 4 for row in out["patched"])
     assert out["tokens"][6] == "[MASK]"
     assert out["gap"] == pytest.approx(out["clean_metric"] - out["corrupt_metric"], abs=1e-12)

@@ -21,14 +21,16 @@ in clarkkev/attention-analysis (General_Analysis.ipynb, Syntax_Analysis.ipynb):
 """
 
 from core.analyses.heads.roles import (
-    PROTOCOLS, CLARK_PUNCTUATION, head_label, TokenRoles, token_roles, roles_of, check_attention,
+    PROTOCOLS, PROTOCOL_HELP, CLARK_PUNCTUATION, head_label, TokenRoles, token_roles, roles_of, check_attention,
 )
 from core.analyses.heads.survey import (
     STAT_NAMES, STAT_TITLES, PATTERNS, VERTICAL, DIAGONAL, MIXED_EACH, MIXED_TOTAL, BLOCK, example_stats,
     pattern_features, classify_patterns, example_patterns, PatternExample, HeadSurvey, survey_heads,
+    SurveySettings, run_survey,
 )
 from core.analyses.heads.change import (
     attention_cosine, AttentionChange, attention_change, layer_change, change_ranks, last_layers_change_most,
+    ChangeSettings, run_attention_change,
 )
 from core.analyses.heads.pairs import (
     PAIR_LABELS, labelled_pairs, PAIR_MEASURES, pair_example, PairAttention, pair_attention, PAIR_DIRECTIONS,
@@ -37,9 +39,33 @@ from core.analyses.heads.pairs import (
 from core.analyses.heads.syntax import (
     CLARK_OFFSETS, CLARK_MAX_TOKENS, CLARK_POSSESSIVES, POSS_RELATIONS, DIRECTIONS, predicted_heads,
     predicted_heads_reverse, clark_hits, clark_offset_guess, SyntaxHeads, SyntaxTally, syntax_heads,
+    SyntaxSettings, run_syntax_heads,
 )
+from core.contract import Analysis
+
+# The "Heads over a dataset" parts, declared once (core.contract); ablation is declared in core.analyses.ablation
+# (it needs torch at import, this package must not).
+SURVEY = Analysis(
+    name="heads", view="attention", command="heads", lens="heads", settings=SurveySettings, run=run_survey,
+    charts="core.charts.heads_dataset:survey_charts", title="Heads over a dataset: statistics and pattern types",
+    summary="Clark statistics and Kovaleva pattern types of every head over a corpus", order=20,
+)
+CHANGE = Analysis(
+    name="attention_change", view="attention", command="attention-change", lens="attention_change",
+    settings=ChangeSettings, run=run_attention_change, charts="core.charts.heads_dataset:change_charts",
+    title="Heads over a dataset: change after fine-tuning",
+    summary="per-head cosine between two models' attention maps", order=22,
+)
+SYNTAX = Analysis(
+    name="syntax_heads", view="attention", command="syntax-heads", lens="syntax_heads", settings=SyntaxSettings,
+    run=run_syntax_heads, charts="core.charts.heads_dataset:syntax_charts", title="Heads over a dataset: syntactic heads",
+    summary="the best head per dependency relation on a CoNLL-U treebank", order=23,
+)
+ANALYSES = (SURVEY, CHANGE, SYNTAX)
 
 __all__ = [
+    "ANALYSES", "CHANGE", "ChangeSettings", "PROTOCOL_HELP", "SURVEY", "SYNTAX", "SurveySettings", "SyntaxSettings",
+    "run_attention_change", "run_survey", "run_syntax_heads",
     "AttentionChange", "BLOCK", "CLARK_MAX_TOKENS", "CLARK_OFFSETS", "CLARK_POSSESSIVES", "CLARK_PUNCTUATION",
     "DIAGONAL", "DIRECTIONS", "HeadSurvey", "MIXED_EACH", "MIXED_TOTAL", "PAIR_DIRECTIONS",
     "PAIR_DIRECTION_TITLES", "PAIR_LABELS", "PAIR_MEASURES", "PATTERNS", "POSS_RELATIONS", "PROTOCOLS",

@@ -9,6 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from core.analyses.heads.roles import check_attention
+from core.contract import setting
 from core.model import distributed
 from core.model.encoding import TextInput, encode_share
 from core.model.loading import LoadedModel
@@ -42,6 +43,22 @@ class AttentionChange:
     def to_json(self) -> dict:
         return {"a": self.model_a, "b": self.model_b, "cosine": self.cosine.round(6).tolist(),
                 "n_examples": self.n_examples, "layers": self.layers, "world_size": self.world_size}
+
+
+@dataclass(frozen=True)
+class ChangeSettings:
+    """The `attention-change` analysis's settings, declared once (core.contract)."""
+
+    batch_size: int = setting(16, "inputs encoded at once", low=1, high=4096, url=None)
+
+
+def run_attention_change(models: tuple[LoadedModel, LoadedModel], inputs: Sequence[TextInput],
+                         settings: ChangeSettings = ChangeSettings(), progress: ProgressCallback = None,
+                         should_stop: StopCheck = None) -> AttentionChange:
+    """`attention_change` of the two models (A, B) with its declared settings (the analysis's run)."""
+    lm_a, lm_b = models
+    return attention_change(lm_a, lm_b, inputs, batch_size=settings.batch_size, progress=progress,
+                            should_stop=should_stop)
 
 
 def attention_change(

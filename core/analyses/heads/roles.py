@@ -13,6 +13,10 @@ from core.model.encoding import Encoding, is_punctuation
 from core.protocols import DEFAULT, check
 
 PROTOCOLS = (DEFAULT, "clark")
+# The `protocol` setting's help, one text for the survey and the syntactic heads (core.contract declarations).
+PROTOCOL_HELP = ("bertlens: BERT Lens's readable default (any punctuation; dependent->head only, roots skipped, any "
+                 "offset as baseline); clark: Clark et al. 2019 as his code (periods and commas; both directions, "
+                 "roots as misses, poss rule, offsets -3..+2, heads from 1)")
 CLARK_PUNCTUATION = (".", ",")
 
 

@@ -8,7 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from core.analyses.attention import head_entropy
-from core.analyses.heads.roles import PROTOCOLS, TokenRoles, check_attention, roles_of
+from core.analyses.heads.roles import PROTOCOL_HELP, PROTOCOLS, TokenRoles, check_attention, roles_of
+from core.contract import setting
 from core.model import distributed
 from core.model.encoding import Encoding, TextInput, encode_share
 from core.model.loading import LoadedModel
@@ -173,6 +174,21 @@ class HeadSurvey:
         out.update(model=self.model, n_examples=self.n_examples, n_pairs=self.n_pairs, n_truncated=self.n_truncated,
                    corpus=self.corpus, protocol=self.protocol, world_size=self.world_size)
         return out
+
+
+@dataclass(frozen=True)
+class SurveySettings:
+    """The `heads` analysis's settings, declared once (core.contract): CLI options, lens.heads keywords, widgets."""
+
+    protocol: str = setting(DEFAULT, PROTOCOL_HELP, choices=PROTOCOLS, url=None)  # the page's link: a bool switch
+    batch_size: int = setting(16, "inputs encoded at once", low=1, high=4096, url=None)
+
+
+def run_survey(lm: LoadedModel, inputs: Sequence[TextInput], settings: SurveySettings = SurveySettings(),
+               progress: ProgressCallback = None, should_stop: StopCheck = None) -> HeadSurvey:
+    """`survey_heads` with its declared settings (the `heads` analysis's run)."""
+    return survey_heads(lm, inputs, batch_size=settings.batch_size, protocol=settings.protocol, progress=progress,
+                        should_stop=should_stop)
 
 
 def survey_heads(

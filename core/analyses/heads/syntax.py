@@ -9,7 +9,8 @@ from typing import Sequence
 import numpy as np
 
 from core import numbering
-from core.analyses.heads.roles import PROTOCOLS, head_label
+from core.analyses.heads.roles import PROTOCOL_HELP, PROTOCOLS, head_label
+from core.contract import setting
 from core.model.encoding import Words, encode_stream, tokenize
 from core.model.loading import LoadedModel
 from core.progress import ProgressCallback, StopCheck
@@ -218,6 +219,24 @@ class SyntaxTally:
             np.array([n / c for (_, n), c in zip(best, counts)]),
             self.n_sentences, n_skipped, protocol=self.protocol, directional=directional,
         )
+
+
+@dataclass(frozen=True)
+class SyntaxSettings:
+    """The `syntax-heads` analysis's settings, declared once (core.contract)."""
+
+    # None: the protocol's choice (bertlens drops subtypes, clark keeps them: SyntaxTally)
+    subtypes: bool | None = setting(None, "keep relation subtypes (nmod:poss) apart (left out: off under the "
+                                    "bertlens protocol, always on under clark)", type="bool", url=None)
+    protocol: str = setting(DEFAULT, PROTOCOL_HELP, choices=PROTOCOLS, url=None)  # the page's link: a bool switch
+    batch_size: int = setting(16, "sentences encoded at once", low=1, high=4096, url=None)
+
+
+def run_syntax_heads(lm: LoadedModel, sentences: Sequence, settings: SyntaxSettings = SyntaxSettings(),
+                     progress: ProgressCallback = None, should_stop: StopCheck = None) -> SyntaxHeads:
+    """`syntax_heads` with its declared settings (the analysis's run)."""
+    return syntax_heads(lm, sentences, batch_size=settings.batch_size, subtypes=settings.subtypes,
+                        protocol=settings.protocol, progress=progress, should_stop=should_stop)
 
 
 def syntax_heads(
