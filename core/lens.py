@@ -36,6 +36,7 @@ import pandas as pd
 from core import bias, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
+from core.analyses import faithfulness as faithful
 from core.analyses import head_features
 from core.analyses import inside_head as ih
 from core.analyses import logit_lens as layer_lenses
@@ -470,17 +471,31 @@ def features(sae, text: str, text_b: str | None = None, *, model=None, feature: 
 
 # ---- explanations ------------------------------------------------------------------------------------------------
 
-def explain(model, text: str, text_b: str | None = None, *, method: str = "ig", target=None, steps: int = 50,
-            samples: int | None = None, window: int = 1, return_data: bool = False):
+@twin("explain")
+def explain(model, text: str, text_b: str | None = None, *, settings, return_data: bool = False):
     """Why this prediction: one method's word scores (Why this prediction? page). method: one of
-    core.analyses.explain.METHODS; gradient and perturbation methods need a classifier head. samples: Shapley's
-    word orders / KernelSHAP's and LIME's coalitions (None: their defaults); window: occlusion's words per window.
-    Frame: core.charts.explain.word_frame."""
+    core.analyses.explain.METHODS; gradient and perturbation methods need a classifier head. Frame:
+    core.charts.explain.word_frame. With return_data, `.result` is the Explanation and `.to_json()` what
+    `python -m core explain --json` prints (less its notes "truncated" and "degenerate")."""
     explainer = _explainer(model)
-    result = explanations.explain(explainer, text, text_b, method, target=target, steps=int(steps),
-                                  samples=None if samples is None else int(samples), window=int(window))
+    result = explanations.run_explain(explainer, (text, text_b), settings)
     _warn_if_cut(read_input(explainer.lm, text, text_b))
-    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data)
+    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data, result)
+
+
+@twin("explain-faithfulness")
+def explain_faithfulness(model, corpus=f"snli:dev:{faithful.QUICK_EXAMPLES}", *, settings, progress=None,
+                         return_data: bool = False):
+    """How faithful each explanation method is over a corpus (the page's faithfulness section): comprehensiveness
+    and sufficiency (AOPC) beside a random control. model: a classification run; corpus: a corpus spec (sampled
+    with `seed`). Frame: core.charts.explain.faithfulness_frame. With return_data, `.to_json()` is what
+    `python -m core explain-faithfulness --json` prints (less its note "degenerate")."""
+    items = corpora.resolve(corpus, settings.seed).items
+    result = faithful.run_faithfulness(_explainer(model), items, settings, progress, corpus=corpus)
+    if result.truncation_notice():
+        warnings.warn(result.truncation_notice(), stacklevel=2)
+    return _out(explain_charts.faithfulness_chart(result), explain_charts.faithfulness_frame(result), return_data,
+                result)
 
 
 def _explainer(model):
