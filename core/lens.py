@@ -22,6 +22,7 @@ opaque origin keeps any script out of the notebook.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
@@ -46,7 +47,7 @@ from core.analyses import patching as patchings
 from core.analyses import sparse_features as sparse
 from core.analyses.attention import attention_view
 from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
-from core.analyses.projection import collect_tokens, layerwise_projection
+from core.analyses.projection import background_vectors, run_pca
 from core.charts import anisotropy as anisotropy_charts
 from core.charts import attention as attention_charts
 from core.charts import bias as bias_charts
@@ -384,28 +385,34 @@ class _Results(list):
         return [r.to_json() for r in self]
 
 
-def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *, layer: int = 0,
-                  method: str | None = None, protocol: str = "bertlens", colour: str = "sentence",
-                  word: str | None = None, hide_special: bool = False, hide_punct: bool = False,
-                  show_labels: bool = True, seed: int = 0, return_data: bool = False):
+@twin("pca")
+def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *, settings, layer: int = 0,
+                  colour: str = "sentence", word: str | None = None, show_labels: bool = True,
+                  background: str | None = None, background_size: int = 100, return_data: bool = False):
     """Every word piece of the sentences at one layer, projected to 2-D (Layerwise PCA page). texts: one sentence,
-    or a list of sentences / (a, b) pairs; method "joint" (one PCA over all layers), "per-layer" or "tsne"; colour
-    "sentence", "segment" or "word" (with `word` highlighted). Frame: the page's CSV, every layer's coordinates."""
+    or a list of sentences / (a, b) pairs; colour "sentence", "segment" or "word" (with `word` highlighted);
+    background: a corpus spec to fit the PCA on (its first `background_size` sentences), as `pca --background`.
+    Frame: the page's CSV, every layer's coordinates. With return_data, `.result` is the LayerProjection and
+    `.to_json()` what `python -m core pca --json` prints (less its notes "truncated", "background_truncated")."""
     items = [(texts, None)] if isinstance(texts, str) else [(t, None) if isinstance(t, str) else tuple(t) for t in texts]
     if not items:
         raise ValueError("give at least one sentence")
     lm = load(model)
-    encodings = [encode(lm, (a, b) if b else a) for a, b in items]
+    backdrop = None
+    if background is not None:
+        sentences = corpora.resolve(background, settings.seed).take(int(background_size)).sentences
+        backdrop = background_vectors(lm, sentences, keep_special=not settings.hide_special,
+                                      keep_punct=not settings.hide_punct)
+    projection, encodings = run_pca(lm, [(a, b) if b else a for a, b in items], settings, background=backdrop)
+    projection = dataclasses.replace(projection, background_name=background)
     _warn_if_cut(encodings)
-    tokens = collect_tokens(encodings, keep_special=not hide_special, keep_punct=not hide_punct)
-    projection = layerwise_projection(tokens, method, protocol=protocol, seed=int(seed))
     layer = int(layer)
     if not 0 <= layer < len(projection.layers):
         raise ValueError(f"layer must be 0…{len(projection.layers) - 1}")
     name = display_name(_ref(model))
     chart, _ = scatter(projection, layer, f"{name}, layer {layer}", names=sentence_names(items), colour=colour,
                        chosen_word=word, show_labels=show_labels)
-    return _out(chart, projection_frame(projection), return_data)
+    return _out(chart, projection_frame(projection), return_data, projection)
 
 
 def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, text: str | None = None,
