@@ -37,6 +37,7 @@ import pandas as pd
 from core import bias, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
+from core.analyses import explorer
 from core.analyses import faithfulness as faithful
 from core.analyses import head_features
 from core.analyses import inside_head as ih
@@ -45,6 +46,7 @@ from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
 from core.analyses import sparse_features as sparse
+from core.analyses import vector_index
 from core.analyses.attention import attention_view
 from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
 from core.analyses.projection import background_vectors, run_pca
@@ -53,6 +55,7 @@ from core.charts import attention as attention_charts
 from core.charts import bias as bias_charts
 from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
+from core.charts import explorer as explorer_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import layout
@@ -413,6 +416,40 @@ def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *,
     chart, _ = scatter(projection, layer, f"{name}, layer {layer}", names=sentence_names(items), colour=colour,
                        chosen_word=word, show_labels=show_labels)
     return _out(chart, projection_frame(projection), return_data, projection)
+
+
+@twin("project")
+def project(model, corpus: str, *, settings, colour: str | None = None, words: Sequence[str] = (), progress=None,
+            return_data: bool = False):
+    """One vector per example of a corpus ([CLS] or mean-pooled) at a layer, projected to 2-D (Dataset explorer,
+    Projector tab). corpus: a corpus spec (sampled with `seed`). colour: a colouring of the page (default: the
+    gold label, else the sentence length); words: what "contains words" looks for. Frame:
+    core.charts.explorer.points_frame. With return_data, `.to_json()` is what `python -m core project --json`
+    prints."""
+    examples = explorer.load_examples(corpus, settings.seed)
+    result = explorer.run_project(_explainer(model), examples, settings, progress)
+    if result.truncation_notice():
+        warnings.warn(result.truncation_notice(), stacklevel=2)
+    frame = explorer_charts.points_frame(result, examples, words)
+    colour = colour or ("gold label" if result.labels is not None else "sentence length")
+    if colour not in frame.columns:
+        raise ValueError(f"colour must be one of {', '.join(c for c in frame.columns if c not in ('id', 'x', 'y', 'text'))}")
+    title = f"{display_name(_ref(model))}, layer {result.layer}, {result.pooling} vectors, {result.method}"
+    return _out(explorer_charts.scatter(frame, colour, title, selectable=False), frame, return_data, result)
+
+
+@twin("neighbours")
+def neighbours(model, text: str, word: str, corpus: str, *, settings, progress=None, return_data: bool = False):
+    """The k token occurrences of a corpus most similar (cosine) to `word` of `text` at a layer (Dataset explorer,
+    Nearest contexts tab). corpus: a corpus spec (sampled with `seed`); its index is built once and kept under
+    models_cache/explorer_index. Frame: core.charts.explorer.neighbours_frame. With return_data, `.to_json()` is
+    what `python -m core neighbours --json` prints (less its notes "truncated" and "corpus_truncated")."""
+    result, encoding, index = vector_index.find_neighbours(load(model), text, word, corpora.resolve(corpus, settings.seed),
+                                                           settings, progress)
+    _warn_if_cut([encoding])
+    if index.info.truncation_notice():
+        warnings.warn(index.info.truncation_notice(), stacklevel=2)
+    return _out(explorer_charts.neighbours_chart(result), explorer_charts.neighbours_frame(result), return_data, result)
 
 
 def neurons(model, corpus="builtin", *, layer: int, neuron: int | None = None, text: str | None = None,
