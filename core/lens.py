@@ -34,7 +34,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import bias, numbering, studies, views
+from core import numbering, studies, views
+from core import bias as bias_data  # not `bias`: that is the bias experiment's notebook twin below
+from core.bias import experiment as bias_experiment
+from core.bias import heads as bias_heads_analysis
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import explorer
@@ -562,10 +565,49 @@ def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000
     """How many training pairs mention each word (the Bias experiment page's first chart: what a biased run would
     lose). words: a list or a comma-separated string (default the slides' female words); train_limit: the seeded
     training subset (None or 0: the whole split). Frame: word, training pairs."""
-    chosen = bias.parse_words(words or bias.DEFAULT_WORDS, keep_case=protocol == "slides")
-    train = bias.load_split(task, "train", int(train_limit or 0) or None, int(seed))
-    frame = bias.word_count_frame(bias.word_matches(train, chosen, protocol))
+    chosen = bias_data.parse_words(words or bias_data.DEFAULT_WORDS, keep_case=protocol == "slides")
+    train = bias_data.load_split(task, "train", int(train_limit or 0) or None, int(seed))
+    frame = bias_data.word_count_frame(bias_data.word_matches(train, chosen, protocol))
     return _out(bias_charts.word_count_chart(frame, protocol), frame, return_data)
+
+
+@twin("bias")
+def bias(model=None, corpus: str | None = None, *, settings, name: str | None = None, show: str | None = None,
+         device: str | None = None, threads: int | None = None, progress=None, return_data: bool = False):
+    """The bias experiment (Bias experiment page; `python -m core bias`): trains full / biased / control runs of
+    `model` with the settings and scores them (hours on a CPU: its progress is progress(done, total) per stage).
+    show: a finished experiment's name, read instead of training. corpus (a corpus spec, sampled with `seed`) with
+    model a finished classification run: no training, the run's flip rate on the corpus's swapped copies (`bias
+    --corpus`). Chart: accuracy per run and slice (the flip rate for a corpus); frame: core.bias.accuracy_frame
+    (one row of flips for a corpus). With return_data, `.to_json()` is what `bias --json` prints."""
+    if show is None and model is None:
+        raise ValueError("give model: a finished classification run (with corpus) or the model to train")
+    if show is not None:
+        result = bias_data.load_result(show)
+        if result is None:
+            raise ValueError(f"experiment '{show}' has no results yet")
+    elif corpus is not None:
+        result = bias_data.corpus_flips(corpora.resolve(corpus, settings.seed), _ref(model), device=device)
+        if result.truncation_notice():
+            warnings.warn(result.truncation_notice(), stacklevel=2)
+        frame = pd.DataFrame([{"run": result.run, "flip_rate": result.flip_rate, "flips": result.flips,
+                               "swapped": result.swappable}])
+        return _out(bias_charts.flip_chart(frame), frame, return_data, result)
+    else:
+        report = None if progress is None else (lambda _stage, done, total: progress(done, total))
+        result = bias_experiment.run_settings(_ref(model), name, settings, report, device=device, threads=threads)
+    frame = bias_data.accuracy_frame(result)
+    return _out(bias_charts.accuracy_chart(frame, result.protocol), frame, return_data, result)
+
+
+@twin("bias-heads")
+def bias_heads(run, corpus: str, *, settings, device: str | None = None, progress=None, return_data: bool = False):
+    """The heads behind a finished classification run's bias flips on a corpus (the bias page's "Which heads carry
+    the flips?"; `python -m core bias-heads`): each flipping swap patched head by head, heads ranked by mean
+    recovery, the top k disabled to score the flip rate again. Chart: the recovery of every head; frame:
+    core.charts.bias.head_ranking_frame. With return_data, `.to_json()` is what `bias-heads --json` prints."""
+    result = bias_heads_analysis.run_bias_heads(_ref(run), corpora.resolve(corpus), settings, progress, device=device)
+    return _out(bias_charts.head_recovery_chart(result), bias_charts.head_ranking_frame(result), return_data, result)
 
 
 # ---- head studies ------------------------------------------------------------------------------------------------
