@@ -79,7 +79,7 @@ from core.settings import default_model
 from core.training import list_runs, load_classifier
 from core.training.runs import get_run
 from core.training.timelapse import read_timelapse
-from core.studies import seeds as seed_runs
+from core.studies.reproduce import run_study
 from core.model.encoding import read_input
 from core.validation import truncation_notice
 
@@ -683,26 +683,26 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
 
 # ---- reproduce a paper -------------------------------------------------------------------------------------------
 
-def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
-              limit: int | None = None, top_k: int = seed_runs.TOP_K, progress=None, return_data: bool = False, **extra):
+@twin("reproduce")
+def reproduce(study: str, *, settings, model=None, corpus: str | None = None, limit: int | None = None, progress=None,
+              return_data: bool = False, **extra):
     """A published study run the paper's way (Reproduce page; core.studies.NAMES), the paper's numbers beside the
     measured ones. model: a reference (None: the paper's); extra: the study's options (`--set KEY=VALUE`).
     seeds (two or more): the study once per seed; the chart draws the seeds' mean with its 95 % interval beside the
     paper and the frame is core.charts.reproduce.seeds_frame (each number's values per seed, mean, interval,
-    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame."""
+    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame. With return_data,
+    `.to_json()` is what `python -m core reproduce --json` prints."""
     chosen = studies.get(study)
-    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, seed=int(seed),
-                                   limit=limit, extra=extra)
+    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, limit=limit,
+                                   extra=extra)
     report = None if progress is None else (lambda done, total, _message=None: progress(done, total))
-    if seeds is not None:
-        found = seed_runs.run_seeds(chosen, options, seed_runs.parse_seeds(",".join(map(str, seeds)), "seeds", "seed="),
-                                    report, None, top_k=int(top_k))
+    found = run_study(chosen, options, settings, report, None)
+    if settings.seeds is not None:
         chart = reproduce_charts.seeds_layer_chart(found) or reproduce_charts.seeds_table_chart(found)
-        return _out(chart, reproduce_charts.seeds_frame(found), return_data)
-    result = chosen.run(options, report, None)
-    chart = (reproduce_charts.layer_comparison_chart(result) or reproduce_charts.table_comparison_chart(result)
-             or reproduce_charts.measured_chart(result))
-    return _out(chart, reproduce_charts.comparison_frame(result), return_data)
+        return _out(chart, reproduce_charts.seeds_frame(found), return_data, found)
+    chart = (reproduce_charts.layer_comparison_chart(found) or reproduce_charts.table_comparison_chart(found)
+             or reproduce_charts.measured_chart(found))
+    return _out(chart, reproduce_charts.comparison_frame(found), return_data, found)
 
 
 # ---- a lesson step -----------------------------------------------------------------------------------------------
