@@ -42,9 +42,9 @@ class BiasSettings:
     freeze_embeddings: bool = setting(False, "keep the embeddings fixed in all three runs")
     bootstrap: int = setting(1000, "bootstrap resamples for the intervals", low=1, high=1_000_000)
     protocol: str = setting("bertlens", "slides: the CS4650 slides' filter (case-sensitive whole space-separated "
-                            "tokens of the premise only: 23.1% of SNLI train removed) and recipe (AdamW 5e-5, eps 1e-8, "
+                            "tokens of the premise only: 23.1 percent of SNLI train removed) and recipe (AdamW 5e-5, eps 1e-8, "
                             "no weight decay, 2 epochs, batch 32); bertlens: whole words in any case in premise or "
-                            "hypothesis (28.6%), BERT Lens's recipe", choices=FILTERS, url=None)
+                            "hypothesis (28.6 percent), BERT Lens's recipe", choices=FILTERS, url=None)
 
     @property
     def limits(self) -> tuple[int | None, int | None]:

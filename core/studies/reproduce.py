@@ -21,7 +21,7 @@ class ReproduceSettings:
     seed: int | None = setting(None, "the seed of the corpus sample and of any training (default 0)", type="int",
                                low=0, high=2**31 - 1, url=None)
     seeds: tuple | None = setting(None, "run the study once per seed (e.g. 0,1,2) as one job: every seed's values, "
-                                  "their mean, a 95% interval and the verdict on the interval (two or more, none "
+                                  "their mean, a 95 percent interval and the verdict on the interval (two or more, none "
                                   "negative or repeated: core.studies.seeds.parse_seeds says which)", type="ints",
                                   url=None)
     top_k: int = setting(seed_runs.TOP_K, "with seeds: count the seeds where a head the paper names ranks in the "
