@@ -92,23 +92,24 @@ class ExperimentSpec:
 
     name: str
     model: str
-    task: str = "snli"
+    # The defaults are the declared settings' (core.bias_settings.BiasSettings: the CLI, core.lens and the page).
+    task: str = BiasSettings.task
     words: tuple[str, ...] = DEFAULT_WORDS
     swaps: tuple[tuple[str, str], ...] = DEFAULT_SWAPS
     train_limit: int | None = None
     test_limit: int | None = None
-    epochs: int = 2
-    seed: int = 0
-    lr: float = 5e-5
-    batch_size: int = 32
-    max_length: int = 128
-    head: str = "linear"
-    freeze_layers: int = 0  # the lowest N encoder layers kept fixed in all three runs
-    freeze_embeddings: bool = False
+    epochs: int = BiasSettings.epochs
+    seed: int = BiasSettings.seed
+    lr: float = BiasSettings.lr
+    batch_size: int = BiasSettings.batch_size
+    max_length: int = BiasSettings.max_length
+    head: str = BiasSettings.head
+    freeze_layers: int = BiasSettings.freeze_lowest  # the lowest N encoder layers kept fixed in all three runs
+    freeze_embeddings: bool = BiasSettings.freeze_embeddings
     device: str | None = None
     cpu_threads: int | None = None  # torch CPU threads for training and scoring (None: torch's default, all cores)
-    bootstrap: int = 1000
-    protocol: str = "bertlens"
+    bootstrap: int = BiasSettings.bootstrap
+    protocol: str = BiasSettings.protocol
     created_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
