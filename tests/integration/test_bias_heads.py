@@ -149,6 +149,7 @@ def test_lens_bias_and_bias_heads_return_what_the_cli_json_has(tiny_bert_dir, tm
     data = lens.bias_heads(run, str(corpus), top_k=2, mode="uniform", return_data=True)
     assert _stable(data.to_json()) == _stable(got)
     assert len(data[1]) == data.result.recovery.size  # every head ranked in the frame
+    assert data[0].to_dict()["layer"]  # a valid Vega-Lite spec: the recovery cells and the disabled heads' outline
 
 
 def test_bias_limits_accept_0_for_all_and_the_old_test_limit_spelling():

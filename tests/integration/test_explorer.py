@@ -149,6 +149,7 @@ def test_lens_project_and_neighbours_return_what_the_cli_json_has(tiny_bert_dir,
     data = lens.project(str(tiny_bert_dir), str(corpus_file), layer=1, pooling="mean", return_data=True)
     assert json.loads(json.dumps(data.to_json())) == got
     assert list(data[1]["gold label"]) == ["ab"[i % 2] for i in range(len(SENTENCES))]
+    assert data[0].to_dict()["encoding"]["color"]["title"] == "gold label"  # a valid spec, coloured by the labels
     got = cli_json("neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--corpus",
                    str(corpus_file), "--k", "3")
     data = lens.neighbours(str(tiny_bert_dir), QUERY, "bank", str(corpus_file), k=3, return_data=True)
