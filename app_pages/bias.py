@@ -9,6 +9,7 @@ from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate
 from app_pages.widgets import bias_heads as flip_heads
 from app_pages.widgets.explain_view import cached_explainer, cached_explanation, show
 from core import bias, numbering, references
+from core.bias_settings import BIAS
 from core.analyses.explain import HEAD_METHODS, METHOD_TITLES, METHODS, prepare
 from core.charts import bias as charts
 from core.data.datasets import DataUnavailable
@@ -116,9 +117,12 @@ st.caption(describe(protocol) + (f" Filter: {bias.FILTER_TITLES[protocol]}." if 
 
 st.session_state.setdefault(P + "words", ", ".join(bias.DEFAULT_WORDS))
 st.session_state.setdefault(P + "swaps", bias.format_swaps(bias.DEFAULT_SWAPS))
-for key, value in {"task": "snli", "train_limit": DEFAULT_TRAIN_LIMIT, "test_limit": DEFAULT_TEST_LIMIT, "epochs": 2,
-                   "seed": 0, "lr": 5e-5, "batch_size": 32, "max_length": 128, "head": "linear", "cpu_threads": 0,
-                   "freeze_layers": 0, "freeze_embeddings": False}.items():
+# The recipe's defaults are the declaration's (core.bias_settings.BiasSettings), as the CLI's and core.lens's; the
+# subset sizes are this page's own (a CPU trains on 2000 pairs, not all).
+for key, value in {**{name: BIAS.field(name).default for name in ("task", "epochs", "seed", "lr", "batch_size",
+                                                                   "max_length", "head", "freeze_embeddings")},
+                   "freeze_layers": BIAS.field("freeze_lowest").default, "train_limit": DEFAULT_TRAIN_LIMIT,
+                   "test_limit": DEFAULT_TEST_LIMIT, "cpu_threads": 0}.items():
     st.session_state.setdefault(P + key, value)
 
 c1, c2, c3 = st.columns(3)

@@ -11,9 +11,11 @@ from app_pages.widgets.explain_view import cached_explainer, cached_explanation,
 from app_pages.widgets.corpus_picker import BUILTIN, DATASETS, corpus_picker
 from core import numbering
 from core.charts import explain as charts
-from core.analyses.explain import (DEFAULT_SAMPLES, DEFAULT_STEPS, METHOD_TITLES, METHODS, PERTURBATION_METHODS, WORD_RULE,
+from app_pages.widgets.settings_form import setting_input
+from core.analyses.explain import (ANALYSIS as EXPLAIN, METHOD_TITLES, METHODS, PERTURBATION_METHODS, WORD_RULE,
                                    NoClassifierHead, available_methods, prepare)
-from core.analyses.faithfulness import QUICK_EXAMPLES, QUICK_METHODS, Faithfulness, default_dataset, faithfulness
+from core.analyses.faithfulness import (ANALYSIS as FAITHFULNESS, QUICK_EXAMPLES, QUICK_METHODS, Faithfulness,
+                                        default_dataset, faithfulness)
 from core.model.loading import ModelUnavailable
 from core.safe_text import markdown_text
 from core.training.runs import saved_degeneracy
@@ -48,14 +50,14 @@ chosen = columns[0].multiselect("Methods", methods, default=[m for m in ("ig", "
                                 format_func=METHOD_TITLES.get, key=K + "methods")
 target = columns[1].selectbox("Class to explain", ["predicted", *(explainer.labels or ())], key=K + "target",
                               disabled=not explainer.has_head)
-steps = columns[2].slider("Integrated-gradients steps", 10, 300, DEFAULT_STEPS, 10, key=K + "steps")
+# Defaults, bounds and help of these widgets are the declaration's (ExplainSettings), as the CLI's and core.lens's.
+steps = setting_input(EXPLAIN, "steps", "Integrated-gradients steps", key=K + "steps", container=columns[2], step=10)
 samples, window = None, 1
 if PERTURBATION_METHODS & set(chosen):
     columns = st.columns(2)
-    defaults = ", ".join(f"{METHOD_TITLES[m]} {n}" for m, n in DEFAULT_SAMPLES.items())
-    samples = columns[0].number_input("Samples (Shapley: word orders; KernelSHAP, LIME: coalitions)", 1, 5000, None,
-                                      key=K + "samples", placeholder=f"defaults: {defaults}")
-    window = columns[1].number_input("Occlusion window (words)", 1, 10, 1, key=K + "window")
+    samples = setting_input(EXPLAIN, "samples", "Samples (Shapley: word orders; KernelSHAP, LIME: coalitions)",
+                            key=K + "samples", container=columns[0])
+    window = setting_input(EXPLAIN, "window", "Occlusion window (words)", key=K + "window", container=columns[1])
     st.caption("Perturbation methods replace words by [PAD] and explain the class's probability: a score is how much "
                "the probability owes to that word.")
 st.caption(f"Words: {WORD_RULE}.")
@@ -114,7 +116,7 @@ else:
     else:
         size, steps_column = (columns[0].number_input("Examples to score (the first N)", 5, 1000, QUICK_EXAMPLES,
                                                       key=K + "size"), columns[1])
-    fsteps = steps_column.number_input("IG steps", 5, 200, 20, key=K + "fsteps")
+    fsteps = setting_input(FAITHFULNESS, "steps", "IG steps", key=K + "fsteps", container=steps_column)
     # The quick four by default (a lesson waits for it); all ten one click away.
     st.session_state.setdefault(K + "faith.methods", list(QUICK_METHODS))
     columns = st.columns([4, 1], vertical_alignment="bottom")

@@ -23,6 +23,7 @@ from app_pages.widgets.common import (
 from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.corpus_picker import parsed_upload
 from app_pages.widgets.explain_view import cached_explainer
+from app_pages.widgets.settings_form import setting_input
 from core.data import corpus as corpora
 from core.analyses import explorer as ex
 from core.analyses import vector_index as vi
@@ -139,14 +140,13 @@ if tab == TABS[0]:
             st.stop()
         cols = st.columns(4)
         st.session_state.setdefault(P + "layer", lm.num_layers)
-        st.session_state.setdefault(P + "pooling", "cls")
-        st.session_state.setdefault(P + "method", "pca")
         layer = cols[0].slider("Layer (0 = embeddings)", 0, lm.num_layers, key=P + "layer")
-        pooling = cols[1].segmented_control("Vector", list(ex.POOLINGS), key=P + "pooling",
-                                            format_func={"cls": "[CLS]", "mean": "Mean of pieces"}.get,
-                                            ) or "cls"
-        method = cols[2].segmented_control("Projection", list(ex.METHODS), format_func=ex.METHOD_NAMES.get,
-                                           key=P + "method") or "pca"
+        # Choices, defaults and help from the declaration (ProjectSettings), as the CLI's and core.lens's.
+        pooling = setting_input(ex.ANALYSIS, "pooling", "Vector", key=P + "pooling", container=cols[1],
+                                widget="segmented", format_func={"cls": "[CLS]", "mean": "Mean of pieces"}.get,
+                                ) or ex.ANALYSIS.field("pooling").default
+        method = setting_input(ex.ANALYSIS, "method", "Projection", key=P + "method", container=cols[2],
+                               widget="segmented", format_func=ex.METHOD_NAMES.get) or ex.ANALYSIS.field("method").default
         others = [e.name for e in available_models() if e.name != ref]
         second = cols[3].selectbox("Second model, side by side", ["", *others], key=P + "second",
                                    accept_new_options=True, format_func=lambda n: n or "none",
@@ -266,7 +266,7 @@ if tab == TABS[1]:
         word = cols[0].selectbox("Word", words, key=P + "word")
         st.session_state.setdefault(P + "nlayer", lm.num_layers)
         nlayer = cols[1].slider("Layer", 0, lm.num_layers, key=P + "nlayer")
-        k = cols[2].number_input("Neighbours (k)", 1, 100, 10, key=P + "k")
+        k = setting_input(vi.ANALYSIS, "k", "Neighbours (k)", key=P + "k", container=cols[2])
         nsource = cols[3].selectbox("Corpus", list(NEIGHBOUR_SOURCES), format_func=NEIGHBOUR_SOURCES.get, key=P + "nsource")
         n = st.number_input("Sentences to index (seeded sample)", 50, 20000, 500, step=100, key=P + "nn",
                             disabled=nsource == "builtin")

@@ -26,12 +26,14 @@ from app_pages.widgets.common import (
 )
 from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.player import player
+from app_pages.widgets.settings_form import setting_input
 from core.data import corpus as corpora
 from core.data.datasets import DataUnavailable
 from core.model.encoding import run_counting_cuts
 from core.data.examples import EXAMPLES
 from core.model.loading import ModelUnavailable, available_models, display_name
 from core.analyses.projection import (
+    ANALYSIS as PCA,
     LayerProjection,
     background_vectors,
     collect_tokens,
@@ -126,8 +128,8 @@ else:
         "few sentences define the axes.",
     )
 toggles = st.columns(3)
-hide_special = toggles[0].toggle("Hide special tokens", key="pca.hide_special", help="[CLS], [SEP]; left out of the fit too")
-hide_punct = toggles[1].toggle("Hide punctuation", key="pca.hide_punct", help="Left out of the fit too")
+hide_special = setting_input(PCA, "hide_special", "Hide special tokens", key="pca.hide_special", container=toggles[0])
+hide_punct = setting_input(PCA, "hide_punct", "Hide punctuation", key="pca.hide_punct", container=toggles[1])
 show_labels = toggles[2].toggle("Token labels", value=True, key="pca.labels")
 others = [e.name for e in available_models() if e.name != model_ref() and str(e.path) != model_ref()]
 second_ref = row[3].selectbox(

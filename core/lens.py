@@ -34,9 +34,14 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from core import bias, contract, numbering, studies, views
+from core import contract, numbering, studies, views
+from core import bias as bias_data  # not `bias`: that is the bias experiment's notebook twin below
+from core.bias import experiment as bias_experiment
+from core.bias import heads as bias_heads_analysis
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
+from core.analyses import explorer
+from core.analyses import faithfulness as faithful
 from core.analyses import head_features
 from core.analyses.heads.pairs import mrpc_pairs, pair_heads_of
 from core.analyses import inside_head as ih
@@ -45,14 +50,16 @@ from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
 from core.analyses import sparse_features as sparse
+from core.analyses import vector_index
 from core.analyses.attention import head_view_of, layer_in_range
 from core.analyses.model_view import model_view_of
-from core.analyses.projection import collect_tokens, layerwise_projection
+from core.analyses.projection import background_vectors, run_pca
 from core.charts import anisotropy as anisotropy_charts
 from core.charts import attention as attention_charts
 from core.charts import bias as bias_charts
 from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
+from core.charts import explorer as explorer_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import inside_head as inside_head_charts
 from core.charts import layout
@@ -74,7 +81,7 @@ from core.settings import default_model
 from core.training import list_runs, load_classifier
 from core.training.runs import get_run
 from core.training.timelapse import read_timelapse
-from core.studies import seeds as seed_runs
+from core.studies.reproduce import run_study
 from core.model.encoding import read_input
 from core.validation import truncation, truncation_notice
 
@@ -629,28 +636,68 @@ class _Results(list):
         return [r.to_json() for r in self]
 
 
-def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *, layer: int = 0,
-                  method: str | None = None, protocol: str = "bertlens", colour: str = "sentence",
-                  word: str | None = None, hide_special: bool = False, hide_punct: bool = False,
-                  show_labels: bool = True, seed: int = 0, return_data: bool = False):
+@twin("pca")
+def layerwise_pca(model, texts: str | Sequence[str | tuple[str, str | None]], *, settings, layer: int = 0,
+                  colour: str = "sentence", word: str | None = None, show_labels: bool = True,
+                  background: str | None = None, background_size: int = 100, return_data: bool = False):
     """Every word piece of the sentences at one layer, projected to 2-D (Layerwise PCA page). texts: one sentence,
-    or a list of sentences / (a, b) pairs; method "joint" (one PCA over all layers), "per-layer" or "tsne"; colour
-    "sentence", "segment" or "word" (with `word` highlighted). Frame: the page's CSV, every layer's coordinates."""
+    or a list of sentences / (a, b) pairs; colour "sentence", "segment" or "word" (with `word` highlighted);
+    background: a corpus spec to fit the PCA on (its first `background_size` sentences), as `pca --background`.
+    Frame: the page's CSV, every layer's coordinates. With return_data, `.result` is the LayerProjection and
+    `.to_json()` what `python -m core pca --json` prints (less its notes "truncated", "background_truncated")."""
     items = [(texts, None)] if isinstance(texts, str) else [(t, None) if isinstance(t, str) else tuple(t) for t in texts]
     if not items:
         raise ValueError("give at least one sentence")
     lm = load(model)
-    encodings = [encode(lm, (a, b) if b else a) for a, b in items]
+    backdrop = None
+    if background is not None:
+        sentences = corpora.resolve(background, settings.seed).take(int(background_size)).sentences
+        backdrop = background_vectors(lm, sentences, keep_special=not settings.hide_special,
+                                      keep_punct=not settings.hide_punct)
+    projection, encodings = run_pca(lm, [(a, b) if b else a for a, b in items], settings, background=backdrop)
+    projection = dataclasses.replace(projection, background_name=background)
     _warn_if_cut(encodings)
-    tokens = collect_tokens(encodings, keep_special=not hide_special, keep_punct=not hide_punct)
-    projection = layerwise_projection(tokens, method, protocol=protocol, seed=int(seed))
     layer = int(layer)
     if not 0 <= layer < len(projection.layers):
         raise ValueError(f"layer must be 0…{len(projection.layers) - 1}")
     name = display_name(_ref(model))
     chart, _ = scatter(projection, layer, f"{name}, layer {layer}", names=sentence_names(items), colour=colour,
                        chosen_word=word, show_labels=show_labels)
-    return _out(chart, projection_frame(projection), return_data)
+    return _out(chart, projection_frame(projection), return_data, projection)
+
+
+@twin("project")
+def project(model, corpus: str, *, settings, colour: str | None = None, words: Sequence[str] = (), progress=None,
+            return_data: bool = False):
+    """One vector per example of a corpus ([CLS] or mean-pooled) at a layer, projected to 2-D (Dataset explorer,
+    Projector tab). corpus: a corpus spec (sampled with `seed`). colour: a colouring of the page (default: the
+    gold label, else the sentence length); words: what "contains words" looks for. Frame:
+    core.charts.explorer.points_frame. With return_data, `.to_json()` is what `python -m core project --json`
+    prints."""
+    examples = explorer.load_examples(corpus, settings.seed)
+    result = explorer.run_project(_explainer(model), examples, settings, progress)
+    if result.truncation_notice():
+        warnings.warn(result.truncation_notice(), stacklevel=2)
+    frame = explorer_charts.points_frame(result, examples, words)
+    colour = colour or ("gold label" if result.labels is not None else "sentence length")
+    if colour not in frame.columns:
+        raise ValueError(f"colour must be one of {', '.join(c for c in frame.columns if c not in ('id', 'x', 'y', 'text'))}")
+    title = f"{display_name(_ref(model))}, layer {result.layer}, {result.pooling} vectors, {result.method}"
+    return _out(explorer_charts.scatter(frame, colour, title, selectable=False), frame, return_data, result)
+
+
+@twin("neighbours")
+def neighbours(model, text: str, word: str, corpus: str, *, settings, progress=None, return_data: bool = False):
+    """The k token occurrences of a corpus most similar (cosine) to `word` of `text` at a layer (Dataset explorer,
+    Nearest contexts tab). corpus: a corpus spec (sampled with `seed`); its index is built once and kept under
+    models_cache/explorer_index. Frame: core.charts.explorer.neighbours_frame. With return_data, `.to_json()` is
+    what `python -m core neighbours --json` prints (less its notes "truncated" and "corpus_truncated")."""
+    result, encoding, index = vector_index.find_neighbours(load(model), text, word, corpora.resolve(corpus, settings.seed),
+                                                           settings, progress)
+    _warn_if_cut([encoding])
+    if index.info.truncation_notice():
+        warnings.warn(index.info.truncation_notice(), stacklevel=2)
+    return _out(explorer_charts.neighbours_chart(result), explorer_charts.neighbours_frame(result), return_data, result)
 
 
 @twin("neurons")
@@ -769,17 +816,31 @@ def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | No
     return _trained(chart, sparse_charts.loss_frame(trained), return_data, result)
 
 
-def explain(model, text: str, text_b: str | None = None, *, method: str = "ig", target=None, steps: int = 50,
-            samples: int | None = None, window: int = 1, return_data: bool = False):
+@twin("explain")
+def explain(model, text: str, text_b: str | None = None, *, settings, return_data: bool = False):
     """Why this prediction: one method's word scores (Why this prediction? page). method: one of
-    core.analyses.explain.METHODS; gradient and perturbation methods need a classifier head. samples: Shapley's
-    word orders / KernelSHAP's and LIME's coalitions (None: their defaults); window: occlusion's words per window.
-    Frame: core.charts.explain.word_frame."""
+    core.analyses.explain.METHODS; gradient and perturbation methods need a classifier head. Frame:
+    core.charts.explain.word_frame. With return_data, `.result` is the Explanation and `.to_json()` what
+    `python -m core explain --json` prints (less its notes "truncated" and "degenerate")."""
     explainer = _explainer(model)
-    result = explanations.explain(explainer, text, text_b, method, target=target, steps=int(steps),
-                                  samples=None if samples is None else int(samples), window=int(window))
+    result = explanations.run_explain(explainer, (text, text_b), settings)
     _warn_if_cut(read_input(explainer.lm, text, text_b))
-    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data)
+    return _out(explain_charts.word_bars(result), explain_charts.word_frame(result), return_data, result)
+
+
+@twin("explain-faithfulness")
+def explain_faithfulness(model, corpus=f"snli:dev:{faithful.QUICK_EXAMPLES}", *, settings, progress=None,
+                         return_data: bool = False):
+    """How faithful each explanation method is over a corpus (the page's faithfulness section): comprehensiveness
+    and sufficiency (AOPC) beside a random control. model: a classification run; corpus: a corpus spec (sampled
+    with `seed`). Frame: core.charts.explain.faithfulness_frame. With return_data, `.to_json()` is what
+    `python -m core explain-faithfulness --json` prints (less its note "degenerate")."""
+    items = corpora.resolve(corpus, settings.seed).items
+    result = faithful.run_faithfulness(_explainer(model), items, settings, progress, corpus=corpus)
+    if result.truncation_notice():
+        warnings.warn(result.truncation_notice(), stacklevel=2)
+    return _out(explain_charts.faithfulness_chart(result), explain_charts.faithfulness_frame(result), return_data,
+                result)
 
 
 def _explainer(model):
@@ -802,10 +863,49 @@ def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000
     """How many training pairs mention each word (the Bias experiment page's first chart: what a biased run would
     lose). words: a list or a comma-separated string (default the slides' female words); train_limit: the seeded
     training subset (None or 0: the whole split). Frame: word, training pairs."""
-    chosen = bias.parse_words(words or bias.DEFAULT_WORDS, keep_case=protocol == "slides")
-    train = bias.load_split(task, "train", int(train_limit or 0) or None, int(seed))
-    frame = bias.word_count_frame(bias.word_matches(train, chosen, protocol))
+    chosen = bias_data.parse_words(words or bias_data.DEFAULT_WORDS, keep_case=protocol == "slides")
+    train = bias_data.load_split(task, "train", int(train_limit or 0) or None, int(seed))
+    frame = bias_data.word_count_frame(bias_data.word_matches(train, chosen, protocol))
     return _out(bias_charts.word_count_chart(frame, protocol), frame, return_data)
+
+
+@twin("bias")
+def bias(model=None, corpus: str | None = None, *, settings, name: str | None = None, show: str | None = None,
+         device: str | None = None, threads: int | None = None, progress=None, return_data: bool = False):
+    """The bias experiment (Bias experiment page; `python -m core bias`): trains full / biased / control runs of
+    `model` with the settings and scores them (hours on a CPU: its progress is progress(done, total) per stage).
+    show: a finished experiment's name, read instead of training. corpus (a corpus spec, sampled with `seed`) with
+    model a finished classification run: no training, the run's flip rate on the corpus's swapped copies (`bias
+    --corpus`). Chart: accuracy per run and slice (the flip rate for a corpus); frame: core.bias.accuracy_frame
+    (one row of flips for a corpus). With return_data, `.to_json()` is what `bias --json` prints."""
+    if show is None and model is None:
+        raise ValueError("give model: a finished classification run (with corpus) or the model to train")
+    if show is not None:
+        result = bias_data.load_result(show)
+        if result is None:
+            raise ValueError(f"experiment '{show}' has no results yet")
+    elif corpus is not None:
+        result = bias_data.corpus_flips(corpora.resolve(corpus, settings.seed), _ref(model), device=device)
+        if result.truncation_notice():
+            warnings.warn(result.truncation_notice(), stacklevel=2)
+        frame = pd.DataFrame([{"run": result.run, "flip_rate": result.flip_rate, "flips": result.flips,
+                               "swapped": result.swappable}])
+        return _out(bias_charts.flip_chart(frame), frame, return_data, result)
+    else:
+        report = None if progress is None else (lambda _stage, done, total: progress(done, total))
+        result = bias_experiment.run_settings(_ref(model), name, settings, report, device=device, threads=threads)
+    frame = bias_data.accuracy_frame(result)
+    return _out(bias_charts.accuracy_chart(frame, result.protocol), frame, return_data, result)
+
+
+@twin("bias-heads")
+def bias_heads(run, corpus: str, *, settings, device: str | None = None, progress=None, return_data: bool = False):
+    """The heads behind a finished classification run's bias flips on a corpus (the bias page's "Which heads carry
+    the flips?"; `python -m core bias-heads`): each flipping swap patched head by head, heads ranked by mean
+    recovery, the top k disabled to score the flip rate again. Chart: the recovery of every head; frame:
+    core.charts.bias.head_ranking_frame. With return_data, `.to_json()` is what `bias-heads --json` prints."""
+    result = bias_heads_analysis.run_bias_heads(_ref(run), corpora.resolve(corpus), settings, progress, device=device)
+    return _out(bias_charts.head_recovery_chart(result), bias_charts.head_ranking_frame(result), return_data, result)
 
 
 # ---- head studies ------------------------------------------------------------------------------------------------
@@ -881,26 +981,26 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
 
 # ---- reproduce a paper -------------------------------------------------------------------------------------------
 
-def reproduce(study: str, *, model=None, corpus: str | None = None, seed: int = 0, seeds: Sequence[int] | None = None,
-              limit: int | None = None, top_k: int = seed_runs.TOP_K, progress=None, return_data: bool = False, **extra):
+@twin("reproduce")
+def reproduce(study: str, *, settings, model=None, corpus: str | None = None, limit: int | None = None, progress=None,
+              return_data: bool = False, **extra):
     """A published study run the paper's way (Reproduce page; core.studies.NAMES), the paper's numbers beside the
     measured ones. model: a reference (None: the paper's); extra: the study's options (`--set KEY=VALUE`).
     seeds (two or more): the study once per seed; the chart draws the seeds' mean with its 95 % interval beside the
     paper and the frame is core.charts.reproduce.seeds_frame (each number's values per seed, mean, interval,
-    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame."""
+    verdict). Without: one run with `seed`; frame core.charts.reproduce.comparison_frame. With return_data,
+    `.to_json()` is what `python -m core reproduce --json` prints."""
     chosen = studies.get(study)
-    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, seed=int(seed),
-                                   limit=limit, extra=extra)
+    options = studies.StudyOptions(model=None if model is None else _ref(model), corpus=corpus, limit=limit,
+                                   extra=extra)
     report = None if progress is None else (lambda done, total, _message=None: progress(done, total))
-    if seeds is not None:
-        found = seed_runs.run_seeds(chosen, options, seed_runs.parse_seeds(",".join(map(str, seeds)), "seeds", "seed="),
-                                    report, None, top_k=int(top_k))
+    found = run_study(chosen, options, settings, report, None)
+    if settings.seeds is not None:
         chart = reproduce_charts.seeds_layer_chart(found) or reproduce_charts.seeds_table_chart(found)
-        return _out(chart, reproduce_charts.seeds_frame(found), return_data)
-    result = chosen.run(options, report, None)
-    chart = (reproduce_charts.layer_comparison_chart(result) or reproduce_charts.table_comparison_chart(result)
-             or reproduce_charts.measured_chart(result))
-    return _out(chart, reproduce_charts.comparison_frame(result), return_data)
+        return _out(chart, reproduce_charts.seeds_frame(found), return_data, found)
+    chart = (reproduce_charts.layer_comparison_chart(found) or reproduce_charts.table_comparison_chart(found)
+             or reproduce_charts.measured_chart(found))
+    return _out(chart, reproduce_charts.comparison_frame(found), return_data, found)
 
 
 # ---- analyses declared with their inputs: the notebook function made from the declaration ------------------------

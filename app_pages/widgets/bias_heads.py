@@ -4,23 +4,18 @@ recovery and disables the top k to score the flip rate again."""
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from app_pages.widgets.common import export_buttons, job_controls
-from core import numbering, training
+from app_pages.widgets.settings_form import setting_input
+from core import training
 from core.bias import heads as bias_heads
+from core.bias_settings import BIAS_HEADS
+from core.charts.bias import head_ranking_frame
 from core.safe_text import markdown_text
 
 P = "bias.heads."
 SHOWN = 10  # heads listed; the CSV holds every head
-
-
-def ranking_frame(result: bias_heads.BiasHeads) -> pd.DataFrame:
-    """Every head, highest mean recovery first, the disabled ones marked."""
-    return pd.DataFrame([{"rank": rank + 1, "layer": numbering.shown(layer), "head": head,
-                          "mean recovery": float(result.recovery[layer, head]), "disabled": rank < result.top_k}
-                         for rank, (layer, head) in enumerate(result.ranking)])
 
 
 def render(run: str, examples, swaps, corpus: str) -> None:
@@ -29,9 +24,11 @@ def render(run: str, examples, swaps, corpus: str) -> None:
                     "swapped input; a head's recovery is how much of the original prediction it brings back. The top "
                     "heads are then disabled to see whether the flips go away.")
         settings = st.columns(2)
-        top_k = int(settings[0].number_input("Heads to disable (top k)", 1, 50, bias_heads.DEFAULT_TOP_K, key=P + "top_k"))
-        limit = int(settings[1].number_input("Flipping pairs patched at most", 1, 1000, bias_heads.DEFAULT_PAIRS,
-                                             key=P + "limit"))
+        # Defaults, bounds and help from the declaration (core.bias_settings.BiasHeadsSettings), as the CLI's.
+        top_k = int(setting_input(BIAS_HEADS, "top_k", "Heads to disable (top k)", key=P + "top_k",
+                                  container=settings[0]))
+        limit = int(setting_input(BIAS_HEADS, "limit", "Flipping pairs patched at most", key=P + "limit",
+                                  container=settings[1]))
 
         def make_work():
             clf = training.load_classifier(run)
@@ -58,6 +55,6 @@ def render(run: str, examples, swaps, corpus: str) -> None:
                    f"(mode {result.mode}).")
         for warning in result.warnings:  # above the ranking it qualifies
             st.warning(markdown_text(warning.message), icon=":material/warning:")
-        frame = ranking_frame(result)
+        frame = head_ranking_frame(result)
         st.dataframe(frame.head(SHOWN).style.format({"mean recovery": "{:.3f}"}), hide_index=True, width="stretch")
         export_buttons(None, frame, f"{run}_bias_heads", key=P + "export")

@@ -44,6 +44,7 @@ from core.model import loading as models
 from core.model.encoding import encode_stream, tokenize
 from core.model.adapter import ModelAdapter
 from core.model.loading import LoadedModel, ModelUnavailable, display_name
+from core.contract import Analysis, setting
 
 METHODS = ("grad-input", "saliency", "ig", "occlusion", "shapley", "kernel-shap", "lime", "rollout", "value-zeroing",
            "attention")
@@ -478,6 +479,8 @@ def probabilities(explainer: Explainer, tokenized) -> np.ndarray:
 def _target_index(labels: tuple[str, ...], target, predicted: int) -> int:
     if target is None or target == "":
         return predicted
+    if isinstance(target, str) and target not in labels and target.isdigit():
+        target = int(target)  # the command line and a link spell a class index as text
     if isinstance(target, (int, np.integer)):
         if not 0 <= int(target) < len(labels):
             raise ValueError(f"target {target} is not a class index 0..{len(labels) - 1}")
@@ -541,3 +544,34 @@ def explain(explainer: Explainer, text_a: str, text_b: str | None = None, method
 
 def available_methods(explainer: Explainer) -> tuple[str, ...]:
     return METHODS if explainer.has_head else tuple(m for m in METHODS if m not in HEAD_METHODS)
+
+
+# ---- the declaration (core.contract): the settings every front end offers ---------------------------------------
+
+@dataclass(frozen=True)
+class ExplainSettings:
+    """What `explain` (the CLI), `core.lens.explain` and the Why this prediction? page let a person choose."""
+
+    method: str = setting("ig", "the attribution method", choices=METHODS)
+    steps: int = setting(DEFAULT_STEPS, "integrated-gradients steps", low=1, high=1000)
+    target: str | None = setting(None, "the class to explain, its label or index (default: the predicted one)",
+                                 type="str")
+    samples: int | None = setting(None, "shapley: word orders; kernel-shap, lime: coalitions (default: "
+                                  + ", ".join(f"{m} {n}" for m, n in DEFAULT_SAMPLES.items()) + ")",
+                                  type="int", low=1, high=5000)
+    window: int = setting(1, "occlusion: words per window", low=1, high=10)
+
+
+def run_explain(explainer: Explainer, inputs, settings: ExplainSettings, progress=None,
+                should_stop=None) -> Explanation:
+    """`explain` under the contract: inputs (sentence A, sentence B or None), the settings dataclass."""
+    text_a, text_b = (inputs, None) if isinstance(inputs, str) else inputs
+    return explain(explainer, text_a, text_b, settings.method, target=settings.target, steps=settings.steps,
+                   samples=settings.samples, window=settings.window)
+
+
+ANALYSIS = Analysis(
+    name="explain", view="explain", command="explain", lens="explain", settings=ExplainSettings, run=run_explain,
+    charts="core.charts.explain:explanation_charts", title="Word attributions", order=0,
+    summary="word attributions of a fine-tuned classifier's prediction, or token flow",
+)

@@ -29,6 +29,7 @@ from core import validation
 from core.analyses.projection import _tsne
 from core.model.encoding import encode_stream, tokenize
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.contract import Analysis, setting
 
 METHODS = ("pca", "umap", "tsne")
 METHOD_NAMES = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
@@ -420,3 +421,35 @@ def compare_slice(name: str, ids: Sequence[int], correct: np.ndarray | None, n: 
         return float(correct[mask].mean()) if correct is not None and mask.any() else None
 
     return SliceComparison(name, int(inside.sum()), int(outside.sum()), acc(inside), acc(outside))
+
+
+# ---- the declaration (core.contract) -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """What `project` (the CLI), `core.lens.project` and the Dataset explorer's projector let a person choose."""
+
+    layer: int | None = setting(None, "0 = embeddings ... L = last layer (default: last)", type="int", low=0, high=128)
+    method: str = setting("pca", "pca, umap or tsne", choices=METHODS)
+    pooling: str = setting("cls", "cls: the [CLS] vector; mean: the mean of the non-special word pieces",
+                           choices=POOLINGS)
+    seed: int = setting(0, "corpus sample seed and UMAP / t-SNE seed", low=0, high=2**31 - 1, url=None)
+
+
+def run_project(explainer, examples: Examples, settings: ProjectSettings, progress: ProgressCallback = None,
+                should_stop: StopCheck = None) -> ExplorerResult:
+    """`explore` under the contract: the layer None read as the model's last (core.analyses.explain.Explainer:
+    its classifier head, when it has one, adds the predictions)."""
+    lm = explainer.lm
+    layer = lm.num_layers if settings.layer is None else settings.layer
+    if layer > lm.num_layers:
+        raise ValueError(f"layer must be within 0…{lm.num_layers} for {lm.ref}")
+    return explore(lm, examples, layer, settings.method, settings.pooling, explainer=explainer, seed=settings.seed,
+                   progress=progress, should_stop=should_stop)
+
+
+ANALYSIS = Analysis(
+    name="project", view="explorer", command="project", lens="project", settings=ProjectSettings, run=run_project,
+    title="Projector", order=0,
+    summary="one vector per example of a corpus ([CLS] or mean-pooled) at a layer, projected to 2-D",
+)

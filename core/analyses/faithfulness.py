@@ -26,6 +26,7 @@ import numpy as np
 from core import validation
 from core.analyses.explain import DEFAULT_STEPS, METHODS, Explainer, available_methods, explain, prepare, probabilities
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.contract import Analysis, setting
 
 FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RANDOM = "random"
@@ -212,3 +213,44 @@ def faithfulness(explainer: Explainer, items: Sequence, *, methods: Sequence[str
         raise ValueError("none of the items has a word to explain")
     return Faithfulness(corpus, explainer.lm.ref, names, tuple(fractions), comp / used, suff / used, used, skipped, steps,
                         np.array(dropped, dtype=np.int64), explainer.lm.max_length)
+
+
+# ---- the declaration (core.contract) -------------------------------------------------------------------------------
+
+ALL = "all"  # every method of METHODS, as the page's one click
+
+
+@dataclass(frozen=True)
+class FaithfulnessSettings:
+    """What `explain-faithfulness`, `core.lens.explain_faithfulness` and the page's faithfulness form offer. Not in
+    the page's link (url=None): its URL's methods and steps are the explain tab's (ExplainSettings)."""
+
+    methods: tuple = setting(QUICK_METHODS, f"methods to score, or '{ALL}' for all {len(METHODS)}; default: the quick "
+                             "ones (Shapley, KernelSHAP and LIME run ~200 inputs per example)",
+                             choices=METHODS + (ALL,), url=None)
+    steps: int = setting(20, "integrated-gradients steps per input", low=1, high=1000, url=None)
+    samples: int | None = setting(None, "shapley: word orders; kernel-shap, lime: coalitions (default: theirs)",
+                                  type="int", low=1, high=5000, url=None)
+    seed: int = setting(0, "seed of the corpus sample, of the random control and of the sampling methods",
+                        low=0, high=2**31 - 1, url=None)
+
+    @property
+    def chosen_methods(self) -> tuple[str, ...]:
+        """The methods to score, "all" read as every one of METHODS."""
+        return METHODS if ALL in self.methods else tuple(self.methods)
+
+
+def run_faithfulness(explainer: Explainer, items: Sequence, settings: FaithfulnessSettings, progress=None,
+                     should_stop=None, *, corpus: str = "") -> Faithfulness:
+    """`faithfulness` under the contract (items: sentences or (A, B) pairs)."""
+    return faithfulness(explainer, items, methods=settings.chosen_methods, steps=settings.steps,
+                        samples=settings.samples, seed=settings.seed, corpus=corpus, progress=progress,
+                        should_stop=should_stop)
+
+
+ANALYSIS = Analysis(
+    name="explain-faithfulness", view="explain", command="explain-faithfulness", lens="explain_faithfulness",
+    settings=FaithfulnessSettings, run=run_faithfulness, charts="core.charts.explain:faithfulness_charts",
+    title="How faithful is each method?", order=1,
+    summary="comprehensiveness / sufficiency (AOPC) of each explanation method over a corpus",
+)

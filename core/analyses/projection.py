@@ -23,15 +23,16 @@ from __future__ import annotations
 
 # sklearn imported in functions: importing this module (the CLI's --help, the studies list, the pages) must not load
 # them.
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Literal, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from core.model.encoding import encode_stream
+from core.model.encoding import encode, encode_stream
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import check
+from core.contract import Analysis, setting
 
 Method = Literal["joint", "per-layer", "tsne"]
 METHODS: tuple[str, ...] = ("joint", "per-layer", "tsne")
@@ -409,3 +410,39 @@ def background_vectors(
     return np.concatenate(chunks, axis=1)
 
 
+
+
+# ---- the declaration (core.contract) -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PcaSettings:
+    """What `pca` (the CLI), `core.lens.layerwise_pca` and the Layerwise PCA page let a person choose. The page's
+    link carries the protocol as its own switch (`protocol=true`: visbert), so the declaration gives it no URL name."""
+
+    method: str | None = setting(None, "joint: one PCA over all layers (BERT Lens's choice, layers share axes); "
+                                 "per-layer: a new PCA per layer (VisBERT's choice); tsne (default: the protocol's, "
+                                 "joint for bertlens)", type="str", choices=METHODS, cli="fit")
+    protocol: str = setting("bertlens", "bertlens or visbert: a new PCA per layer fitted on the inputs themselves "
+                            "(van Aken et al. 2019); visbert refuses a background and any other fit",
+                            choices=PROTOCOLS, url=None)
+    hide_special: bool = setting(False, "leave out [CLS], [SEP] ... (of the fit too)", cli="drop-special")
+    hide_punct: bool = setting(False, "leave out punctuation pieces (of the fit too)", cli="drop-punct")
+    seed: int = setting(0, "t-SNE seed and corpus sample seed", low=0, high=2**31 - 1)
+
+
+def run_pca(lm, inputs: Sequence, settings: PcaSettings, progress: ProgressCallback = None,
+            should_stop: StopCheck = None, *, background: np.ndarray | None = None):
+    """The pca analysis under the contract: inputs (sentences or (A, B) pairs) encoded by `lm`, their kept tokens
+    projected layer by layer. background: vectors of a background corpus (background_vectors, with the same
+    hide settings). Returns (LayerProjection, the encodings: their cuts are the caller's to report)."""
+    encodings = encode(lm, list(inputs), attentions=False)
+    tokens = collect_tokens(encodings, keep_special=not settings.hide_special, keep_punct=not settings.hide_punct)
+    projection = layerwise_projection(tokens, settings.method, protocol=settings.protocol, background=background,
+                                      seed=settings.seed, progress=progress, should_stop=should_stop)
+    return replace(projection, model=lm.ref), encodings
+
+
+ANALYSIS = Analysis(
+    name="pca", view="pca", command="pca", lens="layerwise_pca", settings=PcaSettings, run=run_pca,
+    title="Layerwise PCA", summary="project every layer's token vectors to 2-D (joint PCA, per-layer PCA or t-SNE)",
+)

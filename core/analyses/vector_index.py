@@ -35,8 +35,9 @@ import numpy as np
 
 from core import settings, validation
 from core.files import atomic_path
-from core.model.encoding import Words, encode_stream, pool_vectors, tokenize
+from core.model.encoding import Words, encode, encode_stream, pool_vectors, tokenize
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.contract import Analysis, setting
 
 EXACT_THRESHOLD = 50_000
 # IVF: about sqrt(n) cells (faiss's guide gives 4-16·sqrt(n) for millions of vectors; at 10^5 that many cells
@@ -301,3 +302,36 @@ def neighbours(index: TokenIndex, encoding, position: int, layer: int, k: int = 
              "word": encoding.words[position], "position": position, "layer": layer, "model": index.info.model,
              "corpus": index.info.corpus, "k": k, "mode": index.info.mode, "count": index.info.count}
     return NeighboursResult(query, tuple(found), pos, dep)
+
+
+# ---- the declaration (core.contract) -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NeighboursSettings:
+    """What `neighbours` (the CLI), `core.lens.neighbours` and the Dataset explorer's Nearest contexts tab offer."""
+
+    layer: int | None = setting(None, "0 = embeddings ... L = last layer (default: last)", type="int", low=0, high=128,
+                                url="neighbours_layer")
+    k: int = setting(10, "how many neighbours", low=1, high=1000)
+    seed: int = setting(0, "corpus sample seed", low=0, high=2**31 - 1, url=None)
+
+
+def find_neighbours(lm, text: str, word: str, corpus, settings: NeighboursSettings, progress: ProgressCallback = None,
+                    should_stop: StopCheck = None):
+    """The neighbours analysis: the k occurrences of `corpus` (a core.data.corpus Corpus, already sampled with the
+    seed) nearest to `word` of `text` at the layer (None: the last). The word is looked up before any index is
+    built. Returns (NeighboursResult, the sentence's Encoding, the TokenIndex): their cuts are the caller's to say."""
+    layer = lm.num_layers if settings.layer is None else settings.layer
+    if layer > lm.num_layers:
+        raise ValueError(f"layer must be within 0…{lm.num_layers} for {lm.ref}")
+    encoding = encode(lm, text, attentions=False)
+    position = find_word(encoding.words, word)
+    index = build_token_index(lm, corpus, [layer], progress=progress, should_stop=should_stop)
+    return neighbours(index, encoding, position, layer, settings.k), encoding, index
+
+
+ANALYSIS = Analysis(
+    name="neighbours", view="explorer", command="neighbours", lens="neighbours", settings=NeighboursSettings,
+    run=find_neighbours, title="Nearest contexts", order=1,
+    summary="the k token occurrences of a corpus most similar (cosine) to a word of a sentence at a layer",
+)

@@ -101,4 +101,8 @@ from core.bias.words import (
     word_pattern,
 )
 
+# The declarations of `bias` and `bias-heads` (core.contract), kept in a light module for the view registry: the
+# registry of analyses finds them here.
+from core.bias_settings import ANALYSES
+
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("experiment", "flips", "statistics", "swaps", "tables", "words")]

@@ -42,6 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from core.bias_settings import TASKS, BiasSettings  # declared once, with the settings
 from core.data import datasets
 from core import jobs, settings, training
 from core.bias.statistics import ARMS, ExperimentResult, score_experiment
@@ -59,7 +60,6 @@ from core.validation import whole_match
 # training queue, so scoring never competes with a training run for the processor.
 from core.training.queue import queue_turn
 
-TASKS = ("snli", "mrpc")
 EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # matched whole (validation.whole_match)
 EXPERIMENT_NAME_RULE = ("it must start with a letter or digit and use only letters, digits, '_', '-' and '.' "
                         "(at most 64 characters)")
@@ -92,23 +92,24 @@ class ExperimentSpec:
 
     name: str
     model: str
-    task: str = "snli"
+    # The defaults are the declared settings' (core.bias_settings.BiasSettings: the CLI, core.lens and the page).
+    task: str = BiasSettings.task
     words: tuple[str, ...] = DEFAULT_WORDS
     swaps: tuple[tuple[str, str], ...] = DEFAULT_SWAPS
     train_limit: int | None = None
     test_limit: int | None = None
-    epochs: int = 2
-    seed: int = 0
-    lr: float = 5e-5
-    batch_size: int = 32
-    max_length: int = 128
-    head: str = "linear"
-    freeze_layers: int = 0  # the lowest N encoder layers kept fixed in all three runs
-    freeze_embeddings: bool = False
+    epochs: int = BiasSettings.epochs
+    seed: int = BiasSettings.seed
+    lr: float = BiasSettings.lr
+    batch_size: int = BiasSettings.batch_size
+    max_length: int = BiasSettings.max_length
+    head: str = BiasSettings.head
+    freeze_layers: int = BiasSettings.freeze_lowest  # the lowest N encoder layers kept fixed in all three runs
+    freeze_embeddings: bool = BiasSettings.freeze_embeddings
     device: str | None = None
     cpu_threads: int | None = None  # torch CPU threads for training and scoring (None: torch's default, all cores)
-    bootstrap: int = 1000
-    protocol: str = "bertlens"
+    bootstrap: int = BiasSettings.bootstrap
+    protocol: str = BiasSettings.protocol
     created_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -514,3 +515,29 @@ def flipped_examples(name: str, arm: str, data: ExperimentData, limit: int = 20)
             if len(rows) >= limit:
                 break
     return rows
+
+
+# The experiment can take hours; the command line and the notebook wait for its job as long as it runs.
+NO_TIMEOUT = 10 * 365 * 24 * 3600.0
+
+
+def spec_of(settings: BiasSettings, *, name: str, model: str, device: str | None = None,
+            threads: int | None = None) -> ExperimentSpec:
+    """The experiment of the declared settings (core.bias_settings; 0 limits read as all)."""
+    train_limit, test_limit = settings.limits
+    return ExperimentSpec(
+        name=name, model=model, task=settings.task, words=settings.words, train_limit=train_limit,
+        test_limit=test_limit, epochs=settings.epochs, seed=settings.seed, lr=settings.lr,
+        batch_size=settings.batch_size, max_length=settings.max_length, head=settings.head,
+        freeze_layers=settings.freeze_lowest, freeze_embeddings=settings.freeze_embeddings, device=device,
+        cpu_threads=threads, bootstrap=settings.bootstrap, protocol=settings.protocol,
+    )
+
+
+def run_settings(model: str, name: str | None, settings: BiasSettings,
+                 progress: Callable[[str, int, int], None] | None = None, should_stop=None, *,
+                 device: str | None = None, threads: int | None = None) -> ExperimentResult:
+    """The bias analysis under the contract: train the three runs of `model` in a job of this process and score
+    them (name None: bias-DATE-TIME); progress(stage, done, total). Blocks until the job ends."""
+    spec = spec_of(settings, name=name or new_experiment_name(), model=model, device=device, threads=threads)
+    return jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)

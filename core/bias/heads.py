@@ -19,13 +19,12 @@ from core import training
 from core.analyses.ablation import MODES, predict_disabled
 from core.analyses.patching import DEFAULT_MEMORY_MB, SMALL_GAP, PatchingError, PatchingWarning, patch
 from core.bias.experiment import predict_labels
+from core.bias_settings import DEFAULT_PAIRS, DEFAULT_TOP_K, BiasHeadsSettings  # declared once
 from core.bias.flips import item_examples
 from core.bias.swaps import DEFAULT_SWAPS, counterfactuals, parse_swaps
 from core.data.datasets import Example
 from core.progress import ProgressCallback, StopCheck, check_stop
 
-DEFAULT_TOP_K = 3
-DEFAULT_PAIRS = 100  # flipping pairs patched at most (one [layer, head] grid each)
 
 
 @dataclass(frozen=True)
@@ -146,3 +145,10 @@ def corpus_bias_heads(corpus, run: str, swaps=DEFAULT_SWAPS, *, device: str | No
         raise ValueError(f"{corpus.name} has no items to swap.")
     clf = training.load_classifier(run, device=device, attention="sdpa")
     return bias_heads(clf, examples, swaps, corpus=corpus.name, run=run, **options)
+
+
+def run_bias_heads(run: str, corpus, settings: BiasHeadsSettings, progress: ProgressCallback = None,
+                   should_stop: StopCheck = None, *, device: str | None = None) -> BiasHeads:
+    """The bias-heads analysis under the contract (core.bias_settings): corpus_bias_heads with the settings."""
+    return corpus_bias_heads(corpus, run, device=device, top_k=settings.top_k, mode=settings.mode,
+                             limit=settings.limit, progress=progress, should_stop=should_stop)

@@ -20,17 +20,16 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from core.bias_settings import DEFAULT_WORDS, FILTERS  # declared once, with the bias settings
 from core.data.datasets import Example
 from core.validation import whole_match
 from core.safe_text import markdown_text
 
-DEFAULT_WORDS = ("women", "woman", "girl", "girls", "mother", "wife", "female")
 WORD = re.compile(r"[^\W_](?:[\w'-]*[^\W_])?")  # matched whole (validation.whole_match)
 
 # ---- word matching -----------------------------------------------------------------------------------
 
 
-FILTERS = ("bertlens", "slides")
 FILTER_TITLES = {
     "bertlens": "whole words, any capitalisation, in premise or hypothesis",
     "slides": "the slides' filter: whole space-separated tokens, exact case, premise only",

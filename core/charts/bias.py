@@ -6,7 +6,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from core.bias import ARMS, SLICE_ORDER, slice_title
+from core.bias import ARMS, SLICE_ORDER, accuracy_frame, flip_frame, slice_title
+from core import numbering
 from core.charts import layout
 from core.charts.classification import CELL_PX
 from core.protocols import PROTOCOLS
@@ -106,3 +107,30 @@ def flip_chart(flips: pd.DataFrame) -> alt.Chart:
                 tooltip=["run", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
         .properties(height=alt.Step(28))
     )
+
+
+def experiment_charts(result) -> list[tuple[alt.TopLevelMixin, str]]:
+    """The bias analysis's charts (core.contract): accuracy per run and slice, and the flip rate per run."""
+    return [(accuracy_chart(accuracy_frame(result), result.protocol), "Accuracy per run and slice, 95% intervals."),
+            (flip_chart(flip_frame(result)), "Predictions that change when gendered words are swapped.")]
+
+
+def head_ranking_frame(result) -> pd.DataFrame:
+    """Every head of a core.bias.heads.BiasHeads, highest mean recovery first (layers 1..L, core.numbering), the
+    disabled top k marked."""
+    return pd.DataFrame([{"rank": rank + 1, "layer": numbering.shown(layer), "head": head,
+                          "mean recovery": float(result.recovery[layer, head]), "disabled": rank < result.top_k}
+                         for rank, (layer, head) in enumerate(result.ranking)])
+
+
+def head_recovery_chart(result) -> alt.Chart:
+    """The mean recovery of every head (layers 1..L down, heads across); the disabled top k outlined."""
+    frame = head_ranking_frame(result)
+    base = alt.Chart(frame, title=f"Heads behind {result.run}'s flips: mean recovery (top {result.top_k} disabled)")
+    cells = base.mark_rect().encode(
+        x=alt.X("head:O", title="head"), y=alt.Y("layer:O", title="layer"),
+        color=alt.Color("mean recovery:Q", scale=alt.Scale(scheme="blues")),
+        tooltip=["layer", "head", "rank", alt.Tooltip("mean recovery:Q", format=".3f"), "disabled"])
+    outline = base.transform_filter(alt.datum.disabled).mark_rect(fill=None, stroke="#d62728", strokeWidth=2).encode(
+        x="head:O", y="layer:O")
+    return layout.fixed_size(alt.layer(cells, outline))

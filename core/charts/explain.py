@@ -71,3 +71,16 @@ def faithfulness_chart(result) -> alt.Chart:
         color="method:N", strokeDash=alt.condition(alt.datum.method == "random", alt.value([4, 3]), alt.value([1, 0])),
         column=alt.Column("measure:N", title=None), tooltip=["method", "measure", alt.Tooltip("probability drop:Q", format=".3f")],
     ).properties(width=300, height=220)
+
+
+def explanation_charts(explanation) -> list[tuple[alt.TopLevelMixin, str]]:
+    """The explain analysis's charts (core.contract): the word bars, and the token flow of a flow method."""
+    out = [(word_bars(explanation), f"{METHOD_TITLES[explanation.method]}: one bar per word.")]
+    if explanation.matrix is not None:
+        out.append((flow_matrix(explanation), "Token flow into the last layer."))
+    return out
+
+
+def faithfulness_charts(result) -> list[tuple[alt.TopLevelMixin, str]]:
+    """The explain-faithfulness analysis's chart (core.contract)."""
+    return [(faithfulness_chart(result), "Comprehensiveness (higher is more faithful) and sufficiency (lower is).")]

@@ -7,30 +7,17 @@ import sys
 import time
 
 from core import jobs, validation
-from core.commands import add_hidden_alias, add_json_arguments, warn, warn_degenerate
+from core.commands import add_hidden_alias, add_json_arguments, add_settings_arguments, settings_from_args, warn, warn_degenerate
 from core.data.corpus import resolve
-from core.bias import (
-    ARMS,
-    DEFAULT_WORDS,
-    EXPERIMENT_NAME,
-    TASKS,
-    ExperimentSpec,
-    attach_job,
-    corpus_flips,
-    load_result,
-    new_experiment_name,
-    start_job,
-)
-from core.bias.experiment import EXPERIMENT_NAME_RULE
-
-# The experiment can take hours; a job is waited for as long as it runs.
-NO_TIMEOUT = 10 * 365 * 24 * 3600.0
+from core.bias import ARMS, EXPERIMENT_NAME, attach_job, corpus_flips, load_result
+from core.bias.experiment import EXPERIMENT_NAME_RULE, NO_TIMEOUT, run_settings
+from core.bias_settings import BIAS
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "bias",
-        help="train full / biased (word matches removed) / control (as many removed at random) and compare",
+        BIAS.command,
+        help=BIAS.summary,
         description="Trains three runs with one recipe, one after another in this process, and scores them on the "
         "unchanged test split: overall, on test examples with and without the words (bootstrap 95% intervals), "
         "and on gender-swapped copies (flip rate). The runs are saved as NAME-full, NAME-biased, NAME-control. "
@@ -41,25 +28,10 @@ def register(subparsers) -> None:
                    "with --corpus, a finished classification run")
     p.add_argument("--corpus", metavar="SPEC", default=None,
                    help="score the swaps on a corpus instead of training (e.g. builtin, snli:dev:20); needs --model RUN")
-    p.add_argument("--task", default="snli", choices=TASKS)
-    p.add_argument("--words", default=",".join(DEFAULT_WORDS), help="comma-separated words (default: the slides')")
-    p.add_argument("--train-limit", type=validation.positive, default=None, help="seeded subset of the training split, before filtering")
-    p.add_argument("--eval-limit", type=validation.positive, default=None, help="seeded subset of the test split (scored)")
+    add_settings_arguments(p, BIAS)
     add_hidden_alias(p, "--test-limit", "--eval-limit")
-    p.add_argument("--epochs", type=validation.positive, default=2)
-    p.add_argument("--seed", type=validation.count, default=0)
-    p.add_argument("--lr", type=validation.positive_number, default=5e-5)
-    p.add_argument("--batch-size", type=validation.positive, default=32)
-    p.add_argument("--max-length", type=validation.positive, default=128)
-    p.add_argument("--head", default="linear", choices=["linear", "mlp"])
-    p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help="freeze layers 1..N: the lowest N transformer layers, numbered as on every chart")
-    p.add_argument("--freeze-embeddings", action="store_true")
-    p.add_argument("--bootstrap", type=validation.positive, default=1000, help="bootstrap resamples for the intervals")
-    p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
-                   help="slides: the CS4650 slides' filter (case-sensitive whole space-separated tokens of the premise "
-                   "only: 23.1%% of SNLI train removed) and recipe (AdamW 5e-5, eps 1e-8, no weight decay, 2 epochs, "
-                   "batch 32); bertlens (default): whole words in any case in premise or hypothesis (28.6%%), BERT "
-                   "Lens's recipe")
+    # argparse's get_default skips a None default, so the alias's SUPPRESS would be reported as --eval-limit's.
+    next(a for a in p._actions if "--test-limit" in a.option_strings).default = None
     p.add_argument("--device", default=None)
     p.add_argument("--threads", type=validation.positive, default=None, help="CPU threads for training and scoring (default: all cores)")
     experiment_name = validation.name_type(EXPERIMENT_NAME, EXPERIMENT_NAME_RULE)
@@ -101,13 +73,7 @@ def run_bias(args) -> int:
     else:
         if not args.model:
             raise ValueError("--model is required (e.g. --model all-MiniLM-L6-v2)")
-        spec = ExperimentSpec(
-            name=args.name or new_experiment_name(), model=args.model, task=args.task, words=args.words,
-            train_limit=args.train_limit, test_limit=args.eval_limit, epochs=args.epochs, seed=args.seed, lr=args.lr,
-            batch_size=args.batch_size, max_length=args.max_length, head=args.head, freeze_layers=args.freeze_lowest,
-            freeze_embeddings=args.freeze_embeddings, device=args.device, cpu_threads=args.threads,
-            bootstrap=args.bootstrap, protocol=args.protocol,
-        )
+        settings = settings_from_args(BIAS, args)
         shown = {}
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -118,7 +84,7 @@ def run_bias(args) -> int:
                 shown[stage] = tenth
                 print(f"{time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
-        result = jobs.wait_in_foreground(start_job(spec, progress), timeout=NO_TIMEOUT)
+        result = run_settings(args.model, args.name, settings, progress, device=args.device, threads=args.threads)
     for arm in ARMS:
         warn_degenerate(result.runs[arm].degeneracy(result.labels), f"the {arm} run")
     if args.json:

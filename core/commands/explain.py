@@ -4,50 +4,34 @@ from __future__ import annotations
 
 from core import validation
 from core.model.encoding import read_input
-from core.analyses.explain import DEFAULT_SAMPLES, DEFAULT_STEPS, METHODS, WORD_RULE, explain, load_explainer
-from core.analyses.faithfulness import QUICK_EXAMPLES, QUICK_METHODS, faithfulness
-from core.commands import add_json_arguments, stderr_progress, warn, warn_degenerate, warn_truncated
+from core.analyses import explain as explanations, faithfulness as faithful
+from core.analyses.explain import ANALYSIS as EXPLAIN, WORD_RULE, load_explainer
+from core.analyses.faithfulness import ANALYSIS as FAITHFULNESS, QUICK_EXAMPLES
+from core.commands import (add_json_arguments, add_settings_arguments, settings_from_args, stderr_progress, warn,
+                           warn_degenerate, warn_truncated)
 from core.data import corpus as corpora
 from core.training.runs import saved_degeneracy
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("explain", help="word attributions of a fine-tuned classifier's prediction, or token flow")
+    p = subparsers.add_parser(EXPLAIN.command, help=EXPLAIN.summary)
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder); "
                    "a plain encoder works for rollout, value-zeroing and attention only")
     p.add_argument("--text", required=True, help="sentence A")
     p.add_argument("--text-b", default=None, help="sentence B (a pair)")
-    p.add_argument("--method", choices=METHODS, default="ig")
-    p.add_argument("--steps", type=validation.positive, default=DEFAULT_STEPS, help=f"integrated-gradients steps (default {DEFAULT_STEPS})")
-    p.add_argument("--target", default=None, help="the class to explain (default: the predicted one)")
-    add_perturbation_arguments(p)
-    p.add_argument("--window", type=validation.positive, default=1, help="occlusion: words per window (default 1)")
+    add_settings_arguments(p, EXPLAIN)
     p.add_argument("--device", default=None, help="cpu or cuda (default: CUDA when there is one)")
     add_json_arguments(p)
     p.set_defaults(func=run_explain)
 
-    p = subparsers.add_parser("explain-faithfulness",
-                              help="comprehensiveness / sufficiency (AOPC) of each explanation method over a corpus")
+    p = subparsers.add_parser(FAITHFULNESS.command, help=FAITHFULNESS.summary)
     p.add_argument("--model", required=True, help="a classification run (name under models_cache/runs, or a folder)")
     p.add_argument("--corpus", default=f"snli:dev:{QUICK_EXAMPLES}",
                    help=corpora.CLI_HELP + f"; default snli:dev:{QUICK_EXAMPLES}")
-    p.add_argument("--methods", default=",".join(QUICK_METHODS),
-                   help=f"comma-separated methods, or 'all' for all {len(METHODS)} ({', '.join(METHODS)}); default "
-                        f"{','.join(QUICK_METHODS)}: the quick ones (Shapley, KernelSHAP and LIME run ~200 inputs "
-                        "per example)")
-    p.add_argument("--steps", type=validation.positive, default=20, help="integrated-gradients steps per input (default 20)")
-    add_perturbation_arguments(p)
-    p.add_argument("--seed", type=validation.count, default=0,
-                   help="seed of the corpus sample, of the random control and of the sampling methods")
+    add_settings_arguments(p, FAITHFULNESS)
     p.add_argument("--device", default=None)
     add_json_arguments(p)
     p.set_defaults(func=run_faithfulness)
-
-
-def add_perturbation_arguments(p) -> None:
-    defaults = ", ".join(f"{m} {n}" for m, n in DEFAULT_SAMPLES.items())
-    p.add_argument("--samples", type=validation.positive, default=None,
-                   help=f"shapley: word orders; kernel-shap, lime: coalitions (default: {defaults})")
 
 
 def _warn_if_degenerate(model: str) -> dict | None:
@@ -58,9 +42,9 @@ def _warn_if_degenerate(model: str) -> dict | None:
 
 
 def run_explain(args) -> int:
+    settings = settings_from_args(EXPLAIN, args)
     explainer = load_explainer(args.model, device=args.device)
-    result = explain(explainer, args.text, args.text_b, args.method, target=args.target, steps=args.steps,
-                     samples=args.samples, window=args.window)
+    result = explanations.run_explain(explainer, (args.text, args.text_b), settings)
     degenerate = _warn_if_degenerate(args.model)
     truncated = warn_truncated(read_input(explainer.lm, args.text, args.text_b))
     if args.json:
@@ -71,7 +55,7 @@ def run_explain(args) -> int:
         print(f"{explainer.lm.ref}: predicted {result.predicted} ({probs})")
     else:
         print(explainer.head_message)
-    print(f"{args.method}" + (f" for class {result.target}" if result.target else "") + f"; {WORD_RULE}")
+    print(f"{settings.method}" + (f" for class {result.target}" if result.target else "") + f"; {WORD_RULE}")
     for word, score in zip(result.words, result.word_scores):
         print(f"{score:+.4f}\t{word}")
     if result.completeness_gap is not None:
@@ -81,11 +65,10 @@ def run_explain(args) -> int:
 
 
 def run_faithfulness(args) -> int:
-    methods = METHODS if args.methods.strip() == "all" else tuple(m.strip() for m in args.methods.split(",") if m.strip())
-    items = corpora.resolve(args.corpus, args.seed).items
+    settings = settings_from_args(FAITHFULNESS, args)
+    items = corpora.resolve(args.corpus, settings.seed).items
     explainer = load_explainer(args.model, device=args.device)
-    result = faithfulness(explainer, items, methods=methods, steps=args.steps, samples=args.samples, seed=args.seed,
-                          corpus=args.corpus, progress=stderr_progress(args))
+    result = faithful.run_faithfulness(explainer, items, settings, stderr_progress(args), corpus=args.corpus)
     degenerate = _warn_if_degenerate(args.model)
     warn(result.truncation_notice())
     if args.json:

@@ -9,7 +9,8 @@ from core import numbering
 from core import training, validation
 from core.analyses import patching
 from core.analyses.patching import ANALYSIS as PATCH, SMALL_GAP
-from core.bias.heads import DEFAULT_PAIRS, DEFAULT_TOP_K, corpus_bias_heads
+from core.bias.heads import run_bias_heads as run_bias_heads_analysis
+from core.bias_settings import BIAS_HEADS
 from core.commands import add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args, stderr_progress
 from core.data import corpus as corpora
 from core.model.loading import load_model
@@ -38,19 +39,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_patch)
 
     p = subparsers.add_parser(
-        "bias-heads", help="the heads behind a run's bias flips: patched head by head, top-k confirmed by ablation",
+        BIAS_HEADS.command, help=BIAS_HEADS.summary,
         description="For the corpus items whose gender-swapped copy (woman <-> man, ...) changes the run's prediction, "
         "each head is patched from the original into the swapped copy (metric: the logit of the original's class "
         "minus the swapped copy's); heads are ranked by mean recovery, then the top-k are disabled and the flip rate "
         "scored again on every swappable item.")
     p.add_argument("--model", required=True, metavar="RUN", help="a finished classification run (name or folder)")
     p.add_argument("--corpus", required=True, metavar="SPEC", help=corpora.CLI_HELP)
-    p.add_argument("--top-k", type=validation.positive, default=DEFAULT_TOP_K,
-                   help=f"heads disabled to confirm the ranking (default {DEFAULT_TOP_K})")
-    p.add_argument("--limit", type=validation.positive, default=DEFAULT_PAIRS,
-                   help=f"flipping pairs patched at most (default {DEFAULT_PAIRS})")
-    p.add_argument("--mode", choices=("mask", "uniform"), default="mask",
-                   help="how the top-k heads are disabled: mask (default) zeroes their output; uniform: Kovaleva's")
+    add_settings_arguments(p, BIAS_HEADS)
     add_json_arguments(p, "the result as one JSON object")
     p.set_defaults(func=run_bias_heads)
 
@@ -78,8 +74,8 @@ def run_patch(args) -> int:
 
 
 def run_bias_heads(args) -> int:
-    result = corpus_bias_heads(corpora.resolve(args.corpus), args.model, top_k=args.top_k, mode=args.mode,
-                               limit=args.limit, progress=stderr_progress(args))
+    result = run_bias_heads_analysis(args.model, corpora.resolve(args.corpus), settings_from_args(BIAS_HEADS, args),
+                                     stderr_progress(args))
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

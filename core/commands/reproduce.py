@@ -7,14 +7,15 @@ import sys
 
 from core import jobs, studies, validation
 from core.studies import seeds
-from core.commands import add_json_arguments, stderr_progress, warn_degenerate
+from core.studies.reproduce import ANALYSIS, run_study
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, stderr_progress, warn_degenerate
 from core.training.evaluation import Degeneracy
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reproduce",
-        help="run a paper's protocol and compare with its published numbers",
+        ANALYSIS.command,
+        help=ANALYSIS.summary,
         description="Runs one study (see --list) as a background job with progress (Ctrl-C cancels), then prints the "
         "paper's numbers beside the measured ones with a verdict: reproduced, differs, or different model: shape only.",
     )
@@ -22,12 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the studies with their model, data and expected cost")
     p.add_argument("--model", default=None, help="model to measure (default: the paper's model)")
     p.add_argument("--corpus", default=None, help="corpus spec (default: the study's stand-in for the paper's data)")
-    p.add_argument("--seed", type=validation.count, default=None, help="the seed of the corpus sample and of any training (default 0)")
-    p.add_argument("--seeds", default=None, metavar="S,S,...",
-                   help="run the study once per seed (e.g. 0,1,2) as one job: every seed's values, their mean, a 95 %% "
-                   "interval and the verdict on the interval; JSON {study, seeds, per_seed, summary}")
-    p.add_argument("--top-k", type=validation.positive, default=seeds.TOP_K,
-                   help="with --seeds: count the seeds where a head the paper names ranks in the top K (default %(default)s)")
+    add_settings_arguments(p, ANALYSIS)
     p.add_argument("--limit", type=validation.positive, default=None, help="at most N items (default: the study's own size)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a study-specific option (e.g. --set finetuned=RUN); VALUE is parsed as JSON when it can be")
@@ -60,12 +56,10 @@ def run_reproduce(args) -> int:
     if not args.study:
         raise ValueError(f"Name a study ({', '.join(studies.NAMES)}) or pass --list.")
     study = studies.get(args.study)
-    seed_list = None
-    if args.seeds is not None:
-        if args.seed is not None:
-            raise ValueError("Give either --seed S (one run) or --seeds S,S,... (one run per seed), not both.")
-        seed_list = seeds.parse_seeds(args.seeds)
-    options = studies.StudyOptions(model=args.model, corpus=args.corpus, seed=args.seed or 0, limit=args.limit, extra=_extra(args.set))
+    settings = settings_from_args(ANALYSIS, args)
+    seed_list = settings.seed_list()  # both --seed and --seeds, or repeated seeds: said before any job starts
+    options = studies.StudyOptions(model=args.model, corpus=args.corpus, seed=settings.seed or 0, limit=args.limit,
+                                   extra=_extra(args.set))
 
     printer = stderr_progress(args)
 
@@ -75,13 +69,11 @@ def run_reproduce(args) -> int:
             if printer is not None:
                 printer(done, total)
 
-        if seed_list is not None:
-            return seeds.run_seeds(study, options, seed_list, report, should_stop, top_k=args.top_k)
-        return study.run(options, report, should_stop)
+        return run_study(study, options, settings, report, should_stop)
 
     params = {"study": study.name, **options.to_json()}
     if seed_list is not None:
-        params.update(seeds=list(seed_list), top_k=args.top_k)
+        params.update(seeds=list(seed_list), top_k=settings.top_k)
     job = jobs.submit("reproduce", params, work, unit="steps")
     if not args.quiet and (not args.json or sys.stderr.isatty()):
         print(f"{study.name}: job {job.id}", file=sys.stderr)

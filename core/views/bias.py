@@ -1,6 +1,7 @@
 """Bias experiment: train without the pairs that mention chosen words, beside a random control."""
 
-from core.views import LIMIT, Param, View, flag
+from core.bias_settings import BIAS
+from core.views import Param, View, analysis_params, flag
 
 # The page's training subset on a CPU (app_pages/bias.py; 0 = all on a GPU): a lesson step's word counts use it.
 CPU_TRAIN_LIMIT = 2000
@@ -27,11 +28,10 @@ VIEW = View(
             "for \"man\" changes the answer.",
     params=(
         Param("protocol", "bias.paper_protocol", "bool"),
-        Param("words", "bias.words", "str"),
-        Param("task", "bias.task", "str", "snli", ("snli", "mrpc")),
-        Param("train_limit", "bias.train_limit", **LIMIT),
-        Param("test_limit", "bias.test_limit", **LIMIT),
-        Param("seed", "bias.seed", "int", low=0, high=2**31 - 1),
+        # words, task, train_limit, test_limit, seed: made from BiasSettings (core.bias_settings, light: this
+        # registry loads without torch); the page's widgets stay its own (its CPU defaults differ from the CLI's).
+        *analysis_params(BIAS, "bias.", only=("words", "task", "train_limit", "eval_limit", "seed"),
+                         keys={"eval_limit": "bias.test_limit"}),
         Param("experiment", "bias.experiment", "str"),
         Param("slice", "bias.confusion_slice", "str"),
         Param("flip_arm", "bias.flip_arm", "str"),

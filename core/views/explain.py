@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from core.analyses.explain import METHOD_TITLES
-from core.views import Param, View
+from core.analyses.explain import ANALYSIS, METHOD_TITLES
+from core.views import Param, View, analysis_params
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
@@ -15,13 +15,16 @@ def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -
     # encoder has no classifier head for the gradient and perturbation methods.
     available = lens.explain_methods(model)
     methods = [m for m in (params.get("methods") or "ig,rollout").split(",") if m in available]
-    target = params.get("target")
-    target = None if target in (None, "", "predicted") else target
-    steps = int(params.get("steps") or 50)
-    samples = int(params["samples"]) if params.get("samples") else None
-    window = int(params.get("window") or 1)
-    return [(lens.explain(model, a, b, method=m, target=target, steps=steps, samples=samples, window=window),
-             METHOD_TITLES.get(m, m)) for m in methods]
+    # The settings as the page reads them: each URL value parsed by its declared Param (bounds, type).
+    settings = {name: param.parse(params[param.name]) for name, param in zip(_SETTINGS, _PARAMS)
+                if params.get(param.name) not in (None, "")}
+    if settings.get("target") == "predicted":  # the page's choice of "the predicted class"
+        del settings["target"]
+    return [(lens.explain(model, a, b, **{**settings, "method": m}), METHOD_TITLES.get(m, m)) for m in methods]
+
+
+_SETTINGS = ("target", "steps", "samples", "window")
+_PARAMS = analysis_params(ANALYSIS, "explain.", only=_SETTINGS)
 
 
 VIEW = View(
@@ -35,10 +38,7 @@ VIEW = View(
             "occlusion, Shapley values, LIME, attention rollout and more) side by side. Check how faithful each method is by removing the words it ranks first.",
     params=(
         Param("methods", "explain.methods", "strs"),
-        Param("target", "explain.target", "str"),
-        Param("steps", "explain.steps", "int", low=10, high=300),
-        Param("samples", "explain.samples", "int", low=1, high=5000),
-        Param("window", "explain.window", "int", low=1, high=10),
+        *_PARAMS,  # target, steps, samples, window: made from ExplainSettings
         Param("layer", "explain.layer", "int", low=1, high=128),  # the flow slider shows layers 1..L
     ),
     commands=("explain", "explain-faithfulness"),

@@ -1,6 +1,8 @@
 """Dataset explorer: a projector over a whole corpus with slices, and the nearest contexts of a word."""
 
-from core.views import LAYER, Param, View
+from core.analyses.explorer import ANALYSIS as PROJECT
+from core.analyses.vector_index import ANALYSIS as NEIGHBOURS
+from core.views import Param, View, analysis_params
 
 VIEW = View(
     name="explorer",
@@ -16,15 +18,12 @@ VIEW = View(
         Param("tab", "explorer.tab", "str", "Projector", ("Projector", "Nearest contexts")),
         Param("corpus", "explorer.source", "str"),
         Param("n", "explorer.n", "int", low=10, high=5000),
-        Param("layer", "explorer.layer", **LAYER),
-        Param("pooling", "explorer.pooling", "str", None, ("cls", "mean")),
-        Param("method", "explorer.method", "str", None, ("pca", "umap", "tsne")),
+        *analysis_params(PROJECT, "explorer."),  # layer, method, pooling: made from ProjectSettings
         Param("second", "explorer.second", "str"),
         Param("colour", "explorer.colour", "str"),
         Param("words", "explorer.words", "str"),
         Param("word", "explorer.word", "str"),
-        Param("neighbours_layer", "explorer.nlayer", **LAYER),
-        Param("k", "explorer.k", "int", low=1, high=100),
+        *analysis_params(NEIGHBOURS, "explorer.", keys={"layer": "explorer.nlayer"}),  # neighbours_layer, k
         Param("neighbours_corpus", "explorer.nsource", "str"),
         Param("neighbours_n", "explorer.nn", "int", low=50, high=20000),
     ),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from core.views import LAYER, Param, View, flag
+from core.analyses.projection import ANALYSIS
+from core.views import LAYER, Param, View, analysis_params, flag
 
 
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
@@ -32,11 +33,10 @@ VIEW = View(
     params=(
         Param("extra", "pca.extra", "str", ""),
         Param("protocol", "pca.protocol", "bool"),
-        Param("method", "pca.method", "str", None, ("joint", "per-layer", "tsne")),
+        *analysis_params(ANALYSIS, "pca.", only=("method",)),
         Param("colour", "pca.colour", "str", None, ("sentence", "segment", "word")),
         Param("background", "pca.background", "str", None, ("none", "builtin", "snli")),
-        Param("hide_special", "pca.hide_special", "bool"),
-        Param("hide_punct", "pca.hide_punct", "bool"),
+        *analysis_params(ANALYSIS, "pca.", only=("hide_special", "hide_punct")),
         Param("labels", "pca.labels", "bool", True),
         Param("second", "pca.second_model", "str"),
         Param("word", "pca.word", "str"),

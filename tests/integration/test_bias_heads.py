@@ -111,3 +111,56 @@ def test_pairs_with_a_small_gap_are_counted_and_warned_about(monkeypatch):
     assert payload["small_gap_pairs"] == expected
     assert [w["code"] for w in payload["warnings"]] == ["small_gap"]
     assert payload["warnings"][0]["message"].startswith(f"{expected} of the {len(gaps)} patched pairs")
+
+
+def _stable(value) -> str:
+    """JSON text with sorted keys: NaN (a head no pair recovered) compares as text."""
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def test_lens_bias_and_bias_heads_return_what_the_cli_json_has(tiny_bert_dir, tmp_path, capsys):
+    """The notebook twins take the CLI's settings and give the same data as --json: `bias --corpus` (the flip rate
+    of a finished run, no training), `bias --show` (a finished experiment) and `bias-heads`."""
+    import json
+
+    from core import lens
+    from core.__main__ import main
+    from tests.app.test_attention_dataset import _classifier_run
+    from tests.app.test_bias_page import write_finished_experiment
+
+    run = _classifier_run(tiny_bert_dir)
+    corpus = tmp_path / "people.txt"
+    corpus.write_text("the woman sat on the mat .\nthe man ran to the park .\nher mother is at home .\n"
+                      "a girl and a boy play .\nthe dog sat .\n")
+
+    def cli_json(*argv) -> dict:
+        assert main([*argv, "--json", "--quiet"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    got = cli_json("bias", "--corpus", str(corpus), "--model", run)
+    assert _stable(lens.bias(run, corpus=str(corpus), return_data=True).to_json()) == _stable(got)
+    assert got["swappable"] == 4
+    write_finished_experiment("shown")
+    got = cli_json("bias", "--show", "shown")
+    assert _stable(lens.bias(show="shown", return_data=True).to_json()) == _stable(got)
+    got = cli_json("bias-heads", "--model", run, "--corpus", str(corpus), "--top-k", "2", "--mode", "uniform")
+    data = lens.bias_heads(run, str(corpus), top_k=2, mode="uniform", return_data=True)
+    assert _stable(data.to_json()) == _stable(got)
+    assert len(data[1]) == data.result.recovery.size  # every head ranked in the frame
+    assert data[0].to_dict()["layer"]  # a valid Vega-Lite spec: the recovery cells and the disabled heads' outline
+
+
+def test_bias_limits_accept_0_for_all_and_the_old_test_limit_spelling():
+    from core.bias_settings import BIAS
+    from core.commands.bias import register
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bias", "--train-limit", "0", "--test-limit", "50", "--freeze-embeddings"])
+    settings = BIAS.make({f.name: getattr(args, f.name) for f in BIAS.fields})
+    assert settings.limits == (None, 50) and settings.freeze_embeddings
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bias", "--head", "cnn"])

@@ -212,3 +212,65 @@ def test_one_word_gets_its_whole_probability_drop(seqcls, method):
     result = ex.explain(seqcls, "cat", method=method, window=3, target=1)
     expected = probability_without(seqcls, tok, set(), 1) - probability_without(seqcls, tok, {0}, 1)
     np.testing.assert_allclose(result.word_scores, [expected], atol=1e-4 if method == "lime" else 1e-6)
+
+
+def _cli_json(capsys, *argv) -> dict:
+    import json
+
+    from core.__main__ import main
+
+    assert main([*argv, "--json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _same_json(lens_json, cli_json, notes=("truncated", "degenerate")) -> None:
+    """The lens twin's data is the CLI's --json less the notes the command adds (same keys, same numbers)."""
+    cli_json = {k: v for k, v in cli_json.items() if k not in notes}
+    assert set(lens_json) == set(cli_json)
+    for key, value in cli_json.items():
+        if isinstance(value, (list, float)) and np.asarray(value).dtype.kind == "f":
+            np.testing.assert_allclose(np.asarray(lens_json[key], dtype=float), np.asarray(value, dtype=float),
+                                       atol=1e-7, err_msg=key)
+        else:
+            assert lens_json[key] == value, key
+
+
+def test_lens_explain_returns_what_the_cli_json_has(seqcls, capsys):
+    from core import lens
+
+    for method, extra in (("occlusion", ["--window", "2", "--target", "1"]), ("rollout", [])):
+        out = _cli_json(capsys, "explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--text-b", "a dog",
+                        "--method", method, *extra)
+        data = lens.explain(seqcls.lm.path, "the cat sat", "a dog", method=method, return_data=True,
+                            **({"window": 2, "target": "1"} if extra else {}))
+        _same_json(data.to_json(), out)
+    assert "matrix" in out  # the rollout one
+
+
+def test_lens_explain_faithfulness_returns_what_the_cli_json_has(seqcls, capsys, tmp_path):
+    from core import lens
+
+    corpus = tmp_path / "lines.txt"
+    corpus.write_text("the cat sat\na dog ran in the park\n")
+    out = _cli_json(capsys, "explain-faithfulness", "--model", seqcls.lm.path, "--corpus", str(corpus),
+                    "--methods", "occlusion,rollout", "--steps", "3", "--seed", "1")
+    data = lens.explain_faithfulness(seqcls.lm.path, str(corpus), methods="occlusion,rollout", steps=3, seed=1,
+                                     return_data=True)
+    _same_json(data.to_json(), out, notes=("degenerate",))
+    assert list(out["methods"]) == ["occlusion", "rollout"] and "random" in out["curves"]
+
+
+def test_faithfulness_methods_all_is_every_method_and_a_bad_one_is_refused(seqcls):
+    from core.analyses.explain import METHODS
+    from core.analyses.faithfulness import ANALYSIS
+
+    assert ANALYSIS.make(methods="all").chosen_methods == METHODS
+    with pytest.raises(ValueError, match="methods must be one of"):
+        ANALYSIS.make(methods="occlusion,nope")
+
+
+def test_a_class_index_given_as_text_is_the_class_of_that_index(seqcls):
+    by_index = ex.explain(seqcls, "the cat sat", method="occlusion", target="1")
+    by_label = ex.explain(seqcls, "the cat sat", method="occlusion", target=seqcls.labels[1])
+    assert by_index.target == seqcls.labels[1]
+    np.testing.assert_array_equal(by_index.word_scores, by_label.word_scores)

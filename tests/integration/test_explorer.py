@@ -129,3 +129,38 @@ def test_cli_unknown_word_is_a_clear_error(tiny_bert_dir, isolated_cache):
                           "--word", "zebra", "--corpus", "builtin", "--quiet"], capture_output=True, text=True,
                          env=dict(os.environ, BERTLENS_CACHE=str(isolated_cache)), timeout=300)
     assert out.returncode == 2 and "not a word of the sentence" in out.stderr
+
+
+def test_lens_project_and_neighbours_return_what_the_cli_json_has(tiny_bert_dir, tmp_path, capsys):
+    """The notebook twins take the CLI's settings (layer, method, pooling, seed; layer, k, seed) and give the same
+    data as --json (less the notes the command adds about inputs cut to the model's length)."""
+    from core import lens
+    from core.__main__ import main
+
+    corpus_file = tmp_path / "c.csv"
+    corpus_file.write_text("text,label\n" + "".join(f"{s},{'ab'[i % 2]}\n" for i, s in enumerate(SENTENCES)))
+
+    def cli_json(*argv) -> dict:
+        assert main([*argv, "--json", "--quiet"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    got = cli_json("project", "--model", str(tiny_bert_dir), "--corpus", str(corpus_file), "--layer", "1",
+                   "--pooling", "mean")
+    data = lens.project(str(tiny_bert_dir), str(corpus_file), layer=1, pooling="mean", return_data=True)
+    assert json.loads(json.dumps(data.to_json())) == got
+    assert list(data[1]["gold label"]) == ["ab"[i % 2] for i in range(len(SENTENCES))]
+    assert data[0].to_dict()["encoding"]["color"]["title"] == "gold label"  # a valid spec, coloured by the labels
+    got = cli_json("neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--corpus",
+                   str(corpus_file), "--k", "3")
+    data = lens.neighbours(str(tiny_bert_dir), QUERY, "bank", str(corpus_file), k=3, return_data=True)
+    notes = ("truncated", "corpus_truncated")
+    assert json.loads(json.dumps(data.to_json())) == {k: v for k, v in got.items() if k not in notes}
+    assert got["query"]["layer"] == 2 and len(data[1]) == 3  # default: the last layer of the 2-layer model
+
+
+def test_a_layer_past_the_models_last_is_one_clear_line(tiny_bert_dir, tmp_path, capsys):
+    from core.__main__ import main
+
+    assert main(["neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--corpus",
+                 "builtin", "--layer", "5", "--quiet"]) == 2
+    assert "layer must be within 0…2" in capsys.readouterr().err

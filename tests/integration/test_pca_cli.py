@@ -130,3 +130,27 @@ def test_visbert_protocol_refuses_a_joint_fit_or_background(tiny_bert_dir):
         out = subprocess.run([sys.executable, "-m", "core", "pca", "--model", str(tiny_bert_dir), "--text", "a cat sat .",
                               "--protocol", "visbert", *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert out.returncode != 0 and "visbert" in out.stderr, out.stderr
+
+
+def _without_notes(cli: dict, notes=("truncated", "background_truncated")) -> dict:
+    return {k: v for k, v in cli.items() if k not in notes}
+
+
+def test_lens_layerwise_pca_returns_what_the_cli_json_has(tiny_bert_dir, capsys):
+    """The notebook twin takes the same settings (--fit is `method`, --drop-special `hide_special`) and gives the
+    same data as --json, background corpus included."""
+    from core import lens
+
+    texts = ["the cat sat on the mat .", "a dog ran ."]
+    cli = run_json(capsys, "--model", str(tiny_bert_dir), "--text", texts[0], "--text", texts[1], "--fit",
+                   "per-layer", "--drop-special", "--quiet")
+    data = lens.layerwise_pca(str(tiny_bert_dir), texts, method="per-layer", hide_special=True, return_data=True)
+    assert data.to_json().keys() == _without_notes(cli).keys()
+    assert json.loads(json.dumps(data.to_json())) == _without_notes(cli)
+    cli = run_json(capsys, "--model", str(tiny_bert_dir), "--text", texts[0], "--background", "builtin",
+                   "--background-size", "5", "--drop-punct", "--quiet")
+    data = lens.layerwise_pca(str(tiny_bert_dir), texts[0], background="builtin", background_size=5,
+                              hide_punct=True, return_data=True)
+    assert json.loads(json.dumps(data.to_json())) == _without_notes(cli)
+    with pytest.raises(ValueError, match="method must be one of joint, per-layer, tsne"):
+        lens.layerwise_pca(str(tiny_bert_dir), texts, method="umap")

@@ -200,3 +200,21 @@ def test_numbers_are_matched_by_reference_not_position():
     table = next(n for n in summary.numbers if n.reference == "fake.table" and n.key == "full")
     assert table.values[:2] == pytest.approx((0.90, 0.904)) and table.values[2] is None
     assert table.mean == pytest.approx(0.902)
+
+
+def test_lens_reproduce_returns_what_the_cli_json_has(monkeypatch, capsys):
+    """The notebook twin takes the CLI's settings (seed; seeds and top_k) and gives the same data as --json."""
+    from core import lens
+
+    fake_study.install(monkeypatch)
+    argv = ["reproduce", "fake", "--limit", "2", "--set", "seed_shift=0.01", "--json", "--quiet"]
+    assert main([*argv, "--seeds", "0,1,2", "--top-k", "3"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    data = lens.reproduce("fake", limit=2, seed_shift=0.01, seeds=[0, 1, 2], top_k=3, return_data=True)
+    assert json.loads(json.dumps(data.to_json())) == cli and cli["summary"]["heads"][0]["top_k"] == 3
+    assert main([*argv, "--seed", "4"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert json.loads(json.dumps(lens.reproduce("fake", limit=2, seed_shift=0.01, seed=4,
+                                                return_data=True).to_json())) == cli
+    with pytest.raises(ValueError, match="either --seed S"):
+        lens.reproduce("fake", seed=1, seeds=[0, 1])
