@@ -6,6 +6,7 @@ own. Its options: `--model`, its inputs (`--text` / `--text-b`, or `--corpus` an
 from __future__ import annotations
 
 import math
+
 from core import validation, views
 from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, counted, settings_from_args,
                            stderr_progress)
