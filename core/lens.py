@@ -43,6 +43,8 @@ from core.analyses import explain as explanations
 from core.analyses import explorer
 from core.analyses import faithfulness as faithful
 from core.analyses import head_features
+from core.analyses.ablation import load_for_ablation, run_ablation
+from core.analyses.heads import STAT_NAMES, run_attention_change, run_survey, run_syntax_heads
 from core.analyses.heads.pairs import mrpc_pairs, pair_heads_of
 from core.analyses import inside_head as ih
 from core.analyses import logit_lens as layer_lenses
@@ -61,6 +63,7 @@ from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
 from core.charts import explorer as explorer_charts
 from core.charts import head_studies as head_studies_charts
+from core.charts import heads_dataset
 from core.charts import inside_head as inside_head_charts
 from core.charts import layout
 from core.charts import layer_lens as layer_lens_charts
@@ -80,9 +83,11 @@ from core.safe_text import html_text
 from core.settings import default_model
 from core.training import list_runs, load_classifier
 from core.training.runs import get_run
+from core.training.mlm_head import run_fit
+from core.training.runs import run_eval_sample
 from core.training.timelapse import read_timelapse
 from core.studies.reproduce import run_study
-from core.model.encoding import read_input
+from core.model.encoding import counting_cuts, read_input
 from core.validation import truncation, truncation_notice
 
 # core.training (torch) imported in functions: `from core import lens` stays light until a run is patched.
@@ -384,7 +389,6 @@ def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = 
     loadable by that name; `overwrite` replaces a saved head of that name). Returns the HeadFit (`.path`,
     `.to_json()` what the command's --json prints); with return_data, `Data(None, frame)` (frame: that summary as
     one row) whose `.result` is the HeadFit."""
-    from core.training.mlm_head import run_fit
 
     fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
     return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
@@ -481,8 +485,6 @@ def heads(model, corpus="snli", *, settings, limit: int | None = 200, seed: int 
     sample). show: a statistic (core.analyses.heads.STAT_NAMES, default "sep") or "patterns". Frame: every
     statistic per head (show a statistic) or each head's dominant pattern type. With return_data, `.result` is the
     HeadSurvey and `.to_json()` what `python -m core heads --json` prints."""
-    from core.analyses.heads import STAT_NAMES, run_survey
-    from core.charts import heads_dataset
 
     if show not in (*STAT_NAMES, "patterns"):
         raise ValueError(f"show must be one of {', '.join(STAT_NAMES)}, patterns")
@@ -505,8 +507,6 @@ def ablate(run, *, settings, limit: int | None = None, seed: int = 0, device: st
     disabled (Heads over a dataset, Ablation), on its own evaluation set (`limit`: a subset seeded by `seed`).
     Frame: the accuracy change per head. With return_data, `.result` is the AblationResult and `.to_json()` what
     `python -m core ablate --json` prints."""
-    from core.analyses.ablation import load_for_ablation, run_ablation
-    from core.training.runs import run_eval_sample
 
     clf = load_for_ablation(_ref(run), device=device)
     sample = run_eval_sample(clf, limit, int(seed))
@@ -525,7 +525,6 @@ def attention_change(model_a, model_b, corpus="snli", *, settings, limit: int | 
     fine-tuning; a run and the model it was trained from; corpus as in `heads`). Frame: the cosine per head. With
     return_data, `.result` is the AttentionChange and `.to_json()` what `python -m core attention-change --json`
     prints."""
-    from core.analyses.heads import run_attention_change
 
     chosen, _ = _sample(corpus, limit, seed, text_column)
     models = (load(model_a), load(model_b))
@@ -541,8 +540,6 @@ def syntax_heads(model, corpus="ud:dev:all", *, settings, limit: int | None = No
     "ud:SPLIT:N" or a .conllu file, its first `limit` sentences). relation: every head's accuracy for that one
     relation instead of the best head per relation. Frame: the per-relation table (or that relation's grid). With
     return_data, `.result` is the SyntaxHeads and `.to_json()` what `python -m core syntax-heads --json` prints."""
-    from core.analyses.heads import run_syntax_heads
-    from core.charts import heads_dataset
 
     chosen, name = _sample(corpus, limit, seed, None)
     trees = corpora.require_trees(chosen)
@@ -799,7 +796,6 @@ def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | No
     replaces a saved SAE of that name; a stopped training of the same name and settings resumes). Returns the
     TrainedSae with the corpus's "truncated" note (`.path`, `.to_json()` what the command's --json prints); with
     return_data, `Data(chart, frame)`: the training loss (core.charts.sparse_features.loss_frame)."""
-    from core.model.encoding import counting_cuts
 
     settings.check()
     sparse.check_name(name)

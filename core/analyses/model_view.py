@@ -11,6 +11,7 @@ import numpy as np
 
 from core.analyses.attention import head_entropy, pair_filter_setting, pair_masks
 from core.contract import Analysis, setting
+from core.model.encoding import encode
 from core.validation import check_count
 
 SCALES: tuple[str, ...] = ("head", "shared")
@@ -137,8 +138,6 @@ def model_view_of(encoding, settings: ModelViewSettings) -> ModelView:
 
 def model_view_of_input(lm, inputs, settings: ModelViewSettings, progress=None, should_stop=None) -> ModelView:
     """The model view of one input (text, or (text, text_b)): the declaration's `run`."""
-    from core.model.encoding import encode
-
     return model_view_of(encode(lm, inputs), settings)
 
 

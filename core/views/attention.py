@@ -16,6 +16,7 @@ from core.progress import check_stop
 from core.protocols import DEFAULT
 from core.views import Caches, Param, Planned, View, analysis_params, corpus_params, parse
 
+# core.charts (altair) imported in functions: view modules stay light for the router (tests/unit/test_views.py).
 P = "heads."
 ONE_SENTENCE, DATASET, INSIDE, CAUSES = "One sentence", "Heads over a dataset", "Inside a head", "What causes it?"
 # The page's tabs, each with the analyses (core.contract, by registry name) it shows, in the page's order. The page
