@@ -195,8 +195,8 @@ def twin(name: str):
         kind = inspect.Parameter.KEYWORD_ONLY
         declared = [inspect.Parameter(f.name, kind, default=list(f.default) if isinstance(f.default, tuple)
                                       else f.default) for f in analysis.fields]
-        positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        keyword = [p for p in own if p.kind == p.KEYWORD_ONLY]
+        positional = [p for p in own if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+        keyword = [p for p in own if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD)]  # **extra last, as Python wants
 
         @functools.wraps(fn)
         def call(*args, **kwargs):

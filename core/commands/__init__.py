@@ -49,7 +49,7 @@ def add_settings_arguments(parser, analysis, *, skip: tuple[str, ...] = ()) -> N
     for f in analysis.fields:
         if f.option is None or f.name in skip:
             continue
-        text = f.meta.help
+        text = f.meta.help.replace("%", "%%")  # argparse formats help with %: a declared "50%" must not break --help
         if f.meta.choices is not None:
             text += f" (one of {', '.join(map(str, f.meta.choices))})"
         if f.meta.low is not None or f.meta.high is not None:
@@ -58,8 +58,9 @@ def add_settings_arguments(parser, analysis, *, skip: tuple[str, ...] = ()) -> N
             high = bound_text(None if f.meta.high is None else f.meta.high + shown)
             text += f" [{low}…{high}]"
         if f.type == "bool":
+            said = "" if f.default is None else f" (default {'on' if f.default else 'off'})"  # None: the analysis decides
             parser.add_argument(f.option, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=text + f" (default {'on' if f.default else 'off'})")
+                                help=text + said)
             continue
         default = list(f.default) if isinstance(f.default, tuple) else f.default
         shown_default = default if not f.meta.shown or default is None else default + f.meta.shown
