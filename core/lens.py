@@ -36,7 +36,8 @@ import pandas as pd
 from core import bias, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
-from core.analyses import head_features
+from core.analyses import head_studies as head_study_runs
+from core.analyses.head_features import ClsFeatureAttention
 from core.analyses import inside_head as ih
 from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
@@ -511,15 +512,89 @@ def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000
 
 # ---- head studies ------------------------------------------------------------------------------------------------
 
+def _study(name: str, models, corpus, settings, progress, return_data: bool, *, limit: int | None = None,
+           labels: str | None = None):
+    """A head study (core.analyses.head_studies) over one model or several, drawn by its declared charts (stacked);
+    with return_data, `.result` is the StudyResults and `.to_json()` what the CLI's --json prints. The inputs are
+    read first (a bad corpus is named before a missing labels file or a model loads), as the CLI reads them."""
+    analysis = views.analysis(name)
+    inputs, spec = head_study_runs.study_inputs(name, corpus, settings, limit)
+    extra = {"classifier": head_study_runs.pattern_classifier(labels)} if name == "pattern-shares" else {}
+    models = [models] if isinstance(models, (str, LoadedModel)) or models is None else list(models)
+    found = head_study_runs.study_models(analysis, [load(m) for m in models], inputs, settings, corpus=spec,
+                                         progress=progress, **extra)
+    for notice in found.notices():
+        warnings.warn(notice, stacklevel=3)
+    drawn = analysis.charts_function()(found)
+    chart = drawn[0][0] if len(drawn) == 1 else _stacked([c for c, _ in drawn])
+    return _out(chart, _study_frame(name, found), return_data, found)
+
+
+def _study_frame(name: str, found) -> pd.DataFrame:
+    """The rows a study's page exports (core.charts.head_studies)."""
+    each = list(found.results)
+    if name == "head-features":
+        return head_studies_charts.features_table(each)
+    if name == "cls-attention":
+        by_feature = isinstance(each[0], ClsFeatureAttention)
+        return (head_studies_charts.cls_features_frame if by_feature else head_studies_charts.cls_frame)(each)
+    if name == "aspect-heads":
+        return head_studies_charts.aspect_frame(each)
+    if name == "head-map":
+        return head_studies_charts.head_map_frame(each)
+    return pd.concat([head_studies_charts.pattern_shares_frame(r).assign(model=r.model) for r in each],
+                     ignore_index=True)
+
+
+@twin("head-features")
+def head_features(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Kovaleva Fig. 6: per head, attention to nouns, verbs, pronouns, subjects, objects, negation, [CLS] and [SEP]
+    on a treebank (corpus: a treebank spec, default "ud:dev:200", or a .conllu file), one panel per model. Frame:
+    every feature of every model (core.charts.head_studies.features_table). With return_data, `.to_json()` is what
+    `python -m core head-features --json` prints."""
+    return _study("head-features", models, corpus, settings, progress, return_data)
+
+
+@twin("cls-attention")
+def cls_attention(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Kovaleva Fig. 7: per head, the last layer's [CLS] row by token type ([CLS], [SEP], punctuation, other; any
+    corpus, default "snli:dev:200") or, with by="feature", by the §4.3 linguistic features (a treebank, default
+    "ud:dev:200"), one panel per model (e.g. pretrained and fine-tuned). Frame: core.charts.head_studies.cls_frame
+    or cls_features_frame. With return_data, `.to_json()` is what `python -m core cls-attention --json` prints."""
+    return _study("cls-attention", models, corpus, settings, progress, return_data)
+
+
 def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None, return_data: bool = False):
-    """Kovaleva Fig. 7 by the §4.3 linguistic features: per head, the last layer's [CLS] row share on nouns, verbs,
-    pronouns, subjects, objects, negation, [CLS], [SEP] and punctuation, one panel per model (e.g. pretrained and
-    fine-tuned). corpus: a treebank spec ("ud:dev:200") or a .conllu file. Frame:
-    core.charts.head_studies.cls_features_frame."""
-    trees = corpora.require_trees(corpora.resolve(corpus, seed))
-    models = [models] if isinstance(models, (str, LoadedModel)) else list(models)
-    results = [head_features.cls_feature_attention(load(m), trees, progress=progress) for m in models]
-    return _out(*head_studies_charts.cls_features_chart(results), return_data)
+    """`cls_attention(models, corpus, by="feature")`, its name before the declaration (kept)."""
+    return cls_attention(models, corpus, by="feature", seed=seed, progress=progress, return_data=return_data)
+
+
+@twin("aspect-heads")
+def aspect_heads(models=None, *, settings, limit: int = head_study_runs.ASPECT_REVIEWS, progress=None,
+                 return_data: bool = False):
+    """Aspect heads on SemEval-14 QA-M pairs (the first `limit` reviews' pairs; 0: all): per head, the attention
+    of the question's aspect word to the review's aspect term, and where absent aspects attend. Frame:
+    core.charts.head_studies.aspect_frame. With return_data, `.to_json()` is what `python -m core aspect-heads
+    --json` prints."""
+    return _study("aspect-heads", models, None, settings, progress, return_data, limit=limit)
+
+
+@twin("head-map")
+def head_map(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Clark §6: every head placed in 2-D by the Jensen-Shannon distance between attention maps (MDS), over a
+    corpus (default "snli:dev:100"). Frame: core.charts.head_studies.head_map_frame. With return_data,
+    `.to_json()` is what `python -m core head-map --json` prints."""
+    return _study("head-map", models, corpus, settings, progress, return_data)
+
+
+@twin("pattern-shares")
+def pattern_shares(models=None, corpus: str | None = None, *, settings, labels: str | None = None, progress=None,
+                   return_data: bool = False):
+    """Kovaleva's five pattern types over every head map of a corpus (default "builtin"), by a classifier trained
+    on your labels (`labels`: a labels file, default the app's Label patterns file) beside the threshold rules.
+    Frame: core.charts.head_studies.pattern_shares_frame per model. With return_data, `.to_json()` is what
+    `python -m core pattern-shares --json` prints."""
+    return _study("pattern-shares", models, corpus, settings, progress, return_data, labels=labels)
 
 
 # ---- fine-tuning -------------------------------------------------------------------------------------------------
