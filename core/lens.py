@@ -36,6 +36,7 @@ import pandas as pd
 from core import bias, numbering, studies, views
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
+from core.analyses import changes
 from core.analyses import head_studies as head_study_runs
 from core.analyses.head_features import ClsFeatureAttention
 from core.analyses import inside_head as ih
@@ -653,6 +654,45 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
     if len(losses):
         out.append((finetune_charts.loss_chart(losses), "Training loss of each run."))
     return out
+
+
+@twin("compare")
+def compare(model_a, model_b, corpus="builtin", *, settings, limit: int = changes.COMPARE_LIMIT, progress=None,
+            return_data: bool = False):
+    """RSA and linear CKA per layer between two models (e.g. a pretrained model and a run fine-tuned from it) on
+    the first `limit` sentences of a corpus (a spec as `--corpus`, or sentences as in `anisotropy`), as the page's
+    "Which layers changed". Chart: the two measures per layer above every layer of A against every layer of B
+    (CKA). Frame: core.charts.finetune.similarity_frame. With return_data, `.result` is the Similarity and
+    `.to_json()` what `python -m core compare --json` prints."""
+    chosen = corpora.corpus_of(corpus, seed=settings.seed, limit=int(limit)).head(int(limit))
+    models = (load(model_a), load(model_b))
+    found = head_study_runs.study_models(views.analysis("compare"), [models], list(chosen.sentences), settings,
+                                         progress=progress)
+    for notice in found.notices():
+        warnings.warn(notice, stacklevel=2)
+    (result,) = found.results
+    drawn = finetune_charts.compare_charts(result)
+    return _out(_stacked([c for c, _ in drawn]), finetune_charts.similarity_frame([result]), return_data, found)
+
+
+@twin("probe")
+def probe(model, corpus="ud:dev", eval_corpus: str | None = None, *, settings, train_limit: int | None = None,
+          eval_limit: int | None = None, use_cache: bool = True, progress=None, return_data: bool = False):
+    """Hewitt & Manning's structural probe per layer (the page's "Did syntax survive"): trained on a treebank
+    (`corpus`: ud[:SPLIT[:N]] or a .conllu file), scored on `eval_corpus` or a seeded held-out fifth of it.
+    Chart: UUAS above DSpr per layer. Frame: core.charts.finetune.probe_frame. With return_data, `.result` is the
+    ProbeResult and `.to_json()` what `python -m core probe --json` prints. Probes are cached on disk per (model,
+    layer, treebank, settings) unless use_cache=False."""
+    changes.probe_layer_numbers(settings.layers)
+    data = changes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
+    result = changes.run_probe(load(model), data, settings, progress=progress, use_cache=use_cache)
+    notice = result.truncation_notice()
+    if notice:
+        warnings.warn(notice, stacklevel=2)
+    kind = finetune_charts.CONTROL if settings.random_init else "pretrained"
+    drawn = finetune_charts.probe_charts(result, kind)
+    frame = finetune_charts.probe_frame([(result.model, kind, result)])
+    return _out(_stacked([c for c, _ in drawn]), frame, return_data, result)
 
 
 # ---- reproduce a paper -------------------------------------------------------------------------------------------

@@ -55,12 +55,12 @@ from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import check as check_protocol
 from core.data.treebank import Sentence, tree_distances
+from core.analyses.changes import PROBE_PROTOCOLS as PROTOCOLS  # declared with the probe's settings
 
 PUNCT = "PUNCT"
 # reporter.py, prims_matrix_to_edges: words with these PTB tags never enter the spanning trees.
 HM_PUNCT_XPOS = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
 HM_LAYER_OFFSET = 1
-PROTOCOLS = (DEFAULT_PROTOCOL, "hewitt-manning")
 HM_MAX_EPOCHS = 40
 HM_PATIENCE = 5
 HM_MIN_GAIN = 1e-4

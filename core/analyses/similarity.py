@@ -40,9 +40,8 @@ from core.model.loading import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import check as check_protocol
-
-DEFAULT_MAX_WORDS = 1500
-PROTOCOLS = (DEFAULT_PROTOCOL, "merchant")
+from core.analyses.changes import DEFAULT_MAX_WORDS  # declared once, with the compare settings
+from core.analyses.changes import SIMILARITY_PROTOCOLS as PROTOCOLS
 
 
 class SimilarityError(ValueError):
