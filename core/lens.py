@@ -656,6 +656,47 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
     return out
 
 
+def _train(model, task: str, run: str | None, settings, progress, return_data: bool, **inputs):
+    """Train a run in this process (core.training.settings.run_training), as `python -m core finetune` /
+    `contrastive` do without --background; the chart is its training loss."""
+    from core.training.settings import run_training
+
+    if not run:
+        raise ValueError("give the run a name: run=NAME (its folder under models_cache/runs, then a model name)")
+
+    trained = run_training(_ref(model), task, settings, progress, run_name=run, **inputs)
+    (chart, _), = finetune_charts.run_charts(trained)
+    return _out(chart, finetune_charts.loss_frame(trained.metrics, trained.name), return_data, trained)
+
+
+@twin("finetune")
+def finetune(model, task: str, run: str, *, settings, train_limit: int | None = None, eval_limit: int | None = None,
+             timelapse_corpus: str | None = None, data_source: str = "auto", device: str | None = None,
+             cpu_threads: int | None = None, processes: int = 1, progress=None, return_data: bool = False):
+    """Fine-tune `model` as a classifier on `task` (a built-in task or a CSV/JSONL file), saved as the run `run`
+    (then a model of that name), in this process; blocks until it has finished (`python -m core finetune`).
+    Settings a paper protocol fixes (epochs, lr, batch_size, lr_decay, max_length) left as None take the
+    protocol's values, else BERT Lens's. Returns the chart of its training loss; with return_data, `(chart,
+    frame)` with `.result` the TrainedRun (name, folder, metrics) and `.to_json()` its metrics (metrics.json), what
+    `python -m core finetune --json` prints."""
+    return _train(model, task, run, settings, progress, return_data, train_limit=train_limit,
+                  eval_limit=eval_limit, timelapse_corpus=timelapse_corpus, data_source=data_source, device=device,
+                  cpu_threads=cpu_threads, processes=processes)
+
+
+@twin("contrastive")
+def contrastive(model, task: str = "snli", run: str | None = None, *, settings, train_limit: int | None = None,
+                eval_limit: int | None = None, data_source: str = "auto", device: str | None = None,
+                cpu_threads: int | None = None, processes: int = 1, progress=None, return_data: bool = False):
+    """SimCSE contrastive training of `model` on `task` (mode "sup": snli, mrpc or a file with text_b), saved as
+    the encoder run `run`, in this process (`python -m core contrastive`). Returns the chart of its training
+    loss; with return_data, `.result` is the TrainedRun and `.to_json()` its metrics, what `python -m core
+    contrastive --json` prints."""
+    return _train(model, task, run, settings, progress, return_data, train_limit=train_limit,
+                  eval_limit=eval_limit, data_source=data_source, device=device, cpu_threads=cpu_threads,
+                  processes=processes)
+
+
 @twin("compare")
 def compare(model_a, model_b, corpus="builtin", *, settings, limit: int = changes.COMPARE_LIMIT, progress=None,
             return_data: bool = False):

@@ -260,3 +260,11 @@ def probe_charts(result: ProbeResult, kind: str = "pretrained") -> list:
     frame = probe_frame([(result.model, kind, result)])
     return [(probe_chart(frame, metric, False, model=result.model, protocol=result.protocol),
              f"{metric} of the probe per layer.") for metric in ("UUAS", "DSpr")]
+
+
+def run_charts(run) -> list:
+    """finetune / contrastive: the finished run's training loss (core.training.settings.TrainedRun)."""
+    metrics = run.metrics
+    score = (f"accuracy {metrics['accuracy']:.3f} on {metrics.get('eval_examples')} {metrics.get('eval_split')} "
+             "examples" if metrics.get("accuracy") is not None else "an encoder (no accuracy)")
+    return [(loss_chart(loss_frame(metrics, run.name), f"Training loss of {run.name}"), f"{run.name}: {score}.")]
