@@ -39,7 +39,7 @@ class TrainingSettings:
                               "gao)", type="int", low=8, url=None)
     drop_last_layers: int = setting(0, "remove the top K encoder layers", low=0, url=None)
     freeze_layers: str = setting("", "freeze layers: " + numbering.FREEZE_HELP[0].lower() + numbering.FREEZE_HELP[1:]
-                                 + " (counted after --drop-last-layers)", url=None)
+                                 + " (counted after dropping the last layers)", url=None)
     freeze_embeddings: bool = setting(False, "keep the embeddings fixed", url=None)
     seed: int = setting(0, "seed of the data subsets, the head's initialisation and the batch order", low=0, url=None)
     gradient_accumulation: int = setting(1, "add up the gradients of N batches per optimizer step (effective batch = "
