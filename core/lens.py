@@ -44,6 +44,7 @@ from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
+from core.analyses import probe as probes
 from core.analyses import sparse_features as sparse
 from core.analyses.attention import attention_view
 from core.analyses.model_view import DEFAULT_PIXELS, model_view as build_model_view
@@ -72,6 +73,7 @@ from core.safe_text import html_text
 from core.settings import default_model
 from core.training import list_runs, load_classifier
 from core.training.runs import get_run
+from core.training.settings import run_training
 from core.training.timelapse import read_timelapse
 from core.studies import seeds as seed_runs
 from core.model.encoding import read_input
@@ -659,8 +661,6 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
 def _train(model, task: str, run: str | None, settings, progress, return_data: bool, **inputs):
     """Train a run in this process (core.training.settings.run_training), as `python -m core finetune` /
     `contrastive` do without --background; the chart is its training loss."""
-    from core.training.settings import run_training
-
     if not run:
         raise ValueError("give the run a name: run=NAME (its folder under models_cache/runs, then a model name)")
 
@@ -725,8 +725,8 @@ def probe(model, corpus="ud:dev", eval_corpus: str | None = None, *, settings, t
     ProbeResult and `.to_json()` what `python -m core probe --json` prints. Probes are cached on disk per (model,
     layer, treebank, settings) unless use_cache=False."""
     changes.probe_layer_numbers(settings.layers)
-    data = changes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
-    result = changes.run_probe(load(model), data, settings, progress=progress, use_cache=use_cache)
+    data = probes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
+    result = probes.run_probe(load(model), data, settings, progress=progress, use_cache=use_cache)
     notice = result.truncation_notice()
     if notice:
         warnings.warn(notice, stacklevel=2)

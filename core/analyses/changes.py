@@ -1,9 +1,9 @@
 """What fine-tuning changes, declared once (core.contract): `compare` (RSA and linear CKA per layer between two
 models, core.analyses.similarity) and `probe` (Hewitt & Manning's structural probe per layer, core.analyses.probe).
 
-This module stays light (no numpy, torch or transformers at import): core.views.finetune makes the page's URL
-parameters from these declarations, and the view registry must load without torch. The runs import their
-analysis when called.
+This module stays light (no numpy, torch or transformers, nothing of the analyses it declares): core.views.finetune
+makes the page's URL parameters from these declarations, and the view registry must load without torch. The runs
+live beside their analyses (similarity.run_compare, probe.run_probe), named here as "module:function".
 """
 
 from __future__ import annotations
@@ -63,51 +63,12 @@ def probe_layer_numbers(text: str, num_layers: int | None = None) -> list[int] |
     return layers
 
 
-def probe_settings(settings: ProbeRunSettings, hidden_size: int):
-    """The trainer's ProbeSettings: the protocol's, with what the user gave over it."""
-    from core.analyses.probe import ProbeSettings
-
-    return ProbeSettings.for_protocol(settings.protocol, hidden_size, rank=settings.rank, epochs=settings.epochs,
-                                      learning_rate=settings.lr, seed=settings.seed)
-
-
-def probe_inputs(corpus: str, eval_corpus: str | None, seed: int, train_limit: int | None = None,
-                 eval_limit: int | None = None):
-    """The probe's ProbeData from treebank specs (the CLI's --corpus / --eval-corpus): scored on `eval_corpus`, or a
-    seeded held-out fifth of `corpus`. A bad spec or a corpus without trees raises ValueError."""
-    from core.analyses.probe import probe_data
-    from core.data import corpus as corpora
-
-    train = corpora.require_trees(corpora.resolve(corpus, seed))
-    evaluation = corpora.require_trees(corpora.resolve(eval_corpus, seed)) if eval_corpus else None
-    return probe_data(train, evaluation, name=corpus + (f" / {eval_corpus}" if evaluation else ""), seed=seed,
-                      max_train=train_limit, max_eval=eval_limit)
-
-
-def run_probe(lm, data, settings: ProbeRunSettings, progress=None, should_stop=None, *, use_cache: bool = True):
-    """The probe of every chosen layer of `lm` (its random-initialised copy with random_init) on ProbeData."""
-    from core.analyses.probe import probe_layers, random_control
-
-    layers = probe_layer_numbers(settings.layers, lm.num_layers)
-    model = random_control(lm, settings.seed) if settings.random_init else lm
-    return probe_layers(model, data, layers, probe_settings(settings, lm.hidden_size), use_cache=use_cache,
-                        progress=progress, should_stop=should_stop)
-
-
-def run_compare(models, sentences, settings: CompareSettings, progress=None, should_stop=None):
-    """RSA and CKA of models (A, B) on sentences."""
-    from core.analyses.similarity import compare_models
-
-    a, b = models
-    return compare_models(a, b, sentences, max_words=settings.max_words, seed=settings.seed,
-                          protocol=settings.protocol, progress=progress, should_stop=should_stop)
-
-
 ANALYSES = (
     Analysis(name="compare", view="finetune", command="compare", lens="compare", settings=CompareSettings,
-             run=run_compare, charts="core.charts.finetune:compare_charts", title="Which layers changed", order=10,
+             run="core.analyses.similarity:run_compare", charts="core.charts.finetune:compare_charts", title="Which layers changed", order=10,
              summary="RSA and linear CKA between two models, layer by layer"),
-    Analysis(name="probe", view="finetune", command="probe", lens="probe", settings=ProbeRunSettings, run=run_probe,
+    Analysis(name="probe", view="finetune", command="probe", lens="probe", settings=ProbeRunSettings,
+             run="core.analyses.probe:run_probe",
              charts="core.charts.finetune:probe_charts", title="Did syntax survive", order=11,
              summary="structural (distance) probe per layer on a CoNLL-U treebank: UUAS and DSpr"),
 )

@@ -13,9 +13,14 @@ should_stop). No streamlit here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Sequence
 
+from core.analyses import aspect_heads as aspects
+from core.analyses import head_clustering, head_features, pattern_labels
 from core.contract import Analysis, setting
+from core.data import corpus as corpora
+from core.model.encoding import counting_cuts
 
 # The corpus each study reads when none is given (cls-attention's depends on `by`: a treebank for the features).
 DEFAULT_CORPUS = {"head-features": "ud:dev:200", "cls-attention": "snli:dev:200", "cls-attention/feature": "ud:dev:200",
@@ -66,12 +71,8 @@ def study_inputs(name: str, corpus: str | None, settings, limit: int | None = AS
     """(the inputs a study runs on, the corpus spec its results are stamped with; None for aspect-heads, which
     reads SemEval-14). A bad spec or a corpus without trees where trees are needed raises ValueError before any
     model loads. `limit`: aspect-heads' first N reviews (None or 0: all)."""
-    from core.data import corpus as corpora
-
     if name == "aspect-heads":
-        from core.analyses.aspect_heads import semeval_pairs
-
-        return semeval_pairs(settings.split, limit or None), None
+        return aspects.semeval_pairs(settings.split, limit or None), None
     spec = corpus if corpus is not None else default_corpus(name, settings)
     chosen = corpora.resolve(spec, settings.seed)
     trees = name == "head-features" or (name == "cls-attention" and settings.by == "feature")
@@ -79,47 +80,34 @@ def study_inputs(name: str, corpus: str | None, settings, limit: int | None = AS
 
 
 def run_head_features(lm, sentences, settings: HeadStudySettings, progress=None, should_stop=None):
-    from core.analyses.head_features import feature_attention
-
-    return feature_attention(lm, sentences, batch_size=settings.batch_size, progress=progress, should_stop=should_stop)
+    return head_features.feature_attention(lm, sentences, batch_size=settings.batch_size, progress=progress,
+                                           should_stop=should_stop)
 
 
 def run_cls_attention(lm, inputs, settings: ClsAttentionSettings, progress=None, should_stop=None):
-    from core.analyses.head_features import cls_attention, cls_feature_attention
-
-    measure = cls_feature_attention if settings.by == "feature" else cls_attention
+    measure = head_features.cls_feature_attention if settings.by == "feature" else head_features.cls_attention
     return measure(lm, inputs, batch_size=settings.batch_size, progress=progress, should_stop=should_stop)
 
 
 def run_aspect_heads(lm, pairs, settings: AspectHeadsSettings, progress=None, should_stop=None):
-    from core.analyses.aspect_heads import aspect_heads
-
-    return aspect_heads(lm, pairs, split=settings.split, batch_size=settings.batch_size, progress=progress,
-                        should_stop=should_stop)
+    return aspects.aspect_heads(lm, pairs, split=settings.split, batch_size=settings.batch_size, progress=progress,
+                                should_stop=should_stop)
 
 
 def run_head_map(lm, inputs, settings: HeadMapSettings, progress=None, should_stop=None):
-    from core.analyses.head_clustering import head_map
-
-    return head_map(lm, inputs, seed=settings.seed, batch_size=settings.batch_size, progress=progress,
-                    should_stop=should_stop)
+    return head_clustering.head_map(lm, inputs, seed=settings.seed, batch_size=settings.batch_size,
+                                    progress=progress, should_stop=should_stop)
 
 
 def run_pattern_shares(lm, inputs, settings: HeadStudySettings, progress=None, should_stop=None, *, classifier):
     """`classifier`: core.analyses.pattern_labels.train_classifier of the labels (see pattern_classifier)."""
-    from core.analyses.pattern_labels import pattern_shares
-
-    return pattern_shares(lm, inputs, classifier, batch_size=settings.batch_size, progress=progress,
-                          should_stop=should_stop)
+    return pattern_labels.pattern_shares(lm, inputs, classifier, batch_size=settings.batch_size, progress=progress,
+                                         should_stop=should_stop)
 
 
 def pattern_classifier(labels: str | None = None):
     """The classifier pattern-shares needs, trained on a labels file (default: the app's); ValueError when there
     is none (BERT Lens ships no labels)."""
-    from pathlib import Path
-
-    from core.analyses import pattern_labels
-
     path = Path(labels) if labels else pattern_labels.labels_path()
     if not path.exists():
         raise ValueError(f"no labels file at {path}: label maps in the app first (fine-tuning page, Head studies, "
@@ -147,8 +135,6 @@ def study_models(analysis: Analysis, models: Sequence, inputs, settings, *, corp
                  progress: Callable | None = None, **extra) -> StudyResults:
     """The analysis's run over every model (loaded models, in order), each counting what truncation cut off; each
     result stamped with the corpus spec it read (None: left as it is)."""
-    from core.model.encoding import counting_cuts
-
     run = analysis.run_function()
     results, cuts = [], []
     for lm in models:

@@ -8,6 +8,8 @@ import sys
 from core.data import corpus as corpora
 from core import validation
 from core.analyses import changes
+from core.analyses import probe as probes
+from core.analyses import similarity
 from core.commands import (add_hidden_alias, add_json_arguments, add_model_argument, add_settings_arguments,
                            add_two_models_arguments, counted, settings_from_args, two_models, warn_cuts)
 from core.model.loading import load_model
@@ -72,7 +74,7 @@ def run_compare(args) -> int:
     settings = settings_from_args(analysis("compare"), args)
     sentences = list(corpora.resolve(args.corpus, settings.seed, limit=args.limit).head(args.limit).sentences)
     models = tuple(load_model(ref) for ref in two_models(args))
-    result, truncated = counted(lambda: changes.run_compare(models, sentences, settings,
+    result, truncated = counted(lambda: similarity.run_compare(models, sentences, settings,
                                                             progress=_progress("encoding", args.quiet)))
     if args.json:
         validation.dump_json({**result.to_json(), "truncated": truncated}, args.out)
@@ -94,13 +96,13 @@ def run_probe(args) -> int:
     # The treebanks first: a bad spec or file is reported before any model loads.
     chosen = settings_from_args(analysis("probe"), args)
     changes.probe_layer_numbers(chosen.layers)  # a misspelt --layers: refused before anything is read
-    data = changes.probe_inputs(args.corpus, args.eval_corpus, chosen.seed, args.train_limit, args.eval_limit)
+    data = probes.probe_inputs(args.corpus, args.eval_corpus, chosen.seed, args.train_limit, args.eval_limit)
     lm = load_model(args.model)
     changes.probe_layer_numbers(chosen.layers, lm.num_layers)  # a layer the model lacks: refused before training
-    settings = changes.probe_settings(chosen, lm.hidden_size)
+    settings = probes.probe_settings(chosen, lm.hidden_size)
     # The result carries its own count (stored with each cached probe, gathered over ranks), not counted(): a cached
     # probe runs no forward pass, and under torchrun a rank encodes only its share.
-    result = changes.run_probe(lm, data, chosen, progress=_progress("probe", args.quiet), use_cache=not args.no_cache)
+    result = probes.run_probe(lm, data, chosen, progress=_progress("probe", args.quiet), use_cache=not args.no_cache)
     warn_cuts(result)
     if args.json:
         validation.dump_json(result.to_json(), args.out)

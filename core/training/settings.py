@@ -10,11 +10,18 @@ a value the user gave is checked against the protocol.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from core import numbering
 from core.analyses.changes import SMALLEST_RATE
 from core.contract import Analysis, setting
+from core.files import write_text_atomic
+from core.model.distributed import launched_world_size
+from core.training.engine import finetune
+from core.training.jobs import launch_ranks
+from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_frozen
+from core.training.runs import RECIPE, WORKER_PID, RunFolder, final_dir
 
 # BERT Lens's values for what the user left out, per objective (a paper protocol's fixed values win).
 DEFAULTS = {"classify": {"epochs": 2, "lr": 5e-5, "batch_size": 32, "max_length": 128, "lr_decay": 1.0},
@@ -82,8 +89,6 @@ def recipe_of(settings: TrainingSettings, *, model: str, task: str, run_name: st
     """The Recipe of these settings and the run's inputs. A value the user gave that the protocol fixes otherwise
     raises ValueError naming both (with the option's spelling); what was left out is the protocol's, else
     DEFAULTS. `freeze_lowest`: the old --freeze-lowest N (the lowest N layers), added to freeze_layers."""
-    from core.training.recipe import PAPER_SETTINGS, paper_recipe, parse_frozen
-
     contrastive = isinstance(settings, ContrastiveSettings)
     defaults = DEFAULTS["contrastive" if contrastive else "classify"]
     fixed = PAPER_SETTINGS.get(settings.protocol, {})
@@ -110,14 +115,6 @@ def recipe_of(settings: TrainingSettings, *, model: str, task: str, run_name: st
 def train(recipe, progress=None, should_stop=None) -> dict:
     """Train the recipe in the foreground and return its metrics (metrics.json). Several processes outside a
     launcher: the launcher starts the ranks (torchrun / accelerate launch) and this process waits and reports."""
-    import os
-
-    from core.files import write_text_atomic
-    from core.model.distributed import launched_world_size
-    from core.training.engine import finetune
-    from core.training.jobs import launch_ranks
-    from core.training.runs import RECIPE, WORKER_PID, RunFolder
-
     if recipe.processes > 1 and launched_world_size() == 1:
         folder = RunFolder.create(recipe)
         write_text_atomic(folder.path / WORKER_PID, str(os.getpid()))
@@ -142,8 +139,6 @@ def run_training(model: str, task: str, settings: TrainingSettings, progress=Non
                  run_name: str, **inputs) -> TrainedRun:
     """run(subject, inputs, settings): the model fine-tuned on the task as `run_name` (recipe_of's other inputs in
     `inputs`), in this process."""
-    from core.training.runs import final_dir
-
     recipe = recipe_of(settings, model=model, task=task, run_name=run_name, **inputs)
     metrics = train(recipe, progress, should_stop)
     return TrainedRun(recipe.run_name, str(final_dir(recipe.run_name)), metrics)
