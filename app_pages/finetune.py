@@ -14,6 +14,7 @@ from app_pages.widgets.finetune_changes import render as render_changes
 from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
 from app_pages.widgets.finetune_timelapse import render as render_timelapse
 from app_pages.widgets.head_studies import render as render_head_studies
+from app_pages.widgets.settings_form import setting_input
 from core import numbering
 from core.charts import finetune as finetune_charts
 from core.model.distributed import visible_gpus
@@ -32,6 +33,8 @@ from core.training import (
     report,
     submit,
 )
+from core.training.settings import DEFAULTS as TRAINING_DEFAULTS
+from core.training.settings import FINETUNE
 from core.training.tasks import save_user_file
 from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
@@ -49,6 +52,7 @@ from core.training.recipe import (
 
 FILE_TASK = "my file"
 K = "finetune."  # session-state prefix of this page
+FORM_KEYS = {"drop_last_layers": "drop", "freeze_layers": "freeze_spec", "gradient_accumulation": "accumulation"}
 
 
 @st.cache_resource(show_spinner="Loading the fine-tuned classifier…", max_entries=4)
@@ -173,22 +177,29 @@ def render_runs() -> None:
                 "(and split: train/test)",
                 type=["csv", "tsv", "jsonl", "json"], key=K + "upload",
             )
+            # The settings' widgets: bounds and help from the finetune declaration (core.training.settings), within
+            # the form's caps; a setting a protocol fixes starts at BERT Lens's value (DEFAULTS).
+            for name, value in TRAINING_DEFAULTS["classify"].items():
+                if name != "lr":  # the learning rate's widget is hand-written with its own default
+                    st.session_state.setdefault(K + FORM_KEYS.get(name, name), value)
             c1, c2, c3, c4 = st.columns(4)
             run_name = c1.text_input("Run name", key=K + "run_name", placeholder="e.g. minilm-snli")
             train_limit = c2.number_input("Training examples (0 = all)", 0, 10_000_000, 2000, step=500, key=K + "train_limit")
             eval_limit = c3.number_input("Evaluation examples (0 = all)", 0, 10_000_000, 1000, step=500, key=K + "eval_limit")
-            epochs = c4.number_input("Epochs", 1, 50, 2, key=K + "epochs")
+            epochs = setting_input(FINETUNE, "epochs", "Epochs", key=K + "epochs", container=c4, high=50)
             c1, c2, c3, c4 = st.columns(4)
+            # Hand-written: a learning rate reads as 5.0e-05 only with a format setting_input does not take.
             lr = c1.number_input("Learning rate", 1e-7, 1e-2, 5e-5, format="%.1e", key=K + "lr")
-            batch_size = c2.number_input("Batch size", 1, 1024, 32, key=K + "batch_size")
-            max_length = c3.number_input("Max tokens", 16, 512, 128, step=16, key=K + "max_length")
-            seed = c4.number_input("Seed", 0, 2**31 - 1, 0, key=K + "seed")
+            batch_size = setting_input(FINETUNE, "batch_size", "Batch size", key=K + "batch_size", container=c2, high=1024)
+            max_length = setting_input(FINETUNE, "max_length", "Max tokens", key=K + "max_length", container=c3,
+                                       high=512, step=16)
+            seed = setting_input(FINETUNE, "seed", "Seed", key=K + "seed", container=c4, high=2**31 - 1)
             c1, c2, c3, c4 = st.columns(4)
-            head = c1.radio("Head", ["linear", "mlp"], key=K + "head", horizontal=True,
-                            format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
-            drop = c2.number_input("Drop last K layers", 0, 47, 0, key=K + "drop")
-            freeze_spec = c3.text_input(f"{numbering.FREEZE_LABEL} (e.g. 12 or 0-6,12)", key=K + "freeze_spec",
-                                        help=numbering.FREEZE_HELP + " (counted after dropping).")
+            head = c1.radio("Head", list(FINETUNE.field("head").meta.choices), key=K + "head", horizontal=True,
+                            format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)  # side by side: hand-written
+            drop = setting_input(FINETUNE, "drop_last_layers", "Drop last K layers", key=K + "drop", container=c2, high=47)
+            freeze_spec = setting_input(FINETUNE, "freeze_layers", f"{numbering.FREEZE_LABEL} (e.g. 12 or 0-6,12)",
+                                        key=K + "freeze_spec", container=c3)
             freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
             c1, c2, c3, c4 = st.columns(4)
             gpus = visible_gpus()
@@ -196,14 +207,11 @@ def render_runs() -> None:
                 "Processes / GPUs", 1, 64, max(1, gpus), key=K + "processes",
                 help=f"{gpus} GPU(s) visible. More than 1 starts the run through accelerate launch (torchrun on CPU), "
                 "one process per GPU; each batch is split across them.")
-            accumulation = c2.number_input(
-                "Gradient accumulation", 1, 256, 1, key=K + "accumulation",
-                help="Batches whose gradients add up to one optimizer step: effective batch = batch size × this.")
+            accumulation = setting_input(FINETUNE, "gradient_accumulation", "Gradient accumulation",
+                                         key=K + "accumulation", container=c2, high=256)
             threads = c3.number_input("CPU threads (0 = all cores)", 0, 256, 0, key=K + "cpu_threads", help=THREADS_HELP)
-            lr_decay = c4.number_input(
-                "Layer-wise LR decay", 0.01, 1.0, 1.0, step=0.05, key=K + "lr_decay",
-                help="Discriminative fine-tuning (Howard & Ruder 2018; Sun et al. 2019 use 0.95): layer l of L trains "
-                "at learning rate × decay^(L − l), the embeddings lowest, the head at the learning rate. 1 = one rate.")
+            lr_decay = setting_input(FINETUNE, "lr_decay", "Layer-wise LR decay", key=K + "lr_decay", container=c4,
+                                     step=0.05)
             c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
             timelapse = c1.checkbox("Time-lapse", key=K + "timelapse_on",
                                     help="Measure the model at evenly spaced steps while it trains (step 0 and the last "

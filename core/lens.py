@@ -40,10 +40,12 @@ from core.bias import experiment as bias_experiment
 from core.bias import heads as bias_heads_analysis
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
+from core.analyses import changes
 from core.analyses import explorer
 from core.analyses import faithfulness as faithful
-from core.analyses import head_features
+from core.analyses import head_studies as head_study_runs
 from core.analyses.ablation import load_for_ablation, run_ablation
+from core.analyses.head_features import ClsFeatureAttention
 from core.analyses.heads import STAT_NAMES, run_attention_change, run_survey, run_syntax_heads
 from core.analyses.heads.pairs import mrpc_pairs, pair_heads_of
 from core.analyses import inside_head as ih
@@ -51,6 +53,7 @@ from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
 from core.analyses import patching as patchings
+from core.analyses import probe as probes
 from core.analyses import sparse_features as sparse
 from core.analyses import vector_index
 from core.analyses.attention import head_view_of, layer_in_range
@@ -85,6 +88,7 @@ from core.training import list_runs, load_classifier
 from core.training.runs import get_run
 from core.training.mlm_head import run_fit
 from core.training.runs import run_eval_sample
+from core.training.settings import run_training
 from core.training.timelapse import read_timelapse
 from core.studies.reproduce import run_study
 from core.model.encoding import counting_cuts, read_input
@@ -906,15 +910,89 @@ def bias_heads(run, corpus: str, *, settings, device: str | None = None, progres
 
 # ---- head studies ------------------------------------------------------------------------------------------------
 
+def _study(name: str, models, corpus, settings, progress, return_data: bool, *, limit: int | None = None,
+           labels: str | None = None):
+    """A head study (core.analyses.head_studies) over one model or several, drawn by its declared charts (stacked);
+    with return_data, `.result` is the StudyResults and `.to_json()` what the CLI's --json prints. The inputs are
+    read first (a bad corpus is named before a missing labels file or a model loads), as the CLI reads them."""
+    analysis = views.analysis(name)
+    inputs, spec = head_study_runs.study_inputs(name, corpus, settings, limit)
+    extra = {"classifier": head_study_runs.pattern_classifier(labels)} if name == "pattern-shares" else {}
+    models = [models] if isinstance(models, (str, LoadedModel)) or models is None else list(models)
+    found = head_study_runs.study_models(analysis, [load(m) for m in models], inputs, settings, corpus=spec,
+                                         progress=progress, **extra)
+    for notice in found.notices():
+        warnings.warn(notice, stacklevel=3)
+    drawn = analysis.charts_function()(found)
+    chart = drawn[0][0] if len(drawn) == 1 else _stacked([c for c, _ in drawn])
+    return _out(chart, _study_frame(name, found), return_data, found)
+
+
+def _study_frame(name: str, found) -> pd.DataFrame:
+    """The rows a study's page exports (core.charts.head_studies)."""
+    each = list(found.results)
+    if name == "head-features":
+        return head_studies_charts.features_table(each)
+    if name == "cls-attention":
+        by_feature = isinstance(each[0], ClsFeatureAttention)
+        return (head_studies_charts.cls_features_frame if by_feature else head_studies_charts.cls_frame)(each)
+    if name == "aspect-heads":
+        return head_studies_charts.aspect_frame(each)
+    if name == "head-map":
+        return head_studies_charts.head_map_frame(each)
+    return pd.concat([head_studies_charts.pattern_shares_frame(r).assign(model=r.model) for r in each],
+                     ignore_index=True)
+
+
+@twin("head-features")
+def head_features(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Kovaleva Fig. 6: per head, attention to nouns, verbs, pronouns, subjects, objects, negation, [CLS] and [SEP]
+    on a treebank (corpus: a treebank spec, default "ud:dev:200", or a .conllu file), one panel per model. Frame:
+    every feature of every model (core.charts.head_studies.features_table). With return_data, `.to_json()` is what
+    `python -m core head-features --json` prints."""
+    return _study("head-features", models, corpus, settings, progress, return_data)
+
+
+@twin("cls-attention")
+def cls_attention(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Kovaleva Fig. 7: per head, the last layer's [CLS] row by token type ([CLS], [SEP], punctuation, other; any
+    corpus, default "snli:dev:200") or, with by="feature", by the §4.3 linguistic features (a treebank, default
+    "ud:dev:200"), one panel per model (e.g. pretrained and fine-tuned). Frame: core.charts.head_studies.cls_frame
+    or cls_features_frame. With return_data, `.to_json()` is what `python -m core cls-attention --json` prints."""
+    return _study("cls-attention", models, corpus, settings, progress, return_data)
+
+
 def cls_by_feature(models, corpus="ud:dev:200", *, seed: int = 0, progress=None, return_data: bool = False):
-    """Kovaleva Fig. 7 by the §4.3 linguistic features: per head, the last layer's [CLS] row share on nouns, verbs,
-    pronouns, subjects, objects, negation, [CLS], [SEP] and punctuation, one panel per model (e.g. pretrained and
-    fine-tuned). corpus: a treebank spec ("ud:dev:200") or a .conllu file. Frame:
-    core.charts.head_studies.cls_features_frame."""
-    trees = corpora.require_trees(corpora.resolve(corpus, seed))
-    models = [models] if isinstance(models, (str, LoadedModel)) else list(models)
-    results = [head_features.cls_feature_attention(load(m), trees, progress=progress) for m in models]
-    return _out(*head_studies_charts.cls_features_chart(results), return_data)
+    """`cls_attention(models, corpus, by="feature")`, its name before the declaration (kept)."""
+    return cls_attention(models, corpus, by="feature", seed=seed, progress=progress, return_data=return_data)
+
+
+@twin("aspect-heads")
+def aspect_heads(models=None, *, settings, limit: int = head_study_runs.ASPECT_REVIEWS, progress=None,
+                 return_data: bool = False):
+    """Aspect heads on SemEval-14 QA-M pairs (the first `limit` reviews' pairs; 0: all): per head, the attention
+    of the question's aspect word to the review's aspect term, and where absent aspects attend. Frame:
+    core.charts.head_studies.aspect_frame. With return_data, `.to_json()` is what `python -m core aspect-heads
+    --json` prints."""
+    return _study("aspect-heads", models, None, settings, progress, return_data, limit=limit)
+
+
+@twin("head-map")
+def head_map(models=None, corpus: str | None = None, *, settings, progress=None, return_data: bool = False):
+    """Clark §6: every head placed in 2-D by the Jensen-Shannon distance between attention maps (MDS), over a
+    corpus (default "snli:dev:100"). Frame: core.charts.head_studies.head_map_frame. With return_data,
+    `.to_json()` is what `python -m core head-map --json` prints."""
+    return _study("head-map", models, corpus, settings, progress, return_data)
+
+
+@twin("pattern-shares")
+def pattern_shares(models=None, corpus: str | None = None, *, settings, labels: str | None = None, progress=None,
+                   return_data: bool = False):
+    """Kovaleva's five pattern types over every head map of a corpus (default "builtin"), by a classifier trained
+    on your labels (`labels`: a labels file, default the app's Label patterns file) beside the threshold rules.
+    Frame: core.charts.head_studies.pattern_shares_frame per model. With return_data, `.to_json()` is what
+    `python -m core pattern-shares --json` prints."""
+    return _study("pattern-shares", models, corpus, settings, progress, return_data, labels=labels)
 
 
 # ---- fine-tuning -------------------------------------------------------------------------------------------------
@@ -973,6 +1051,84 @@ def finetune_runs(runs: Sequence[str] | None = None) -> list[tuple[alt.TopLevelM
     if len(losses):
         out.append((finetune_charts.loss_chart(losses), "Training loss of each run."))
     return out
+
+
+def _train(model, task: str, run: str | None, settings, progress, return_data: bool, **inputs):
+    """Train a run in this process (core.training.settings.run_training), as `python -m core finetune` /
+    `contrastive` do without --background; the chart is its training loss."""
+    if not run:
+        raise ValueError("give the run a name: run=NAME (its folder under models_cache/runs, then a model name)")
+
+    trained = run_training(_ref(model), task, settings, progress, run_name=run, **inputs)
+    (chart, _), = finetune_charts.run_charts(trained)
+    return _out(chart, finetune_charts.loss_frame(trained.metrics, trained.name), return_data, trained)
+
+
+@twin("finetune")
+def finetune(model, task: str, run: str, *, settings, train_limit: int | None = None, eval_limit: int | None = None,
+             timelapse_corpus: str | None = None, data_source: str = "auto", device: str | None = None,
+             cpu_threads: int | None = None, processes: int = 1, progress=None, return_data: bool = False):
+    """Fine-tune `model` as a classifier on `task` (a built-in task or a CSV/JSONL file), saved as the run `run`
+    (then a model of that name), in this process; blocks until it has finished (`python -m core finetune`).
+    Settings a paper protocol fixes (epochs, lr, batch_size, lr_decay, max_length) left as None take the
+    protocol's values, else BERT Lens's. Returns the chart of its training loss; with return_data, `(chart,
+    frame)` with `.result` the TrainedRun (name, folder, metrics) and `.to_json()` its metrics (metrics.json), what
+    `python -m core finetune --json` prints."""
+    return _train(model, task, run, settings, progress, return_data, train_limit=train_limit,
+                  eval_limit=eval_limit, timelapse_corpus=timelapse_corpus, data_source=data_source, device=device,
+                  cpu_threads=cpu_threads, processes=processes)
+
+
+@twin("contrastive")
+def contrastive(model, task: str = "snli", run: str | None = None, *, settings, train_limit: int | None = None,
+                eval_limit: int | None = None, data_source: str = "auto", device: str | None = None,
+                cpu_threads: int | None = None, processes: int = 1, progress=None, return_data: bool = False):
+    """SimCSE contrastive training of `model` on `task` (mode "sup": snli, mrpc or a file with text_b), saved as
+    the encoder run `run`, in this process (`python -m core contrastive`). Returns the chart of its training
+    loss; with return_data, `.result` is the TrainedRun and `.to_json()` its metrics, what `python -m core
+    contrastive --json` prints."""
+    return _train(model, task, run, settings, progress, return_data, train_limit=train_limit,
+                  eval_limit=eval_limit, data_source=data_source, device=device, cpu_threads=cpu_threads,
+                  processes=processes)
+
+
+@twin("compare")
+def compare(model_a, model_b, corpus="builtin", *, settings, limit: int = changes.COMPARE_LIMIT, progress=None,
+            return_data: bool = False):
+    """RSA and linear CKA per layer between two models (e.g. a pretrained model and a run fine-tuned from it) on
+    the first `limit` sentences of a corpus (a spec as `--corpus`, or sentences as in `anisotropy`), as the page's
+    "Which layers changed". Chart: the two measures per layer above every layer of A against every layer of B
+    (CKA). Frame: core.charts.finetune.similarity_frame. With return_data, `.result` is the Similarity and
+    `.to_json()` what `python -m core compare --json` prints."""
+    chosen = corpora.corpus_of(corpus, seed=settings.seed, limit=int(limit)).head(int(limit))
+    models = (load(model_a), load(model_b))
+    found = head_study_runs.study_models(views.analysis("compare"), [models], list(chosen.sentences), settings,
+                                         progress=progress)
+    for notice in found.notices():
+        warnings.warn(notice, stacklevel=2)
+    (result,) = found.results
+    drawn = finetune_charts.compare_charts(result)
+    return _out(_stacked([c for c, _ in drawn]), finetune_charts.similarity_frame([result]), return_data, found)
+
+
+@twin("probe")
+def probe(model, corpus="ud:dev", eval_corpus: str | None = None, *, settings, train_limit: int | None = None,
+          eval_limit: int | None = None, use_cache: bool = True, progress=None, return_data: bool = False):
+    """Hewitt & Manning's structural probe per layer (the page's "Did syntax survive"): trained on a treebank
+    (`corpus`: ud[:SPLIT[:N]] or a .conllu file), scored on `eval_corpus` or a seeded held-out fifth of it.
+    Chart: UUAS above DSpr per layer. Frame: core.charts.finetune.probe_frame. With return_data, `.result` is the
+    ProbeResult and `.to_json()` what `python -m core probe --json` prints. Probes are cached on disk per (model,
+    layer, treebank, settings) unless use_cache=False."""
+    changes.probe_layer_numbers(settings.layers)
+    data = probes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
+    result = probes.run_probe(load(model), data, settings, progress=progress, use_cache=use_cache)
+    notice = result.truncation_notice()
+    if notice:
+        warnings.warn(notice, stacklevel=2)
+    kind = finetune_charts.CONTROL if settings.random_init else "pretrained"
+    drawn = finetune_charts.probe_charts(result, kind)
+    frame = finetune_charts.probe_frame([(result.model, kind, result)])
+    return _out(_stacked([c for c, _ in drawn]), frame, return_data, result)
 
 
 # ---- reproduce a paper -------------------------------------------------------------------------------------------

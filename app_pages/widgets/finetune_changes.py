@@ -18,6 +18,7 @@ from app_pages.widgets import ask_class
 from app_pages.widgets.common import cached_model, draw_chart, export_buttons, intro, job_controls, model_ref
 from app_pages.widgets.common import load_error, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker, keep_parsed
+from app_pages.widgets.settings_form import setting_input
 from core.charts.finetune import (
     CONTROL,
     MEASURES,
@@ -36,11 +37,13 @@ from core.analyses.probe import ProbeData, ProbeResult, ProbeSettings, parse_sen
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import describe
 from core.references import same_model, get as get_reference
-from core.analyses.similarity import DEFAULT_MAX_WORDS, Similarity, compare_many
+from core.analyses.changes import COMPARE, PROBE
+from core.analyses.similarity import Similarity, compare_many
 from core.data.treebank import TreebankError, parse_conllu, read_conllu, ud_ewt_path
 from core.safe_text import markdown_text
 
 P = "changes."
+MAX_WORDS_ON_PAGE = 6000  # the page's cap on words compared: memory grows with its square (the CLI has none)
 TREEBANKS = {"ewt": "UD English EWT: train on dev, score on test", "upload": "Upload .conllu"}
 
 
@@ -121,9 +124,10 @@ def similarity_part(base: str, compared: list[str]) -> None:
     corpus = corpus_picker(P, label="Sentences", default_n=200)
     row = st.columns(4)
     limit = int(row[0].number_input("Sentences read", 10, 5000, step=50, key=P + "limit"))
-    max_words = int(row[1].number_input("Words compared", 100, 6000, value=DEFAULT_MAX_WORDS, step=100, key=P + "max_words",
-                                        help="A seeded random sample of the words read. Memory grows with the square of this number."))
-    seed = int(row[2].number_input("Sample seed", 0, 10**6, value=0, key=P + "sample_seed"))
+    # Default, bounds and help from the compare declaration (core.analyses.changes); the page keeps a memory cap.
+    max_words = int(setting_input(COMPARE, "max_words", "Words compared", key=P + "max_words", container=row[1],
+                                  high=MAX_WORDS_ON_PAGE, step=100))
+    seed = int(setting_input(COMPARE, "seed", "Sample seed", key=P + "sample_seed", container=row[2]))
     paper = row[3].toggle("Paper protocol (Merchant)", key=P + "similarity_protocol",
                           help="Words drawn uniformly from all sentences read (Merchant et al. 2020); off: whole "
                           "sentences in a seeded random order.")
@@ -204,10 +208,10 @@ def probe_part(base: str, compared: list[str]) -> None:
     row = st.columns(5)
     max_train = int(row[0].number_input("Training sentences", 20, 20000, step=100, key=P + "max_train"))
     max_eval = int(row[1].number_input("Evaluation sentences", 10, 20000, step=100, key=P + "max_eval"))
-    rank = int(row[2].number_input("Probe rank k", 1, 1024, step=16, key=P + "rank", disabled=paper,
-                                   help="With the paper protocol: the model's hidden size (full rank)."))
-    epochs = int(row[3].number_input("Epochs", 1, 100, key=P + "epochs",
-                                     help="With the paper protocol, at most this many (H&M: 40), stopping early."))
+    # Bounds and help from the probe declaration (core.analyses.changes), within the page's caps.
+    rank = int(setting_input(PROBE, "rank", "Probe rank k", key=P + "rank", container=row[2], high=1024, step=16,
+                             disabled=paper))
+    epochs = int(setting_input(PROBE, "epochs", "Epochs", key=P + "epochs", container=row[3], high=100))
     control = row[4].toggle("Random-init control", key=P + "control", help="The same architecture with random weights: what a probe finds without learned syntax.")
     try:
         if treebank == "ewt":

@@ -55,12 +55,14 @@ from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import check as check_protocol
 from core.data.treebank import Sentence, tree_distances
+from core.analyses.changes import PROBE_PROTOCOLS as PROTOCOLS  # declared with the probe's settings
+from core.analyses.changes import ProbeRunSettings, probe_layer_numbers
+from core.data import corpus as corpora
 
 PUNCT = "PUNCT"
 # reporter.py, prims_matrix_to_edges: words with these PTB tags never enter the spanning trees.
 HM_PUNCT_XPOS = frozenset({"''", ",", ".", ":", "``", "-LRB-", "-RRB-"})
 HM_LAYER_OFFSET = 1
-PROTOCOLS = (DEFAULT_PROTOCOL, "hewitt-manning")
 HM_MAX_EPOCHS = 40
 HM_PATIENCE = 5
 HM_MIN_GAIN = 1e-4
@@ -637,3 +639,30 @@ def parse_sentence(lm: LoadedModel, probe: LayerProbe, sentence: Sentence, proto
         sentence.words, sentence.upos, predicted, gold,
         spanning_tree_edges(predicted, punct=punct), spanning_tree_edges(gold, punct=punct), punct,
     )
+
+
+# ---- the declared probe (core.analyses.changes): its settings, its inputs and its run ------------------------------
+
+def probe_settings(chosen: ProbeRunSettings, hidden_size: int) -> ProbeSettings:
+    """The trainer's ProbeSettings of the declared settings: the protocol's, with what the user gave over it."""
+    return ProbeSettings.for_protocol(chosen.protocol, hidden_size, rank=chosen.rank, epochs=chosen.epochs,
+                                      learning_rate=chosen.lr, seed=chosen.seed)
+
+
+def probe_inputs(corpus: str, eval_corpus: str | None, seed: int, train_limit: int | None = None,
+                 eval_limit: int | None = None) -> ProbeData:
+    """The probe's ProbeData from treebank specs (the CLI's --corpus / --eval-corpus): scored on `eval_corpus`, or a
+    seeded held-out fifth of `corpus`. A bad spec or a corpus without trees raises ValueError."""
+    train = corpora.require_trees(corpora.resolve(corpus, seed))
+    evaluation = corpora.require_trees(corpora.resolve(eval_corpus, seed)) if eval_corpus else None
+    return probe_data(train, evaluation, name=corpus + (f" / {eval_corpus}" if evaluation else ""), seed=seed,
+                      max_train=train_limit, max_eval=eval_limit)
+
+
+def run_probe(lm: LoadedModel, data: ProbeData, chosen: ProbeRunSettings, progress: ProgressCallback = None,
+              should_stop: StopCheck = None, *, use_cache: bool = True) -> ProbeResult:
+    """The declared probe's run: every chosen layer of `lm` (its random-initialised copy with random_init)."""
+    layers = probe_layer_numbers(chosen.layers, lm.num_layers)
+    model = random_control(lm, chosen.seed) if chosen.random_init else lm
+    return probe_layers(model, data, layers, probe_settings(chosen, lm.hidden_size), use_cache=use_cache,
+                        progress=progress, should_stop=should_stop)

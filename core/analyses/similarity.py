@@ -40,9 +40,9 @@ from core.model.loading import LoadedModel
 from core.progress import ProgressCallback, StopCheck, check_stop
 from core.protocols import DEFAULT as DEFAULT_PROTOCOL
 from core.protocols import check as check_protocol
-
-DEFAULT_MAX_WORDS = 1500
-PROTOCOLS = (DEFAULT_PROTOCOL, "merchant")
+from core.analyses.changes import DEFAULT_MAX_WORDS  # declared once, with the compare settings
+from core.analyses.changes import SIMILARITY_PROTOCOLS as PROTOCOLS
+from core.analyses.changes import CompareSettings
 
 
 class SimilarityError(ValueError):
@@ -389,6 +389,14 @@ def compare_models(
     words of `sentences` (see `sample_words`). progress(done, total) counts sentences over both models."""
     return compare_many(a, [b], sentences, max_words=max_words, seed=seed, protocol=protocol, progress=progress,
                         should_stop=should_stop)[0]
+
+
+def run_compare(models: tuple[LoadedModel, LoadedModel], sentences: Sequence[str], settings: CompareSettings,
+                progress: ProgressCallback = None, should_stop: StopCheck = None) -> Similarity:
+    """The declared compare's run (core.analyses.changes): compare_models of models (A, B) with its settings."""
+    a, b = models
+    return compare_models(a, b, sentences, max_words=settings.max_words, seed=settings.seed,
+                          protocol=settings.protocol, progress=progress, should_stop=should_stop)
 
 
 def compare_many(

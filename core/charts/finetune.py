@@ -242,3 +242,29 @@ def arcs_chart(parse, title: str) -> alt.LayerChart:
     text = alt.Chart(words).mark_text(fontSize=WORD_FONT_PX, angle=270 if upright else 0, baseline="middle",
                                       align="center").encode(x="x:Q", y="y:Q", text="word:N")
     return layout.fixed_size(alt.layer(arcs, text).properties(width=width, height=height, title=title))
+
+
+# ---- the declared analyses' charts (core.analyses.changes): [(chart, caption)] from one result -----------------
+
+def compare_charts(result: Similarity) -> list:
+    """compare: RSA and CKA per layer, then every layer of A against every layer of B (CKA)."""
+    lines = similarity_chart(similarity_frame([result]), result.model_a, result.protocol)
+    cross = cross_chart(cross_frame(result, "cka"), result, "cka")
+    return [(lines, f"{display_name(result.model_b)} against {display_name(result.model_a)}: "
+                    f"{result.n_words} words of {result.n_sentences} sentences."),
+            (cross, "A bright diagonal means each layer kept its place.")]
+
+
+def probe_charts(result: ProbeResult, kind: str = "pretrained") -> list:
+    """probe: UUAS and DSpr per layer of one probed model (`kind`: its line's dash, e.g. the random control)."""
+    frame = probe_frame([(result.model, kind, result)])
+    return [(probe_chart(frame, metric, False, model=result.model, protocol=result.protocol),
+             f"{metric} of the probe per layer.") for metric in ("UUAS", "DSpr")]
+
+
+def run_charts(run) -> list:
+    """finetune / contrastive: the finished run's training loss (core.training.settings.TrainedRun)."""
+    metrics = run.metrics
+    score = (f"accuracy {metrics['accuracy']:.3f} on {metrics.get('eval_examples')} {metrics.get('eval_split')} "
+             "examples" if metrics.get("accuracy") is not None else "an encoder (no accuracy)")
+    return [(loss_chart(loss_frame(metrics, run.name), f"Training loss of {run.name}"), f"{run.name}: {score}.")]

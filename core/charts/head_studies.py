@@ -211,3 +211,41 @@ def pattern_shares_chart(result: PatternShares) -> tuple[alt.Chart, pd.DataFrame
         tooltip=["pattern", "method", alt.Tooltip("share:Q", format=".1%"), "maps"],
     ).properties(width=alt.Step(36), height=220)
     return chart, frame
+
+
+# ---- each study's charts as [(chart, caption)], from its results (core.analyses.head_studies declarations) -------
+
+def _each(results) -> list:
+    """The per-model results of a core.analyses.head_studies.StudyResults, a sequence of results, or one result."""
+    if hasattr(results, "results"):
+        return list(results.results)
+    return list(results) if isinstance(results, (list, tuple)) else [results]
+
+
+def features_charts(results) -> list:
+    """head-features: one chart per Fig. 6 feature, the models side by side."""
+    each = _each(results)
+    return [(features_chart(each, f)[0], f"Attention to {FEATURE_TITLES[f]} per head.") for f in FEATURES]
+
+
+def cls_charts(results) -> list:
+    """cls-attention: by token type or by feature (whichever the results hold)."""
+    each = _each(results)
+    if isinstance(each[0], ClsFeatureAttention):
+        return [(cls_features_chart(each)[0], "The last layer's [CLS] row by linguistic feature, per head.")]
+    return [(cls_chart(each)[0], "The last layer's [CLS] row by token type, per head.")]
+
+
+def aspect_charts(results) -> list:
+    each = _each(results)
+    return [(aspect_chart(each)[0], "Aspect word → aspect term attention per head (present aspects)."),
+            (absent_chart(each, "sep")[0], "Where an absent aspect's word attends: [SEP].")]
+
+
+def head_map_charts(results) -> list:
+    return [(head_map_chart(_each(results))[0], "Heads placed by Jensen-Shannon distance between their maps (MDS).")]
+
+
+def pattern_charts(results) -> list:
+    return [(pattern_shares_chart(r)[0], f"{display_name(r.model)}: pattern types, threshold rules beside the "
+                                          "classifier.") for r in _each(results)]

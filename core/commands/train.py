@@ -4,53 +4,37 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from core import numbering, validation
-from core.commands import add_json_arguments, warn_degenerate
+from core import validation
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, warn_degenerate
 from core.data import corpus as corpora
-from core.files import write_text_atomic
 from core.model.distributed import launched_world_size
-from core.training import Recipe, cancel, finetune, list_runs, report, submit
+from core.training import Recipe, cancel, list_runs, report, submit
 from core.training.evaluation import run_degeneracy
-from core.training.jobs import SignalStop, launch_ranks
-from core.training.recipe import PAPER_SETTINGS, RUN_NAME, RUN_NAME_RULE, paper_recipe, parse_frozen
-from core.training.runs import RECIPE, WORKER_PID, RunFolder
+from core.training.jobs import SignalStop
+from core.training.recipe import RUN_NAME, RUN_NAME_RULE
+from core.training.settings import CONTRASTIVE, FINETUNE, recipe_of, train
 from core.training.tasks import BUILTIN_TASKS, DRUG_RATING_DIFFERENCES, RATING_BUCKETS, TASK_TITLES
 
 
-def _common(p) -> None:
+def _common(p, analysis) -> None:
+    """The run's inputs and where it runs (hand-written), then the settings of its declaration (core.training.settings)."""
     p.add_argument("--model", help="hub id, local folder, run name or data-folder model (e.g. all-MiniLM-L6-v2)")
     # --run-name: torchrun reads a bare --run after the script as an ambiguous abbreviation of its --run-path.
     p.add_argument("--run", "--run-name", dest="run", type=validation.name_type(RUN_NAME, RUN_NAME_RULE),
                    help="run name: the folder under models_cache/runs and the model name afterwards")
     p.add_argument("--train-limit", type=validation.positive, default=None, help="seeded subset of the training examples")
     p.add_argument("--eval-limit", type=validation.positive, default=None, help="seeded subset of the evaluation examples")
-    # No argparse defaults here: a paper protocol fixes these, so only values the user typed are checked against it.
-    p.add_argument("--epochs", type=validation.positive, default=None, help="default 2 (1 for contrastive); fixed by a paper protocol")
-    p.add_argument("--lr", type=validation.positive_number, default=None, help="default 5e-5 (3e-5 for contrastive); fixed by a paper protocol")
-    p.add_argument("--batch-size", type=validation.positive, default=None, help="default 32; fixed by a paper protocol")
-    p.add_argument("--lr-decay", type=validation.unit_fraction, default=None, metavar="F",
-                   help="discriminative learning rates: layer l of L trains at lr x F^(L-l), the embeddings at "
-                   "lr x F^L, the head at lr (Sun et al. 2019: 0.95); default 1 (one rate); fixed by a paper protocol")
-    p.add_argument("--max-length", type=validation.positive, default=None,
-                   help="tokens per example (pair) after truncation; default 128 (32 under --protocol gao)")
-    p.add_argument("--drop-last-layers", type=validation.count, default=0, metavar="K", help="remove the top K encoder layers")
-    p.add_argument("--freeze-layers", default="", metavar="SET",
-                   help="freeze layers: " + numbering.FREEZE_HELP[0].lower() + numbering.FREEZE_HELP[1:]
-                   + " (counted after --drop-last-layers)")
+    # Settings a paper protocol fixes default to None: only values the user typed are checked against it.
+    add_settings_arguments(p, analysis)
     # The old spelling of --freeze-layers 1-N, kept for one release.
     p.add_argument("--freeze-lowest", type=validation.count, default=0, metavar="N", help=argparse.SUPPRESS)
-    p.add_argument("--freeze-embeddings", action="store_true")
-    p.add_argument("--seed", type=validation.count, default=0)
     p.add_argument("--source", default="auto", choices=["auto", "hub", "local"], help="where snli/mrpc come from")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when there is one)")
     p.add_argument("--threads", type=validation.positive, default=None, help="CPU threads (default: all cores)")
-    p.add_argument("--gradient-accumulation", type=validation.positive, default=1, metavar="N",
-                   help="add up the gradients of N batches per optimizer step (effective batch = N x batch size)")
     p.add_argument("--processes", type=validation.positive, default=None, metavar="N",
                    help="train on N processes (GPUs, or CPU processes): started through torchrun / accelerate "
                    "launch for you; under a launcher it defaults to the launcher's world size")
@@ -60,39 +44,20 @@ def _common(p) -> None:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("finetune", help="fine-tune a classifier; the run becomes a model named --run")
-    _common(p)
+    p = subparsers.add_parser(FINETUNE.command, help=FINETUNE.summary)
+    _common(p, FINETUNE)
     p.add_argument("--task", help="a built-in task (" + "; ".join(f"{t}: {TASK_TITLES[t]}" for t in BUILTIN_TASKS)
                    + ") or a CSV/JSONL file with text[, text_b], label columns (for drugs-rating* what differs from "
                    "the slides' WebMD satisfaction is printed when it runs)")
-    p.add_argument("--head", default="linear", choices=["linear", "mlp"], help="mlp = hidden -> 50 -> classes")
-    p.add_argument("--protocol", default="bertlens", choices=["bertlens", "slides"],
-                   help="slides: the CS4650 slides' AdamW (lr 5e-5, eps 1e-8, no weight decay, no schedule, no "
-                   "clipping), 2 epochs, batch 32, scored on the test split; bertlens (default): weight decay 0.01, "
-                   "clipping 1.0, scored on SNLI dev so the test split stays unseen")
-    p.add_argument("--timelapse", type=validation.count, default=0, metavar="N",
-                   help="measure the model at N evenly spaced steps (step 0 and the final step included) against the "
-                   "starting model: RSA/CKA and anisotropy per layer, attention change per head, dev loss and "
-                   "accuracy; frames go to the run folder's timelapse.json (default 0: off)")
     p.add_argument("--timelapse-corpus", default=None, metavar="SPEC",
                    help="the time-lapse's probe set (" + corpora.CLI_HELP + "; default: 100 seeded pairs of the "
                    "task's dev split, snli:dev:100 or mrpc:dev:100); a treebank (ud, .conllu) adds UUAS per layer")
-    p.add_argument("--keep-checkpoints", type=validation.count, default=0, metavar="K",
-                   help="keep the whole model at K of the time-lapse's frames (evenly chosen, the final step among "
-                   "them), loadable as NAME@STEP (default 0: none)")
     p.set_defaults(func=run_finetune, objective="classify")
 
-    p = subparsers.add_parser("contrastive", help="SimCSE contrastive training; saves an encoder")
-    _common(p)
-    p.add_argument("--mode", default="unsup", choices=["unsup", "sup"])
+    p = subparsers.add_parser(CONTRASTIVE.command, help=CONTRASTIVE.summary)
+    _common(p, CONTRASTIVE)
     p.add_argument("--task", default="snli", help=f"a built-in task ({', '.join(BUILTIN_TASKS)}; --mode sup: snli or "
                    "mrpc) or a file (text[, text_b, text_neg])")
-    p.add_argument("--temperature", type=validation.positive_number, default=None, help="default 0.05")
-    p.add_argument("--pooling", default=None, choices=["cls", "mean"], help="default cls")
-    p.add_argument("--protocol", default="bertlens", choices=["bertlens", "gao"],
-                   help="gao: unsupervised SimCSE as Gao et al. (dense+tanh MLP over [CLS] in training only, lr 3e-5, "
-                   "batch 64, 32 tokens, 1 epoch, temperature 0.05, linear decay); bertlens (default): no MLP, "
-                   "128 tokens, constant lr")
     p.set_defaults(func=run_finetune, objective=None)
 
     p = subparsers.add_parser("runs", help="list training runs with their status")
@@ -105,40 +70,16 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_cancel)
 
 
-# BERT Lens's values for what the user left out (keys are argparse destinations).
-DEFAULTS = {"classify": {"epochs": 2, "lr": 5e-5, "batch_size": 32, "max_length": 128, "lr_decay": 1.0},
-            "contrastive": {"epochs": 1, "lr": 3e-5, "batch_size": 32, "max_length": 128, "temperature": 0.05, "pooling": "cls",
-                            "lr_decay": 1.0}}
-
-
 def recipe_from_args(args) -> Recipe:
     if args.recipe:
         return Recipe.from_dict(json.loads(Path(args.recipe).read_text(encoding="utf-8")), where=args.recipe)
     if not args.model or not args.run or not args.task:
         raise ValueError("--model, --task and --run are required (or --recipe FILE)")
-    contrastive = args.objective is None
-    protocol = getattr(args, "protocol", "bertlens")
-    fixed = PAPER_SETTINGS.get(protocol, {})
-    typed = {k: getattr(args, k, None) for k in DEFAULTS["contrastive" if contrastive else "classify"]}
-    clashes = [f"--{k.replace('_', '-')} {v}" for k, v in typed.items() if v is not None and k in fixed and v != fixed[k]]
-    if clashes:
-        raise ValueError(f"{', '.join(clashes)} clash with --protocol {protocol}, which fixes "
-                         + ", ".join(f"{k}={fixed[k]}" for k in typed if k in fixed) + "; drop them or use --protocol bertlens.")
-    values = {k: (v if v is not None else DEFAULTS["contrastive" if contrastive else "classify"][k]) for k, v in typed.items()}
-    if contrastive:
-        values["objective"] = f"simcse-{args.mode}"
-    else:
-        values["head"] = args.head
-    return paper_recipe(
-        protocol, model=args.model, task=args.task, run_name=args.run, train_limit=args.train_limit,
-        eval_limit=args.eval_limit, seed=args.seed, drop_last_layers=args.drop_last_layers,
-        frozen_layers=(*range(args.freeze_lowest), *parse_frozen(args.freeze_layers)[0]),
-        freeze_embeddings=args.freeze_embeddings or parse_frozen(args.freeze_layers)[1], data_source=args.source,
-        device=args.device, cpu_threads=args.threads, gradient_accumulation=args.gradient_accumulation,
-        processes=args.processes or launched_world_size(), **values,
-        **({"timelapse": args.timelapse, "timelapse_corpus": args.timelapse_corpus,
-            "keep_checkpoints": args.keep_checkpoints} if not contrastive else {}),
-    )
+    analysis = CONTRASTIVE if args.objective is None else FINETUNE
+    return recipe_of(settings_from_args(analysis, args), model=args.model, task=args.task, run_name=args.run,
+                     train_limit=args.train_limit, eval_limit=args.eval_limit, data_source=args.source,
+                     device=args.device, cpu_threads=args.threads, processes=args.processes or launched_world_size(),
+                     timelapse_corpus=getattr(args, "timelapse_corpus", None), freeze_lowest=args.freeze_lowest)
 
 
 def run_finetune(args) -> int:
@@ -165,13 +106,7 @@ def run_finetune(args) -> int:
             print(f"{time.strftime('%H:%M:%S')} {done}/{total} examples" + (f"; {message}" if message else ""),
                   file=sys.stderr, flush=True)
 
-    if recipe.processes > 1 and launched_world_size() == 1:
-        # Foreground, several processes: the launcher starts the ranks; this process waits and reports.
-        folder = RunFolder.create(recipe)
-        write_text_atomic(folder.path / WORKER_PID, str(os.getpid()))
-        metrics = launch_ranks(recipe, str(folder.path / RECIPE), progress, stop)
-    else:
-        metrics = finetune(recipe, progress=progress, should_stop=stop)
+    metrics = train(recipe, progress, stop)  # several processes: the launcher starts the ranks, this one waits
     if metrics.get("world_size", 1) != recipe.processes:
         print(f"warning: asked for {recipe.processes} processes, ran on {metrics.get('world_size', 1)} "
               "(world_size in metrics.json)", file=sys.stderr)

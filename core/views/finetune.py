@@ -2,7 +2,8 @@
 
 import shlex
 
-from core.views import Param, View, corpus_params
+from core.analyses import changes
+from core.views import Param, View, analysis_params, corpus_params
 
 # The lesson's time-lapse ("Watch the top layers move"): made with this when it is not on the computer.
 LESSON_TIMELAPSE = dict(task="snli", train_limit=2000, epochs=1, frames=10)
@@ -46,8 +47,8 @@ VIEW = View(
         Param("base", "changes.base", "str"),
         Param("compared", "changes.others", "strs"),
         *corpus_params("changes.", None, "changes_"),
-        Param("max_words", "changes.max_words", "int", low=100, high=6000),
-        Param("sample_seed", "changes.sample_seed", "int", low=0, high=10**6),
+        # max_words and the sample seed (sample_seed): made from the compare declaration (core.analyses.changes)
+        *analysis_params(changes.COMPARE, "changes.", only=("max_words", "seed"), keys={"seed": "changes.sample_seed"}),
         Param("similarity_protocol", "changes.similarity_protocol", "bool"),
         Param("cross_model", "changes.cross_model", "str"),
         Param("cross_measure", "changes.cross_measure", "str"),

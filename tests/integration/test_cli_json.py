@@ -106,8 +106,8 @@ def inputs(tmp_path, monkeypatch):
     import random
 
     from core.analyses import heads
+    from core.analyses import aspect_heads
     from core.analyses.aspect_heads import build_pairs
-    from core.commands import head_studies
     from tests import fake_study
 
     corpus = tmp_path / "sentences.txt"
@@ -126,7 +126,8 @@ def inputs(tmp_path, monkeypatch):
         pairs, ["equivalent", "not equivalent", "not equivalent", "equivalent"], spec))
     rows = [{"text": "the cat sat on the mat .", "aspect_terms": [{"term": "mat", "start": 19, "end": 22}],
              "aspect_categories": [{"category": "ambience", "polarity": "positive"}]}]
-    monkeypatch.setattr(head_studies, "semeval_pairs", lambda split, limit: build_pairs(rows))
+    # core.analyses.head_studies.study_inputs reads the pairs for the CLI and core.lens alike
+    monkeypatch.setattr(aspect_heads, "semeval_pairs", lambda split, limit: build_pairs(rows))
     fake_study.install(monkeypatch)
     from core.analyses.pattern_labels import MapLabel, downsample, write_labels
 

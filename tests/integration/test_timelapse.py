@@ -183,7 +183,7 @@ def test_a_cancelled_run_keeps_the_frames_it_had(tiny_bert_dir, animal_file, tre
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--timelapse", "-1"], "--timelapse: must be at least 0, got -1"),
+    (["--timelapse", "-1"], "--timelapse: timelapse must be within 0…, got -1"),  # the declaration's own check
     (["--timelapse", "1"], "timelapse 1: give 0 (off) or at least 2 frames"),
     (["--timelapse", "3", "--keep-checkpoints", "4"], "keep_checkpoints 4: keep 0 to 3"),
     (["--keep-checkpoints", "1"], "add timelapse N"),
