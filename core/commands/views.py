@@ -21,8 +21,8 @@ def listing() -> dict:
     subcommands that belong to no view, and every declared analysis with its settings (core.contract), from which
     another tool can build a form."""
     return {
-        "views": [{"name": v.name, "title": v.title, "url_path": v.url_path, "commands": list(v.commands),
-                   "params": [asdict(p) for p in v.params]} for v in views.all_views()],
+        "views": [{"name": v.name, "title": v.title, "url_path": v.url_path, "commands": list(views.commands_of(v.name)),
+                   "params": [asdict(p) for p in views.params_of(v.name)]} for v in views.all_views()],
         "utilities": list(views.UTILITIES),
         "analyses": [a.describe() for a in views.all_analyses()],
     }
@@ -34,8 +34,8 @@ def run_views(args) -> int:
         return 0
     for view in views.all_views():
         print(f"{view.title}  (/{view.url_path})")
-        if view.commands:
-            print(f"  commands: {', '.join(view.commands)}")
+        if views.commands_of(view.name):
+            print(f"  commands: {', '.join(views.commands_of(view.name))}")
         if view.params:
             print(f"  URL params: {', '.join(p.name for p in view.params)}")
     print(f"Utilities: {', '.join(views.UTILITIES)}")

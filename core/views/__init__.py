@@ -139,7 +139,8 @@ class View:
 
     `name` the registry's name; `title`, `icon` and `url_path` ("" for Home) its navigation entry; `page` its
     script, relative to the repository root; `order` its place in the navigation; `summary` the Home page's two
-    plain sentences; `params` its URL settings; `commands` the `python -m core` subcommands it owns;
+    plain sentences; `params` its URL settings (the `python -m core` subcommands it owns are its analyses',
+    `commands_of`);
     `plan(params, caches) -> Planned | None` what presenter mode prepares ahead for a lesson step with these URL
     params (None: the view has no long work); `charts(lens, model, a, b, params) -> [(chart, caption), ...]` the
     step's charts for a notebook (`lens` is core.lens, passed in so no view module imports it; None: no charts);
@@ -155,7 +156,6 @@ class View:
     order: int
     summary: str = ""
     params: tuple[Param, ...] = ()
-    commands: tuple[str, ...] = ()
     plan: Callable[[Mapping[str, str], Caches], Planned | None] | None = None
     charts: Callable[..., list] | None = None
     lesson_step: bool = True
@@ -224,6 +224,11 @@ def analysis(name: str) -> Analysis:
 def analyses_of(view: str) -> tuple[Analysis, ...]:
     """A view's analyses (its tabs), in their order."""
     return tuple(a for a in all_analyses() if a.view == view)
+
+
+def commands_of(view: str) -> tuple[str, ...]:
+    """The `python -m core` subcommands a view owns: its analyses' (no list kept by hand)."""
+    return tuple(a.command for a in analyses_of(view))
 
 
 def analysis_params(analysis: Analysis, prefix: str, *, only: Sequence[str] | None = None,

@@ -163,7 +163,6 @@ VIEW = View(
         Param("context", P + "context", "int", low=0, high=1_000_000),
         Param("word_layer", P + "word_layer", **LAYER),
     ),
-    commands=("anisotropy",),
     plan=plan,
     charts=charts,
 )

@@ -231,8 +231,6 @@ VIEW = View(
         Param("class", "causes.class", "str"),
         Param("method", "causes.method", "str", "exact", tuple(PATCH_METHODS)),
     ),
-    commands=("head-view", "model-view", "heads", "ablate", "attention-change", "syntax-heads", "neuron", "attention-norms",
-              "attention-norm-shares", "pair-attention", "patch"),
     plan=plan,
     charts=charts,
 )

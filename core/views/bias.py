@@ -36,6 +36,5 @@ VIEW = View(
         Param("slice", "bias.confusion_slice", "str"),
         Param("flip_arm", "bias.flip_arm", "str"),
     ),
-    commands=("bias", "bias-heads"),
     charts=charts,
 )

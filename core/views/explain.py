@@ -41,6 +41,5 @@ VIEW = View(
         *_PARAMS,  # target, steps, samples, window: made from ExplainSettings
         Param("layer", "explain.layer", "int", low=1, high=128),  # the flow slider shows layers 1..L
     ),
-    commands=("explain", "explain-faithfulness"),
     charts=charts,
 )

@@ -27,5 +27,4 @@ VIEW = View(
         Param("neighbours_corpus", "explorer.nsource", "str"),
         Param("neighbours_n", "explorer.nn", "int", low=50, high=20000),
     ),
-    commands=("project", "neighbours"),
 )

@@ -66,7 +66,5 @@ VIEW = View(
         *corpus_params("studies.lab.", "studies.lab.limit", "label_"),
     ),
     charts=timelapse_step,
-    commands=("finetune", "contrastive", "compare", "probe", "head-features", "cls-attention", "aspect-heads",
-              "head-map", "pattern-shares"),
 )
 

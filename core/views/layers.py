@@ -108,7 +108,6 @@ VIEW = View(
         Param("sae_b", "features.b", "str"),
         Param("sae_corpus", "features.source", "str"),
     ),
-    commands=("lens", "fit-tuned-lens", "neurons", "neurons-diff", "sae-train", "sae-features"),
     charts=lens_charts,
     declared_tabs=True,  # app_pages/layers.py draws page_tabs: an analysis declared with a tab here gets one
 )

@@ -32,6 +32,5 @@ VIEW = View(
         Param("layer", "masked.layer", **HEAD_LAYER),  # the attention section's layer
         Param("heads", "masked.heads", **HEADS),
     ),
-    commands=("fill-mask", "fit-mlm-head"),
     charts=charts,
 )

@@ -42,6 +42,5 @@ VIEW = View(
         Param("word", "pca.word", "str"),
         Param("layer", "pca.layer", **LAYER),
     ),
-    commands=("pca",),
     charts=charts,
 )

@@ -84,7 +84,6 @@ VIEW = View(
         Param("study", "reproduce.study", "str"),
         Param("seeds", "reproduce.seeds", "str"),  # "0,1,2": the study run once per seed (core.studies.seeds)
     ),
-    commands=("reproduce",),
     plan=plan,
     charts=charts,
 )

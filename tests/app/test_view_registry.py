@@ -40,7 +40,7 @@ def throwaway(tmp_path, monkeypatch):
         VIEW = View(name="throwaway", title="Throw-away view", url_path="throwaway", icon=":material/science:",
                     page={str(page)!r}, order=999, summary="A view a test made. It lives in one module.",
                     params=(Param("colour", "throwaway.colour", "str", "red", ("red", "blue")),),
-                    commands=("throwaway-cmd",), charts=charts)
+                    charts=charts)
     '''))
     monkeypatch.setattr(views, "__path__", [*views.__path__, str(tmp_path / "views")])
     yield page
@@ -70,7 +70,7 @@ def test_a_view_in_one_module_reaches_navigation_home_lens_and_cli(throwaway, ti
 
     assert main(["views", "--json"]) == 0
     (listed,) = [v for v in json.loads(capsys.readouterr().out)["views"] if v["name"] == "throwaway"]
-    assert listed["url_path"] == "throwaway" and listed["commands"] == ["throwaway-cmd"]
+    assert listed["url_path"] == "throwaway" and listed["commands"] == []  # its analyses' commands: none declared
     assert listed["params"] == [{"name": "colour", "key": "throwaway.colour", "type": "str", "default": "red",
                                  "choices": ["red", "blue"], "low": None, "high": None, "shown": 0,
                                  "aliases": []}]

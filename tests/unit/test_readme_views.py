@@ -45,7 +45,7 @@ def test_docs_hold_one_page_per_view_with_its_screenshot_and_commands():
         assert text.startswith(f"# {view.title}\n"), view.name
         assert f"](../img/{view.name}.png)" in text, view.name
         assert (ROOT / "docs" / "img" / f"{view.name}.png").is_file(), f"docs/img/{view.name}.png is missing"
-        for command in view.commands or ():
+        for command in views.commands_of(view.name):
             assert f"python -m core {command} " in text, f"docs/pages/{view.name}.md does not name {command}"
 
 

@@ -44,7 +44,7 @@ def test_every_cli_subcommand_belongs_to_exactly_one_view_or_to_the_utilities():
 
     parser = build_parser()
     (subcommands,) = [a.choices for a in parser._subparsers._group_actions]
-    owned = [c for v in views.all_views() for c in v.commands] + list(views.UTILITIES)
+    owned = [c for v in views.all_views() for c in views.commands_of(v.name)] + list(views.UTILITIES)
     assert len(owned) == len(set(owned)), sorted(c for c in owned if owned.count(c) > 1)
     assert set(owned) == set(subcommands)
 
@@ -59,10 +59,10 @@ def test_views_json_has_exactly_the_documented_keys(capsys):
     assert [v["url_path"] for v in listing["views"]] == [v.url_path for v in views.all_views()]
     for shown, view in zip(listing["views"], views.all_views()):
         assert set(shown) == {"name", "title", "url_path", "commands", "params"}
-        assert shown["commands"] == list(view.commands)
+        assert shown["commands"] == list(views.commands_of(view.name))
         assert [views.Param(**{**p, "choices": tuple(p["choices"]) if p["choices"] else None,
                                "aliases": tuple(tuple(pair) for pair in p["aliases"])}) for p in shown["params"]] \
-            == list(view.params)  # every Param field, back to the same Param
+            == list(views.params_of(view.name))  # every Param field, back to the same Param
     assert main(["views"]) == 0
     text = capsys.readouterr().out
     assert all(v.title in text for v in views.all_views()) and "Utilities: models" in text
