@@ -188,19 +188,20 @@ def render_runs() -> None:
             eval_limit = c3.number_input("Evaluation examples (0 = all)", 0, 10_000_000, 1000, step=500, key=K + "eval_limit")
             epochs = setting_input(FINETUNE, "epochs", "Epochs", key=K + "epochs", container=c4, high=50)
             c1, c2, c3, c4 = st.columns(4)
-            # Hand-written: a learning rate reads as 5.0e-05 only with a format setting_input does not take.
+            # Hand-written: the declared learning rate is None (the protocol decides); the form starts at 5e-5.
             lr = c1.number_input("Learning rate", 1e-7, 1e-2, 5e-5, format="%.1e", key=K + "lr")
             batch_size = setting_input(FINETUNE, "batch_size", "Batch size", key=K + "batch_size", container=c2, high=1024)
             max_length = setting_input(FINETUNE, "max_length", "Max tokens", key=K + "max_length", container=c3,
                                        high=512, step=16)
             seed = setting_input(FINETUNE, "seed", "Seed", key=K + "seed", container=c4, high=2**31 - 1)
             c1, c2, c3, c4 = st.columns(4)
-            head = c1.radio("Head", list(FINETUNE.field("head").meta.choices), key=K + "head", horizontal=True,
-                            format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)  # side by side: hand-written
+            head = setting_input(FINETUNE, "head", "Head", key=K + "head", container=c1, horizontal=True,
+                                 format_func={"linear": "linear", "mlp": "MLP (→50→)"}.get)
             drop = setting_input(FINETUNE, "drop_last_layers", "Drop last K layers", key=K + "drop", container=c2, high=47)
             freeze_spec = setting_input(FINETUNE, "freeze_layers", f"{numbering.FREEZE_LABEL} (e.g. 12 or 0-6,12)",
                                         key=K + "freeze_spec", container=c3)
-            freeze_embeddings = c4.checkbox("Freeze embeddings", key=K + "freeze_embeddings")
+            freeze_embeddings = setting_input(FINETUNE, "freeze_embeddings", "Freeze embeddings",
+                                              key=K + "freeze_embeddings", container=c4, widget="checkbox")
             c1, c2, c3, c4 = st.columns(4)
             gpus = visible_gpus()
             processes = c1.number_input(

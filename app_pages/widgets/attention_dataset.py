@@ -188,7 +188,7 @@ def ablation_part() -> None:
     c1, c2, c3 = st.columns([2, 1, 1])
     ref = c1.selectbox("Fine-tuned run", runs, key=P + "run")
     # Choices and help: the analysis's declaration (core.analyses.ablation.ANALYSIS), as the CLI's --mode.
-    mode = setting_input(ABLATE, "mode", "Disable by", key=P + "mode", container=c2)
+    mode = setting_input(ABLATE, "mode", "Disable by", key=P + "mode", container=c2, horizontal=True)
     limit = int(c3.number_input("Examples (0 = all)", 0, 20000, step=50, key=P + "ablation_limit"))
     try:
         clf = ablation_classifier(ref)

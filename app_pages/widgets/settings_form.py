@@ -14,17 +14,21 @@ from core.contract import Analysis
 
 
 def setting_input(analysis: Analysis, name: str, label: str, *, key: str, container=None, high=None,
-                  format_func=None, disabled: bool = False, step=None, widget: str = ""):
+                  format_func=None, disabled: bool = False, step=None, widget: str = "", horizontal: bool = False,
+                  number_format: str | None = None):
     """Draw the setting `name` of `analysis` and return its value as the analysis holds it. `high` narrows the
     declared upper bound to what the data allows (e.g. a corpus's size); `widget` "radio" / "selectbox" /
-    "segmented" for a setting with choices (default: radio for up to 3, else a selectbox)."""
+    "segmented" for a setting with choices (default: radio for up to 3, else a selectbox), "checkbox" for a bool
+    (default a toggle); `horizontal` lays a radio's options in a row; `number_format` a number input's printf
+    format (e.g. "%.0e" for a learning rate, which the default format shows as 0.00)."""
     where = container if container is not None else st
     f = analysis.field(name)
     meta = f.meta
     help_text = meta.help[:1].upper() + meta.help[1:]
     if f.type == "bool":
         st.session_state.setdefault(key, f.default)
-        return where.toggle(label, key=key, help=help_text, disabled=disabled)
+        draw_bool = where.checkbox if widget == "checkbox" else where.toggle
+        return draw_bool(label, key=key, help=help_text, disabled=disabled)
     if meta.choices is not None and f.type in ("str", "int"):
         options = list(meta.choices)
         if st.session_state.get(key) not in options:
@@ -32,6 +36,8 @@ def setting_input(analysis: Analysis, name: str, label: str, *, key: str, contai
         kind = widget or ("radio" if len(options) <= 3 else "selectbox")
         draw = {"radio": where.radio, "selectbox": where.selectbox, "segmented": where.segmented_control}[kind]
         extra = {"format_func": format_func} if format_func is not None else {}
+        if kind == "radio" and horizontal:
+            extra["horizontal"] = True
         return draw(label, options, key=key, help=help_text, disabled=disabled, **extra)
     if f.type == "int" and meta.shown:
         options = list(range(int(meta.low or 0), int(high if high is not None else meta.high) + 1))
@@ -54,6 +60,7 @@ def setting_input(analysis: Analysis, name: str, label: str, *, key: str, contai
                 value = min(top, value)
         st.session_state[key] = value
         return where.number_input(label, min_value=low, max_value=top, key=key, help=help_text,
-                                  disabled=disabled, **({"step": number(step)} if step else {}))
+                                  disabled=disabled, **({"step": number(step)} if step else {}),
+                                  **({"format": number_format} if number_format else {}))
     st.session_state.setdefault(key, f.default if f.default is not None else "")
     return where.text_input(label, key=key, help=help_text, disabled=disabled)
