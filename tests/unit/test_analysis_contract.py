@@ -75,6 +75,13 @@ def test_url_parameters_carry_the_declared_defaults_and_bounds(analysis: Analysi
         assert param.high == (None if f.meta.high is None else f.meta.high + f.meta.shown), (analysis.name, f.name)
 
 
+def test_the_notebook_guide_names_every_lens_twin():
+    from core.settings import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "notebook.md").read_text(encoding="utf-8")
+    assert [a.lens for a in ANALYSES if f"`{a.lens}`" not in text] == []
+
+
 def test_views_json_lists_every_analysis_with_its_settings(capsys):
     from core.__main__ import main
 
