@@ -35,7 +35,7 @@ def test_every_declared_attention_analysis_sits_in_the_tab_its_title_names():
             "pair-attention"} <= {a.name for a in declared}
     for analysis in declared:
         assert tab_of.get(analysis.name) == analysis.title, analysis.name
-        assert analysis.command in views.get("attention").commands
+        assert analysis.command in views.commands_of("attention")
 
 
 def test_one_default_layer_and_one_title_for_every_head_view():
