@@ -195,7 +195,7 @@ def twin(name: str):
         own = [p for p in signature.parameters.values() if p.name != "settings"]
         clash = sorted(set(names) & {p.name for p in own})
         if clash:
-            raise TypeError(f"{fn.__name__} repeats the declared settings {clash}: take them from `settings`")
+            raise TypeError(f"{fn.__name__} repeats the declared settings {clash}: read them from its settings argument")
         kind = inspect.Parameter.KEYWORD_ONLY
         declared = [inspect.Parameter(f.name, kind, default=list(f.default) if isinstance(f.default, tuple)
                                       else f.default) for f in analysis.fields]

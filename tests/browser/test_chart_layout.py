@@ -388,7 +388,7 @@ def test_explain_faithfulness_chart_is_whole(page, app_server, app_url, tmp_path
     examples.fill("5")
     examples.press("Enter")
     wait_for_app(page)
-    steps = page.get_by_label("IG steps")
+    steps = page.get_by_label("IG steps", exact=True)  # not the explanation's "Integrated-gradients steps"
     steps.fill("5")
     steps.press("Enter")
     wait_for_app(page)

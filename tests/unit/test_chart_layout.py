@@ -687,9 +687,19 @@ def _other_builders(tiny_bert_dir):
         "bias flips": lambda: bias_charts.flip_chart(pd.DataFrame(
             [{"run": arm, "flip_rate": 0.1, "flips": 10, "swapped": 100} for arm in ARMS])),
         "bias words": lambda: bias_charts.word_count_chart(pd.DataFrame({"word": ["women", "woman", "girl"], "training pairs": [3, 30, 9]})),
+        "bias head recovery": lambda: bias_charts.head_recovery_chart(_bias_heads_result(rng)),
         "slice accuracy": lambda: explorer.slice_chart(SliceComparison("negation", 40, 60, 0.55, 0.7)),
         **_timelapse_builders(rng),
     }
+
+
+def _bias_heads_result(rng):
+    """A core.bias.heads result shaped as MiniLM's (6 layers × 12 heads), the top 3 heads disabled."""
+    from types import SimpleNamespace
+
+    recovery = rng.uniform(-0.2, 0.8, (6, 12))
+    ranking = sorted(((layer, head) for layer in range(6) for head in range(12)), key=lambda h: -recovery[h])
+    return SimpleNamespace(run="snli-minilm-biased", top_k=3, recovery=recovery, ranking=ranking)
 
 
 def _timelapse_builders(rng) -> dict:
