@@ -203,6 +203,18 @@ with st.expander("Table"):
     st.dataframe(table, hide_index=True, column_config={m: st.column_config.NumberColumn(an.MEASURES[m], format="%.3f") for m in an.MEASURES})
 export_buttons(chart, table, f"anisotropy_{measure}", key=P + "export")
 
+# Per word: what the paper's code writes for each word (self-similarity, and MEV under its protocol), layer by layer.
+words = anisotropy_charts.word_frame(profiles)
+if not words.empty:
+    with st.expander(f"Per word ({words['word'].nunique()} {'token' if paper else 'word'} types)"):
+        shown_layer = st.selectbox("Layer", sorted(words["layer"].unique()), key=P + "words_layer",
+                                   index=len(words["layer"].unique()) - 1, help="0 = the embeddings")
+        at_layer = words[words["layer"] == shown_layer].sort_values("self_similarity", ascending=False)
+        st.dataframe(at_layer, hide_index=True, column_config={
+            "self_similarity": st.column_config.NumberColumn("self-similarity", format="%.3f"),
+            "mev": st.column_config.NumberColumn("MEV", format="%.3f")})
+        export_buttons(None, words, "anisotropy_words", key=P + "words_export")
+
 # --- words --------------------------------------------------------------------------------------------------
 st.subheader("Words")
 by_model = {p.model: p for p in profiles}

@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages.widgets.common import (draw_chart, example_buttons, export_buttons, flag_degenerate, intro, model_ref, sentences,
                                warn_if_truncated)
+from app_pages.widgets.analysis_tab import page_tabs
 from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.finetune_changes import render as render_changes
 from app_pages.widgets.finetune_timelapse import missing_notice as timelapse_missing_notice
@@ -35,6 +36,7 @@ from core.training import (
 )
 from core.training.settings import DEFAULTS as TRAINING_DEFAULTS
 from core.training.settings import FINETUNE
+from core.views import finetune as finetune_view
 from core.training.tasks import save_user_file
 from core.training.evaluation import run_degeneracy
 from core.training.tasks import DRUG_RATING_DIFFERENCES
@@ -421,10 +423,7 @@ def render_runs() -> None:
             export_buttons(chart, frame, "predictions", key=K + "predict_export")
 
 
-runs_tab, changes_tab, studies_tab = st.tabs(["Runs", "What fine-tuning changes", "Head studies"])
-with runs_tab:
-    render_runs()
-with changes_tab:
-    render_changes()
-with studies_tab:
-    render_head_studies()
+# The tabs the view lists (core.views.finetune.TABS, each with its analyses), then one per analysis declared with a
+# tab on this view (core.contract).
+page_tabs("finetune", dict(zip(finetune_view.TAB_TITLES, (render_runs, render_changes, render_head_studies), strict=True)),
+          key="finetune.tab")

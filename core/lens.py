@@ -522,7 +522,7 @@ def ablate(run, *, settings, limit: int | None = None, seed: int = 0, device: st
     return _counted_out(chart, frame, return_data, result, result)
 
 
-@twin("attention_change")
+@twin("attention-change")
 def attention_change(model_a, model_b, corpus="snli", *, settings, limit: int | None = 200, seed: int = 0,
                      text_column: str | None = None, progress=None, return_data: bool = False):
     """Per-head cosine between two models' attention maps on the same inputs (Heads over a dataset, Change after
@@ -537,7 +537,7 @@ def attention_change(model_a, model_b, corpus="snli", *, settings, limit: int | 
     return _counted_out(chart, frame, return_data, counted.value, counted)
 
 
-@twin("syntax_heads")
+@twin("syntax-heads")
 def syntax_heads(model, corpus="ud:dev:all", *, settings, limit: int | None = None, seed: int = 0,
                  relation: str | None = None, progress=None, return_data: bool = False):
     """The best head per dependency relation on a treebank (Heads over a dataset, Syntactic heads; corpus: "ud",

@@ -84,6 +84,23 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
     return layout.fixed_size(alt.layer(lines, points).properties(width=560, height=360))
 
 
+def word_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
+    """Per word (token) type, per layer: its contexts, self-similarity and, under the paper protocol, MEV — the
+    table Ethayarajh's code writes per word (LayerProfile.word_rows), one row per (model, word, layer)."""
+    rows = []
+    for profile in profiles:
+        model = display_name(profile.model)
+        for entry in profile.word_rows():
+            for layer, value in zip(profile.layers, entry["self_similarity"]):
+                row = {"model": model, "word": entry["word"], "contexts": entry["contexts"], "layer": int(layer),
+                       "self_similarity": value}
+                if "mev" in entry:
+                    row["mev"] = entry["mev"][int(layer)]
+                rows.append(row)
+    return pd.DataFrame(rows, columns=["model", "word", "contexts", "layer", "self_similarity", "mev"]).dropna(
+        axis="columns", how="all")
+
+
 def profile_charts(profile: LayerProfile, measure: str = "random_cosine") -> list[tuple[alt.LayerChart, str]]:
     """The analysis's charts (core.contract's `charts(result)`): the baseline cosine by layer, the curve the page
     opens on."""

@@ -5,6 +5,17 @@ import shlex
 from core.analyses import changes
 from core.views import Param, View, analysis_params, corpus_params
 
+RUNS, CHANGES, STUDIES = "Runs", "What fine-tuning changes", "Head studies"
+# The page's tabs, each with the analyses (core.contract, by registry name) it shows, in the page's order: the page
+# draws its tabs from this (app_pages/finetune.py), and tests/unit/test_analysis_contract.py checks every analysis of
+# this view sits in one tab.
+TABS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (RUNS, ("finetune", "contrastive")),
+    (CHANGES, ("compare", "probe")),
+    (STUDIES, ("head-features", "cls-attention", "aspect-heads", "head-map", "pattern-shares")),
+)
+TAB_TITLES = tuple(title for title, _ in TABS)
+
 # The lesson's time-lapse ("Watch the top layers move"): made with this when it is not on the computer.
 LESSON_TIMELAPSE = dict(task="snli", train_limit=2000, epochs=1, frames=10)
 
@@ -66,5 +77,6 @@ VIEW = View(
         *corpus_params("studies.lab.", "studies.lab.limit", "label_"),
     ),
     charts=timelapse_step,
+    declared_tabs=True,  # app_pages/finetune.py draws page_tabs: an analysis declared with a tab here gets one
 )
 

@@ -86,6 +86,12 @@ def test_paper_protocol_switch_measures_the_papers_way_and_says_so(minilm_dir, m
     assert not at.exception
     shown = [r["value"] for r in sorted(chart_rows(at), key=lambda r: r["layer"]) if r["kind"] == "measured"]
     np.testing.assert_allclose(shown, expected.mev, atol=1e-6)
+    # Per word (issue 45): the paper's curves are the means over words of the table's per-word values, at any layer.
+    at.selectbox(key="anisotropy.words_layer").set_value(6).run()
+    (per_word,) = [d.value for d in at.dataframe if {"word", "contexts", "self_similarity"} <= set(d.value.columns)]
+    assert set(per_word["layer"]) == {6} and len(per_word) == len(expected.words)
+    np.testing.assert_allclose(per_word["self_similarity"].mean(), expected.self_similarity[6], atol=1e-5)
+    np.testing.assert_allclose(per_word["mev"].mean(), expected.mev[6], atol=1e-5)
     at.toggle(key="anisotropy.reference").set_value(True).run()
     published = [r for r in chart_rows(at) if r["kind"] == "published"]
     assert sorted(r["layer"] for r in published) == list(range(1, 13))

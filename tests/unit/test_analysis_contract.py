@@ -37,6 +37,22 @@ def test_every_analysis_subcommand_is_declared_once():
     assert set(owners) <= {v.name for v in views.all_views()}
 
 
+def test_a_view_that_lists_its_tabs_lists_each_of_its_analyses_in_one():
+    """A view whose TABS name each tab's analyses (attention, finetune): the page draws its tabs from them, so every
+    analysis of the view sits in exactly one tab and every name there is one of the view's analyses."""
+    import importlib
+
+    checked = 0
+    for view in views.all_views():
+        tabs = getattr(importlib.import_module(f"core.views.{view.name}"), "TABS", ())
+        if not tabs or not isinstance(tabs[0], tuple):
+            continue
+        listed = [name for _, names in tabs for name in names]
+        assert sorted(listed) == sorted(a.name for a in views.analyses_of(view.name)), view.name
+        checked += 1
+    assert checked >= 2
+
+
 @pytest.mark.parametrize("analysis", ANALYSES, ids=[a.name for a in ANALYSES])
 def test_settings_are_cli_options_with_the_declared_defaults(analysis: Analysis):
     parser = _parser_of(analysis.command)

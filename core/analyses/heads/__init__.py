@@ -51,13 +51,13 @@ SURVEY = Analysis(
     summary="Clark statistics and Kovaleva pattern types of every head over a corpus", order=20,
 )
 CHANGE = Analysis(
-    name="attention_change", view="attention", command="attention-change", lens="attention_change",
+    name="attention-change", view="attention", command="attention-change", lens="attention_change",
     settings=ChangeSettings, run=run_attention_change, charts="core.charts.heads_dataset:change_charts",
     title="Heads over a dataset: change after fine-tuning",
     summary="per-head cosine between two models' attention maps", order=22,
 )
 SYNTAX = Analysis(
-    name="syntax_heads", view="attention", command="syntax-heads", lens="syntax_heads", settings=SyntaxSettings,
+    name="syntax-heads", view="attention", command="syntax-heads", lens="syntax_heads", settings=SyntaxSettings,
     run=run_syntax_heads, charts="core.charts.heads_dataset:syntax_charts", title="Heads over a dataset: syntactic heads",
     summary="the best head per dependency relation on a CoNLL-U treebank", order=23,
 )
