@@ -204,7 +204,7 @@ with st.expander("Table"):
 export_buttons(chart, table, f"anisotropy_{measure}", key=P + "export")
 
 # Per word: what the paper's code writes for each word (self-similarity, and MEV under its protocol), layer by layer.
-words = anisotropy_charts.word_frame(profiles)
+words = anisotropy_charts.per_word_frame(profiles)
 if not words.empty:
     with st.expander(f"Per word ({words['word'].nunique()} {'token' if paper else 'word'} types)"):
         shown_layer = st.selectbox("Layer", sorted(words["layer"].unique()), key=P + "words_layer",

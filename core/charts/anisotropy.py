@@ -84,7 +84,7 @@ def layer_chart(frame: pd.DataFrame, measure: str, reference: pd.DataFrame | Non
     return layout.fixed_size(alt.layer(lines, points).properties(width=560, height=360))
 
 
-def word_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
+def per_word_frame(profiles: Sequence[LayerProfile]) -> pd.DataFrame:
     """Per word (token) type, per layer: its contexts, self-similarity and, under the paper protocol, MEV — the
     table Ethayarajh's code writes per word (LayerProfile.word_rows), one row per (model, word, layer)."""
     rows = []
