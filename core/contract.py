@@ -197,6 +197,8 @@ def _coerce(value: Any, kind: str) -> Any:
         if not math.isfinite(number):
             raise ValueError(value)
         return number
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a text setting given a number (lens.explain(target=1): a class index) reads as its text
     if not isinstance(value, str):
         raise TypeError(value)
     return value

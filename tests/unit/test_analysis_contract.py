@@ -131,6 +131,7 @@ def test_make_checks_every_value_by_its_declaration():
     made = _TOY.make(layer="3", pair_filter="A→B", scale=2, heads="1,2", words="true")
     assert made == _Settings(layer=3, pair_filter="a-b", scale=2.0, heads=(1, 2), words=True)
     assert [f.name for f in _TOY.fields] == ["layer", "pair_filter", "scale", "heads", "words"]
+    assert contract.SettingField("target", "", contract.Setting("a class", type="str")).check(1) == "1"
     for bad, words in [({"layer": 12}, "layer must be within 0…11"), ({"layer": 1.5}, "whole number"),
                        ({"pair_filter": "a-a"}, "one of all, a-b, b-a"), ({"scale": float("nan")}, "scale must be a number"),
                        ({"heads": "1,99"}, "heads must be within"), ({"words": "maybe"}, "true or false"),

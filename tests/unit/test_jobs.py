@@ -206,7 +206,7 @@ def test_at_most_max_jobs_run_at_once_the_rest_queue_with_their_place(monkeypatc
     release["b"].set()
     release["c"].set()
     assert [jobs.wait(j.id, timeout=10).state for j in (a, b, c)] == ["done"] * 3
-    assert ran == ["a", "b", "c"]
+    assert sorted(ran[:2]) == ["a", "b"] and ran[2:] == ["c"]  # a and b start together, in either order
     e = jobs.submit("test", {}, lambda progress, should_stop: "free again")
     assert jobs.wait(e.id, timeout=10).state == "done"  # every place was handed back
 
