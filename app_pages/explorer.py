@@ -31,6 +31,7 @@ from core.charts import explorer as charts
 from core.data.datasets import DataUnavailable
 from core.model.loading import ModelUnavailable, available_models, display_name
 from core.safe_text import markdown_text
+from core.views import explorer as explorer_view
 
 SOURCES = {"snli:dev": "SNLI dev", "snli:test": "SNLI test", "mrpc:validation": "MRPC dev", "mrpc:test": "MRPC test",
            "ud:dev": "UD EWT dev", "builtin": "Built-in sentences", "upload": "Upload a .csv / .jsonl / .txt"}
@@ -63,7 +64,7 @@ intro(
     "Pick a dataset and press Run, colour the points by label or prediction, drag a box to select some, and save "
     "the selection as a slice to compare its accuracy with the rest.",
 )
-TABS = ("Projector", "Nearest contexts")
+TABS = explorer_view.TAB_TITLES  # the view's tabs (core.views.explorer.TABS, each with its analysis)
 row = st.columns(3)
 row[0].button("SNLI dev, 200 pairs, last layer", key=P + "ex.snli", width="stretch", on_click=set_state,
               args=({P + "source": "snli:dev", P + "n": 200, P + "method": "pca", P + "pooling": "cls"},))

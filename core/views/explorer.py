@@ -4,6 +4,11 @@ from core.analyses.explorer import ANALYSIS as PROJECT
 from core.analyses.vector_index import ANALYSIS as NEIGHBOURS
 from core.views import Param, View, analysis_params
 
+# The page's tabs, each with the analyses (core.contract, by registry name) it shows: app_pages/explorer.py draws
+# its switch from these titles.
+TABS: tuple[tuple[str, tuple[str, ...]], ...] = (("Projector", ("project",)), ("Nearest contexts", ("neighbours",)))
+TAB_TITLES = tuple(title for title, _ in TABS)
+
 VIEW = View(
     name="explorer",
     title="Dataset explorer",
@@ -15,7 +20,7 @@ VIEW = View(
             "slices to compare. A second tab finds the places in a corpus where the model treats a word most like "
             "your word.",
     params=(
-        Param("tab", "explorer.tab", "str", "Projector", ("Projector", "Nearest contexts")),
+        Param("tab", "explorer.tab", "str", TAB_TITLES[0], TAB_TITLES),
         Param("corpus", "explorer.source", "str"),
         Param("n", "explorer.n", "int", low=10, high=5000),
         *analysis_params(PROJECT, "explorer."),  # layer, method, pooling: made from ProjectSettings
