@@ -23,6 +23,7 @@ from core.analyses.model_view import SCALES, model_view
 from app_pages.widgets.attention_dataset import render as render_heads_over_dataset
 from app_pages.widgets import ask_class, causes, inside_head
 from app_pages.widgets import pair_heads
+from app_pages.widgets.analysis_tab import page_tabs
 from app_pages.widgets.settings_form import setting_input
 from core.data.examples import EXAMPLES, MRPC_REPORT_EXAMPLES
 from core.views.attention import CAUSES, DATASET, INSIDE, ONE_SENTENCE, tab_renderers
@@ -175,12 +176,7 @@ def render_dataset_tab() -> None:
 # listed and not drawn, stops the page with the difference named.
 TABS = tab_renderers({ONE_SENTENCE: render_one_sentence, DATASET: render_dataset_tab, INSIDE: inside_head.render,
                       CAUSES: causes.render})
-# Only the open tab runs (on_change="rerun"): the Inside-a-head tab's own forward passes would otherwise double
-# the cost of every new sentence in the head view.
-tabs = st.tabs([title for title, _ in TABS], key="attention.tab", on_change="rerun")
-
-
-for tab, (_, render) in zip(tabs, TABS):
-    if tab.open:
-        with tab:
-            render()
+# Then one tab per analysis declared with a tab on this view (core.contract). Only the open tab runs
+# (on_change="rerun"): the Inside-a-head tab's own forward passes would otherwise double the cost of every new
+# sentence in the head view.
+page_tabs("attention", dict(TABS), key="attention.tab", only_open=True)

@@ -21,15 +21,19 @@ from core.contract import Analysis, Sentences
 from core.safe_text import markdown_text
 
 
-def page_tabs(view: str, own: Mapping[str, Callable[[], None]], *, key: str | None = None) -> None:
+def page_tabs(view: str, own: Mapping[str, Callable[[], None]], *, key: str | None = None,
+              only_open: bool = False) -> None:
     """The page's tabs: its own (title -> renderer, in order), then one per declared tab of the view's analyses.
-    A key keeps the open tab across reruns (a job finishing in one tab must not reopen the first)."""
+    A key keeps the open tab across reruns (a job finishing in one tab must not reopen the first); `only_open`
+    runs the open tab alone (the attention page: its tabs' forward passes would otherwise add up)."""
     declared = declared_tabs(view)
     titles = list(own) + [t for t in declared if t not in own]
     if len(titles) == 1:
         own[titles[0]]()
         return
     for title, tab in zip(titles, st.tabs(titles, key=key or f"{view}.tab", on_change="rerun")):
+        if only_open and not tab.open:
+            continue
         with tab:
             if title in own:
                 own[title]()

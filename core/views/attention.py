@@ -233,4 +233,5 @@ VIEW = View(
     ),
     plan=plan,
     charts=charts,
+    declared_tabs=True,  # app_pages/attention.py draws page_tabs: an analysis declared with a tab here gets one
 )

@@ -70,9 +70,11 @@ TEXT = "the cat sat on the mat ."
 
 
 @pytest.fixture
-def throwaway(tmp_path, monkeypatch):
+def throwaway(request, tmp_path, monkeypatch):
+    view = getattr(request, "param", "layers")  # the view whose page gets the tab
     (tmp_path / "found").mkdir()
-    (tmp_path / "found" / "throwaway_norms.py").write_text(textwrap.dedent(ANALYSIS_MODULE))
+    (tmp_path / "found" / "throwaway_norms.py").write_text(
+        textwrap.dedent(ANALYSIS_MODULE).replace('view="layers"', f'view="{view}"'))
     (tmp_path / "throwaway_charts.py").write_text(textwrap.dedent(CHART_MODULE))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(analyses, "__path__", [*analyses.__path__, str(tmp_path / "found")])
@@ -139,3 +141,17 @@ def test_its_tab_on_the_page_draws_transformers_numbers(throwaway, tiny_bert_dir
 
     at.toggle(key="layers.throwaway-norms.unit").set_value(True).run()  # a declared bool: a toggle
     assert max(r["norm"] for r in chart_rows_titled(at, "Vector norm of every token")) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("throwaway", ["attention"], indirect=True)
+def test_on_the_attention_page_its_tab_runs_when_open(throwaway, tiny_bert_dir, make_app):
+    """The attention page runs only its open tab (page_tabs(only_open=True)): the declared tab too."""
+    from tests.app.conftest import chart_rows_titled
+
+    at = make_app(str(tiny_bert_dir), TEXT)
+    at.query_params.update({"norm_layer": "2", "tab": "Norms"})
+    at.switch_page("app_pages/attention.py").run()
+    assert not at.exception, at.exception
+    assert [t.label for t in at.tabs][-1] == "Norms"
+    rows = chart_rows_titled(at, "Vector norm of every token")
+    np.testing.assert_allclose([r["norm"] for r in rows], transformers_norms(tiny_bert_dir, TEXT, 2), atol=1e-5)
