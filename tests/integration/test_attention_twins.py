@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from core.__main__ import main
+from tests.cli_json import cli_json as printed_json
 from tests.conftest import make_tiny_bert
 
 TEXT, TEXT_B = "the cat sat on the mat .", "a dog ran in the park ."
@@ -23,8 +24,7 @@ def tiny(tmp_path_factory) -> str:
 
 
 def cli_json(capsys, *argv: str) -> dict:
-    assert main([*argv, "--json", "--quiet"]) == 0, capsys.readouterr().err
-    out = json.loads(capsys.readouterr().out)
+    out = printed_json(capsys, *argv)
     out.pop("truncated", None)  # the command's own note of what a long input lost (the lens warns instead)
     return out
 

@@ -123,29 +123,23 @@ def _stable(value) -> str:
 def test_lens_bias_and_bias_heads_return_what_the_cli_json_has(tiny_bert_dir, tmp_path, capsys):
     """The notebook twins take the CLI's settings and give the same data as --json: `bias --corpus` (the flip rate
     of a finished run, no training), `bias --show` (a finished experiment) and `bias-heads`."""
-    import json
-
     from core import lens
-    from core.__main__ import main
     from tests.app.test_attention_dataset import _classifier_run
     from tests.app.test_bias_page import write_finished_experiment
+    from tests.cli_json import cli_json
 
     run = _classifier_run(tiny_bert_dir)
     corpus = tmp_path / "people.txt"
     corpus.write_text("the woman sat on the mat .\nthe man ran to the park .\nher mother is at home .\n"
                       "a girl and a boy play .\nthe dog sat .\n")
 
-    def cli_json(*argv) -> dict:
-        assert main([*argv, "--json", "--quiet"]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    got = cli_json("bias", "--corpus", str(corpus), "--model", run)
+    got = cli_json(capsys, "bias", "--corpus", str(corpus), "--model", run)
     assert _stable(lens.bias(run, corpus=str(corpus), return_data=True).to_json()) == _stable(got)
     assert got["swappable"] == 4
     write_finished_experiment("shown")
-    got = cli_json("bias", "--show", "shown")
+    got = cli_json(capsys, "bias", "--show", "shown")
     assert _stable(lens.bias(show="shown", return_data=True).to_json()) == _stable(got)
-    got = cli_json("bias-heads", "--model", run, "--corpus", str(corpus), "--top-k", "2", "--mode", "uniform")
+    got = cli_json(capsys, "bias-heads", "--model", run, "--corpus", str(corpus), "--top-k", "2", "--mode", "uniform")
     data = lens.bias_heads(run, str(corpus), top_k=2, mode="uniform", return_data=True)
     assert _stable(data.to_json()) == _stable(got)
     assert len(data[1]) == data.result.recovery.size  # every head ranked in the frame

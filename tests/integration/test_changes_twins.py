@@ -3,36 +3,22 @@ settings keep their old spellings, and a bad --layers is refused before any tree
 
 from __future__ import annotations
 
-import io
-import json
-
 import pytest
 
-from core import lens, validation
+from core import lens
 from core.__main__ import main
-
-
-def _json(payload) -> object:
-    stream = io.StringIO()
-    validation.dump_json(payload, stream=stream)
-    return json.loads(stream.getvalue())
-
-
-def _cli(capsys, argv) -> object:
-    capsys.readouterr()
-    assert main(argv + ["--json", "--quiet"]) == 0
-    return json.loads(capsys.readouterr().out)
+from tests.cli_json import as_printed, cli_json
 
 
 def test_compare_twin_gives_the_cli_json(tiny_bert_dir, tmp_path, capsys):
     from tests.conftest import make_tiny_bert
 
     other = str(make_tiny_bert(tmp_path / "other", seed=5))
-    expected = _cli(capsys, ["compare", "--model", str(tiny_bert_dir), "--model", other, "--corpus", "builtin",
-                             "--limit", "12", "--max-words", "40", "--seed", "3", "--protocol", "merchant"])
+    expected = cli_json(capsys, "compare", "--model", str(tiny_bert_dir), "--model", other, "--corpus", "builtin",
+                        "--limit", "12", "--max-words", "40", "--seed", "3", "--protocol", "merchant")
     data = lens.compare(str(tiny_bert_dir), other, "builtin", limit=12, max_words=40, seed=3, protocol="merchant",
                         return_data=True)
-    assert _json(data.to_json()) == expected
+    assert as_printed(data.to_json()) == expected
     assert expected["protocol"] == "merchant" and expected["seed"] == 3 and "truncated" in expected
     chart, frame = data
     assert chart.to_dict() and len(frame) == 2 * len(expected["layers"])
@@ -41,10 +27,10 @@ def test_compare_twin_gives_the_cli_json(tiny_bert_dir, tmp_path, capsys):
 def test_probe_twin_gives_the_cli_json(tiny_bert_dir, data_dir, capsys):
     argv = ["probe", "--model", str(tiny_bert_dir), "--corpus", "ud:dev:24", "--layers", "0,2", "--epochs", "2",
             "--rank", "4", "--lr", "0.002", "--seed", "1", "--no-cache"]
-    expected = _cli(capsys, argv)
+    expected = cli_json(capsys, *argv)
     data = lens.probe(str(tiny_bert_dir), "ud:dev:24", layers="0,2", epochs=2, rank=4, lr=0.002, seed=1,
                       use_cache=False, return_data=True)
-    assert _json(data.to_json()) == expected
+    assert as_printed(data.to_json()) == expected
     assert expected["layers"] == [0, 2] and expected["settings"]["rank"] == 4
     assert expected["settings"]["learning_rate"] == 0.002
     chart, frame = data

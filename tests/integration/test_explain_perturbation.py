@@ -15,6 +15,7 @@ import torch
 from core.analyses import explain as ex
 from core.analyses.faithfulness import RANDOM, faithfulness, n_top
 from core.training.classifier import predict_logits, softmax
+from tests.cli_json import cli_json
 from tests.conftest import TINY_VOCAB
 from tests.integration.test_explain import LABELS, make_seq_classifier
 
@@ -214,15 +215,6 @@ def test_one_word_gets_its_whole_probability_drop(seqcls, method):
     np.testing.assert_allclose(result.word_scores, [expected], atol=1e-4 if method == "lime" else 1e-6)
 
 
-def _cli_json(capsys, *argv) -> dict:
-    import json
-
-    from core.__main__ import main
-
-    assert main([*argv, "--json", "--quiet"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 def _same_json(lens_json, cli_json, notes=("truncated", "degenerate")) -> None:
     """The lens twin's data is the CLI's --json less the notes the command adds (same keys, same numbers)."""
     cli_json = {k: v for k, v in cli_json.items() if k not in notes}
@@ -239,7 +231,7 @@ def test_lens_explain_returns_what_the_cli_json_has(seqcls, capsys):
     from core import lens
 
     for method, extra in (("occlusion", ["--window", "2", "--target", "1"]), ("rollout", [])):
-        out = _cli_json(capsys, "explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--text-b", "a dog",
+        out = cli_json(capsys, "explain", "--model", seqcls.lm.path, "--text", "the cat sat", "--text-b", "a dog",
                         "--method", method, *extra)
         data = lens.explain(seqcls.lm.path, "the cat sat", "a dog", method=method, return_data=True,
                             **({"window": 2, "target": "1"} if extra else {}))
@@ -252,7 +244,7 @@ def test_lens_explain_faithfulness_returns_what_the_cli_json_has(seqcls, capsys,
 
     corpus = tmp_path / "lines.txt"
     corpus.write_text("the cat sat\na dog ran in the park\n")
-    out = _cli_json(capsys, "explain-faithfulness", "--model", seqcls.lm.path, "--corpus", str(corpus),
+    out = cli_json(capsys, "explain-faithfulness", "--model", seqcls.lm.path, "--corpus", str(corpus),
                     "--methods", "occlusion,rollout", "--steps", "3", "--seed", "1")
     data = lens.explain_faithfulness(seqcls.lm.path, str(corpus), methods="occlusion,rollout", steps=3, seed=1,
                                      return_data=True)

@@ -135,22 +135,18 @@ def test_lens_project_and_neighbours_return_what_the_cli_json_has(tiny_bert_dir,
     """The notebook twins take the CLI's settings (layer, method, pooling, seed; layer, k, seed) and give the same
     data as --json (less the notes the command adds about inputs cut to the model's length)."""
     from core import lens
-    from core.__main__ import main
+    from tests.cli_json import cli_json
 
     corpus_file = tmp_path / "c.csv"
     corpus_file.write_text("text,label\n" + "".join(f"{s},{'ab'[i % 2]}\n" for i, s in enumerate(SENTENCES)))
 
-    def cli_json(*argv) -> dict:
-        assert main([*argv, "--json", "--quiet"]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    got = cli_json("project", "--model", str(tiny_bert_dir), "--corpus", str(corpus_file), "--layer", "1",
+    got = cli_json(capsys, "project", "--model", str(tiny_bert_dir), "--corpus", str(corpus_file), "--layer", "1",
                    "--pooling", "mean")
     data = lens.project(str(tiny_bert_dir), str(corpus_file), layer=1, pooling="mean", return_data=True)
     assert json.loads(json.dumps(data.to_json())) == got
     assert list(data[1]["gold label"]) == ["ab"[i % 2] for i in range(len(SENTENCES))]
     assert data[0].to_dict()["encoding"]["color"]["title"] == "gold label"  # a valid spec, coloured by the labels
-    got = cli_json("neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--corpus",
+    got = cli_json(capsys, "neighbours", "--model", str(tiny_bert_dir), "--text", QUERY, "--word", "bank", "--corpus",
                    str(corpus_file), "--k", "3")
     data = lens.neighbours(str(tiny_bert_dir), QUERY, "bank", str(corpus_file), k=3, return_data=True)
     notes = ("truncated", "corpus_truncated")

@@ -4,27 +4,11 @@ lens.cls_by_feature still draws Fig. 7 by feature."""
 
 from __future__ import annotations
 
-import io
-import json
-
 import numpy as np
 import pytest
 
-from core import lens, validation
-from core.__main__ import main
-
-
-def _json(payload) -> object:
-    """A payload as --json writes it (NaN as null)."""
-    stream = io.StringIO()
-    validation.dump_json(payload, stream=stream)
-    return json.loads(stream.getvalue())
-
-
-def _cli(capsys, argv) -> object:
-    capsys.readouterr()
-    assert main(argv + ["--json", "--quiet"]) == 0
-    return json.loads(capsys.readouterr().out)
+from core import lens
+from tests.cli_json import as_printed, cli_json
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +45,10 @@ def test_each_head_study_twin_gives_the_cli_json(tiny_bert_dir, corpus, labels, 
          lambda **kw: lens.pattern_shares(model, corpus, labels=labels, **kw)),
     ]
     for argv, twin in cases:
-        expected = _cli(capsys, argv + ["--model", model])
+        expected = cli_json(capsys, *argv, "--model", model)
         assert not isinstance(twin(), tuple), argv[0]  # a chart, unless return_data
         data = twin(return_data=True)
-        assert _json(data.to_json()) == expected, argv[0]
+        assert as_printed(data.to_json()) == expected, argv[0]
         chart, frame = data
         assert chart.to_dict() and len(frame), argv[0]
 
@@ -73,10 +57,10 @@ def test_two_models_give_the_cli_models_list(tiny_bert_dir, tmp_path, corpus, ca
     from tests.conftest import make_tiny_bert
 
     other = str(make_tiny_bert(tmp_path / "other", seed=3))
-    expected = _cli(capsys, ["head-map", "--model", str(tiny_bert_dir), "--model", other, "--corpus", corpus])
+    expected = cli_json(capsys, "head-map", "--model", str(tiny_bert_dir), "--model", other, "--corpus", corpus)
     data = lens.head_map([str(tiny_bert_dir), other], corpus, return_data=True)
     assert [m["model"] for m in expected["models"]] == [str(tiny_bert_dir), other]
-    assert _json(data.to_json()) == expected
+    assert as_printed(data.to_json()) == expected
 
 
 def test_cls_by_feature_is_cls_attention_by_feature(tiny_bert_dir):

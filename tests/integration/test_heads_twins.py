@@ -6,8 +6,6 @@ twins."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -18,12 +16,8 @@ from core.analyses import patching
 from core.data import corpus as corpora
 from core.model.loading import load_model
 from core.views import attention as attention_view
+from tests.cli_json import cli_json
 from tests.tiny_mlm import make_tiny_mlm
-
-
-def cli_json(capsys, *argv) -> dict:
-    assert main([*argv, "--quiet", "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from core.__main__ import main
 from core.analyses import sparse_features as sf
 from core.data.sources import TEXT
 from core.model.loading import load_model
+from tests.cli_json import cli_json
 from tests.conftest import make_tiny_bert
 from tests.tiny_mlm import make_tiny_mlm
 
@@ -36,11 +37,6 @@ def corpus_file(tmp_path):
     return str(path)
 
 
-def cli_json(argv, capsys) -> dict:
-    assert main([*argv, "--json", "--quiet"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
 def exit_status(argv) -> int:
     """main's status, a refusal by the argument parser (SystemExit) included."""
     try:
@@ -58,7 +54,7 @@ def same(a, b):
 
 def test_fill_mask_twin_gives_the_cli_json_with_the_same_settings(mlm_dir, capsys):
     text = "the [MASK] sat on the [MASK] ."
-    printed = cli_json(["fill-mask", "--model", mlm_dir, "--text", text, "--top-k", "3", "--layers", "0,2"], capsys)
+    printed = cli_json(capsys, "fill-mask", "--model", mlm_dir, "--text", text, "--top-k", "3", "--layers", "0,2")
     data = lens.fill_mask(mlm_dir, text, top_k=3, layers="0,2", return_data=True)
     same(printed, data.to_json())
     layers = printed["masks"][0]["layers"]
@@ -71,7 +67,7 @@ def test_fill_mask_twin_gives_the_cli_json_with_the_same_settings(mlm_dir, capsy
 
 
 def test_lens_twin_gives_the_cli_json(mlm_dir, capsys):
-    printed = cli_json(["lens", "--model", mlm_dir, "--text", "the cat sat .", "--top-k", "2"], capsys)
+    printed = cli_json(capsys, "lens", "--model", mlm_dir, "--text", "the cat sat .", "--top-k", "2")
     chart, frame, result = data = lens.logit_lens(mlm_dir, "the cat sat .", top_k=2, return_data=True)
     same(printed, data.to_json())
     assert result.to_json() == data.to_json() and printed["layers"] == [0, 1, 2, 3]
@@ -79,8 +75,8 @@ def test_lens_twin_gives_the_cli_json(mlm_dir, capsys):
 
 
 def test_fit_tuned_lens_twin_saves_what_the_cli_saves(mlm_dir, corpus_file, capsys):
-    printed = cli_json(["fit-tuned-lens", "--model", mlm_dir, "--corpus", corpus_file, "--limit", "40", "--steps", "4",
-                        "--batch-tokens", "32", "--out", "twin-lens"], capsys)
+    printed = cli_json(capsys, "fit-tuned-lens", "--model", mlm_dir, "--corpus", corpus_file, "--limit", "40",
+                       "--steps", "4", "--batch-tokens", "32", "--out", "twin-lens")
     data = lens.fit_tuned_lens(mlm_dir, corpus_file, "twin-lens", limit=40, steps=4, batch_tokens=32, overwrite=True,
                                return_data=True)
     same(printed, data.to_json())
@@ -91,8 +87,8 @@ def test_fit_tuned_lens_twin_saves_what_the_cli_saves(mlm_dir, corpus_file, caps
 
 def test_fit_mlm_head_twin_saves_what_the_cli_saves(tmp_path, corpus_file, capsys):
     encoder = str(make_tiny_bert(tmp_path / "encoder"))
-    printed = cli_json(["fit-mlm-head", "--model", encoder, "--corpus", corpus_file, "--steps", "5", "--out",
-                        "twin-head"], capsys)
+    printed = cli_json(capsys, "fit-mlm-head", "--model", encoder, "--corpus", corpus_file, "--steps", "5", "--out",
+                       "twin-head")
     fit = lens.fit_mlm_head(encoder, corpus_file, "twin-head", steps=5, overwrite=True)
     same(printed, fit.to_json())
     assert fit.path == printed["path"]
@@ -102,19 +98,19 @@ def test_fit_mlm_head_twin_saves_what_the_cli_saves(tmp_path, corpus_file, capsy
 
 def test_neurons_twins_give_the_cli_json(tmp_path, tiny_bert_dir, corpus_file, capsys):
     model = str(tiny_bert_dir)
-    printed = cli_json(["neurons", "--model", model, "--layer", "2", "--corpus", corpus_file, "--top", "3",
-                        "--neurons", "5", "--text", "the cat sat ."], capsys)
+    printed = cli_json(capsys, "neurons", "--model", model, "--layer", "2", "--corpus", corpus_file, "--top", "3",
+                       "--neurons", "5", "--text", "the cat sat .")
     data = lens.neurons(model, corpus_file, layer=2, k=3, top=5, text="the cat sat .", return_data=True)
     same(printed, data.to_json())
     assert len(printed["neurons"]) == 5 and printed["k"] == 3 and set(printed["sentence"]["activations"]) == {
         str(n["neuron"]) for n in printed["neurons"]}
-    one = cli_json(["neurons", "--model", model, "--corpus", corpus_file, "--neuron", "7"], capsys)
+    one = cli_json(capsys, "neurons", "--model", model, "--corpus", corpus_file, "--neuron", "7")
     same(one, lens.neurons(model, corpus_file, neuron=7, return_data=True).to_json())
     assert one["layer"] == 2  # no --layer / layer=: the last layer, on both fronts
 
     other = str(make_tiny_bert(tmp_path / "other", seed=1))
-    printed = cli_json(["neurons-diff", "--model", model, "--model", other, "--layer", "1", "--corpus", corpus_file,
-                        "--top", "4"], capsys)
+    printed = cli_json(capsys, "neurons-diff", "--model", model, "--model", other, "--layer", "1", "--corpus",
+                       corpus_file, "--top", "4")
     data = lens.neurons_diff(model, other, corpus_file, layer=1, top=4, return_data=True)
     same(printed, data.to_json())
     assert list(data[1]["neuron"]) == [n["neuron"] for n in printed["neurons"]]
@@ -124,7 +120,7 @@ def test_sae_twins_give_the_cli_json(tiny_bert_dir, corpus_file, capsys):
     model = str(tiny_bert_dir)
     argv = ["sae-train", "--model", model, "--corpus", corpus_file, "--limit", "80", "--layer", "1", "--out",
             "twin-sae", "--features", "32", "--k", "4", "--steps", "20", "--batch", "64"]
-    printed = cli_json(argv, capsys)
+    printed = cli_json(capsys, *argv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         data = lens.sae_train(model, corpus_file, 1, "twin-sae", limit=80, features=32, k=4, steps=20, batch=64,
@@ -133,7 +129,7 @@ def test_sae_twins_give_the_cli_json(tiny_bert_dir, corpus_file, capsys):
     assert printed["truncated"] == {"tokens_dropped": 0} and data.result.path == printed["path"]
     assert len(data[1]) == len(printed["losses"])
 
-    printed = cli_json(["sae-features", "--sae", "twin-sae", "--text", "the cat sat on the mat ."], capsys)
+    printed = cli_json(capsys, "sae-features", "--sae", "twin-sae", "--text", "the cat sat on the mat .")
     data = lens.features("twin-sae", "the cat sat on the mat .", return_data=True)
     same(printed, data.to_json())
     assert printed["features"] and printed["layer"] == 1
