@@ -77,7 +77,7 @@ from core.charts import patching as patching_charts
 from core.charts import timelapse as timelapse_charts_module
 from core.charts import reproduce as reproduce_charts
 from core.charts import sparse_features as sparse_charts
-from core.charts.export import chart_html
+from core.charts.export import chart_html, drawn_frame
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
 from core.model.encoding import encode, run_counting_cuts
@@ -1181,9 +1181,8 @@ def _declared_twin(analysis):
         result = analysis.run_function()(lm, inputs, settings, progress=progress)
         charts = analysis.charts_function()(result) if analysis.charts is not None else []
         chart = charts[0][0] if len(charts) == 1 else _stacked([c for c, _ in charts]) if charts else None
-        frame = chart.data if chart is not None and isinstance(getattr(chart, "data", None), pd.DataFrame) \
-            else pd.DataFrame()
-        return _out(chart, frame, return_data, result)
+        frame = drawn_frame(chart)
+        return _out(chart, pd.DataFrame() if frame is None else frame, return_data, result)
 
     if analysis.inputs == ("text",):
         def on_text(model, text: str, text_b: str | None = None, *, settings, progress=None, return_data: bool = False):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-import pandas as pd
 import streamlit as st
 
 from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, job_controls, model_or_error, model_ref,
@@ -17,6 +16,7 @@ from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, 
 from app_pages.widgets.corpus_picker import corpus_picker
 from app_pages.widgets.settings_form import setting_input
 from core import views
+from core.charts.export import drawn_frame
 from core.contract import Analysis, Sentences
 from core.safe_text import markdown_text
 
@@ -79,8 +79,7 @@ def render(analysis: Analysis) -> None:
         st.caption(markdown_text(caption))
     if charts:
         chart = charts[0][0]
-        frame = chart.data if isinstance(getattr(chart, "data", None), pd.DataFrame) else None
-        export_buttons(chart, frame, analysis.name, key=prefix + "export")
+        export_buttons(chart, drawn_frame(chart), analysis.name, key=prefix + "export")
 
 
 def _on_sentences(analysis: Analysis, settings):

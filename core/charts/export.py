@@ -37,6 +37,13 @@ def chart_png(chart: alt.TopLevelMixin, scale: float = 2.0) -> bytes:
     return vlc.vegalite_to_png(legible_colours(chart).to_dict(), scale=scale)
 
 
+def drawn_frame(chart: alt.TopLevelMixin | None) -> pd.DataFrame | None:
+    """The rows a chart draws when it holds them as one frame (a plain or layered chart built on a DataFrame);
+    None for a concatenation or a chart built otherwise."""
+    data = getattr(chart, "data", None)
+    return data if isinstance(data, pd.DataFrame) else None
+
+
 def frame_csv(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(index=False).encode("utf-8")
 
