@@ -147,12 +147,21 @@ def _ref(model) -> str:
     return model if isinstance(model, str) else getattr(model, "ref", str(model))
 
 
+def _warn(notice: str | None) -> None:
+    """A notice (an input cut to the model's length, a result's caveat) as a Python warning attributed to the line
+    that called core.lens — the notebook cell — however many helpers of this module and lens.twin's wrapper lie
+    between (a fixed stacklevel pointed into this module for some functions and at the cell for others)."""
+    if not notice:
+        return
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(notice, stacklevel=level)
+
+
 def _warn_if_cut(encodings) -> None:
-    """The pages' notice of an input cut to the model's length, as a Python warning: a notebook shows it under the
-    cell that drew the view."""
-    notice = truncation_notice(encodings)
-    if notice:
-        warnings.warn(notice, stacklevel=3)
+    """The pages' notice of an input cut to the model's length, as a Python warning under the notebook cell."""
+    _warn(truncation_notice(encodings))
 
 
 def _encoding(model, text: str, text_b: str | None):
@@ -464,9 +473,7 @@ class _CountedData(Data):
 def _counted_out(chart, frame, return_data: bool, result, cuts):
     """_out for a corpus pass: the notice of inputs cut to the model's length as a Python warning, the count in
     the Data's JSON (cuts: a core.validation.CorpusCuts)."""
-    notice = cuts.truncation_notice()
-    if notice:
-        warnings.warn(notice, stacklevel=4)  # the notebook cell: past the lens function and lens.twin
+    _warn(cuts.truncation_notice())
     if not return_data:
         return chart
     made = _CountedData(chart, frame, result)
@@ -517,7 +524,7 @@ def ablate(run, *, settings, limit: int | None = None, seed: int = 0, device: st
     result = dataclasses.replace(run_ablation(clf, sample.examples, settings, progress=progress), task=sample.task,
                                  eval_split=sample.eval_split, run_accuracy=sample.run_accuracy)
     if result.degenerate is not None and result.degenerate.flagged:
-        warnings.warn(f"{clf.encoder.ref}: {result.degenerate.message}", stacklevel=3)
+        _warn(f"{clf.encoder.ref}: {result.degenerate.message}")
     chart, frame = attention_charts.ablation_chart(result)
     return _counted_out(chart, frame, return_data, result, result)
 
@@ -597,7 +604,7 @@ def patch(model, clean, corrupt, *, settings, target=None, label=None, path=None
     else:
         result = patchings.run_patch(subject, (clean, corrupt, goal), settings)
     for warning in result.warnings:
-        warnings.warn(f"{warning.code}: {warning.message}", stacklevel=3)  # the cell, past lens.twin
+        _warn(f"{warning.code}: {warning.message}")
     frame = patching_charts.patching_frame(result)
     chart = patching_charts.patching_chart(result, frame)
     return _PatchData(chart, frame, result) if return_data else chart
@@ -622,7 +629,7 @@ def anisotropy(models, corpus="builtin", *, settings, text_column: str | None = 
     profiles = [an.measure_corpus(load(m), chosen, settings, progress=progress) for m in models]
     for profile in profiles:
         for warning in profile.warnings:  # a NaN curve is said once, under the notebook cell
-            warnings.warn(f"{profile.model}: {warning}", stacklevel=2)
+            _warn(f"{profile.model}: {warning}")
     frame = anisotropy_charts.profile_frame(profiles)
     if measure not in set(frame["measure"]):
         raise ValueError(f"{measure} was not measured with protocol {settings.protocol!r}")
@@ -677,8 +684,7 @@ def project(model, corpus: str, *, settings, colour: str | None = None, words: S
     prints."""
     examples = explorer.load_examples(corpus, settings.seed)
     result = explorer.run_project(_explainer(model), examples, settings, progress)
-    if result.truncation_notice():
-        warnings.warn(result.truncation_notice(), stacklevel=2)
+    _warn(result.truncation_notice())
     frame = explorer_charts.points_frame(result, examples, words)
     colour = colour or ("gold label" if result.labels is not None else "sentence length")
     if colour not in frame.columns:
@@ -696,8 +702,7 @@ def neighbours(model, text: str, word: str, corpus: str, *, settings, progress=N
     result, encoding, index = vector_index.find_neighbours(load(model), text, word, corpora.resolve(corpus, settings.seed),
                                                            settings, progress)
     _warn_if_cut([encoding])
-    if index.info.truncation_notice():
-        warnings.warn(index.info.truncation_notice(), stacklevel=2)
+    _warn(index.info.truncation_notice())
     return _out(explorer_charts.neighbours_chart(result), explorer_charts.neighbours_frame(result), return_data, result)
 
 
@@ -715,7 +720,7 @@ def neurons(model, corpus="builtin", *, settings, neuron: int | None = None, tex
     chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed)
     lm = load(model)
     index = nr.run_index(lm, chosen, settings, progress=progress)
-    _warn_corpus_cut(index)
+    _warn(index.truncation_notice())
     shown = nr.shown_neurons(index, None if neuron is None else [neuron], int(top))
     sentence = nr.neuron_sentence(lm, text, index.layer, text_b) if text else None
     if neuron is None:
@@ -739,13 +744,6 @@ def neurons(model, corpus="builtin", *, settings, neuron: int | None = None, tex
     return _out(chart, frame, return_data, nr.NeuronsShown(index, shown, sentence))
 
 
-def _warn_corpus_cut(result) -> None:
-    """A corpus pass's notice of inputs cut to the model's length (core.validation.CorpusCuts), as a warning."""
-    notice = result.truncation_notice()
-    if notice:
-        warnings.warn(notice, stacklevel=3)
-
-
 @twin("neurons-diff")
 def neurons_diff(model_a, model_b, corpus="builtin", *, settings, text_column: str | None = None, progress=None,
                  return_data: bool = False):
@@ -754,7 +752,7 @@ def neurons_diff(model_a, model_b, corpus="builtin", *, settings, text_column: s
     neurons_frame with the change columns. With return_data, `.to_json()` is what the command's --json prints."""
     chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed)
     shown = nr.run_diff([load(model_a), load(model_b)], chosen, settings, progress=progress)
-    _warn_corpus_cut(shown.index_a)
+    _warn(shown.index_a.truncation_notice())
     frame = neuron_charts.neurons_frame(shown.index_a, shown.shown, shown.changes)
     ((chart, _),) = neuron_charts.changes_charts(shown)
     return _out(chart, frame, return_data, shown)
@@ -810,7 +808,7 @@ def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | No
     with counting_cuts() as cuts:
         trained = sparse.train_sae(lm, chosen.sentences, int(layer), settings, name, corpus=spec, progress=progress,
                                    overwrite=overwrite)
-    _warn_corpus_cut(cuts.over_ranks())
+    _warn(cuts.over_ranks().truncation_notice())
     result = _Noted(trained, truncated=cuts.over_ranks().truncation())
     ((chart, _),) = sparse_charts.trained_charts(trained)
     return _trained(chart, sparse_charts.loss_frame(trained), return_data, result)
@@ -837,8 +835,7 @@ def explain_faithfulness(model, corpus=f"snli:dev:{faithful.QUICK_EXAMPLES}", *,
     `python -m core explain-faithfulness --json` prints (less its note "degenerate")."""
     items = corpora.resolve(corpus, settings.seed).items
     result = faithful.run_faithfulness(_explainer(model), items, settings, progress, corpus=corpus)
-    if result.truncation_notice():
-        warnings.warn(result.truncation_notice(), stacklevel=2)
+    _warn(result.truncation_notice())
     return _out(explain_charts.faithfulness_chart(result), explain_charts.faithfulness_frame(result), return_data,
                 result)
 
@@ -886,8 +883,7 @@ def bias(model=None, corpus: str | None = None, *, settings, name: str | None = 
             raise ValueError(f"experiment '{show}' has no results yet")
     elif corpus is not None:
         result = bias_data.corpus_flips(corpora.resolve(corpus, settings.seed), _ref(model), device=device)
-        if result.truncation_notice():
-            warnings.warn(result.truncation_notice(), stacklevel=2)
+        _warn(result.truncation_notice())
         frame = pd.DataFrame([{"run": result.run, "flip_rate": result.flip_rate, "flips": result.flips,
                                "swapped": result.swappable}])
         return _out(bias_charts.flip_chart(frame), frame, return_data, result)
@@ -922,7 +918,7 @@ def _study(name: str, models, corpus, settings, progress, return_data: bool, *, 
     found = head_study_runs.study_models(analysis, [load(m) for m in models], inputs, settings, corpus=spec,
                                          progress=progress, **extra)
     for notice in found.notices():
-        warnings.warn(notice, stacklevel=3)
+        _warn(notice)
     drawn = analysis.charts_function()(found)
     chart = drawn[0][0] if len(drawn) == 1 else _stacked([c for c, _ in drawn])
     return _out(chart, _study_frame(name, found), return_data, found)
@@ -1105,7 +1101,7 @@ def compare(model_a, model_b, corpus="builtin", *, settings, limit: int = change
     found = head_study_runs.study_models(views.analysis("compare"), [models], list(chosen.sentences), settings,
                                          progress=progress)
     for notice in found.notices():
-        warnings.warn(notice, stacklevel=2)
+        _warn(notice)
     (result,) = found.results
     drawn = finetune_charts.compare_charts(result)
     return _out(_stacked([c for c, _ in drawn]), finetune_charts.similarity_frame([result]), return_data, found)
@@ -1122,9 +1118,7 @@ def probe(model, corpus="ud:dev", eval_corpus: str | None = None, *, settings, t
     changes.probe_layer_numbers(settings.layers)
     data = probes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
     result = probes.run_probe(load(model), data, settings, progress=progress, use_cache=use_cache)
-    notice = result.truncation_notice()
-    if notice:
-        warnings.warn(notice, stacklevel=2)
+    _warn(result.truncation_notice())
     kind = finetune_charts.CONTROL if settings.random_init else "pretrained"
     drawn = finetune_charts.probe_charts(result, kind)
     frame = finetune_charts.probe_frame([(result.model, kind, result)])

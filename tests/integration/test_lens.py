@@ -218,6 +218,8 @@ def test_a_view_of_a_cut_input_warns_in_the_notebook(name, tiny):
             warnings.simplefilter("always")
             draw(lens, tiny, text)
         assert [str(w.message) for w in caught if "cut off" in str(w.message)] == expected
+        # said under the notebook cell: the line that called core.lens, not a line inside it
+        assert {w.filename for w in caught if "cut off" in str(w.message)} <= {__file__}
 
 
 @pytest.mark.parametrize("protocol", ["bertlens", "ethayarajh"])
@@ -243,6 +245,7 @@ def test_anisotropy_of_words_seen_once_warns_instead_of_a_silent_nan(tiny, proto
     assert warning.startswith(f"No {unit} occurs in 5 or more {contexts} (the most any {unit} has here is 1), so "
                               "self-similarity")
     assert [str(w.message) for w in caught if "No " in str(w.message)] == [f"{tiny}: {warning}"]
+    assert [w.filename for w in caught if "No " in str(w.message)] == [__file__]  # the cell, past lens.twin
     assert profile.to_json()["warnings"] == [warning]
     # min_contexts=2 on a corpus where "the" repeats: the measure is defined and nothing is said
     defined = an.measure_corpus(lens.load(tiny), corpus_of(["the cat sat", "the dog ran"]),
