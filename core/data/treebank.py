@@ -35,6 +35,7 @@ class Sentence:
     sent_id and text come from the `# sent_id =` / `# text =` comments ("" when absent).
     xpos: [n] language-specific tags (the 5th column; Penn Treebank tags in UD EWT), () when built without them;
     Hewitt & Manning's punctuation rule is written in these tags.
+    feats: [n] the FEATS column (6th) as written ("Number=Sing|Person=3", "_" for none), () when built without it.
     """
 
     words: tuple[str, ...]
@@ -44,6 +45,7 @@ class Sentence:
     sent_id: str = ""
     text: str = ""
     xpos: tuple[str, ...] = ()
+    feats: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -53,6 +55,19 @@ class Sentence:
         """Relations without their subtype ("nmod:poss" -> "nmod"), as most head-finding studies count them."""
         return tuple(rel.split(":", 1)[0] for rel in self.deprels)
 
+    def feature(self, name: str) -> tuple[str | None, ...]:
+        """Each word's value of one morphological feature ("Number" -> "Sing"), None where the word has none."""
+        values: list[str | None] = []
+        for column in self.feats or ("_",) * len(self.words):
+            found = None
+            for pair in column.split("|"):
+                key, _, value = pair.partition("=")
+                if key == name and value:
+                    found = value
+                    break
+            values.append(found)
+        return tuple(values)
+
 
 def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sentence]:
     words: list[str] = []
@@ -60,6 +75,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
     deprels: list[str] = []
     upos: list[str] = []
     xpos: list[str] = []
+    feats: list[str] = []
     sent_id = text = ""
     count = 0
 
@@ -73,7 +89,8 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
                     f"{source}: sentence {sent_id or count + 1!s}: word {position} has head {head}, "
                     f"outside 0..{n}; check the HEAD column (7th) of that sentence"
                 )
-        return Sentence(tuple(words), tuple(heads), tuple(deprels), tuple(upos), sent_id, text, tuple(xpos))
+        return Sentence(tuple(words), tuple(heads), tuple(deprels), tuple(upos), sent_id, text, tuple(xpos),
+                        tuple(feats))
 
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip("\r\n")
@@ -84,7 +101,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
                 count += 1
                 if limit is not None and count >= limit:
                     return
-            words, heads, deprels, upos, xpos = [], [], [], [], []
+            words, heads, deprels, upos, xpos, feats = [], [], [], [], [], []
             sent_id = text = ""
             continue
         if line.startswith("#"):
@@ -118,6 +135,7 @@ def _parse(lines: Iterable[str], source: str, limit: int | None) -> Iterator[Sen
         words.append(columns[1])
         upos.append(columns[3])
         xpos.append(columns[4])
+        feats.append(columns[5])
         heads.append(head)
         deprels.append(columns[7])
     sentence = finish()
