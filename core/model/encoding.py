@@ -284,12 +284,34 @@ def _split(item) -> tuple[str | Words, str | Words | None]:
 _WORD_TOKENIZERS: dict[str, object] = {}
 
 
+def _loses_spaces(tokenizer) -> bool:
+    """Whether pre-split words lose the space before them: a byte-level pre-tokenizer without add_prefix_space
+    (ModernBERT's) takes ["a", "b"] as "ab"-style pieces where the sentence "a b" has "a", "Ġb"."""
+    pieces = lambda enc: [t for t, s in zip(enc.tokens(), enc.word_ids()) if s is not None]  # noqa: E731
+    return pieces(tokenizer(["a", "b"], is_split_into_words=True)) != pieces(tokenizer("a b"))
+
+
+def _with_prefix_space(tokenizer):
+    """A copy of a byte-level tokenizer whose pre-tokenizer adds the space before each word."""
+    import copy
+
+    from tokenizers import pre_tokenizers
+
+    copied = copy.deepcopy(tokenizer)
+    copied.backend_tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    return copied
+
+
 def word_tokenizer(tokenizer):
-    """The tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family) need
+    """The tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family, ModernBERT) need
     add_prefix_space=True for that, so each word is tokenized as if a space preceded it."""
     try:
-        tokenizer(["a", "b"], is_split_into_words=True)
-        return tokenizer
+        if not _loses_spaces(tokenizer):
+            return tokenizer
+        name = tokenizer.name_or_path
+        if name not in _WORD_TOKENIZERS:
+            _WORD_TOKENIZERS[name] = _with_prefix_space(tokenizer)
+        return _WORD_TOKENIZERS[name]
     except (ValueError, TypeError, AssertionError):
         from transformers import AutoTokenizer
 
@@ -344,7 +366,9 @@ def token_alignment(enc, text_a, text_b):
         span = spans.setdefault(g, [start, end, s])
         span[0], span[1] = min(span[0], start), max(span[1], end)
     texts = (text_a, text_b)
-    words = tuple(texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
+    # strip(): a byte-level BPE's word piece carries the space before it ("Ġcat" spans " cat") when the tokenizer
+    # does not trim its offsets (ModernBERT's TemplateProcessing; RoBERTa's processor trims them).
+    words = tuple(texts[s][a:b].strip() or texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
     # Truncation can drop whole words; renumber so word ids stay dense.
     if spans and len(spans) != max(spans) + 1:
         remap = {g: k for k, g in enumerate(sorted(spans))}
