@@ -20,7 +20,8 @@ LOCAL_WINDOW = 4
 
 
 def make_tiny_modernbert(folder: Path, *, layers: int = 3, heads: int = 4, hidden: int = 32, seed: int = 0,
-                         positions: int = 64) -> Path:
+                         positions: int = 64, masked_lm: bool = True) -> Path:
+    """The model saved in `folder`; masked_lm=False saves the bare encoder (ModernBertModel, no MLM head)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import ModernBertConfig, ModernBertForMaskedLM, PreTrainedTokenizerFast
@@ -54,7 +55,7 @@ def make_tiny_modernbert(folder: Path, *, layers: int = 3, heads: int = 4, hidde
         model.decoder.bias.normal_(0, 2.0)
         for layer in model.model.layers:
             layer.attn.Wqkv.weight.mul_(8.0)
-    model.save_pretrained(folder, safe_serialization=True)
+    (model if masked_lm else model.model).save_pretrained(folder, safe_serialization=True)
     return folder
 
 

@@ -19,6 +19,7 @@ tokenize them again.
 from __future__ import annotations
 
 # torch and transformers imported in functions: `python -m core --help` and the studies list must start without them.
+import copy
 import sys
 import unicodedata
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Sequence, Union
 
 import numpy as np
+from tokenizers import pre_tokenizers
 
 from core import validation
 from core.model import distributed
@@ -293,10 +295,6 @@ def _loses_spaces(tokenizer) -> bool:
 
 def _with_prefix_space(tokenizer):
     """A copy of a byte-level tokenizer whose pre-tokenizer adds the space before each word."""
-    import copy
-
-    from tokenizers import pre_tokenizers
-
     copied = copy.deepcopy(tokenizer)
     copied.backend_tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
     return copied
