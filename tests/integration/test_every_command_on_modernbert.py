@@ -39,6 +39,14 @@ def test_every_command_taking_a_model_runs_on_modernbert(inputs, capsys):
             lines = captured.out.splitlines()
             assert len(lines) == 1 and isinstance(json.loads(lines[0]), dict), (name, captured.out[:300])
     assert failed == {}
+    # the run is a ModernBERT classifier; the fitted-head route gives the bare encoder a head that fill-mask reads
+    from core import settings
+
+    assert json.loads((settings.runs_dir() / "every-run" / "config.json").read_text())["model_type"] == "modernbert"
+    assert main(["fill-mask", "--model", "every-head", "--text", "the [MASK] sat .", "--json", "--quiet"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["masks"][0]["layers"][-1]["top"]) > 0
+    assert main(["models"]) == 0
+    assert "ModernBERT" in capsys.readouterr().out.splitlines()[-1]
     # explain with every method on the ModernBERT run fine-tuned above (gradients through inputs_embeds, which
     # ModernBERT's embeddings normalise; perturbations; rollout and value zeroing through the adapter)
     from core.analyses.explain import METHODS
