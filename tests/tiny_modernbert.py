@@ -23,7 +23,7 @@ def make_tiny_modernbert(folder: Path, *, layers: int = 3, heads: int = 4, hidde
                          positions: int = 64, masked_lm: bool = True) -> Path:
     """The model saved in `folder`; masked_lm=False saves the bare encoder (ModernBertModel, no MLM head)."""
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import ModernBertConfig, ModernBertForMaskedLM, PreTrainedTokenizerFast
 
     folder = Path(folder)
@@ -38,9 +38,11 @@ def make_tiny_modernbert(folder: Path, *, layers: int = 3, heads: int = 4, hidde
     cls, sep = bpe.token_to_id("[CLS]"), bpe.token_to_id("[SEP]")
     bpe.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    # As ModernBERT's: "[MASK]" takes the space before it ("on the [MASK]" has no lone "Ġ" piece)
+    bpe.add_special_tokens([AddedToken("[MASK]", lstrip=True, special=True)])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
-        mask_token="[MASK]", model_max_length=positions, model_input_names=["input_ids", "attention_mask"])
+        mask_token=AddedToken("[MASK]", lstrip=True, special=True), model_max_length=positions, model_input_names=["input_ids", "attention_mask"])
     tokenizer.save_pretrained(folder)
     config = ModernBertConfig(
         vocab_size=bpe.get_vocab_size(), hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,

@@ -380,8 +380,10 @@ def _tokenized(tokenizer, words_tokenizer, item, max_length: int) -> Tokenized:
     enc, n_full = tokenize_one(words_tokenizer() if split else tokenizer, a, b, max_length)
     segment, special, word_ids, words = token_alignment(enc, a, b)
     as_text = (lambda t: " ".join(t) if t is not None else None) if split else (lambda t: t)
+    # strip(): an added token that takes the space before it (ModernBERT's "[MASK]", lstrip) comes back as
+    # " [MASK]"; no vocabulary piece holds plain white space (byte-level BPE writes it Ġ, SentencePiece ▁).
     return Tokenized(
-        text_a=as_text(a), text_b=as_text(b), tokens=tuple(enc.tokens), input_ids=np.asarray(enc.ids, dtype=np.int64),
+        text_a=as_text(a), text_b=as_text(b), tokens=tuple(t.strip() or t for t in enc.tokens), input_ids=np.asarray(enc.ids, dtype=np.int64),
         type_ids=np.asarray(enc.type_ids, dtype=np.int64), segment_ids=segment, special_mask=special,
         word_ids=word_ids, words=words, n_tokens_full=n_full, max_length=max_length, split_into_words=split,
     )

@@ -205,3 +205,18 @@ def test_running_the_layers_again_gives_the_encoders_output(lm, reference):
     rows = feed["attention_mask"].bool()
     torch.testing.assert_close(again[rows], out.last_hidden_state[rows], atol=1e-5, rtol=0)
     torch.testing.assert_close(one[rows], store["resid_pre", 2][rows], atol=1e-5, rtol=0)
+
+
+def test_words_merge_from_byte_level_pieces_and_a_pair_has_no_token_types(lm):
+    from core.model.encoding import Words, padded_batch, tokenize
+
+    enc = encode(lm, ("The cat sat on the [MASK].", "He is unhappy."))
+    # [CLS] A [SEP] B [SEP]; "[MASK]" takes the space before it (lstrip), shown without it
+    assert enc.tokens == ("[CLS]", "The", "Ġcat", "Ġsat", "Ġon", "Ġthe", "[MASK]", ".", "[SEP]", "He", "Ġis", "Ġunhap",
+                          "py", ".", "[SEP]")
+    assert enc.words == ("The", "cat", "sat", "on", "the", "[MASK]", ".", "He", "is", "unhappy", ".")
+    assert list(enc.segment_ids) == [0] * 9 + [1] * (enc.n_tokens - 9)
+    assert "token_type_ids" not in padded_batch(lm, tokenize(lm, [("a", "b")]))
+    # pre-split words (a treebank's) are read as the sentence reads them: each with the space before it
+    split = encode(lm, Words(["the", "cat", "sat", "unhappy"]))
+    assert split.tokens[2:] == ("Ġcat", "Ġsat", "Ġunhap", "py", "[SEP]") and list(split.word_ids) == [-1, 0, 1, 2, 3, 3, -1]
