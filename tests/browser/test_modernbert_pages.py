@@ -71,3 +71,19 @@ def test_every_page_opens_on_modernbert_with_a_chart(page, app_server, app_url, 
         assert_no_streamlit_exception(page)
         screenshot(page, f"modernbert_{name}")
     assert missing == []
+
+
+def test_the_neuron_view_of_a_local_layer_shows_its_window(page, app_url, tmp_path):
+    folder = make_tiny_modernbert(tmp_path / "tiny-modernbert")
+    query = urlencode({"model": str(folder), "a": "The cat sat on the mat because it was tired.",
+                       "tab": "Inside a head", "inside_layer": "2", "inside_query": "6"})  # layer 2 (1-based): local
+    page.goto(f"{app_url}/attention?{query}")
+    wait_for_app(page)
+    page.get_by_role("heading", name="Neuron view").wait_for()
+    page.wait_for_selector(DRAWN)
+    page.get_by_role("heading", name="Neuron view").scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)
+    screenshot(page, "modernbert_neuron_local")
+    page.get_by_text("is a local (sliding-window) layer").first.wait_for(timeout=30_000)
+    page.wait_for_selector(DRAWN)
+    assert_no_streamlit_exception(page)

@@ -4,6 +4,8 @@ written here with plain torch hooks and transformers' rotary functions."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, pipeline
 from transformers.models.modernbert import modeling_modernbert as mb
 
 from core.analyses import inside_head, masked, patching
+from core.charts.inside_head import neuron_chart, score_frame
 from core.model.adapter import ModelAdapter
 from core.model.encoding import encode
 from core.model.loading import load_model
@@ -138,6 +141,9 @@ def test_the_neuron_view_shows_q_and_k_after_rotation_and_the_local_window(lm, r
         visible = np.abs(np.arange(len(view.tokens)) - query) <= half if layer == 1 else np.ones(len(view.tokens), bool)
         np.testing.assert_array_equal(view.visible, visible)
         assert view.to_json()["visible"] == visible.tolist()
+        frame = score_frame(view)  # the chart greys the keys outside the window
+        assert frame["visible"].tolist() == visible.tolist()
+        assert ("outside the window" in json.dumps(neuron_chart(view).to_dict())) == (layer == 1)
 
 
 def test_fill_mask_top5_equals_the_pipeline(lm, reference, tiny_modernbert_dir):
