@@ -143,7 +143,7 @@ def test_the_neuron_view_shows_q_and_k_after_rotation_and_the_local_window(lm, r
         assert view.to_json()["visible"] == visible.tolist()
         frame = score_frame(view)  # the chart greys the keys outside the window
         assert frame["visible"].tolist() == visible.tolist()
-        assert ("outside the window" in json.dumps(neuron_chart(view).to_dict())) == (layer == 1)
+        assert ("(grey: outside the window)" in json.dumps(neuron_chart(view).to_dict())) == (layer == 1)
 
 
 def test_fill_mask_top5_equals_the_pipeline(lm, reference, tiny_modernbert_dir):
