@@ -45,6 +45,19 @@ def test_every_command_taking_a_model_runs_on_modernbert(inputs, capsys):
     assert json.loads((settings.runs_dir() / "every-run" / "config.json").read_text())["model_type"] == "modernbert"
     assert main(["fill-mask", "--model", "every-head", "--text", "the [MASK] sat .", "--json", "--quiet"]) == 0
     assert len(json.loads(capsys.readouterr().out)["masks"][0]["layers"][-1]["top"]) > 0
+    # the time-lapse: frames measured on ModernBERT during a run, a kept checkpoint loadable as NAME@STEP
+    from core.training.timelapse import read_timelapse
+
+    values = inputs.values
+    assert main(["finetune", "--model", values["m"], "--task", values["task"], "--run", "every-timelapse", "--epochs",
+                 "1", "--max-length", "16", "--threads", "1", "--timelapse", "2", "--keep-checkpoints", "1",
+                 "--timelapse-corpus", values["c"], "--json", "--quiet"]) == 0, capsys.readouterr().err[-400:]
+    capsys.readouterr()
+    lapse = read_timelapse(settings.runs_dir() / "every-timelapse")
+    assert len(lapse.frames) == 2 and lapse.checkpoints
+    assert main(["head-view", "--model", f"every-timelapse@{lapse.checkpoints[0]}", "--text", "the cat sat .",
+                 "--json", "--quiet"]) == 0
+    capsys.readouterr()
     assert main(["models"]) == 0
     assert "ModernBERT" in capsys.readouterr().out.splitlines()[-1]
     # explain with every method on the ModernBERT run fine-tuned above (gradients through inputs_embeds, which
