@@ -289,6 +289,9 @@ _WORD_TOKENIZERS: dict[str, object] = {}
 def _loses_spaces(tokenizer) -> bool:
     """Whether pre-split words lose the space before them: a byte-level pre-tokenizer without add_prefix_space
     (ModernBERT's) takes ["a", "b"] as "ab"-style pieces where the sentence "a b" has "a", "Ġb"."""
+    if not isinstance(getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None),
+                      pre_tokenizers.ByteLevel):
+        return False  # only a byte-level pre-tokenizer is replaced (_with_prefix_space)
     pieces = lambda enc: [t for t, s in zip(enc.tokens(), enc.word_ids()) if s is not None]  # noqa: E731
     return pieces(tokenizer(["a", "b"], is_split_into_words=True)) != pieces(tokenizer("a b"))
 
