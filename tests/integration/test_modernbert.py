@@ -226,3 +226,19 @@ def test_words_merge_from_byte_level_pieces_and_a_pair_has_no_token_types(lm):
     # pre-split words (a treebank's) are read as the sentence reads them: each with the space before it
     split = encode(lm, Words(["the", "cat", "sat", "unhappy"]))
     assert split.tokens[2:] == ("Ġcat", "Ġsat", "Ġunhap", "py", "[SEP]") and list(split.word_ids) == [-1, 0, 1, 2, 3, 3, -1]
+
+
+def test_loading_accepts_modernbert_and_finds_its_mlm_head(tiny_modernbert_dir, tmp_path):
+    import shutil
+
+    from core.model.loading import availability, has_mlm_head
+    from tests.tiny_modernbert import make_tiny_modernbert
+
+    assert availability(str(tiny_modernbert_dir)).loadable
+    assert has_mlm_head(tiny_modernbert_dir)
+    assert not has_mlm_head(make_tiny_modernbert(tmp_path / "bare", masked_lm=False))
+    other = tmp_path / "gpt2"
+    shutil.copytree(tiny_modernbert_dir, other)
+    (other / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    refused = availability(str(other))
+    assert not refused.loadable and "modernbert" in refused.reason
