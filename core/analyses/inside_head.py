@@ -144,6 +144,7 @@ class NeuronView:
     key_positions: tuple[int, ...] | None = None
     pair_filter: str = "all"
     visible: np.ndarray | None = None
+    rotated: bool = False  # q and k after a rotary position embedding (ModernBERT)
 
     def positions(self) -> tuple[int, ...]:
         """The token positions of the key rows."""
@@ -199,7 +200,8 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
                       keys=as_np(keys)[kept], products=as_np(products)[kept], scores=as_np(scores)[kept],
                       attention=as_np(attention)[kept], bias=as_np(bias)[kept],
                       key_positions=None if pair_filter == "all" else tuple(int(p) for p in kept),
-                      pair_filter=pair_filter, visible=visible.numpy()[kept])
+                      pair_filter=pair_filter, visible=visible.numpy()[kept],
+                      rotated=ModelAdapter.of(lm.model).family == "modernbert")
 
 
 def neuron_of(lm: LoadedModel, inputs, settings: NeuronSettings, progress=None, should_stop=None) -> NeuronView:

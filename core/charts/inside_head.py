@@ -69,7 +69,8 @@ def neuron_chart(view) -> alt.VConcatChart:
     y = alt.Y("key:N", sort=labels, title="key", axis=layout.token_axis())
     height = layout.token_step()
     query = frame[frame["key_order"] == 0][["dim", "q"]]
-    q_chart = alt.Chart(query, title=f"query q of {query_label}").mark_rect().encode(
+    turned = " (after the rotary position embedding)" if view.rotated else ""
+    q_chart = alt.Chart(query, title=f"query q of {query_label}{turned}").mark_rect().encode(
         x=alt.X("dim:O", axis=None), color=alt.Color("q:Q", scale=_diverging(view.query), legend=None),
         opacity=fade, tooltip=["dim", alt.Tooltip("q:Q", format="+.3f")],
     ).properties(width=cell * d, height=16)

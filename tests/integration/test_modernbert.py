@@ -140,7 +140,7 @@ def test_the_neuron_view_shows_q_and_k_after_rotation_and_the_local_window(lm, r
         np.testing.assert_allclose(view.attention, out.attentions[layer][0, 2, query].numpy(), atol=1e-5)
         visible = np.abs(np.arange(len(view.tokens)) - query) <= half if layer == 1 else np.ones(len(view.tokens), bool)
         np.testing.assert_array_equal(view.visible, visible)
-        assert view.to_json()["visible"] == visible.tolist()
+        assert view.to_json()["visible"] == visible.tolist() and view.rotated
         frame = score_frame(view)  # the chart greys the keys outside the window
         assert frame["visible"].tolist() == visible.tolist()
         assert ("(grey: outside the window)" in json.dumps(neuron_chart(view).to_dict())) == (layer == 1)
