@@ -97,3 +97,11 @@ def make_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+# ---- ModernBERT (issue 46): a tiny random ModernBertForMaskedLM, built by tests/tiny_modernbert.py ---------------
+@pytest.fixture(scope="session")
+def tiny_modernbert_dir(tmp_path_factory) -> Path:
+    from tests.tiny_modernbert import make_tiny_modernbert
+
+    return make_tiny_modernbert(tmp_path_factory.mktemp("tiny-modernbert"))

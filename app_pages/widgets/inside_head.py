@@ -151,6 +151,12 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     bias_note = " plus the model's relative position bias" if view.bias.any() else ""
     st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
                f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention.max():.2f}).")
+    if view.visible is not None and not view.visible.all():
+        st.caption(f"Layer {numbering.shown(layer)} is a local (sliding-window) layer: this query sees only "
+                   f"{int(view.visible.sum())} nearby keys; the grey ones get no attention whatever their score.")
+    if view.rotated:
+        st.caption("q and k are shown after the rotary position embedding, as the score uses them: the same word "
+                   "gives other vectors at other positions.")
     table = charts.neuron_table(view)
     export_buttons(chart, table, f"neuron_L{numbering.shown(layer)}_H{head}_Q{query}", key=P + "neuron_export")
 

@@ -64,8 +64,10 @@ class InsideHeadError(ValueError):
 @dataclass(frozen=True, eq=False)
 class Captured:
     """One batched forward pass with every layer's projections. B inputs, T padded tokens, L layers, H heads,
-    d head size: q, k, v [L] tensors [B, T, H*d]; bias [L] tensors [B, H, T, T] or None; attentions [L] tensors
-    [B, H, T, T] (the adapter's "pattern": the attention module's own probabilities); mask [B, T] bool."""
+    d head size: q, k (after ModernBERT's rotary embedding: the adapter's q_rot, k_rot), v [L] tensors
+    [B, T, H, d]; bias [L] tensors [B, H, T, T] or None; attentions [L] tensors [B, H, T, T] (the adapter's
+    "pattern": the attention module's own probabilities); mask [B, T] bool; scores [L] tensors [B, H, T, T] (the
+    adapter's attn_scores, mask included) or None."""
 
     q: list
     k: list
@@ -73,6 +75,7 @@ class Captured:
     bias: list
     attentions: list
     mask: np.ndarray
+    scores: list = ()
 
 
 def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) -> Captured:
@@ -83,14 +86,19 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
     except AdapterError as err:
         raise InsideHeadError(str(err)) from err
     feed = padded_batch(lm, items)
-    points = ["v", "pattern"] + (["q", "k"] if want_qk else []) + (["position_bias"] if adapter.has_position_bias else [])
+    # q_rot / k_rot: q and k as the scores use them (after ModernBERT's rotary embedding; q and k elsewhere);
+    # attn_scores: which keys each query may see (a local layer's window, padding)
+    points = (["v", "pattern"] + (["q_rot", "k_rot", "attn_scores"] if want_qk else [])
+              + (["position_bias"] if adapter.has_position_bias else []))
     with adapter.capture(points) as store, torch.inference_mode():
         lm.model(**feed)
     layers = range(adapter.num_layers)
     bias = store.layers("position_bias") if adapter.has_position_bias else [None] * adapter.num_layers
-    return Captured(q=store.layers("q") if want_qk else [None] * len(layers),
-                    k=store.layers("k") if want_qk else [None] * len(layers), v=store.layers("v"), bias=bias,
-                    attentions=store.layers("pattern"), mask=feed["attention_mask"].cpu().numpy().astype(bool))
+    nothing = [None] * len(layers)
+    return Captured(q=store.layers("q_rot") if want_qk else nothing, k=store.layers("k_rot") if want_qk else nothing,
+                    v=store.layers("v"), bias=bias, attentions=store.layers("pattern"),
+                    mask=feed["attention_mask"].cpu().numpy().astype(bool),
+                    scores=store.layers("attn_scores") if want_qk else nothing)
 
 
 def _one(lm: LoadedModel, text_a: str, text_b: str | None) -> Tokenized:
@@ -106,12 +114,15 @@ class NeuronView:
     """One query token of one head, dimension by dimension (T tokens, d head size):
 
     tokens      [T] word pieces
-    query       [d] the query vector q_i of token `query_index` (the model's query projection, this head's slice)
-    keys        [T, d] every token's key vector k_j
+    query       [d] the query vector q_i of token `query_index` (the model's query projection, this head's slice;
+                ModernBERT: after its rotary position embedding, as the score uses it)
+    keys        [T, d] every token's key vector k_j (ModernBERT: after the rotation, too)
     products    [T, d] q_i ⊙ k_j: summed and scaled they give the score
     scores      [T] q_i·k_j/√d plus the relative position bias (MPNet; `bias`, else zeros): the softmax's input
-    attention   [T] softmax(scores): the head view's row
+    attention   [T] softmax(scores) over the visible keys: the head view's row
     bias        [T] the position bias added to the scores (zeros except MPNet)
+    visible     [T] bool: the keys the query may attend to; False outside a local (sliding-window) layer's
+                window (ModernBERT: within local_attention // 2 positions), where attention is 0 whatever the score
 
     With a sentence-pair filter (bertviz's neuron view: "A→B" a query of sentence A, the keys of sentence B) the
     key axis keeps K <= T keys: `key_positions` [K] their token positions (None: every token), and keys, products,
@@ -132,6 +143,8 @@ class NeuronView:
     bias: np.ndarray
     key_positions: tuple[int, ...] | None = None
     pair_filter: str = "all"
+    visible: np.ndarray | None = None
+    rotated: bool = False  # q and k after a rotary position embedding (ModernBERT)
 
     def positions(self) -> tuple[int, ...]:
         """The token positions of the key rows."""
@@ -141,7 +154,8 @@ class NeuronView:
         return {"tokens": list(self.tokens), "query": self.query.tolist(), "keys": self.keys.tolist(),
                 "products": self.products.tolist(), "scores": self.scores.tolist(), "attention": self.attention.tolist(),
                 "layer": numbering.shown(self.layer), "head": self.head, "query_index": self.query_index,
-                "pair_filter": self.pair_filter, "key_positions": list(self.positions())}
+                "pair_filter": self.pair_filter, "key_positions": list(self.positions()),
+                "visible": self.visible.tolist() if self.visible is not None else [True] * len(self.scores)}
 
 
 def _check_range(name: str, value: int, size: int) -> None:
@@ -177,14 +191,17 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
     if cap.bias[layer] is not None:
         bias = cap.bias[layer][0, head, query].double().cpu()
     scores = products.sum(-1).cpu() / np.sqrt(size) + bias
-    attention = torch.softmax(scores, dim=-1)
+    masked = cap.scores[layer][0, head, query].cpu()
+    visible = masked > torch.finfo(masked.dtype).min / 2  # a local layer's mask: its dtype's most negative number
+    attention = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
     kept = np.flatnonzero(columns)  # the softmax runs over every key first: the filter only hides rows
     as_np = lambda t: t.cpu().numpy().astype(np.float32)  # noqa: E731
     return NeuronView(model=lm.ref, layer=layer, head=head, query_index=query, tokens=item.tokens, query=as_np(q),
                       keys=as_np(keys)[kept], products=as_np(products)[kept], scores=as_np(scores)[kept],
                       attention=as_np(attention)[kept], bias=as_np(bias)[kept],
                       key_positions=None if pair_filter == "all" else tuple(int(p) for p in kept),
-                      pair_filter=pair_filter)
+                      pair_filter=pair_filter, visible=visible.numpy()[kept],
+                      rotated=ModelAdapter.of(lm.model).family == "modernbert")
 
 
 def neuron_of(lm: LoadedModel, inputs, settings: NeuronSettings, progress=None, should_stop=None) -> NeuronView:

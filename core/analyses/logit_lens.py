@@ -212,7 +212,8 @@ def read_layers(lm: LoadedModel, hidden_states: np.ndarray, special_mask: np.nda
     import torch
 
 
-    head = ModelAdapter.of(require_head(lm)).mlm_head
+    adapter = ModelAdapter.of(require_head(lm))
+    head, earlier = adapter.mlm_head, adapter.lens_head
     top_k = check_count(top_k, "top-k", minimum=1)
     n_states, n_tokens, _ = hidden_states.shape
     n_layers = n_states - 1
@@ -225,7 +226,7 @@ def read_layers(lm: LoadedModel, hidden_states: np.ndarray, special_mask: np.nda
         final = torch.log_softmax(head(states[n_layers]).float(), dim=-1)
         for layer in range(n_states):  # one layer at a time: [T, V] each, never [L+1, T, V]
             logp = final if layer == n_layers else torch.log_softmax(
-                _lens_logits(head, states[layer], translators, layer, n_layers).float(), dim=-1)
+                _lens_logits(earlier, states[layer], translators, layer, n_layers).float(), dim=-1)
             if layer < n_layers:
                 per_token = (final.exp() * (final - logp)).sum(-1).cpu().numpy()
                 kl[layer] = per_token[scored].mean()
@@ -338,7 +339,8 @@ def held_out_kl(lm: LoadedModel, states: np.ndarray, translators: Translators | 
     import torch
 
 
-    head = ModelAdapter.of(require_head(lm)).mlm_head
+    adapter = ModelAdapter.of(require_head(lm))
+    head, earlier = adapter.mlm_head, adapter.lens_head
     n_states, n_tokens, _ = states.shape
     total = np.zeros(n_states, np.float64)
     with torch.inference_mode():
@@ -346,7 +348,7 @@ def held_out_kl(lm: LoadedModel, states: np.ndarray, translators: Translators | 
             chunk = torch.from_numpy(np.ascontiguousarray(states[:, start:start + batch_tokens])).to(lm.device)
             final = torch.log_softmax(head(chunk[-1]).float(), dim=-1)
             for layer in range(n_states - 1):
-                logp = torch.log_softmax(_lens_logits(head, chunk[layer], translators, layer, n_states - 1).float(), -1)
+                logp = torch.log_softmax(_lens_logits(earlier, chunk[layer], translators, layer, n_states - 1).float(), -1)
                 total[layer] += float((final.exp() * (final - logp)).sum())
     return (total / max(n_tokens, 1)).astype(np.float32)
 
@@ -361,7 +363,8 @@ def fit_translators(lm: LoadedModel, states: np.ndarray, *, steps: int = DEFAULT
 
 
     masked_lm = require_head(lm)
-    head = ModelAdapter.of(masked_lm).mlm_head
+    adapter = ModelAdapter.of(masked_lm)
+    head, earlier = adapter.mlm_head, adapter.lens_head
     n_states, n_tokens, dim = states.shape
     n_layers = n_states - 1
     generator = torch.Generator().manual_seed(seed)
@@ -381,7 +384,7 @@ def fit_translators(lm: LoadedModel, states: np.ndarray, *, steps: int = DEFAULT
                 target = torch.log_softmax(head(batch[-1]).float(), dim=-1)
                 p_final = target.exp()
             translated = batch[:-1] + torch.einsum("lbd,led->lbe", batch[:-1], delta) + bias[:, None]
-            logp = torch.log_softmax(head(translated).float(), dim=-1)  # [L, B, V]
+            logp = torch.log_softmax(earlier(translated).float(), dim=-1)  # [L, B, V]
             loss = (p_final * (target - logp)).sum(-1).mean()
             optimizer.zero_grad()
             loss.backward()

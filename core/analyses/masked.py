@@ -157,13 +157,19 @@ def require_masked_lm(lm: LoadedModel):
     return lm.masked_lm
 
 
-def head_probabilities(mlm, states: np.ndarray, device: str) -> np.ndarray:
-    """states [N, D] hidden states -> [N, V] float32 softmax of the MLM head's logits (the adapter's MLM head)."""
+def head_probabilities(mlm, states: np.ndarray, device: str, earlier: np.ndarray | None = None) -> np.ndarray:
+    """states [N, D] hidden states -> [N, V] float32 softmax of the MLM head's logits (the adapter's MLM head).
+    earlier [N] bool: rows that are a layer's state before the last, read through the adapter's lens_head (the
+    final norm first, ModernBERT)."""
     import torch
 
     adapter = ModelAdapter.of(mlm)
     with torch.inference_mode():
-        logits = adapter.mlm_logits(torch.from_numpy(np.ascontiguousarray(states, dtype=np.float32)).to(device))
+        hidden = torch.from_numpy(np.ascontiguousarray(states, dtype=np.float32)).to(device)
+        logits = adapter.mlm_logits(hidden)
+        if earlier is not None and adapter.final_norm is not None and earlier.any():
+            rows = torch.from_numpy(np.flatnonzero(earlier)).to(device)
+            logits[rows] = adapter.lens_head(hidden[rows])
         return torch.softmax(logits.float(), dim=-1).cpu().numpy()
 
 
@@ -209,7 +215,8 @@ def masked_predictions(lm: LoadedModel, encoding: Encoding, *, top_k: int = DEFA
     m, n_all = len(positions), len(all_layers)
     # Every layer is scored (cheap: M x (L+1) vectors) so the final guess's rank is known at each layer shown.
     states = encoding.hidden_states[:, list(positions)].transpose(1, 0, 2).reshape(m * n_all, -1)
-    probs = head_probabilities(mlm, states, lm.device).reshape(m, n_all, -1)
+    earlier = np.tile(np.array(all_layers) < n_layers, m)  # rows are [mask, layer] flattened
+    probs = head_probabilities(mlm, states, lm.device, earlier).reshape(m, n_all, -1)
     k = min(top_k, probs.shape[-1])
     order = np.argsort(-probs, axis=-1, kind="stable")[..., :k]
     top_probs = np.take_along_axis(probs, order, axis=-1)

@@ -38,11 +38,15 @@ def neuron_frame(view) -> pd.DataFrame:
     })
 
 
+def _visible(view) -> np.ndarray:
+    return np.ones(len(view.scores), bool) if view.visible is None else np.asarray(view.visible, bool)
+
+
 def score_frame(view) -> pd.DataFrame:
-    """One row per key token: key, score, attention, bias."""
+    """One row per key token: key, score, attention, bias, visible (False outside a local layer's window)."""
     return pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
                          "score": view.scores.astype(float), "attention": view.attention.astype(float),
-                         "bias": view.bias.astype(float)})
+                         "bias": view.bias.astype(float), "visible": _visible(view)})
 
 
 def _diverging(values: np.ndarray) -> alt.Scale:
@@ -65,7 +69,8 @@ def neuron_chart(view) -> alt.VConcatChart:
     y = alt.Y("key:N", sort=labels, title="key", axis=layout.token_axis())
     height = layout.token_step()
     query = frame[frame["key_order"] == 0][["dim", "q"]]
-    q_chart = alt.Chart(query, title=f"query q of {query_label}").mark_rect().encode(
+    turned = " (after the rotary position embedding)" if view.rotated else ""
+    q_chart = alt.Chart(query, title=f"query q of {query_label}{turned}").mark_rect().encode(
         x=alt.X("dim:O", axis=None), color=alt.Color("q:Q", scale=_diverging(view.query), legend=None),
         opacity=fade, tooltip=["dim", alt.Tooltip("q:Q", format="+.3f")],
     ).properties(width=cell * d, height=16)
@@ -80,11 +85,18 @@ def neuron_chart(view) -> alt.VConcatChart:
                  alt.Tooltip("product:Q", format="+.3f")],
     ).add_params(hover).properties(width=cell * d, height=height)
     scores = score_frame(view)
-    s_chart = alt.Chart(scores, title="score q·k/√d").mark_bar().encode(
+    # A local (sliding-window) layer's query sees only nearby keys: the others' scores are drawn grey, as the
+    # softmax gives them nothing whatever their score.
+    windowed = not _visible(view).all()
+    scores = scores.assign(effect=np.where(~scores["visible"], "outside the window",
+                                           np.where(scores["score"] > 0, "raises", "lowers")))
+    s_chart = alt.Chart(scores, title="score q·k/√d" + (" (grey: outside the window)" if windowed else "")).mark_bar().encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
-        color=alt.condition("datum.score > 0", alt.value("#c92a2a"), alt.value("#1c7ed6")),
-        tooltip=["key", alt.Tooltip("score:Q", format="+.3f"), alt.Tooltip("bias:Q", format="+.3f", title="position bias")],
-    ).properties(width=90, height=height)
+        color=alt.Color("effect:N", legend=None, scale=alt.Scale(domain=["raises", "lowers", "outside the window"],
+                                                                 range=["#c92a2a", "#1c7ed6", "#adb5bd"])),
+        tooltip=["key", alt.Tooltip("score:Q", format="+.3f"), alt.Tooltip("bias:Q", format="+.3f", title="position bias"),
+                 alt.Tooltip("visible:N", title="in the window")],
+    ).properties(width=90 + 60 * windowed, height=height)
     a_chart = alt.Chart(scores, title="softmax").mark_bar(color="#2b6cb0").encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],

@@ -10,12 +10,15 @@ from core import validation
 from core.commands import add_json_arguments, add_model_argument
 from core.model.encoding import encode
 from core.files import DiskFull, atomic_path
+from core.model.adapter import FAMILIES
 from core.model.artefacts import list_artefacts
 from core.model.loading import available_models, download, load_model
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("models", help="list models that load offline")
+    p = subparsers.add_parser("models", help="list models that load offline",
+                              description=f"List models that load offline. BERT Lens reads encoders of these "
+                              f"families: {FAMILIES}.")
     add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...]}, instead of a table')
     p.set_defaults(func=run_models)
 
@@ -44,6 +47,7 @@ def run_models(args) -> int:
             print(f"{a.name}\t{a.kind}\t{a.path}\t(reads {a.model})")
         if not entries:
             print("no models available offline; with internet: python -m core download bert-base-uncased")
+        print(f"BERT Lens reads encoders of these families: {FAMILIES}")
     return 0
 
 

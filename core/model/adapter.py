@@ -1,17 +1,22 @@
 """One map of every encoder family BERT Lens reads, and hooks set through it (after TransformerLens's hooked
 model, for encoders).
 
-`ModelAdapter.of(model)` names, for BERT (MiniLM), RoBERTa (XLM-R, CamemBERT), DistilBERT, ALBERT, ELECTRA and
-MPNet, the embeddings, the layers in the order they run, each layer's projections (`parts(layer)`) and the MLM
+`ModelAdapter.of(model)` names, for BERT (MiniLM), RoBERTa (XLM-R, CamemBERT), DistilBERT, ALBERT, ELECTRA,
+MPNet and ModernBERT, the embeddings, the layers in the order they run, each layer's projections (`parts(layer)`) and the MLM
 head of a *ForMaskedLM model. Activations are read and changed at named points (HOOK_POINTS), per layer:
 
     resid_pre   [B, T, D]     the layer's input hidden state
-    q, k, v     [B, T, H, d]  the query / key / value projections (bias included), split into heads
+    q, k, v     [B, T, H, d]  the query / key / value projections (bias included), split into heads; for
+                              ModernBERT the thirds of its fused Wqkv output, q and k BEFORE the rotary embedding
+    q_rot, k_rot [B, T, H, d] q and k as the attention scores use them: after ModernBERT's rotary position
+                              embedding (the attention call's cos/sin); equal to q and k in every other family
     z           [B, T, H, d]  each head's attention context, the input of the output projection (TransformerLens z)
     attn_out    [B, T, D]     the output projection's output, before dropout, residual and LayerNorm
     ffn_in      [B, T, D]     the feed-forward block's input (the attention sub-layer's output)
     ffn_act     [B, T, I]     the feed-forward neurons: the activation after the nonlinearity (GELU), I = the
                               intermediate size, read at the input of the feed-forward's second Linear
+                              (ModernBERT's GeGLU: Wi -> split into input, gate -> act(input) * gate -> Wo, so
+                              ffn_act is the gated product)
     ffn_out     [B, T, D]     the feed-forward block's output, before residual and LayerNorm
     resid_post  [B, T, D]     the layer's output hidden state
     call        LayerCall     what the encoder passed the layer besides the hidden state (mask, MPNet's bias)
@@ -23,7 +28,16 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
                               returns (eager attention; what `output_attentions` gives), or softmax(attn_scores)
                               where it returns none (SDPA; MPNet when not asked for attentions)
 
-"call", "position_bias", "attn_scores" and "pattern" can be captured, not changed: the probabilities are made and
+ModernBERT (and mmBERT, Ettin, gte-modernbert: model_type "modernbert"): pre-norm layers (attn_norm, which is
+the identity in layer 0, and mlp_norm before each sub-layer; resid_post is the layer's output without norm), a final
+LayerNorm after the last layer (`final_norm`: transformers' last hidden state and the MLM head's input are after it),
+the MLM head `decoder(head(h))`, no token type ids. Its layers alternate global and local attention
+(`config.layer_types`, from `global_attn_every_n_layers`): a local layer's mask lets a query see only keys within
+`local_attention // 2` positions, so its attn_scores hold the mask's large negative number outside that band and
+its pattern is banded; that is the model, not a reading error. Eager attention only (loading asks for it); padded
+batches give the numbers of one input at a time (the mask pads keys; positions count from each row's start).
+
+"call", "position_bias", "attn_scores", "pattern", "q_rot" and "k_rot" can be captured, not changed: the probabilities are made and
 used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
 hook sits between, so changing them would mean replacing that function. To change what a head attends to,
 intervene on q, k or z. attn_scores and pattern are read at the attention module: its call gives the mask (and
@@ -52,11 +66,14 @@ from core.model.loading import ModelUnavailable
 # `python -m core --help` imports the analyses that import it.
 
 HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act", "ffn_out", "resid_post", "call", "position_bias",
-               "attn_scores", "pattern")
-_READ_ONLY = frozenset({"call", "position_bias", "attn_scores", "pattern"})
-_ATTENTION = frozenset({"attn_scores", "pattern"})  # read around the attention module's call (module docstring)
+               "attn_scores", "pattern",
+               "q_rot", "k_rot")
+_READ_ONLY = frozenset({"call", "position_bias", "attn_scores", "pattern", "q_rot", "k_rot"})
+# read around the attention module's call (module docstring)
+_ATTENTION = frozenset({"attn_scores", "pattern", "q_rot", "k_rot"})
+_FUSED_THIRD = {"q": 0, "k": 1, "v": 2}  # ModernBERT's Wqkv output: [q | k | v] along the last axis
 _HEAD_SPLIT = frozenset({"q", "k", "v", "z"})  # [B, T, H*d] in the model, [B, T, H, d] at the hook
-FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet"
+FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet, ModernBERT"
 
 # One lock per model object (the base encoder, shared by its *ForMaskedLM / classifier wrappers): hooks of one
 # pass must not meet another pass on the same model. Different copies never wait for each other.
@@ -86,7 +103,8 @@ class LayerParts:
     whose input is z); attention: the module called with the attention mask (and MPNet's position bias) that
     returns the attention probabilities (eager); ffn_in: the module whose input is the feed-forward input;
     ffn_act: the feed-forward's second Linear, whose input is the neurons' activation; ffn_out: the module whose
-    output is the feed-forward output. `shared`: the same modules run for other layers too (ALBERT)."""
+    output is the feed-forward output. `shared`: the same modules run for other layers too (ALBERT). `fused`:
+    query, key and value are one Linear whose output is [q | k | v] (ModernBERT's Wqkv)."""
 
     layer: object
     query: object
@@ -98,6 +116,7 @@ class LayerParts:
     ffn_act: object
     ffn_out: object
     shared: bool = False
+    fused: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +151,21 @@ def _albert_parts(layer) -> LayerParts:
                       layer.ffn_output, shared=True)
 
 
+def _modernbert_parts(layer) -> LayerParts:
+    att = layer.attn
+    return LayerParts(layer, att.Wqkv, att.Wqkv, att.Wqkv, att.Wo, att, layer.mlp, layer.mlp.Wo, layer.mlp, fused=True)
+
+
+def _rotate(x, cos, sin):
+    """Rotary position embedding of x [B, H, T, d] with cos, sin [B, T, d] (the attention call's
+    position_embeddings): x·cos + rotate_half(x)·sin, in float32 as ModernBERT's attention does."""
+    half = x.shape[-1] // 2
+    x = x.float()
+    turned = x.new_empty(x.shape)
+    turned[..., :half], turned[..., half:] = -x[..., half:], x[..., :half]
+    return x * cos[:, None].float() + turned * sin[:, None].float()
+
+
 def _base_of(model):
     """The encoder with embeddings inside a *ForMaskedLM / *ForSequenceClassification / core Classifier."""
     prefix = getattr(model, "base_model_prefix", "")
@@ -164,6 +198,8 @@ def _mlm_head(model) -> Callable | None:
         return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
     if hasattr(model, "generator_lm_head"):  # ELECTRA generator
         return lambda h: model.generator_lm_head(model.generator_predictions(h))
+    if hasattr(model, "decoder") and hasattr(model, "head") and hasattr(model, "model"):  # ModernBERT
+        return lambda h: model.decoder(model.head(h))
     return None
 
 
@@ -177,7 +213,11 @@ class ModelAdapter:
         self.base = _base_of(model)
         encoder = getattr(self.base, "encoder", None)
         layers = getattr(encoder, "layer", None)
-        if layers is not None and all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
+        stack = getattr(self.base, "layers", None)
+        if stack is not None and len(stack) and all(hasattr(getattr(l, "attn", None), "Wqkv") for l in stack):
+            encoder = self.base  # ModernBertModel holds its layers itself
+            self.family, parts = "modernbert", [_modernbert_parts(l) for l in stack]
+        elif layers is not None and all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
             self.family, parts = "bert", [_bert_parts(l) for l in layers]
         elif layers is not None and all(hasattr(l, "attention") and hasattr(l.attention, "attn") for l in layers):
             self.family, parts = "mpnet", [_mpnet_parts(l) for l in layers]
@@ -235,6 +275,13 @@ class ModelAdapter:
         return self.family == "mpnet"
 
     @property
+    def final_norm(self):
+        """The module between the last layer's output and the encoder's output (ModernBERT's final LayerNorm), or
+        None where the last layer's output is the encoder's output. A per-layer lens puts an earlier layer's hidden
+        state through it before the MLM head, as the last layer's output is."""
+        return self.base.final_norm if self.family == "modernbert" else None
+
+    @property
     def mlm_head(self) -> Callable:
         """hidden [..., D] -> logits [..., V] of the model's MLM head; NoMaskedLMHead naming the model when it has
         none (a base encoder, a classifier: load the *ForMaskedLM)."""
@@ -243,6 +290,13 @@ class ModelAdapter:
             raise NoMaskedLMHead(f"{_name(self.model)} has no masked-word (MLM) head: load the checkpoint as a "
                                  "*ForMaskedLM model (core.model.loading.load_model(..., masked_lm=True))")
         return head
+
+    @property
+    def lens_head(self) -> Callable:
+        """hidden [..., D] of a layer before the last -> logits [..., V]: the MLM head after `final_norm`, which the
+        last layer's output passes through before the head (ModernBERT); the MLM head itself elsewhere."""
+        head, norm = self.mlm_head, self.final_norm
+        return head if norm is None else (lambda hidden: head(norm(hidden)))
 
     def mlm_logits(self, hidden):
         """The MLM head on any layer's hidden states [..., D] -> logits [..., V] (a logit lens)."""
@@ -338,6 +392,8 @@ class ModelAdapter:
         """Register `act(layer, value) -> new value or None` at `point` of `layers`; returns the handles."""
         if point in _ATTENTION:
             return self._attention_hooks(point, layers, act)
+        import torch
+
         wanted = set(layers)
         handles = []
         seen = set()
@@ -347,7 +403,20 @@ class ModelAdapter:
                 continue  # a shared (ALBERT) module: one hook serves every layer that runs it
             seen.add(id(module))
 
-            if side == "out":
+            if side == "out" and self._parts[layer].fused and point in _FUSED_THIRD:
+                def hook(_module, _inputs, output, point=point):
+                    if not self._mine() or self._running not in wanted:
+                        return None
+                    width = output.shape[-1] // 3
+                    start = _FUSED_THIRD[point] * width
+                    new = act(self._running, self._split(point, output[..., start:start + width]))
+                    if new is None:
+                        return None
+                    new = new.reshape(*output.shape[:-1], width)
+                    return torch.cat([output[..., :start], new, output[..., start + width:]], dim=-1)
+
+                handles.append(module.register_forward_hook(hook))
+            elif side == "out":
                 def hook(_module, _inputs, output, point=point):
                     if not self._mine() or self._running not in wanted:
                         return None
@@ -413,6 +482,8 @@ class ModelAdapter:
                     weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
                     if point == "pattern" and weights is not None and hasattr(weights, "shape"):
                         act(self._running, weights)
+                    elif point in ("q_rot", "k_rot"):  # [B, H, T, d] -> the points' [B, T, H, d]
+                        act(self._running, self._query_key(call)[point == "k_rot"].transpose(1, 2))
                     else:
                         scores = self._scores(module, call)
                         act(self._running, scores if point == "attn_scores" else scores.softmax(dim=-1))
@@ -425,16 +496,31 @@ class ModelAdapter:
             handles.append(call)  # its remove() drops readers left by a pass that failed inside the attention
         return handles
 
+    def _query_key(self, call: "_AttentionCall"):
+        """q, k [B, H, T, d] as the attention call's scores use them: the projections' outputs split into heads
+        (ModernBERT: the first two thirds of Wqkv's output, then rotated with the call's cos/sin)."""
+        q, k = call.q, call.k
+        if call.parts.fused:
+            width = q.shape[-1] // 3
+            q, k = q[..., :width], k[..., width:2 * width]
+        size = q.shape[-1] // self.num_heads
+        q = q.reshape(*q.shape[:-1], -1, size).transpose(1, 2)
+        k = k.reshape(*k.shape[:-1], -1, size).transpose(1, 2)
+        if self.family == "modernbert":
+            cos, sin = call.kwargs["position_embeddings"]
+            q, k = _rotate(q, cos, sin).to(q.dtype), _rotate(k, cos, sin).to(k.dtype)
+        return q, k
+
     def _scores(self, module, call: "_AttentionCall"):
         """q·kᵀ scaled, plus MPNet's position bias and the mask, as the family's eager attention computes them."""
         import torch
 
-        q, k = call.q, call.k
-        size = q.shape[-1] // self.num_heads
-        q = q.view(*q.shape[:-1], -1, size).transpose(1, 2)
-        k = k.view(*k.shape[:-1], -1, size).transpose(1, 2)
+        q, k = self._query_key(call)
+        size = q.shape[-1]
         scaling = getattr(module, "scaling", None)
-        if scaling is not None:  # transformers' eager_attention_forward
+        if self.family == "modernbert":  # its attention passes scaling=head_dim**-0.5 to the attention function
+            scores = torch.matmul(q, k.transpose(2, 3)) * size ** -0.5
+        elif scaling is not None:  # transformers' eager_attention_forward
             scores = torch.matmul(q, k.transpose(2, 3)) * scaling
         else:  # MPNet's own forward
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(size)
@@ -504,17 +590,47 @@ class ModelAdapter:
             return LayerCall((None, self.encoder.compute_position_bias(hidden)), {})
         return LayerCall((), {})
 
+    def _modernbert_calls(self, hidden, call: LayerCall) -> dict:
+        """{layer type: the keyword arguments ModernBertModel passes a layer of that type}: a global and a local
+        layer get different masks and rotary tables, so one captured call cannot serve both. The padding is read
+        back from the call's mask (its diagonal: a key is padding exactly where token i cannot see itself)."""
+        import torch
+        from transformers.masking_utils import create_bidirectional_mask, create_bidirectional_sliding_window_mask
+
+        mask = call.kwargs.get("attention_mask")
+        tokens = None
+        if mask is not None:
+            diagonal = mask.diagonal(dim1=-2, dim2=-1)[:, 0]  # [B, T]
+            tokens = diagonal if diagonal.dtype == torch.bool else diagonal > torch.finfo(diagonal.dtype).min / 2
+            tokens = tokens.expand(hidden.shape[0], -1).long()
+        found = {"config": self.base.config, "inputs_embeds": hidden, "attention_mask": tokens}
+        masks = {"full_attention": create_bidirectional_mask(**found),
+                 "sliding_attention": create_bidirectional_sliding_window_mask(**found)}
+        positions = torch.arange(hidden.shape[1], device=hidden.device)[None]
+        return {kind: {"attention_mask": masks[kind],
+                       "position_embeddings": self.base.rotary_emb(hidden, positions, kind)}
+                for kind in set(self.base.config.layer_types)}
+
     def run_layers(self, hidden, call: LayerCall, start: int, stop: int | None = None):
         """Layers start..stop-1 (all to the end by default) from `hidden` [B, T, D] (layer start's input), called
         with `call` (captured from an earlier pass, point "call"); returns the last one's output [B, T, D]. Hooks
-        of an open capture/intervene see the right layer index, also for ALBERT's shared layer."""
+        of an open capture/intervene see the right layer index, also for ALBERT's shared layer. Run to the end
+        (stop None), the result is the encoder's output: through `final_norm` where the model has one."""
+        to_end = stop is None
         stop = self.num_layers if stop is None else stop
         self._check_layer(start)
+        by_type = self._modernbert_calls(hidden, call) if self.family == "modernbert" else None
         for index in range(start, stop):
             if self._mine():
                 self._next_call = index
-            hidden = self._parts[index].layer(hidden, *call.args, **call.kwargs)
+            layer = self._parts[index].layer
+            if by_type is not None:
+                hidden = layer(hidden, **by_type[layer.attention_type])
+            else:
+                hidden = layer(hidden, *call.args, **call.kwargs)
             hidden = hidden[0] if isinstance(hidden, tuple) else hidden
+        if to_end and self.final_norm is not None:
+            hidden = self.final_norm(hidden)
         return hidden
 
 

@@ -19,6 +19,7 @@ tokenize them again.
 from __future__ import annotations
 
 # torch and transformers imported in functions: `python -m core --help` and the studies list must start without them.
+import copy
 import sys
 import unicodedata
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Iterator, Sequence, Union
 
 import numpy as np
+from tokenizers import pre_tokenizers
 
 from core import validation
 from core.model import distributed
@@ -284,12 +286,33 @@ def _split(item) -> tuple[str | Words, str | Words | None]:
 _WORD_TOKENIZERS: dict[str, object] = {}
 
 
+def _loses_spaces(tokenizer) -> bool:
+    """Whether pre-split words lose the space before them: a byte-level pre-tokenizer without add_prefix_space
+    (ModernBERT's) takes ["a", "b"] as "ab"-style pieces where the sentence "a b" has "a", "Ġb"."""
+    if not isinstance(getattr(getattr(tokenizer, "backend_tokenizer", None), "pre_tokenizer", None),
+                      pre_tokenizers.ByteLevel):
+        return False  # only a byte-level pre-tokenizer is replaced (_with_prefix_space)
+    pieces = lambda enc: [t for t, s in zip(enc.tokens(), enc.word_ids()) if s is not None]  # noqa: E731
+    return pieces(tokenizer(["a", "b"], is_split_into_words=True)) != pieces(tokenizer("a b"))
+
+
+def _with_prefix_space(tokenizer):
+    """A copy of a byte-level tokenizer whose pre-tokenizer adds the space before each word."""
+    copied = copy.deepcopy(tokenizer)
+    copied.backend_tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    return copied
+
+
 def word_tokenizer(tokenizer):
-    """The tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family) need
+    """The tokenizer, able to take pre-split words: byte-level BPE tokenizers (RoBERTa family, ModernBERT) need
     add_prefix_space=True for that, so each word is tokenized as if a space preceded it."""
     try:
-        tokenizer(["a", "b"], is_split_into_words=True)
-        return tokenizer
+        if not _loses_spaces(tokenizer):
+            return tokenizer
+        name = tokenizer.name_or_path
+        if name not in _WORD_TOKENIZERS:
+            _WORD_TOKENIZERS[name] = _with_prefix_space(tokenizer)
+        return _WORD_TOKENIZERS[name]
     except (ValueError, TypeError, AssertionError):
         from transformers import AutoTokenizer
 
@@ -344,7 +367,9 @@ def token_alignment(enc, text_a, text_b):
         span = spans.setdefault(g, [start, end, s])
         span[0], span[1] = min(span[0], start), max(span[1], end)
     texts = (text_a, text_b)
-    words = tuple(texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
+    # strip(): a byte-level BPE's word piece carries the space before it ("Ġcat" spans " cat") when the tokenizer
+    # does not trim its offsets (ModernBERT's TemplateProcessing; RoBERTa's processor trims them).
+    words = tuple(texts[s][a:b].strip() or texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
     # Truncation can drop whole words; renumber so word ids stay dense.
     if spans and len(spans) != max(spans) + 1:
         remap = {g: k for k, g in enumerate(sorted(spans))}
@@ -358,8 +383,10 @@ def _tokenized(tokenizer, words_tokenizer, item, max_length: int) -> Tokenized:
     enc, n_full = tokenize_one(words_tokenizer() if split else tokenizer, a, b, max_length)
     segment, special, word_ids, words = token_alignment(enc, a, b)
     as_text = (lambda t: " ".join(t) if t is not None else None) if split else (lambda t: t)
+    # strip(): an added token that takes the space before it (ModernBERT's "[MASK]", lstrip) comes back as
+    # " [MASK]"; no vocabulary piece holds plain white space (byte-level BPE writes it Ġ, SentencePiece ▁).
     return Tokenized(
-        text_a=as_text(a), text_b=as_text(b), tokens=tuple(enc.tokens), input_ids=np.asarray(enc.ids, dtype=np.int64),
+        text_a=as_text(a), text_b=as_text(b), tokens=tuple(t.strip() or t for t in enc.tokens), input_ids=np.asarray(enc.ids, dtype=np.int64),
         type_ids=np.asarray(enc.type_ids, dtype=np.int64), segment_ids=segment, special_mask=special,
         word_ids=word_ids, words=words, n_tokens_full=n_full, max_length=max_length, split_into_words=split,
     )

@@ -31,7 +31,8 @@ from core.model import artefacts, distributed
 
 # Encoder-only families whose eager attention returns per-head probabilities.
 SUPPORTED_MODEL_TYPES = frozenset(
-    {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet"}
+    {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet",
+     "modernbert"}
 )
 # What a hub download fetches: configs, tokenizer files and safetensors weights, never pickles.
 HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]
@@ -586,12 +587,15 @@ MLM_HEAD_PREFIXES = {
     "distilbert": ("vocab_transform.", "vocab_projector."),
     "albert": ("predictions.",),
     "electra": ("generator_predictions.", "generator_lm_head."),
+    # ModernBERT's classifiers have a "head." block too (pooled -> dense -> norm); only the MLM has a decoder.
+    "modernbert": ("decoder.",),
 }
 # The nearest public model with an MLM head, per family, for the "this model has none" message.
 MLM_SUGGESTIONS = {
     "bert": "bert-base-uncased", "roberta": "roberta-base", "xlm-roberta": "xlm-roberta-base",
     "camembert": "camembert-base", "mpnet": "microsoft/mpnet-base", "distilbert": "distilbert-base-uncased",
     "albert": "albert-base-v2", "electra": "google/electra-small-generator",
+    "modernbert": "answerdotai/ModernBERT-base",
 }
 
 

@@ -128,9 +128,10 @@ def seed_everything(seed: int) -> None:
 
 
 def encoder_layers(encoder: nn.Module) -> tuple[nn.Module, str, nn.ModuleList]:
-    """(parent module, attribute, the ModuleList of transformer layers) for BERT-like and DistilBERT models."""
-    for parent_path, attribute in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers")):
-        parent = getattr(encoder, parent_path, None)
+    """(parent module, attribute, the ModuleList of transformer layers) for BERT-like, DistilBERT and ModernBERT
+    (which holds its `layers` itself) models."""
+    for parent_path, attribute in (("encoder", "layer"), ("transformer", "layer"), ("encoder", "layers"), ("", "layers")):
+        parent = getattr(encoder, parent_path, None) if parent_path else encoder
         layers = getattr(parent, attribute, None)
         if isinstance(layers, nn.ModuleList):
             return parent, attribute, layers
@@ -151,6 +152,8 @@ def drop_last_layers(encoder: nn.Module, k: int) -> int:
     for name in ("num_hidden_layers", "n_layers"):
         if hasattr(encoder.config, name):
             setattr(encoder.config, name, len(layers) - k)
+    if isinstance(getattr(encoder.config, "layer_types", None), list):  # ModernBERT: one type per layer, kept in step
+        encoder.config.layer_types = encoder.config.layer_types[: len(layers) - k]
     return len(layers) - k
 
 

@@ -210,9 +210,11 @@ def test_cli_contracts(tiny_bert_dir):
     run = lambda *a: subprocess.run([sys.executable, "-m", "core", *a], capture_output=True, text=True, check=True)  # noqa: E731
     out = json.loads(run("neuron", "--model", str(tiny_bert_dir), "--text", TEXT, "--text-b", TEXT_B, "--layer", "2",
                          "--head", "2", "--query", "3", "--json").stdout)
-    # issue 45 added where the view is and the keys its sentence filter keeps (all: every token)
+    # issue 45 added where the view is and the keys its sentence filter keeps (all: every token); issue 46 the keys
+    # the query may see ("visible": a local sliding-window layer hides the rest; BERT's see every key)
     assert list(out) == ["tokens", "query", "keys", "products", "scores", "attention", "layer", "head", "query_index",
-                         "pair_filter", "key_positions", "truncated"]
+                         "pair_filter", "key_positions", "visible", "truncated"]
+    assert out["visible"] == [True] * len(out["tokens"])
     assert (out["layer"], out["head"], out["query_index"], out["pair_filter"]) == (2, 2, 3, "all")
     assert out["key_positions"] == list(range(len(out["tokens"])))
     assert out["truncated"] == {"tokens_dropped": 0}  # issue 32: what a long input lost
