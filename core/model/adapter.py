@@ -103,10 +103,33 @@ class LayerParts:
 @dataclass(frozen=True, eq=False)
 class LayerCall:
     """The arguments a layer module was called with, after the hidden state (attention mask, MPNet's position
-    bias, ...): `run_layers` passes them again."""
+    bias, ...): `run_layers` passes them again. batch: the batch size of the pass it was read from (None: made by
+    hand, as `unpadded_call`)."""
 
     args: tuple
     kwargs: dict
+    batch: int | None = None
+
+    def rows(self, index) -> "LayerCall":
+        """The call for a batch whose row r is row index[r] of the pass it was read from ([R] long tensor): each
+        tensor with that batch as its first dimension (the extended attention mask the model built, [B, 1, T, T]
+        additive or bool; MPNet's position bias [B, H, T, T]) taken at those rows, so every row keeps exactly the
+        mask the model gave it (padding included); a tensor of batch 1 broadcasts as it does in the model.
+        AdapterError when an argument may carry the batch in a way this cannot follow (a cache object, a tensor
+        of another first dimension): the caller then runs whole forwards instead."""
+        def take(value):
+            if value is None or isinstance(value, (bool, int, float, str)):
+                return value
+            if hasattr(value, "index_select") and hasattr(value, "dim"):
+                if value.dim() < 2 or value.shape[0] == 1:
+                    return value  # not batch-major (a [T] position index), or broadcast over the batch
+                if self.batch is not None and value.shape[0] == self.batch:
+                    return value.index_select(0, index.to(value.device))
+            raise AdapterError(f"a layer argument of type {type(value).__name__} "
+                               f"{tuple(getattr(value, 'shape', ()))} cannot be split by rows")
+
+        return LayerCall(tuple(take(a) for a in self.args), {k: take(v) for k, v in self.kwargs.items()},
+                         int(index.numel()))
 
 
 def _bert_parts(layer) -> LayerParts:
@@ -364,7 +387,9 @@ class ModelAdapter:
                     if not self._mine() or self._running not in wanted:
                         return None
                     if point == "call":
-                        act(self._running, LayerCall(tuple(args[1:]), dict(kwargs or {})))
+                        hidden = args[0] if args else (kwargs or {}).get("hidden_states")
+                        act(self._running, LayerCall(tuple(args[1:]), dict(kwargs or {}),
+                                                     int(hidden.shape[0]) if hasattr(hidden, "shape") else None))
                         return None
                     if point == "position_bias":
                         bias = kwargs.get("position_bias", args[2] if len(args) > 2 else None)
@@ -510,6 +535,8 @@ class ModelAdapter:
         of an open capture/intervene see the right layer index, also for ALBERT's shared layer."""
         stop = self.num_layers if stop is None else stop
         self._check_layer(start)
+        if stop > start:
+            self._check_layer(stop - 1)
         for index in range(start, stop):
             if self._mine():
                 self._next_call = index
