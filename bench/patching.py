@@ -79,6 +79,31 @@ def swap_pairs(clf, n: int) -> list[tuple[tuple[str, str], tuple[str, str]]]:
     return pairs
 
 
+class _clock:
+    """Wall and this process's CPU seconds at once: on a machine shared with other jobs the wall time is stretched by
+    their load, the CPU time much less; both are printed."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def __sub__(self, other: "_clock") -> "_Spent":
+        return _Spent(self.wall - other.wall, self.cpu - other.cpu)
+
+
+class _Spent:
+    def __init__(self, wall: float, cpu: float):
+        self.wall, self.cpu = wall, cpu
+
+    def __mul__(self, k: float) -> "_Spent":
+        return _Spent(self.wall * k, self.cpu * k)
+
+    def __truediv__(self, other: "_Spent") -> str:
+        return f"{self.wall / other.wall:.3f} (CPU {self.cpu / other.cpu:.3f})"
+
+    def __format__(self, _spec: str) -> str:
+        return f"{self.wall:7.1f} s wall, {self.cpu:7.1f} s CPU"
+
+
 def plain_forwards(clf, pairs) -> None:
     """L*H + 2 plain one-row forwards per pair: what one forward per cell needs, without hooks."""
     n = clf.encoder.num_layers * clf.encoder.num_heads
@@ -114,40 +139,40 @@ def main() -> None:
           f"/proc/loadavg before: {before}")
     items = [(a, b, 0) for a, b in pairs]
 
-    start = time.perf_counter()
+    start = _clock()
     grids = patching.patch_many(clf, items, "heads")
-    t_grid = time.perf_counter() - start
+    t_grid = _clock() - start
 
     few = pairs[:args.baseline_pairs]
     scale = len(pairs) / max(len(few), 1)
-    start = time.perf_counter()
+    start = _clock()
     single = [patching.patch(clf, a, b, 0, "heads") for a, b in few]
-    t_single = (time.perf_counter() - start) * scale
-    start = time.perf_counter()
+    t_single = (_clock() - start) * scale
+    start = _clock()
     plain_forwards(clf, few)
-    t_plain = (time.perf_counter() - start) * scale
+    t_plain = (_clock() - start) * scale
 
-    start = time.perf_counter()
+    start = _clock()
     whole = [patching.patch(clf, a, b, 0, "heads", reuse_layers=False) for a, b in few]
-    t_whole = (time.perf_counter() - start) * scale
+    t_whole = (_clock() - start) * scale
 
     diff = max(float(np.abs(w.patched - g.patched).max()) for w, g in zip(whole, grids))
     diff_single = max(float(np.abs(s.patched - g.patched).max()) for s, g in zip(single, grids))
     cells = grids[0].patched.size
     scaled = "" if len(few) == len(pairs) else f" (timed on {len(few)} pairs, scaled to {len(pairs)})"
-    print(f"  grid          {t_grid:8.1f} s  ({t_grid / len(pairs) * 1000:7.0f} ms per pair of {cells} cells)  "
-          f"-> {t_grid / t_plain:.3f} x plain")
-    print(f"  grid per pair {t_single:8.1f} s{scaled}  -> {t_single / t_plain:.3f} x plain; "
+    print(f"  grid          {t_grid} ({t_grid.wall / len(pairs) * 1000:5.0f} ms wall per pair of {cells} cells)  "
+          f"-> {t_grid / t_plain} x plain")
+    print(f"  grid per pair {t_single}{scaled}  -> {t_single / t_plain} x plain; "
           f"max |per pair - grid| = {diff_single:.1e}")
-    print(f"  plain         {t_plain:8.1f} s{scaled}: {cells + 2} one-row forwards per pair")
-    print(f"  whole         {t_whole:8.1f} s{scaled}  -> {t_whole / t_plain:.3f} x plain; "
+    print(f"  plain         {t_plain}{scaled}: {cells + 2} one-row forwards per pair")
+    print(f"  whole         {t_whole}{scaled}  -> {t_whole / t_plain} x plain; "
           f"max |whole - grid| = {diff:.1e}")
     if args.attribution:
-        start = time.perf_counter()
+        start = _clock()
         approx = [patching.attribution_patch(clf, a, b, 0, "heads") for a, b in pairs]
-        t_attr = time.perf_counter() - start
+        t_attr = _clock() - start
         r = [patching.correlation(g, a) for g, a in zip(grids, approx)]
-        print(f"  attribution   {t_attr:8.1f} s  ({t_attr / len(pairs) * 1000:7.0f} ms per pair); Pearson r with "
+        print(f"  attribution   {t_attr}; Pearson r with "
               f"exact: mean {np.nanmean(r):.3f}, median {np.nanmedian(r):.3f}, min {np.nanmin(r):.3f}")
     print(f"  /proc/loadavg after: {loadavg()}")
 

@@ -21,7 +21,9 @@ finding when that gap is large and the clean run really gives the answer: `Patch
 [MASK], or the class is not the clean prediction), and every front end shows them above the grid.
 
 Batched: each forward runs the corrupted input as many times as a chunk of cells, row r patching cell r (hooks
-through core.model.adapter), so a [layer, head] grid of bert-base (144 cells) costs a few forwards, not 144.
+through core.model.adapter), so a [layer, head] grid of bert-base (144 cells) costs a few forwards, not 144; and a
+row patching a cell of layer l starts at layer l from the corrupted run's cached input there (the layers below never
+change), so its row runs L - l layers, not L (issue 47; "reusing the layers" below).
 
 `attribution_patch` is Nanda (2023)'s attribution patching: the first-order estimate
 metric(corrupt) + sum((clean - corrupt) * d metric / d activation at the corrupted run) of every cell at once,
