@@ -38,6 +38,7 @@ recompute); the receiver's queries, keys and values of that run are then put int
 from __future__ import annotations
 
 # torch imported in functions: importing this module (the CLI's --help, the pages) must not load it.
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -198,6 +199,7 @@ class _Pair:
     # may start mid-stack (None: the model's output cannot be had from it; patching then runs whole forwards)
     from_hidden: Callable | None = None
     pad_id: int = 0
+    read_position: int | None = None  # the one position from_hidden reads (None: it may read several)
 
     def clean_top(self) -> str:
         """The clean input's own answer (one extra one-row forward, no hooks)."""
@@ -297,6 +299,8 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         call, width, target_model, goal = model.logits, len(labels), model.model, labels[ks[0]]
         head_logits = getattr(model.model, "head_logits", None)  # core.model.classifier.Classifier's
         from_hidden = None if head_logits is None else (lambda hidden, score=score: score(head_logits(hidden)))
+        # the pooler and "cls" pooling read the first token only (core.model.classifier.Classifier.head_logits)
+        read_position = 0 if getattr(model.model, "pooling", None) in ("cls", "pooler") else None
     else:
         lm = model
         require_masked_lm(lm)
@@ -324,6 +328,7 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         def top(logits, position=position, tokenizer=lm.tokenizer):
             return tokenizer.convert_ids_to_tokens(int(logits[0, position].argmax()))
 
+        read_position = position
         try:
             mlm_head = ModelAdapter.of(target_model).mlm_head
         except NoMaskedLMHead:
@@ -337,7 +342,7 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
     device = next(target_model.parameters()).device
     pad_id = lm.tokenizer.pad_token_id
     return _Pair(ModelAdapter.of(target_model), call, score, name, clean_t, corrupt_t, with_types, device, width, top,
-                 goal, not _is_classifier(model), from_hidden, int(pad_id) if pad_id is not None else 0)
+                 goal, not _is_classifier(model), from_hidden, int(pad_id) if pad_id is not None else 0, read_position)
 
 
 # ---- exact patching ---------------------------------------------------------------------------------------------
@@ -595,7 +600,14 @@ def _run_climbing(pairs: Sequence[_Pair], point: str, cells: Sequence[tuple[int,
         return value
 
     hidden = None
-    with torch.inference_mode(), adapter.intervene(point, edit, range(first, adapter.num_layers)):
+    last = adapter.num_layers - 1
+    # The metric reads one position of the last layer's output, so that layer's feed-forward block (most of its
+    # work) runs there only; not when the feed-forward output itself is patched (mlp), nor for a metric reading more.
+    read = [pair.read_position for pair in pairs]
+    narrow = point != "ffn_out" and all(r is not None for r in read)
+    at = torch.as_tensor(read, dtype=torch.long, device=device)[pair_of] if narrow else None
+    with torch.inference_mode(), adapter.intervene(point, edit, range(first, adapter.num_layers)), \
+            (adapter.feed_forward_at(last, at) if narrow else contextlib.nullcontext()):
         for layer in range(first, adapter.num_layers):
             if layer in spans:
                 lo, hi = spans[layer]

@@ -522,6 +522,31 @@ class ModelAdapter:
                 for handle in handles:
                     handle.remove()
 
+    @contextlib.contextmanager
+    def feed_forward_at(self, layer: int, positions) -> Iterator["ModelAdapter"]:
+        """Inside the block, layer `layer`'s feed-forward block runs at one position per row only (positions: [B]
+        long, row b's position), on the passes of this thread: its input module gets [B, 1, D] and the residual
+        sum after it broadcasts, so the layer's output is right at each row's position and not elsewhere (every
+        family adds the feed-forward output to its input, then LayerNorm, both per position). For the last layer
+        when only those positions are read (the [MASK], the [CLS] a classifier pools): the feed-forward block is
+        most of a layer's work. ffn_act / ffn_out of that layer then have one position per row."""
+        self._check_layer(layer)
+        module = self._parts[layer].ffn_in
+
+        def pre(_module, args):
+            if not self._mine() or self._running != layer:
+                return None
+            hidden = args[0]
+            index = positions.to(hidden.device).view(-1, 1, 1).expand(-1, 1, hidden.shape[-1])
+            return (hidden.gather(1, index),) + tuple(args[1:])
+
+        with self._session():
+            handle = module.register_forward_pre_hook(pre)
+            try:
+                yield self
+            finally:
+                handle.remove()
+
     def unpadded_call(self, hidden) -> LayerCall:
         """The LayerCall of inputs without padding [B, T, D]: no attention mask; MPNet's relative position bias
         computed from the hidden state as its encoder does."""

@@ -74,9 +74,13 @@ def test_a_cell_runs_only_the_layers_from_its_own_up(family):
     """Rows through each layer: a cell of layer l passes layers l..L-1 only (plus the clean and corrupted passes)."""
     name, mlm, lm = family
     adapter = ModelAdapter.of(mlm)
-    rows = []
+    rows, ffn_positions = [], []
     modules = {id(m): m for m in adapter.layers}.values()  # ALBERT: one shared module, called once per layer
     handles = [m.register_forward_pre_hook(lambda _m, args: rows.append(int(args[0].shape[0]))) for m in modules]
+    ffn = {id(adapter.parts(l).ffn_in): adapter.parts(l).ffn_in for l in range(3)}.values()
+    # a forward hook sees the input the module ran on (after the adapter's pre-hooks)
+    handles += [m.register_forward_hook(lambda _m, args, _out: ffn_positions.append(tuple(args[0].shape[:2])))
+                for m in ffn]
     try:
         patching.patch(lm, CLEAN, CORRUPT, TARGET, "heads")
     finally:
@@ -86,6 +90,22 @@ def test_a_cell_runs_only_the_layers_from_its_own_up(family):
     climbing = sum((layers - l) * heads for l in range(layers))  # 24 rows-layers, not 3 x 12 = 36
     # + the clean and the corrupted pass, one row each (the clean top guess is read from the clean pass)
     assert sum(rows) == climbing + 2 * layers
+    # the last layer's feed-forward block ran at the [MASK] only (the metric reads nothing else) for all 12 rows
+    assert ffn_positions[-1] == (12, 1) and all(t == 9 for _, t in ffn_positions[:-1])
+
+
+def test_the_last_layers_feed_forward_at_one_position_per_row(family):
+    """adapter.feed_forward_at: the layer's output at each row's own position equals the whole layer's."""
+    _, mlm, lm = family
+    adapter = ModelAdapter.of(mlm)
+    feed = _feed(lm.tokenizer)
+    with torch.no_grad(), adapter.capture(["resid_pre", "call"]) as store:
+        final = mlm.base_model(**feed).last_hidden_state
+    rows, positions = torch.tensor([0, 1, 0]), torch.tensor([3, 1, 0])
+    with torch.no_grad(), adapter.feed_forward_at(2, positions):
+        out = adapter.run_layers(store["resid_pre", 2][rows], store["call", 2].rows(rows), 2)
+    torch.testing.assert_close(out[torch.arange(3), positions], final[rows, positions], atol=1e-5, rtol=0)
+    assert not torch.allclose(out[0, 5], final[0, 5], atol=1e-3)  # elsewhere it is not the layer's output
 
 
 def test_classifier_pairs_with_a_second_text_and_a_refused_pair():
