@@ -12,9 +12,10 @@ WordPiece vocabulary). Both SDPA attention. The numbers are meaningless; the spe
     grid          core.analyses.patching.patch_many: every pair's grid, each patched row starting at its layer from
                   the cached corrupted layer input, pairs sharing padded batches (issue 47; bias-heads' path)
     grid per pair core.analyses.patching.patch one pair at a time (the page's and the CLI's path), timed on
-                  --baseline-pairs pairs and scaled
+                  the --baseline-pairs sample and scaled
     plain         what one forward per cell needs: L*H + 2 plain one-row forwards per pair (the classifier's own
-                  forward, no hooks), timed on --baseline-pairs pairs and scaled to --pairs (said so). The issue's
+                  forward, no hooks), timed on --baseline-pairs pairs spread evenly over all (their lengths as
+                  all pairs') and scaled to --pairs (said so). The issue's
                   target is grid <= 0.25 x plain.
     whole         the grid before issue 47 (reuse_layers=False: every row through the whole model, the cells of a
                   pair batched), on the same sample, scaled
@@ -143,7 +144,7 @@ def main() -> None:
     grids = patching.patch_many(clf, items, "heads")
     t_grid = _clock() - start
 
-    few = pairs[:args.baseline_pairs]
+    few = pairs[::max(1, len(pairs) // max(args.baseline_pairs, 1))][:args.baseline_pairs]  # lengths as all pairs'
     scale = len(pairs) / max(len(few), 1)
     start = _clock()
     single = [patching.patch(clf, a, b, 0, "heads") for a, b in few]
@@ -156,8 +157,9 @@ def main() -> None:
     whole = [patching.patch(clf, a, b, 0, "heads", reuse_layers=False) for a, b in few]
     t_whole = (_clock() - start) * scale
 
-    diff = max(float(np.abs(w.patched - g.patched).max()) for w, g in zip(whole, grids))
-    diff_single = max(float(np.abs(s.patched - g.patched).max()) for s, g in zip(single, grids))
+    sampled = [grids[pairs.index(p)] for p in few]
+    diff = max(float(np.abs(w.patched - g.patched).max()) for w, g in zip(whole, sampled))
+    diff_single = max(float(np.abs(s.patched - g.patched).max()) for s, g in zip(single, sampled))
     cells = grids[0].patched.size
     scaled = "" if len(few) == len(pairs) else f" (timed on {len(few)} pairs, scaled to {len(pairs)})"
     print(f"  grid          {t_grid} ({t_grid.wall / len(pairs) * 1000:5.0f} ms wall per pair of {cells} cells)  "

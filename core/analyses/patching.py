@@ -55,6 +55,7 @@ OVER = ("heads", "positions", "attn", "mlp")
 POINT = {"heads": "z", "positions": "resid_post", "attn": "attn_out", "mlp": "ffn_out"}
 METHODS = ("exact", "attribution")
 DEFAULT_MEMORY_MB = 512  # activations of one batched forward; a chunk holds as many cells as fit
+CPU_CHUNK_TOKENS = 4096  # on CPU, rows x tokens of one batched forward at most (_rows_per_forward says why)
 # Recovery divides by clean - corrupt: a gap under half a logit (nat) turns float noise and small side effects into
 # recoveries of +-1 and more (issue 48: a 0.024-logit gap drew a full grid), so it is flagged, not hidden.
 SMALL_GAP = 0.5
@@ -356,7 +357,12 @@ def _rows_per_forward(pair: _Pair, memory_mb: float) -> int:
     ffn = int(getattr(config, "intermediate_size", getattr(config, "hidden_dim", 4 * d)))
     t = len(pair.clean.tokens)
     per_row = 4 * t * (6 * d + ffn + 2 * pair.adapter.num_heads * t + pair.width)
-    return max(1, int(memory_mb * 2**20 // per_row))
+    rows = int(memory_mb * 2**20 // per_row)
+    if getattr(pair.device, "type", str(pair.device)) == "cpu":
+        # On CPU a bigger batch is slower per row once a layer's activations outgrow the caches (MiniLM, 1 thread,
+        # 2026-11-28: 0.37 s a pair at 512 MB chunks, ~27,000 tokens, against 0.28 s at 32-128 MB): cap the tokens.
+        rows = min(rows, CPU_CHUNK_TOKENS // t)
+    return max(1, rows)
 
 
 def _capture(pair: _Pair, which: Tokenized, point: str):
