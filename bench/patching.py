@@ -1,7 +1,7 @@
 """Seconds to patch every head ([layer, head] grid) of a classifier over gender-swap pairs, measured side by side.
 
     python bench/patching.py [--model minilm|bert-base] [--pairs 100] [--baseline-pairs 10] [--device cpu]
-                             [--threads N] [--attribution]
+                             [--threads N] [--attribution] [--bound]
 
 Pairs: SNLI dev items whose counterfactual swap (core.bias.swaps.DEFAULT_SWAPS: woman <-> man, ...) keeps the number
 of word pieces; clean = the original, corrupted = the swapped copy; metric = logit of class 0.
@@ -21,6 +21,10 @@ WordPiece vocabulary). Both SDPA attention. The numbers are meaningless; the spe
                   pair batched), on the same sample, scaled
     attribution   (--attribution) core.analyses.patching.attribution_patch: two forwards and a backward per pair;
                   its Pearson r with the exact grid is printed (mean over pairs)
+
+    bound         (--bound) the machine's bound, CPU seconds on the sample, no hooks: the L*H rows of a pair in
+                  one batch through the whole model, and the grid's climb (H rows joining at each layer) with bare
+                  layer calls, each against the L*H + 2 one-row forwards
 
 The grid is compared with the whole-forward grid on the sample (max |difference|), so the speed-up is for the same
 numbers. Prints one block for bench/RESULTS.md, with /proc/loadavg before and after (the machine may be shared).
@@ -115,6 +119,42 @@ def plain_forwards(clf, pairs) -> None:
                 clf.logits(feeds[0 if k == 0 else 1])
 
 
+def bound(clf, pairs) -> tuple[float, float, float]:
+    """The machine's bound on the grid, in CPU seconds over `pairs` (no hooks, plain layer calls): (the L*H + 2
+    one-row forwards, the L*H rows through the whole model in one batch, the grid's own climb: H rows join at each
+    layer from the corrupted input there)."""
+    from core.model.adapter import ModelAdapter
+
+    adapter = ModelAdapter.of(clf.model)
+    layers, heads = adapter.num_layers, adapter.num_heads
+    spent = [0.0, 0.0, 0.0]
+
+    def climb(inputs, calls, joining):
+        hidden = None
+        for layer in range(layers):
+            rows = inputs[layer].expand(joining(layer), -1, -1)
+            hidden = rows if hidden is None else torch.cat([hidden, rows]) if joining(layer) else hidden
+            out = adapter.layers[layer](hidden, *calls[layer].args, **calls[layer].kwargs)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return clf.model.head_logits(hidden)
+
+    with torch.inference_mode():
+        for _, corrupt in pairs:
+            feed = clf.tokenize([corrupt])
+            with adapter.capture(["resid_pre", "call"]) as store:
+                clf.logits(feed)
+            inputs = [store["resid_pre", layer] for layer in range(layers)]
+            calls = [store["call", layer] for layer in range(layers)]
+            work = (lambda: [clf.logits(feed) for _ in range(layers * heads + 2)],
+                    lambda: climb(inputs, calls, lambda layer: layers * heads if layer == 0 else 0),
+                    lambda: climb(inputs, calls, lambda layer: heads))
+            for k, run in enumerate(work):
+                start = time.process_time()
+                run()
+                spent[k] += time.process_time() - start
+    return spent[0], spent[1], spent[2]
+
+
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").exists() else str(os.getloadavg())
 
@@ -127,6 +167,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--attribution", action="store_true")
+    parser.add_argument("--bound", action="store_true", help="also time the machine's bound on the grid (no hooks)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -176,6 +217,11 @@ def main() -> None:
         r = [patching.correlation(g, a) for g, a in zip(grids, approx)]
         print(f"  attribution   {t_attr}; Pearson r with "
               f"exact: mean {np.nanmean(r):.3f}, median {np.nanmedian(r):.3f}, min {np.nanmin(r):.3f}")
+    if args.bound:
+        plain, whole_batch, climb = bound(clf, few)
+        print(f"  bound (sample, CPU, no hooks): {whole_batch / plain:.3f} x plain for the {cells} rows through the "
+              f"whole model in one batch (batching gains {plain / whole_batch * cells / (cells + 2):.1f}x a row), "
+              f"{climb / plain:.3f} x plain for the grid's climb of bare layers")
     print(f"  /proc/loadavg after: {loadavg()}")
 
 
