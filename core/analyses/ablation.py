@@ -113,9 +113,7 @@ def _max_length(clf) -> int:
 
 
 def _logits_from_hidden(clf, hidden: torch.Tensor) -> torch.Tensor:
-    model = clf.model
-    pooled = model.encoder.pooler(hidden) if model.pooling == "pooler" else hidden[:, 0]
-    return model.head(model.dropout(pooled))
+    return clf.model.head_logits(hidden)
 
 
 def predict_disabled(

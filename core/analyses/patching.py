@@ -21,7 +21,9 @@ finding when that gap is large and the clean run really gives the answer: `Patch
 [MASK], or the class is not the clean prediction), and every front end shows them above the grid.
 
 Batched: each forward runs the corrupted input as many times as a chunk of cells, row r patching cell r (hooks
-through core.model.adapter), so a [layer, head] grid of bert-base (144 cells) costs a few forwards, not 144.
+through core.model.adapter), so a [layer, head] grid of bert-base (144 cells) costs a few forwards, not 144; and a
+row patching a cell of layer l starts at layer l from the corrupted run's cached input there (the layers below never
+change), so its row runs L - l layers, not L (issue 47; "reusing the layers" below).
 
 `attribution_patch` is Nanda (2023)'s attribution patching: the first-order estimate
 metric(corrupt) + sum((clean - corrupt) * d metric / d activation at the corrupted run) of every cell at once,
@@ -36,6 +38,7 @@ recompute); the receiver's queries, keys and values of that run are then put int
 from __future__ import annotations
 
 # torch imported in functions: importing this module (the CLI's --help, the pages) must not load it.
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -44,7 +47,7 @@ import numpy as np
 
 from core.analyses.masked import prepare_text, require_masked_lm
 from core.contract import Analysis, setting
-from core.model.adapter import ModelAdapter
+from core.model.adapter import AdapterError, ModelAdapter, NoMaskedLMHead
 from core.model.encoding import Tokenized, tokenize
 from core.progress import ProgressCallback, StopCheck, check_stop
 
@@ -52,6 +55,7 @@ OVER = ("heads", "positions", "attn", "mlp")
 POINT = {"heads": "z", "positions": "resid_post", "attn": "attn_out", "mlp": "ffn_out"}
 METHODS = ("exact", "attribution")
 DEFAULT_MEMORY_MB = 512  # activations of one batched forward; a chunk holds as many cells as fit
+CPU_CHUNK_TOKENS = 4096  # on CPU, rows x tokens of one batched forward at most (_rows_per_forward says why)
 # Recovery divides by clean - corrupt: a gap under half a logit (nat) turns float noise and small side effects into
 # recoveries of +-1 and more (issue 48: a 0.024-logit gap drew a full grid), so it is flagged, not hidden.
 SMALL_GAP = 0.5
@@ -192,6 +196,11 @@ class _Pair:
     top: Callable  # output -> the first row's top-1: a word piece at the [MASK] or a class label
     target: str  # what the metric measures, in top's terms
     masked: bool
+    # last hidden state [B, T, D] -> metric [B]: what `call` + `score` compute after the encoder's layers, so a pass
+    # may start mid-stack (None: the model's output cannot be had from it; patching then runs whole forwards)
+    from_hidden: Callable | None = None
+    pad_id: int = 0
+    read_position: int | None = None  # the one position from_hidden reads (None: it may read several)
 
     def clean_top(self) -> str:
         """The clean input's own answer (one extra one-row forward, no hooks)."""
@@ -289,6 +298,10 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
             return labels[int(logits[0].argmax())]
 
         call, width, target_model, goal = model.logits, len(labels), model.model, labels[ks[0]]
+        head_logits = getattr(model.model, "head_logits", None)  # core.model.classifier.Classifier's
+        from_hidden = None if head_logits is None else (lambda hidden, score=score: score(head_logits(hidden)))
+        # the pooler and "cls" pooling read the first token only (core.model.classifier.Classifier.head_logits)
+        read_position = 0 if getattr(model.model, "pooling", None) in ("cls", "pooler") else None
     else:
         lm = model
         require_masked_lm(lm)
@@ -316,10 +329,21 @@ def prepare(model, clean: Text, corrupt: Text, target) -> _Pair:
         def top(logits, position=position, tokenizer=lm.tokenizer):
             return tokenizer.convert_ids_to_tokens(int(logits[0, position].argmax()))
 
+        read_position = position
+        try:
+            mlm_head = ModelAdapter.of(target_model).mlm_head
+        except NoMaskedLMHead:
+            from_hidden = None
+        else:
+            def from_hidden(hidden, position=position, target_id=target_id, head=mlm_head):
+                # the MLM head acts on each token alone, so only the [MASK]'s vector needs it
+                return torch.log_softmax(head(hidden[:, position:position + 1])[:, 0].float(), dim=-1)[:, target_id]
+
     with_types = "token_type_ids" in lm.tokenizer.model_input_names
     device = next(target_model.parameters()).device
+    pad_id = lm.tokenizer.pad_token_id
     return _Pair(ModelAdapter.of(target_model), call, score, name, clean_t, corrupt_t, with_types, device, width, top,
-                 goal, not _is_classifier(model))
+                 goal, not _is_classifier(model), from_hidden, int(pad_id) if pad_id is not None else 0, read_position)
 
 
 # ---- exact patching ---------------------------------------------------------------------------------------------
@@ -333,7 +357,12 @@ def _rows_per_forward(pair: _Pair, memory_mb: float) -> int:
     ffn = int(getattr(config, "intermediate_size", getattr(config, "hidden_dim", 4 * d)))
     t = len(pair.clean.tokens)
     per_row = 4 * t * (6 * d + ffn + 2 * pair.adapter.num_heads * t + pair.width)
-    return max(1, int(memory_mb * 2**20 // per_row))
+    rows = int(memory_mb * 2**20 // per_row)
+    if getattr(pair.device, "type", str(pair.device)) == "cpu":
+        # On CPU a bigger batch is slower per row once a layer's activations outgrow the caches (MiniLM, 1 thread,
+        # 2026-11-28: 0.37 s a pair at 512 MB chunks, ~27,000 tokens, against 0.28 s at 32-128 MB): cap the tokens.
+        rows = min(rows, CPU_CHUNK_TOKENS // t)
+    return max(1, rows)
 
 
 def _capture(pair: _Pair, which: Tokenized, point: str):
@@ -380,14 +409,58 @@ def _grid_shape(pair: _Pair, over: str) -> tuple[int, int]:
 
 def patch(model, clean: Text, corrupt: Text, target, over: str = "heads", *, path=None,
           memory_mb: float = DEFAULT_MEMORY_MB, progress: ProgressCallback = None,
-          should_stop: StopCheck = None) -> Patching:
+          should_stop: StopCheck = None, reuse_layers: bool = True) -> Patching:
     """Exact activation patching of every cell of `over` (module docstring) from `clean` into `corrupt`.
 
     clean, corrupt: a text or a (text, text_b) pair, tokenizing to the same length (else PatchingError showing
     both token lists). target: a word (MLM: scored at the [MASK]) or a class / (class, other class) (classifier).
     path: ((sender layer, head), (receiver layer, head)), sender below receiver, adds `path_metric`.
-    memory_mb bounds one batched forward's activations; progress(done, total) counts cells."""
+    memory_mb bounds one batched forward's activations; progress(done, total) counts cells.
+    reuse_layers=False runs every patched row through the whole model (the path before issue 47; the same numbers,
+    kept as the fallback and the tests' reference)."""
     pair = prepare(model, clean, corrupt, target)
+    _grid_shape(pair, over)
+    if reuse_layers:
+        ((clean_metric, corrupt_metric, patched, clean_top),) = _patch_prepared(
+            [pair], over, memory_mb, progress, should_stop)
+    else:
+        clean_metric, corrupt_metric, patched, clean_top = _patch_whole(pair, over, memory_mb, progress, should_stop)
+    path_metric = None
+    if path is not None:
+        path = _check_path(pair, path)
+        path_metric = _path_patch(pair, *path)
+    return _result(model, pair, over, clean_metric, corrupt_metric, patched, clean_top, path, path_metric)
+
+
+def patch_many(model, items: Sequence[tuple[Text, Text, object]], over: str = "heads", *,
+               memory_mb: float = DEFAULT_MEMORY_MB, progress: ProgressCallback = None,
+               should_stop: StopCheck = None) -> list:
+    """`patch` of many (clean, corrupt, target) items at once: pairs of different lengths share padded batches
+    (each keeps the attention mask the model builds for it), so the layers' work is shared across pairs too.
+    Returns one Patching per item, in order, or the item's PatchingError where it cannot be patched (a swap that
+    changed the number of word pieces), so one bad pair does not lose the others. progress counts cells."""
+    prepared: list = []
+    for clean, corrupt, target in items:
+        try:
+            pair = prepare(model, clean, corrupt, target)
+            _grid_shape(pair, over)
+            prepared.append(pair)
+        except PatchingError as error:
+            prepared.append(error)
+    good = [p for p in prepared if isinstance(p, _Pair)]
+    grids = iter(_patch_prepared(good, over, memory_mb, progress, should_stop) if good else ())
+    return [p if isinstance(p, PatchingError) else _result(model, p, over, *next(grids)) for p in prepared]
+
+
+def _result(model, pair: _Pair, over: str, clean_metric, corrupt_metric, patched, clean_top, path=None,
+            path_metric=None) -> Patching:
+    return Patching(_ref(model), over, "exact", pair.metric, pair.clean.tokens, pair.corrupt.tokens, clean_metric,
+                    corrupt_metric, patched, path, path_metric, pair.target, clean_top, pair.masked)
+
+
+def _patch_whole(pair: _Pair, over: str, memory_mb: float, progress: ProgressCallback, should_stop: StopCheck):
+    """(clean metric, corrupt metric, patched [L, C], clean top) with every patched row run through the whole
+    model: the fallback where a pass cannot start mid-stack."""
     layers, width = _grid_shape(pair, over)
     point = POINT[over]
     clean_metric, clean_values = _capture(pair, pair.clean, point)
@@ -401,13 +474,158 @@ def patch(model, clean: Text, corrupt: Text, target, over: str = "heads", *, pat
         patched[start:start + len(rows)] = _run_rows(pair, point, rows, clean_values)
         if progress is not None:
             progress(start + len(rows), len(cells))
-    path_metric = None
-    if path is not None:
-        path = _check_path(pair, path)
-        path_metric = _path_patch(pair, *path)
-    return Patching(_ref(model), over, "exact", pair.metric, pair.clean.tokens, pair.corrupt.tokens, clean_metric,
-                    corrupt_metric, patched.reshape(layers, width), path, path_metric, pair.target, pair.clean_top(),
-                    pair.masked)
+    return clean_metric, corrupt_metric, patched.reshape(layers, width), pair.clean_top()
+
+
+# ---- reusing the layers below the patched one (issue 47) ----------------------------------------------------------
+#
+# A cell at layer l changes nothing below l, so the corrupted run's input of layer l (resid_pre) is read once and
+# every row patching a cell of layer l starts there: a [layer, cell] grid runs sum over l of (L - l) layer passes per
+# cell row instead of L. The rows of one chunk (cells sorted by layer) grow as the pass climbs: at layer l the rows
+# of l's cells join those already running, each from its own pair's cached state, and the layer's hook patches only
+# them. Each layer is called with the arguments the model itself gave it on the corrupted pass (the extended
+# attention mask, MPNet's position bias), taken at each row's pair (core.model.adapter.LayerCall.rows).
+
+
+def _group_feed(pairs: Sequence[_Pair], which: str) -> dict:
+    """The clean or corrupted inputs of `pairs` as one right-padded batch (attention mask 0 at the padding)."""
+    import torch
+
+    inputs = [getattr(p, which) for p in pairs]
+    width = max(len(t.tokens) for t in inputs)
+    ids = np.full((len(inputs), width), pairs[0].pad_id, dtype=np.int64)
+    types = np.zeros((len(inputs), width), dtype=np.int64)
+    mask = np.zeros((len(inputs), width), dtype=np.int64)
+    for row, tokenized in enumerate(inputs):
+        n = len(tokenized.tokens)
+        ids[row, :n], types[row, :n], mask[row, :n] = tokenized.input_ids, tokenized.type_ids, 1
+    device = pairs[0].device
+    feed = {"input_ids": torch.as_tensor(ids, device=device), "attention_mask": torch.as_tensor(mask, device=device)}
+    if pairs[0].with_types:
+        feed["token_type_ids"] = torch.as_tensor(types, device=device)
+    return feed
+
+
+def _groups(pairs: Sequence[_Pair], over: str, memory_mb: float) -> list[list[int]]:
+    """Indices of pairs patched together: longest first (little padding), as many as one chunk of rows holds."""
+    order = sorted(range(len(pairs)), key=lambda i: -len(pairs[i].clean.tokens))
+    groups: list[list[int]] = []
+    rows, budget = 0, 0
+    for i in order:
+        cells = int(np.prod(_grid_shape(pairs[i], over)))
+        if not groups or rows + cells > budget:
+            groups.append([])
+            rows, budget = 0, _rows_per_forward(pairs[i], memory_mb)  # the group's longest pair sets the budget
+        groups[-1].append(i)
+        rows += cells
+    return groups
+
+
+def _patch_prepared(pairs: Sequence[_Pair], over: str, memory_mb: float, progress: ProgressCallback,
+                    should_stop: StopCheck) -> list[tuple]:
+    """(clean metric, corrupt metric, patched [L, C], clean top) of every pair, by the layer-reusing path, or by
+    whole forwards per pair where it cannot be taken (a model whose output cannot be had from its last hidden
+    state, or whose layers get an argument that cannot be split by rows: LayerCall.rows raises AdapterError)."""
+    total = sum(int(np.prod(_grid_shape(p, over))) for p in pairs)
+    out: list = [None] * len(pairs)
+    done = 0
+    for group in _groups(pairs, over, memory_mb):
+        members = [pairs[i] for i in group]
+        results = None
+        if all(p.from_hidden is not None for p in members):
+            try:
+                results = _patch_group(members, over, memory_mb, should_stop)
+            except AdapterError:
+                results = None  # the model's layer call cannot be split by rows: whole forwards below
+        if results is None:
+            results = [_patch_whole(p, over, memory_mb, None, should_stop) for p in members]
+        for i, result in zip(group, results):
+            out[i] = result
+            done += result[2].size
+        if progress is not None:
+            progress(done, total)
+    return out
+
+
+def _patch_group(pairs: Sequence[_Pair], over: str, memory_mb: float, should_stop: StopCheck) -> list[tuple]:
+    import torch
+
+    adapter, point = pairs[0].adapter, POINT[over]
+    layers = adapter.num_layers
+    with torch.inference_mode():
+        with adapter.capture([point]) as store:
+            clean_out = pairs[0].call(_group_feed(pairs, "clean"))
+        clean_values = {layer: store[point, layer] for layer in range(layers)}
+        with adapter.capture(["resid_pre", "call"]) as store:
+            corrupt_out = pairs[0].call(_group_feed(pairs, "corrupt"))
+        inputs = {layer: store["resid_pre", layer] for layer in range(layers)}
+        calls = {layer: store["call", layer] for layer in range(layers)}
+    # every cell (layer, pair, index), sorted by layer: a chunk's rows then join the pass in order
+    cells = [(layer, p, index) for layer in range(layers) for p, pair in enumerate(pairs)
+             for index in range(_grid_shape(pair, over)[1])]
+    patched = [np.empty(_grid_shape(pair, over), dtype=np.float64) for pair in pairs]
+    chunk = _rows_per_forward(pairs[0], memory_mb)  # pairs[0] is the longest (_groups)
+    for start in range(0, len(cells), chunk):
+        check_stop(should_stop)
+        part = cells[start:start + chunk]
+        for (layer, p, index), value in zip(part, _run_climbing(pairs, point, part, clean_values, inputs, calls)):
+            patched[p][layer, index] = value
+    results = []
+    for p, pair in enumerate(pairs):
+        clean_row, corrupt_row = clean_out[p:p + 1], corrupt_out[p:p + 1]
+        results.append((float(pair.score(clean_row)[0]), float(pair.score(corrupt_row)[0]), patched[p],
+                        pair.top(clean_row)))
+    return results
+
+
+def _run_climbing(pairs: Sequence[_Pair], point: str, cells: Sequence[tuple[int, int, int]], clean: dict,
+                  inputs: dict, calls: dict) -> np.ndarray:
+    """metric [len(cells)] of the cells (layer, pair, index), sorted by layer: each row starts at its cell's layer
+    from its pair's corrupted input there, with that one cell copied from the clean run."""
+    import torch
+
+    adapter = pairs[0].adapter
+    device = inputs[cells[0][0]].device
+    layer_of = np.array([c[0] for c in cells])
+    pair_of = torch.as_tensor([c[1] for c in cells], dtype=torch.long, device=device)
+    index_of = torch.as_tensor([c[2] for c in cells], dtype=torch.long, device=device)
+    first = int(layer_of[0])
+    spans = {int(layer): (int(np.searchsorted(layer_of, layer)), int(np.searchsorted(layer_of, layer, "right")))
+             for layer in np.unique(layer_of)}
+
+    def edit(value, layer):
+        if layer not in spans:
+            return None
+        lo, hi = spans[layer]
+        rows = torch.arange(lo, hi, device=value.device)
+        value = value.clone()
+        if point == "z":  # [rows, T, H, d]: one head at every position
+            value[rows, :, index_of[lo:hi]] = clean[layer][pair_of[lo:hi], :, index_of[lo:hi]]
+        else:  # [rows, T, D]: one position
+            value[rows, index_of[lo:hi]] = clean[layer][pair_of[lo:hi], index_of[lo:hi]]
+        return value
+
+    hidden = None
+    last = adapter.num_layers - 1
+    # The metric reads one position of the last layer's output, so that layer's feed-forward block (most of its
+    # work) runs there only; not when the feed-forward output itself is patched (mlp), nor for a metric reading more.
+    read = [pair.read_position for pair in pairs]
+    narrow = point != "ffn_out" and all(r is not None for r in read)
+    at = torch.as_tensor(read, dtype=torch.long, device=device)[pair_of] if narrow else None
+    with torch.inference_mode(), adapter.intervene(point, edit, range(first, adapter.num_layers)), \
+            (adapter.feed_forward_at(last, at) if narrow else contextlib.nullcontext()):
+        for layer in range(first, adapter.num_layers):
+            if layer in spans:
+                lo, hi = spans[layer]
+                joining = inputs[layer].index_select(0, pair_of[lo:hi])
+                hidden = joining if hidden is None else torch.cat([hidden, joining])
+            call = calls[layer].rows(pair_of[:hidden.shape[0]])
+            hidden = adapter.run_layers(hidden, call, layer, layer + 1)
+        metric = torch.empty(len(cells), dtype=torch.float64)
+        for p in torch.unique(pair_of).tolist():
+            rows = (pair_of == p).nonzero()[:, 0]
+            metric[rows.cpu()] = pairs[p].from_hidden(hidden.index_select(0, rows)).double().cpu()
+    return metric.numpy()
 
 
 def patch_together(model, clean: Text, corrupt: Text, target, over: str, cells: Sequence[tuple[int, int]]) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 from core import numbering
 from core import training
 from core.analyses.ablation import MODES, predict_disabled
-from core.analyses.patching import DEFAULT_MEMORY_MB, SMALL_GAP, PatchingError, PatchingWarning, patch
+from core.analyses.patching import DEFAULT_MEMORY_MB, SMALL_GAP, PatchingError, PatchingWarning, patch_many
 from core.bias.experiment import predict_labels
 from core.bias_settings import DEFAULT_PAIRS, DEFAULT_TOP_K, BiasHeadsSettings  # declared once
 from core.bias.flips import item_examples
@@ -113,17 +113,25 @@ def bias_heads(clf, examples: Sequence[Example], swaps=DEFAULT_SWAPS, *, top_k: 
     after = predict_labels(clf, cf.examples, labels)
     flipping = np.flatnonzero(before != after)
     grids, skipped, small_gaps = [], 0, 0
-    for done, i in enumerate(flipping[:limit]):
-        check_stop(should_stop)
-        try:
-            result = patch(clf, _pair(originals[i]), _pair(cf.examples[i]), (int(before[i]), int(after[i])), "heads",
-                           memory_mb=memory_mb)
-            grids.append(result.recovered)
-            small_gaps += int(not abs(result.gap) >= SMALL_GAP)
-        except PatchingError:
-            skipped += 1
+    chosen = flipping[:limit]
+    check_stop(should_stop)
+
+    def pairs_done(cells: int, total: int) -> None:  # patch_many counts cells; this progress counts pairs
         if progress is not None:
-            progress(done + 1, min(len(flipping), limit))
+            progress(len(chosen) * cells // max(total, 1), len(chosen))
+
+    # every flipping pair in one call: pairs share padded batches and the layers below each patched head (issue 47)
+    results = patch_many(clf, [(_pair(originals[i]), _pair(cf.examples[i]), (int(before[i]), int(after[i])))
+                               for i in chosen], "heads", memory_mb=memory_mb, progress=pairs_done,
+                         should_stop=should_stop)
+    for result in results:
+        if isinstance(result, PatchingError):
+            skipped += 1
+            continue
+        grids.append(result.recovered)
+        small_gaps += int(not abs(result.gap) >= SMALL_GAP)
+    if progress is not None:
+        progress(len(chosen), len(chosen))
     adapter_shape = (clf.encoder.num_layers, clf.encoder.num_heads)
     recovery = np.nanmean(grids, axis=0) if grids else np.full(adapter_shape, np.nan)
     order = np.argsort(-np.nan_to_num(recovery, nan=-np.inf), axis=None, kind="stable")

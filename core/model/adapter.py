@@ -122,10 +122,33 @@ class LayerParts:
 @dataclass(frozen=True, eq=False)
 class LayerCall:
     """The arguments a layer module was called with, after the hidden state (attention mask, MPNet's position
-    bias, ...): `run_layers` passes them again."""
+    bias, ...): `run_layers` passes them again. batch: the batch size of the pass it was read from (None: made by
+    hand, as `unpadded_call`)."""
 
     args: tuple
     kwargs: dict
+    batch: int | None = None
+
+    def rows(self, index) -> "LayerCall":
+        """The call for a batch whose row r is row index[r] of the pass it was read from ([R] long tensor): each
+        tensor with that batch as its first dimension (the extended attention mask the model built, [B, 1, T, T]
+        additive or bool; MPNet's position bias [B, H, T, T]) taken at those rows, so every row keeps exactly the
+        mask the model gave it (padding included); a tensor of batch 1 broadcasts as it does in the model.
+        AdapterError when an argument may carry the batch in a way this cannot follow (a cache object, a tensor
+        of another first dimension): the caller then runs whole forwards instead."""
+        def take(value):
+            if value is None or isinstance(value, (bool, int, float, str)):
+                return value
+            if hasattr(value, "index_select") and hasattr(value, "dim"):
+                if value.dim() < 2 or value.shape[0] == 1:
+                    return value  # not batch-major (a [T] position index), or broadcast over the batch
+                if self.batch is not None and value.shape[0] == self.batch:
+                    return value.index_select(0, index.to(value.device))
+            raise AdapterError(f"a layer argument of type {type(value).__name__} "
+                               f"{tuple(getattr(value, 'shape', ()))} cannot be split by rows")
+
+        return LayerCall(tuple(take(a) for a in self.args), {k: take(v) for k, v in self.kwargs.items()},
+                         int(index.numel()))
 
 
 def _bert_parts(layer) -> LayerParts:
@@ -433,7 +456,9 @@ class ModelAdapter:
                     if not self._mine() or self._running not in wanted:
                         return None
                     if point == "call":
-                        act(self._running, LayerCall(tuple(args[1:]), dict(kwargs or {})))
+                        hidden = args[0] if args else (kwargs or {}).get("hidden_states")
+                        act(self._running, LayerCall(tuple(args[1:]), dict(kwargs or {}),
+                                                     int(hidden.shape[0]) if hasattr(hidden, "shape") else None))
                         return None
                     if point == "position_bias":
                         bias = kwargs.get("position_bias", args[2] if len(args) > 2 else None)
@@ -583,6 +608,31 @@ class ModelAdapter:
                 for handle in handles:
                     handle.remove()
 
+    @contextlib.contextmanager
+    def feed_forward_at(self, layer: int, positions) -> Iterator["ModelAdapter"]:
+        """Inside the block, layer `layer`'s feed-forward block runs at one position per row only (positions: [B]
+        long, row b's position), on the passes of this thread: its input module gets [B, 1, D] and the residual
+        sum after it broadcasts, so the layer's output is right at each row's position and not elsewhere (every
+        family adds the feed-forward output to its input, then LayerNorm, both per position). For the last layer
+        when only those positions are read (the [MASK], the [CLS] a classifier pools): the feed-forward block is
+        most of a layer's work. ffn_act / ffn_out of that layer then have one position per row."""
+        self._check_layer(layer)
+        module = self._parts[layer].ffn_in
+
+        def pre(_module, args):
+            if not self._mine() or self._running != layer:
+                return None
+            hidden = args[0]
+            index = positions.to(hidden.device).view(-1, 1, 1).expand(-1, 1, hidden.shape[-1])
+            return (hidden.gather(1, index),) + tuple(args[1:])
+
+        with self._session():
+            handle = module.register_forward_pre_hook(pre)
+            try:
+                yield self
+            finally:
+                handle.remove()
+
     def unpadded_call(self, hidden) -> LayerCall:
         """The LayerCall of inputs without padding [B, T, D]: no attention mask; MPNet's relative position bias
         computed from the hidden state as its encoder does."""
@@ -619,6 +669,8 @@ class ModelAdapter:
         to_end = stop is None
         stop = self.num_layers if stop is None else stop
         self._check_layer(start)
+        if stop > start:
+            self._check_layer(stop - 1)
         by_type = self._modernbert_calls(hidden, call) if self.family == "modernbert" else None
         for index in range(start, stop):
             if self._mine():

@@ -70,6 +70,12 @@ class Classifier(nn.Module):
         """inputs: the tokenizer's tensors (input_ids, attention_mask[, token_type_ids]); returns logits."""
         return self.head(self.dropout(self.pooled(**inputs)))
 
+    def head_logits(self, last_hidden: torch.Tensor) -> torch.Tensor:
+        """Logits [batch, classes] from the encoder's last hidden state [batch, T, D]: what `forward` computes after
+        the encoder's layers (the ablation sweep and activation patching start a pass mid-stack)."""
+        pooled = self.encoder.pooler(last_hidden) if self.pooling == "pooler" else last_hidden[:, 0]
+        return self.head(self.dropout(pooled))
+
 
 def save_classifier(classifier: Classifier, tokenizer, folder: Path, labels: tuple[str, ...], extra: dict | None = None) -> None:
     """Written straight into `folder`, the run's temporary .NAME.partial folder: the run appears only when that
