@@ -187,7 +187,7 @@ def default_probe(task: str) -> str | None:
     """The probe set of a task's time-lapse when the recipe names none: 100 seeded pairs of its dev split, as a
     corpus spec (core.data.corpus) that `attention-change --corpus` reads the same way; None for a task without one.
     Their gold labels are also the frames' dev scores, so a frame is one forward pass over these 100 pairs (issue 47:
-    with 10 frames over 2,000 pairs on 2 cores measuring is ~1/5 of training, bench/RESULTS.md)."""
+    with 10 frames over 2,000 pairs on 2 cores measuring was 16 % of training, bench/RESULTS.md)."""
     return {"snli": f"snli:dev:{DEFAULT_PROBE_SIZE}", "mrpc": f"mrpc:dev:{DEFAULT_PROBE_SIZE}"}.get(task)
 
 
