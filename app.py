@@ -35,6 +35,8 @@ if __name__ == "__main__":
 
     router.main()
 else:
-    launch.start()  # the warm-up's imports begin now, not after the server's own start (the lifespan's turn)
     class_server.prepare()  # `-- --class`: serve the class on the network (app_pages/shell/class_server.py)
+    # The warm-up's imports begin now, not after the server's own start (the lifespan's turn); after prepare(),
+    # which in class mode re-executes this process first.
+    launch.start()
     app = st.App("app.py", lifespan=launch.lifespan, middleware=[Middleware(class_server.StudentGate)])
