@@ -118,3 +118,41 @@ def test_the_frame_equals_the_three_passes_of_before(watched):
     old_loss, old_accuracy = dev_scores(old_logits, targets)
     assert frame.loss == pytest.approx(old_loss, abs=1e-5) and frame.dev_accuracy == pytest.approx(old_accuracy, abs=1e-6)
     assert old_change.cosine.min() < 0.999  # the noise moved the maps: the comparison is not of two identities
+
+
+def test_a_sentence_probe_encodes_each_sentence_once_and_equals_compare(tiny_bert_dir, tmp_path, monkeypatch):
+    """A sentence probe: attention-change's first inputs and compare's sampled sentences overlap; the frame encodes
+    the union, each sentence once, and its word vectors are compare's (the sample reaches past those inputs)."""
+    import random
+
+    from core.data.datasets import Example
+    from core.training import watch as watch_module
+    from tests.integration.test_training import ANIMALS, FILLER
+
+    monkeypatch.setattr(watch_module, "ATTENTION_INPUTS", 4)  # fewer than the sample's sentences
+    rng = random.Random(2)
+    sentences = [" ".join(rng.sample(FILLER, 4) + [rng.choice(ANIMALS)]) for _ in range(12)]
+    probe = tmp_path / "probe.txt"
+    probe.write_text("\n".join(sentences) + "\n")
+    lm = load_model(str(tiny_bert_dir))
+    torch.manual_seed(0)
+    classifier = Classifier(lm.model, len(ANIMALS)).eval()
+    recipe = SimpleNamespace(task="animals.jsonl", timelapse_corpus=str(probe), eval_split=None, seed=0,
+                             run_name="one-pass-sentences", batch_size=8, timelapse=2, keep_checkpoints=0)
+    dev = [Example(s, None, next(a for a in ANIMALS if a in s.split())) for s in sentences[:6]]
+    watch = Watch(recipe, SimpleNamespace(path=tmp_path, log=lambda _m: None), classifier, lm.tokenizer, tuple(ANIMALS),
+                  dev, ANIMALS.index, 32, "cpu")
+    watch.begin(4)
+    trained(classifier)  # frame 0 of a model that is not the tiny BERT: compare the frame with compare's own pass
+    with ForwardCount(classifier.encoder) as forwards:
+        watch.at(0, 0.0)
+    plan = watch.plan
+    assert plan.attended == 4 and len(plan.inputs) > 4 and len(set(plan.inputs)) == len(plan.inputs)
+    assert len(plan.read) == len(plan.sampled)  # every sentence of the sample is among the inputs encoded
+    # The union once (the encoder's one pass), then the dev sample's own pass: this probe carries no labels.
+    assert forwards.rows == len(plan.inputs) + len(dev)
+    now = LoadedModel(ref="now", path="", source="training", model=classifier.encoder, tokenizer=lm.tokenizer,
+                      device="cpu")
+    expected = Reference.of(now, sentences, seed=0)  # compare's sample and pass over the whole probe
+    np.testing.assert_allclose(watch.reference.vectors.vectors, expected.vectors.vectors, atol=1e-5)
+    assert watch.reference.vectors.words == expected.vectors.words
