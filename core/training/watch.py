@@ -8,7 +8,8 @@ the model is measured against the starting model with the code of the command-li
 - attention change per head: core.analyses.heads.change's `AttentionMaps` (the starting model's maps kept), as
   `python -m core attention-change --a BASE --b RUN --corpus PROBE --seed S` (its first 200 inputs);
 - anisotropy per layer: mean cosine of seeded random pairs of words from different sentences of the word sample;
-- loss and accuracy on a seeded sample of the run's evaluation examples (core.training.classifier.predict_logits);
+- loss and accuracy of the classifier on the probe pairs (their gold labels) or a seeded sample of the run's
+  evaluation examples (below);
 - UUAS per layer when the probe set has dependency trees, as `python -m core probe --corpus PROBE --seed S`.
 
 A frame is ONE forward pass over its inputs (issue 47: three passes over the probe pairs made measuring half of
