@@ -1,9 +1,10 @@
 """BERT Lens. Run with `streamlit run app.py`.
 
 Streamlit reads this file in two ways:
-- `streamlit run app.py` finds `app` below (an st.App) and imports this file as the module `app` to serve it. The
-  server's lifespan starts the warm-up (app_pages/shell/launch.py: imports, the default model, a first forward) while
-  Streamlit starts and the first browser loads the page, which cuts the cold start (issue 18, point 4).
+- `streamlit run app.py` finds `app` below (an st.App) and imports this file as the module `app` to serve it. That
+  import starts the warm-up (app_pages/shell/launch.py: imports, the default model, a first forward; the server's
+  lifespan starts it where nothing did) while Streamlit starts and the first browser loads the page, which cuts the
+  cold start (issue 18, point 4; issue 47).
 - Every browser session then runs this file as its script (`__main__`, also under AppTest): the router
   (app_pages/shell/router.py), once the warm-up's imports are done; while it waits, a blank chart has the browser load
   Streamlit's chart code.
@@ -35,4 +36,7 @@ if __name__ == "__main__":
     router.main()
 else:
     class_server.prepare()  # `-- --class`: serve the class on the network (app_pages/shell/class_server.py)
+    # The warm-up's imports begin now, not after the server's own start (the lifespan's turn); after prepare(),
+    # which in class mode re-executes this process first.
+    launch.start()
     app = st.App("app.py", lifespan=launch.lifespan, middleware=[Middleware(class_server.StudentGate)])

@@ -219,7 +219,11 @@ def render_runs() -> None:
             timelapse = c1.checkbox("Time-lapse", key=K + "timelapse_on",
                                     help="Measure the model at evenly spaced steps while it trains (step 0 and the last "
                                     "included) and play the frames below: similarity to the starting model, attention "
-                                    "change, anisotropy, dev loss and accuracy. Costs some training time; the page says how much.")
+                                    "change, anisotropy, dev loss and accuracy. Each frame reads its probe set in one "
+                                    "forward pass (the word vectors, the attention maps and, on the default probe of "
+                                    "100 dev pairs, their predictions for the dev loss and accuracy): with 10 frames "
+                                    "over 2,000 pairs, measuring costs about a sixth (16 %) of the training time on 2 "
+                                    "CPU cores. More frames or a larger probe cost more; the page says how much.")
             frames = c2.number_input("Frames", 2, 200, 10, key=K + "timelapse_frames")
             probe = c3.text_input("Time-lapse probe corpus", key=K + "timelapse_corpus",
                                   placeholder="empty: 100 dev pairs of the task; or builtin, ud:dev:100, a .txt file",

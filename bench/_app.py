@@ -140,8 +140,8 @@ def load_line() -> str:
 
 
 @contextmanager
-def served(model: str, extra_env: dict | None = None):
-    """`streamlit run app.py` on a free localhost port; yields (server, seconds from launch to HTTP 200)."""
+def served(model: str, extra_env: dict | None = None, repo: Path = REPO):
+    """`streamlit run app.py` of `repo` on a free localhost port; yields (server, seconds from launch to HTTP 200)."""
     from tests.browser.conftest import StreamlitServer
 
     cache = OUT / "server-cache"
@@ -150,7 +150,7 @@ def served(model: str, extra_env: dict | None = None):
     os.environ.update(extra_env or {})
     start = time.perf_counter()
     try:
-        server = StreamlitServer(model, cache)
+        server = StreamlitServer(model, cache, repo=repo)
     finally:
         os.environ.clear()
         os.environ.update(saved)

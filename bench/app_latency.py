@@ -6,9 +6,11 @@
         (and the raw forward it is compared with) on the other, one torch thread, as on a machine where the
         browser does not take the forward's cores (a laptop with more cores, or a student's browser on a
         classroom server)
-    python bench/app_latency.py --cold-starts N [--open-after S] [--model …] [--tokens 512]
+    python bench/app_latency.py --cold-starts N [--open-after S] [--model …] [--tokens 512] [--against PATH]
         only the cold start: N fresh servers with the launch warm-up and N without (BERTLENS_WARM_UP=0),
-        alternated; the page is opened S s after the launch (default 0: as soon as the server answers)
+        alternated; the page is opened S s after the launch (default 0: as soon as the server answers).
+        --against PATH: instead of the no-warm-up arm, N servers of another checkout's app.py (the code before a
+        change, e.g. `git archive HEAD~1 | tar -x -C PATH`), alternated with this one's: before/after in one run
 
 Server side (Streamlit AppTest, in this process, model already loaded):
   new_sentence_s    a new sentence on the Attention page: rerun with forward, chart built and serialised
@@ -100,26 +102,31 @@ def _with_browser(browser, model: str, texts: list[str], repeats: int, launched_
     return result
 
 
-def cold_starts(model: str, text: str, count: int, open_after: float = 0.0) -> dict:
+def cold_starts(model: str, text: str, count: int, open_after: float = 0.0, against: str | None = None) -> dict:
     """`count` fresh servers with the launch warm-up and `count` without (BERTLENS_WARM_UP=0), alternated, one
     browser: launch -> HTTP 200, launch -> first head view, and page open -> first head view, each time. The page
-    is opened `open_after` seconds after the launch (0: as soon as the server answers)."""
-    samples: dict[str, list] = {"warm_up": [], "no_warm_up": []}
+    is opened `open_after` seconds after the launch (0: as soon as the server answers). against: a checkout whose
+    servers (warm-up on) replace the no-warm-up arm."""
+    from pathlib import Path
+
+    arms = ((("warm_up", "1", _app.REPO), ("no_warm_up", "0", _app.REPO)) if against is None else
+            (("warm_up", "1", _app.REPO), ("against", "1", Path(against).resolve())))
+    samples: dict[str, list] = {arm: [] for arm, _, _ in arms}
     with _app.chromium() as browser:
         for _ in range(count):
-            for arm, flag in (("warm_up", "1"), ("no_warm_up", "0")):
+            for arm, flag, repo in arms:
                 launched = time.perf_counter()
-                with _app.served(model, {"BERTLENS_WARM_UP": flag}) as (server, http_200):
+                with _app.served(model, {"BERTLENS_WARM_UP": flag}, repo) as (server, http_200):
                     time.sleep(max(0.0, launched + open_after - time.perf_counter()))
                     opened = _app.open_attention(browser, server.url, model, text)
                     samples[arm].append({"http_200_s": http_200, "cold_chart_s": time.perf_counter() - launched,
                                          "open_to_chart_s": opened, "warm_up": _app.warm_up_line(server)})
     result = {}
     for arm, runs in samples.items():
-        suffix = "" if arm == "warm_up" else "_no_warm_up"
+        suffix = "" if arm == "warm_up" else f"_{arm}"
         result[f"cold_chart{suffix}_s"] = statistics.median(r["cold_chart_s"] for r in runs)
         result[f"open_to_chart{suffix}_s"] = statistics.median(r["open_to_chart_s"] for r in runs)
-    result["http_200_s"] = statistics.median(r["http_200_s"] for r in samples["warm_up"] + samples["no_warm_up"])
+    result["http_200_s"] = statistics.median(r["http_200_s"] for runs in samples.values() for r in runs)
     result["cold_samples"] = samples
     return result
 
@@ -134,6 +141,7 @@ def main() -> None:
     parser.add_argument("--reruns", type=int, default=0, metavar="N", help="warm reruns in the open page (default: the repeats, 3)")
     parser.add_argument("--cold-starts", type=int, default=0, metavar="N")
     parser.add_argument("--open-after", type=float, default=0.0, metavar="S", help="with --cold-starts: open the page S s after launch")
+    parser.add_argument("--against", default=None, metavar="PATH", help="with --cold-starts: another checkout's app.py as the second arm")
     args = parser.parse_args()
     tokens = args.tokens or (128 if args.quick else 512)
     repeats = 1 if args.quick else 3
@@ -167,8 +175,9 @@ def main() -> None:
     result = {"model": args.model, "tokens": tokens, "raw_forward_s": raw, "device": lm.device}
     del lm
     if args.cold_starts:
-        result.update(cold_starts(model, texts[-1], args.cold_starts, args.open_after))
-        result["load"] = _app.load_line()
+        load_before = _app.load_line()
+        result.update(cold_starts(model, texts[-1], args.cold_starts, args.open_after, args.against))
+        result["load_before"], result["load"] = load_before, _app.load_line()
         print(json.dumps(result, indent=1))
         return
     result.update(server_side(model, texts[1:], repeats))

@@ -1,4 +1,4 @@
-"""Time-lapse overhead (issue 35): seconds spent measuring the frames against seconds spent training, in one run.
+"""Time-lapse overhead (issues 35, 47): seconds spent measuring the frames against seconds spent training, in one run.
 
     python bench/timelapse.py [--model all-MiniLM-L6-v2] [--examples 2000] [--frames 10] [--batch-size 32]
                               [--max-length 128] [--threads 2] [--probe snli:dev:100]
@@ -7,7 +7,8 @@ Fine-tunes --model on --examples seeded SNLI train pairs for one epoch with `--t
 probe set: 100 seeded SNLI dev pairs) and prints what the run itself recorded in timelapse.json: training seconds
 (the loop's updates only), measuring seconds (all frames, step 0 included) and their ratio, the issue's "overhead as
 a share of training time" (target <= 25 %), plus the seconds of each frame. Both figures come from the same run, so
-the load of a shared machine weighs on both. The figures go in bench/RESULTS.md with `uptime`.
+the load of a shared machine weighs on both; the load average before and after is printed with them. Since issue 47
+a frame is one forward pass over the probe pairs (core/training/watch.py). The figures go in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (0: torch default)")
     parser.add_argument("--probe", default=None, help="--timelapse-corpus (default: the task's, snli:dev:100)")
     args = parser.parse_args()
+    load_before = os.getloadavg()
 
     with tempfile.TemporaryDirectory() as cache:
         os.environ["BERTLENS_CACHE"] = cache
@@ -54,7 +56,7 @@ def main() -> None:
         "threads": args.threads, "train_seconds": round(metrics["train_seconds"], 1),
         "measure_seconds": round(timelapse.measure_seconds, 1), "share": round(timelapse.measure_share, 3),
         "frame_seconds": [round(f.measure_seconds, 2) for f in timelapse.frames], "wall_seconds": round(wall, 1),
-        "accuracy": metrics["accuracy"], "load_average": os.getloadavg(),
+        "accuracy": metrics["accuracy"], "load_before": load_before, "load_after": os.getloadavg(),
     }, indent=1))
 
 

@@ -8,8 +8,11 @@ as soon as the server is up, so that work overlaps Streamlit's own start and the
   2. the model a new session opens on (BERTLENS_MODEL, or the local model chosen when that one needs a
      download: core.model.loading.start_model), only when it is on disk (no download at launch), into the
      same store every session reads (app_pages.widgets.common.cached_model);
-  3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema), only
-     while no session has started: on 2 cores it would slow that session's own forward pass.
+  3. one short forward pass and one chart serialised (first-call costs: kernel setup, altair's schema) while no
+     session has started; once one has, only the chart (altair's schema validator, ~0.15 s on 2 cores): built
+     here while that session's own forward pass runs in torch, outside the GIL, instead of after it (issue 47).
+It starts when `streamlit run` imports app.py (`start()` there), before the server is up: the lifespan started it
+~0.2-1 s later (after the server's own start), all of it on a first visitor's way to the first chart.
 A session's script waits for step 1 only (`session_started`, `wait_for_imports`), with a spinner, so two threads
 never import the same modules; once CHART_MODULES are in (`wait_for_chart_modules`) it shows a blank chart that
 makes the browser load Streamlit's chart code during the wait (app.py).
@@ -82,9 +85,11 @@ def start() -> bool:
 
 @asynccontextmanager
 async def lifespan(_app):
-    """st.App's lifespan: start the warm-up and serve at once (the server does not wait for it). What killed
-    writers left is cleaned at the end of the warm-up, or here when there is no warm-up."""
-    if not start():
+    """st.App's lifespan: start the warm-up (when app.py's import has not already) and serve at once (the server
+    does not wait for it). What killed writers left is cleaned at the end of the warm-up, or here when there is no
+    warm-up."""
+    start()
+    if not _started:
         clean_leftovers()
     yield
 
@@ -166,9 +171,18 @@ def _warm_default_model() -> None:
     phase = time.perf_counter()
     lm = cached_model(ref, show_spinner=False)
     timings["model_s"] = time.perf_counter() - phase
-    if _session_started.is_set():
-        return
     phase = time.perf_counter()
+    if _session_started.is_set():
+        _warm_chart_library()  # beside the session's forward pass (module docstring, step 3)
+        timings["chart_library_s"] = time.perf_counter() - phase
+        return
     encoding = encode(lm, WARM_UP_SENTENCE, attention_dtype="float16")
     head_view_lines(attention_view(encoding, 0, [0])).to_dict()
     timings["first_forward_and_chart_s"] = time.perf_counter() - phase
+
+
+def _warm_chart_library() -> None:
+    """altair's first to_dict (it builds the Vega-Lite schema's validator) on a one-point chart."""
+    import altair as alt
+
+    alt.Chart(alt.Data(values=[{"x": 0}])).mark_point().encode(x="x:Q").to_dict()

@@ -260,9 +260,17 @@ def _sampled(models: Sequence[LoadedModel], sentences: Sequence[str], max_words:
         keep_all = sample_words([len(item.words) for item in tokenized[0]], max_words, seed, protocol)
         chosen = [k for k, kept in enumerate(keep_all) if len(kept)]
         return [[items[c] for c in chosen] for items in tokenized], [keep_all[c] for c in chosen], skipped
-    texts = [text for text in sentences if text.strip()]
-    order = np.random.default_rng(seed).permutation(len(texts))
-    walk = _tokenized_alike(models, [texts[i] for i in order])
+    _, read, keep, skipped = _walked_sample(models, sentences, max_words, seed)
+    return read, keep, skipped
+
+
+def _walked_sample(models: Sequence[LoadedModel], inputs: Sequence, max_words: int, seed: int):
+    """The bertlens sample of _sampled, with where each input read sits in `inputs`: (positions, read, keep,
+    skipped). inputs: sentences, or (a, b) pairs (then every word of both sides is a word of the sample, read in
+    its pair)."""
+    positions = [i for i, item in enumerate(inputs) if any(text.strip() for text in _texts_of(item))]
+    order = np.random.default_rng(seed).permutation(len(positions))
+    walk = _tokenized_alike(models, [inputs[positions[i]] for i in order])
     picked: list[tuple[int, list]] = []
     skipped = gathered = 0
     for index in order:
@@ -276,7 +284,22 @@ def _sampled(models: Sequence[LoadedModel], sentences: Sequence[str], max_words:
             gathered += len(items[0].words)
     picked.sort(key=lambda pair: pair[0])
     read = [[items[m] for _, items in picked] for m in range(len(models))]
-    return read, [np.arange(len(items[0].words)) for _, items in picked], skipped
+    return ([positions[index] for index, _ in picked], read, [np.arange(len(items[0].words)) for _, items in picked],
+            skipped)
+
+
+def sample_inputs(lm: LoadedModel, inputs: Sequence, max_words: int = DEFAULT_MAX_WORDS, seed: int = 0):
+    """compare's seeded word sample (protocol bertlens) of one model's reading of `inputs` (sentences or pairs), as
+    (positions in `inputs` of the inputs read, their Tokenized, per input read the indices of its kept words,
+    inputs skipped): for a caller that feeds those inputs in a pass of its own (the time-lapse's one pass a frame)
+    and builds a `Reference` from the vectors with `Reference.of_vectors`."""
+    positions, read, keep, skipped = _walked_sample([lm], list(inputs), max_words, seed)
+    _check_enough(keep, inputs)
+    return positions, read[0], keep, skipped
+
+
+def _texts_of(item) -> tuple[str, ...]:
+    return tuple(t for t in item if t) if isinstance(item, tuple) else (str(item),)
 
 
 def shared_sentences(models: Sequence[LoadedModel], sentences: Sequence[str], max_words: int | None = DEFAULT_MAX_WORDS
@@ -360,14 +383,27 @@ def word_vectors(
     mine = {}
     for batch in encode_share_batches(lm, list(sentences), batch_size=batch_size, attentions=False,
                                                   progress=progress, should_stop=should_stop):
-        vectors, units = pool_batch_words(batch)  # [U, L+1, D], [B]
-        for i, item, start, n in zip(batch.indices, batch.items, np.cumsum(units) - units, units):
-            rows, kept_words = vectors[start : start + n], item.words
-            if keep is not None:
-                rows, kept_words = rows[keep[i]], tuple(kept_words[k] for k in keep[i])
-            mine[i] = (rows, kept_words)
+        for i, rows, words in batch_word_rows(batch):
+            mine[i] = kept_rows(rows, words, None if keep is None else keep[i])
     # Several ranks: each encoded its share; every rank gets all sentences back, in order (core.model.distributed).
-    parts = distributed.current().gather_indexed(len(sentences), mine)
+    return assembled(distributed.current().gather_indexed(len(sentences), mine), sentences)
+
+
+def batch_word_rows(batch) -> Iterator[tuple[int, np.ndarray, tuple[str, ...]]]:
+    """(input index, word vectors [W, L+1, D], words) of each row of an EncodedBatch (pieces pooled for the whole
+    batch at once, core.model.encoding.pool_batch_words)."""
+    vectors, units = pool_batch_words(batch)  # [U, L+1, D], [B]
+    for i, item, start, n in zip(batch.indices, batch.items, np.cumsum(units) - units, units):
+        yield i, vectors[start : start + n], item.words
+
+
+def kept_rows(rows: np.ndarray, words: tuple[str, ...], keep: np.ndarray | None) -> tuple[np.ndarray, tuple]:
+    """One input's rows and words, only the `keep` indices (all when None)."""
+    return (rows, words) if keep is None else (rows[keep], tuple(words[k] for k in keep))
+
+
+def assembled(parts: Sequence[tuple[np.ndarray, tuple]], sentences: Sequence) -> WordVectors:
+    """WordVectors of (rows, words) per input read, in the order of `sentences` (str, pairs or Tokenized)."""
     vectors = np.ascontiguousarray(np.concatenate([rows for rows, _ in parts]).transpose(1, 0, 2))  # [L+1, N, D]
     sentence = np.repeat(np.arange(len(parts)), [len(rows) for rows, _ in parts])
     texts = tuple(getattr(t, "text_a", t) for t in sentences)
@@ -498,6 +534,13 @@ class Reference:
         read, keep, skipped = _sampled([base], sentences, max_words, seed, protocol)
         _check_enough(keep, sentences)
         vectors = word_vectors(base, read[0], keep=keep, progress=progress, should_stop=should_stop)
+        return cls.of_vectors(base, read[0], keep, skipped, vectors, seed=seed, protocol=protocol,
+                              should_stop=should_stop)
+
+    @classmethod
+    def of_vectors(cls, base: LoadedModel, read: Sequence, keep: Sequence, skipped: int, vectors: WordVectors, *,
+                   seed: int = 0, protocol: str = DEFAULT_PROTOCOL, should_stop: StopCheck = None) -> "Reference":
+        """The Reference of a sample (sample_inputs) whose vectors the caller encoded in a pass of its own."""
         rsa_rows, cka_rows = full_signatures(vectors.vectors, should_stop, threads=overlap.cores())
-        return cls(base.ref, tuple(read[0]), tuple(keep), skipped, protocol, seed, vectors, rsa_rows, cka_rows,
+        return cls(base.ref, tuple(read), tuple(keep), skipped, protocol, seed, vectors, rsa_rows, cka_rows,
                    _tokenization_key(base))

@@ -61,14 +61,22 @@ class Classifier(nn.Module):
                 self.head = nn.Sequential(nn.Linear(hidden, mlp_hidden), nn.ReLU(), nn.Linear(mlp_hidden, num_labels))
 
     def pooled(self, **inputs) -> torch.Tensor:
-        out = self.encoder(**inputs)
+        return self.pooled_of(self.encoder(**inputs))
+
+    def pooled_of(self, out) -> torch.Tensor:
+        """The pooled vector of an encoder output (pooler_output, or the first token's last hidden state)."""
         if self.pooling == "pooler":
             return out.pooler_output
         return out.last_hidden_state[:, 0]
 
     def forward(self, **inputs) -> torch.Tensor:
         """inputs: the tokenizer's tensors (input_ids, attention_mask[, token_type_ids]); returns logits."""
-        return self.head(self.dropout(self.pooled(**inputs)))
+        return self.logits_of(self.encoder(**inputs))
+
+    def logits_of(self, out) -> torch.Tensor:
+        """Logits of an encoder output this classifier's encoder returned (a pass made elsewhere, such as the
+        time-lapse's one forward a frame, which also reads that output's hidden states and attentions)."""
+        return self.head(self.dropout(self.pooled_of(out)))
 
     def head_logits(self, last_hidden: torch.Tensor) -> torch.Tensor:
         """Logits [batch, classes] from the encoder's last hidden state [batch, T, D]: what `forward` computes after

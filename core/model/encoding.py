@@ -463,6 +463,7 @@ class EncodedBatch:
     lengths: np.ndarray
     hidden_states: tuple | None
     attentions: tuple | None
+    output: object = None  # the model's whole output (pooler_output included) when asked for (model_output=True)
 
     def encodings(self, attention_dtype: str = "float32") -> Iterator[tuple[int, Encoding]]:
         """(input index, Encoding) per row, padding removed: what encode_stream yields."""
@@ -563,11 +564,13 @@ def encode_batches(
     max_length: int | None = None,
     progress: ProgressCallback = None,
     should_stop: StopCheck = None,
+    model_output: bool = False,
 ) -> Iterator[EncodedBatch]:
     """The forward passes of encode_stream, one EncodedBatch at a time (shortest inputs first), before anything
     is split per input: a corpus pass that pools, sums or counts over the whole batch at once skips the
     per-input Encoding (its numpy copies and small calls cost ~20 % of a short-sentence forward on one CPU
-    thread). progress(done, total) is called after the consumer is done with each batch."""
+    thread). progress(done, total) is called after the consumer is done with each batch. model_output: each
+    batch also carries the model's whole output (a classifier's head reads its pooler output: the time-lapse)."""
     import torch
 
     tokenized = tokenize(lm, inputs, max_length)
@@ -587,6 +590,7 @@ def encode_batches(
             indices=batch_idx, items=items, lengths=np.array([len(t.input_ids) for t in items], dtype=np.int64),
             hidden_states=tuple(out.hidden_states) if hidden_states else None,
             attentions=tuple(out.attentions) if attentions else None,
+            output=out if model_output else None,
         )
         done += len(batch_idx)
         if progress is not None:

@@ -35,7 +35,9 @@ class Frame:
 
     step            the training step (batches done; 0 = before any update)
     loss            mean cross-entropy on the frame's dev examples (the same ones as dev_accuracy)
-    dev_accuracy    accuracy on a fixed seeded sample of the run's evaluation split (Timelapse.dev_examples)
+    dev_accuracy    accuracy on the dev examples (Timelapse.dev_examples): the probe pairs themselves when the probe
+                    is the task's own dev split (the default: read from the frame's one pass, core/training/watch.py),
+                    else a fixed seeded sample of the run's evaluation split
     rsa, cka        float64 [layers + 1] (0 = embeddings): RSA / linear CKA of each layer against the same layer of
                     the starting model, as `python -m core compare --a BASE --b RUN --corpus PROBE --seed S`
     anisotropy      float64 [layers + 1]: mean cosine of seeded random pairs of words from different sentences of
@@ -183,7 +185,9 @@ def read_timelapse(run_folder: str | Path) -> Timelapse | None:
 
 def default_probe(task: str) -> str | None:
     """The probe set of a task's time-lapse when the recipe names none: 100 seeded pairs of its dev split, as a
-    corpus spec (core.data.corpus) that `compare --corpus` reads the same way; None for a task without one."""
+    corpus spec (core.data.corpus) that `attention-change --corpus` reads the same way; None for a task without one.
+    Their gold labels are also the frames' dev scores, so a frame is one forward pass over these 100 pairs (issue 47:
+    with 10 frames over 2,000 pairs on 2 cores measuring was 16 % of training, bench/RESULTS.md)."""
     return {"snli": f"snli:dev:{DEFAULT_PROBE_SIZE}", "mrpc": f"mrpc:dev:{DEFAULT_PROBE_SIZE}"}.get(task)
 
 

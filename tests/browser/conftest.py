@@ -55,10 +55,10 @@ class StreamlitServer:
     """A fresh `streamlit run app.py` on localhost; stopped by .stop(). `config_only`: no settings on the command
     line but the port, so the server runs with .streamlit/config.toml alone (the settings test checks that file).
     `env`: more environment variables (e.g. BERTLENS_TEACHER_ADDRESSES); `script_args`: the app's own arguments,
-    after `--` (e.g. ["--class"])."""
+    after `--` (e.g. ["--class"]); `repo`: the checkout whose app.py is served (a bench compares two)."""
 
     def __init__(self, model: str, cache: Path, *, config_only: bool = False, env: dict | None = None,
-                 script_args: list[str] | tuple[str, ...] = ()):
+                 script_args: list[str] | tuple[str, ...] = (), repo: Path = REPO):
         self.port = _free_port()
         self.url = f"http://localhost:{self.port}"
         env = dict(os.environ, BERTLENS_MODEL=model, BERTLENS_CACHE=str(cache), PYTHONUNBUFFERED="1", **(env or {}))
@@ -68,7 +68,7 @@ class StreamlitServer:
         after = ["--", *script_args] if script_args else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port), *flags, *after],
-            cwd=REPO, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+            cwd=repo, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT,
         )
         deadline = time.time() + 90
         while time.time() < deadline:

@@ -85,6 +85,21 @@ def test_warm_up_leaves_the_forward_pass_to_a_session_that_has_started(fresh_lau
     assert launch.session_started() is False  # no warm-up running (AppTest, or BERTLENS_WARM_UP=0): nothing to wait for
     launch.warm_up()
     assert "model_s" in launch.timings and "first_forward_and_chart_s" not in launch.timings
+    # ... but builds altair's schema validator while that session's forward runs in torch (issue 47, cold start)
+    assert "chart_library_s" in launch.timings
+
+
+def test_streamlit_runs_import_of_app_py_starts_the_warm_up(monkeypatch):
+    """`streamlit run` imports app.py as the module `app` before it starts the server: the warm-up starts there,
+    not in the lifespan, which runs after the server's own start (issue 47, cold start)."""
+    import importlib.util
+
+    calls = []
+    monkeypatch.setattr(launch, "start", lambda: calls.append("start") or False)
+    spec = importlib.util.spec_from_file_location("app", REPO / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert calls == ["start"] and module.app is not None
 
 
 def test_a_session_waits_while_the_warm_up_imports(fresh_launch, monkeypatch):

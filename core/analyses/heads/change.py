@@ -105,10 +105,16 @@ class AttentionMaps:
         layers = lm.num_layers if layers is None else layers
         max_length = lm.max_length if max_length is None else max_length
         # Several ranks: each compares its share of the inputs; the sum is all-reduced (core.model.distributed).
-        maps = {index: (enc.input_ids, enc.attentions[:layers].astype(np.float32))
-                for index, enc in encode_share(lm, list(items), batch_size=batch_size, hidden_states=False,
-                                               max_length=max_length, progress=progress, should_stop=should_stop)}
-        return cls(lm.ref, tuple(items), layers, max_length, maps)
+        encodings = encode_share(lm, list(items), batch_size=batch_size, hidden_states=False, max_length=max_length,
+                                 progress=progress, should_stop=should_stop)
+        return cls.of_encodings(lm.ref, items, layers, max_length, encodings)
+
+    @classmethod
+    def of_encodings(cls, model: str, items: Sequence[TextInput], layers: int, max_length: int, encodings
+                     ) -> "AttentionMaps":
+        """The maps of (input index, Encoding) pairs a caller encoded in a pass of its own (the time-lapse's)."""
+        maps = {index: (enc.input_ids, enc.attentions[:layers].astype(np.float32)) for index, enc in encodings}
+        return cls(model, tuple(items), layers, max_length, maps)
 
     def unchanged(self) -> AttentionChange:
         """The kept maps against themselves: what change(A) gives without encoding A again (1 for every head)."""
@@ -126,16 +132,26 @@ class AttentionMaps:
     def change(self, lm_b: LoadedModel, *, batch_size: int = 16, progress: ProgressCallback = None,
                should_stop: StopCheck = None) -> AttentionChange:
         """attention_change(A, lm_b, the same items): lm_b's maps against the kept ones."""
-        total = np.zeros((self.layers, lm_b.num_heads))
-        for index, enc in encode_share(lm_b, list(self.items), batch_size=batch_size, hidden_states=False,
-                                       max_length=self.max_length, progress=progress, should_stop=should_stop):
+        encodings = encode_share(lm_b, list(self.items), batch_size=batch_size, hidden_states=False,
+                                 max_length=self.max_length, progress=progress, should_stop=should_stop)
+        return self.change_of(lm_b.ref, self.cosines(lm_b.ref, encodings, lm_b.num_heads))
+
+    def cosines(self, other: str, encodings, heads: int) -> np.ndarray:
+        """The sum over (input index, Encoding) pairs of `other` of each head's cosine with the kept map, float64
+        [layers, heads]: what change() adds up, for a caller that encodes the inputs in a pass of its own."""
+        total = np.zeros((self.layers, heads))
+        for index, enc in encodings:
             ids, att = self.maps[index]
             if not np.array_equal(ids, enc.input_ids):
-                raise ValueError(f"{self.model} and {lm_b.ref} tokenize input {index} differently; attention maps can "
+                raise ValueError(f"{self.model} and {other} tokenize input {index} differently; attention maps can "
                                  "only be compared between models that share a tokenizer (a run and its base model)")
             total += attention_cosine(att, enc.attentions[: self.layers])
+        return total
+
+    def change_of(self, other: str, total: np.ndarray) -> AttentionChange:
+        """The AttentionChange of the summed cosines (`cosines`) of every rank."""
         total = distributed.current().all_reduce_sum(total)
-        return AttentionChange(self.model, lm_b.ref, total / len(self.items), len(self.items), self.layers,
+        return AttentionChange(self.model, other, total / len(self.items), len(self.items), self.layers,
                                distributed.current().world_size)
 
 
