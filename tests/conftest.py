@@ -97,3 +97,15 @@ def make_tiny_bert(folder: Path, *, layers: int = 2, heads: int = 4, hidden: int
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+# ---- DeBERTa-v2/v3 (issue 46) ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_deberta_dir(tmp_path_factory) -> Path:
+    """A tiny random DebertaV2ForMaskedLM (relative attention, c2p and p2c, 8 position buckets, DeBERTa-v3's
+    shared attention key and MLM head) with a SentencePiece-style tokenizer: tests/tiny_deberta.py."""
+    from tests.tiny_deberta import make_tiny_deberta
+
+    return make_tiny_deberta(tmp_path_factory.mktemp("tiny-deberta"))

@@ -344,7 +344,8 @@ def token_alignment(enc, text_a, text_b):
         span = spans.setdefault(g, [start, end, s])
         span[0], span[1] = min(span[0], start), max(span[1], end)
     texts = (text_a, text_b)
-    words = tuple(texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
+    # .strip(): a SentencePiece piece's offsets include the space its "▁" stands for (DeBERTa-v3's " cat")
+    words = tuple(texts[s][a:b].strip() for _, (a, b, s) in sorted(spans.items()))
     # Truncation can drop whole words; renumber so word ids stay dense.
     if spans and len(spans) != max(spans) + 1:
         remap = {g: k for k, g in enumerate(sorted(spans))}
