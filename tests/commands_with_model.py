@@ -2,6 +2,7 @@
 model of any family (issue 46: "every subcommand that takes --model runs on both tiny models").
 
     names = commands_taking_model()                  # from build_parser(): a new subcommand is picked up at once
+    extra = forms("explain")                         # [("--method", "ig"), ...]: one run per method
     inputs = make_inputs(folder, model_dir, run_dir) # the files the argv refer to
     argv = argv_for("neuron", inputs)                # ["neuron", "--model", model_dir, "--text", ...]
 
@@ -128,6 +129,19 @@ def stub_data(monkeypatch) -> None:
              "aspect_categories": [{"category": "ambience", "polarity": "positive"}]}]
     monkeypatch.setattr(aspect_heads, "semeval_pairs", lambda split, limit: build_pairs(rows))
     fake_study.install(monkeypatch)
+
+
+def forms(name: str) -> list[tuple[str, ...]]:
+    """The extra arguments of each form `name` is run in: () alone, or one form per choice of its --method (every
+    explain method, exact and attribution patching), read from the parser."""
+    from core.__main__ import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    method = action.choices[name]._option_string_actions.get("--method")
+    # a declared setting's choices are checked by its type and listed in its metavar, "{a,b,c}"
+    choices = (method.choices or (method.metavar or "").strip("{}").split(",")) if method is not None else []
+    return [("--method", str(choice)) for choice in choices if choice] or [()]
 
 
 def argv_for(name: str, inputs: dict[str, str], json_out: bool = True) -> list[str]:

@@ -625,9 +625,16 @@ class ModelAdapter:
 
     def unpadded_call(self, hidden) -> LayerCall:
         """The LayerCall of inputs without padding [B, T, D]: no attention mask; MPNet's relative position bias
-        computed from the hidden state as its encoder does."""
+        computed from the hidden state as its encoder does; DeBERTa's all-ones mask, relative positions and
+        embeddings, as its encoder makes them."""
         if self.has_position_bias:
             return LayerCall((None, self.encoder.compute_position_bias(hidden)), {})
+        if self.has_score_terms:  # DeBERTa's layers need their mask and relative positions and embeddings
+            import torch
+
+            mask = self.encoder.get_attention_mask(torch.ones(hidden.shape[:2], dtype=torch.long, device=hidden.device))
+            return LayerCall((mask,), {"relative_pos": self.encoder.get_rel_pos(hidden),
+                                       "rel_embeddings": self.encoder.get_rel_embedding()})
         return LayerCall((), {})
 
     def run_layers(self, hidden, call: LayerCall, start: int, stop: int | None = None):

@@ -230,3 +230,18 @@ def test_the_family_error_names_deberta(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
     with pytest.raises(ModelUnavailable, match="deberta-v2"):
         _check_architecture(tmp_path, "x")
+
+
+def test_layers_rerun_from_an_unpadded_call_give_the_models_hidden_states(lm):
+    """run_layers with unpadded_call (value zeroing, the layer lens): DeBERTa's layers need its mask, relative
+    positions and embeddings passed again."""
+    feed = padded_batch(lm, tokenize(lm, [SHORT]))
+    adapter = ModelAdapter.of(lm.model)
+    with torch.no_grad():
+        out = lm.model(**feed, output_hidden_states=True)
+        call = adapter.unpadded_call(out.hidden_states[0])
+        for start in range(2):
+            torch.testing.assert_close(adapter.run_layers(out.hidden_states[start], call, start),
+                                       out.hidden_states[-1], atol=1e-5, rtol=0)
+        torch.testing.assert_close(adapter.run_layers(out.hidden_states[0], call, 0, 1), out.hidden_states[1],
+                                   atol=1e-5, rtol=0)

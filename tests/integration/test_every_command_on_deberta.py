@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 from core.__main__ import main
-from tests.commands_with_model import ARGV, NEEDS, argv_for, commands_taking_model, finetune_argv, make_inputs, stub_data
+from tests.commands_with_model import (ARGV, NEEDS, argv_for, commands_taking_model, finetune_argv, forms, make_inputs,
+                                       stub_data)
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +34,14 @@ def test_the_enumeration_knows_every_command():
     assert set(commands_taking_model()) - set(ARGV) == set()
 
 
-@pytest.mark.parametrize("name", commands_taking_model())
-def test_every_command_runs_on_deberta(name, tiny_deberta_dir, finished_run, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("name,form", [(name, form) for name in commands_taking_model() for form in forms(name)])
+def test_every_command_runs_on_deberta(name, form, tiny_deberta_dir, finished_run, tmp_path, monkeypatch, capsys):
     stub_data(monkeypatch)
     inputs = make_inputs(tmp_path / "inputs", tiny_deberta_dir, finished_run)
     if name in NEEDS:
         assert main(argv_for(NEEDS[name], inputs)) == 0, capsys.readouterr().err
     capsys.readouterr()
-    status = main(argv_for(name, inputs))
+    status = main(argv_for(name, inputs) + list(form))
     printed = capsys.readouterr()
     assert status == 0, printed.err[-2000:]
     if name != "encode":
