@@ -3,7 +3,8 @@
 
 q, k and v are read from the model's own projection modules through core.model.adapter (every family it
 knows; ALBERT's shared layer gives one value per layer; MPNet's relative position bias, added to q·k/√d before
-the softmax, is read from the call's arguments), so what is shown is what the model computed, not a
+the softmax, is read from the call's arguments; DeBERTa's disentangled terms c2c, c2p and p2c are the adapter's
+"attn_terms"), so what is shown is what the model computed, not a
 re-implementation that can drift from it. The hooks are on only while one forward pass runs, under the model's
 lock, record only the calling thread's pass, and are always removed.
 
@@ -65,7 +66,8 @@ class InsideHeadError(ValueError):
 class Captured:
     """One batched forward pass with every layer's projections. B inputs, T padded tokens, L layers, H heads,
     d head size: q, k, v [L] tensors [B, T, H*d]; bias [L] tensors [B, H, T, T] or None; attentions [L] tensors
-    [B, H, T, T] (the adapter's "pattern": the attention module's own probabilities); mask [B, T] bool."""
+    [B, H, T, T] (the adapter's "pattern": the attention module's own probabilities); mask [B, T] bool; terms [L]
+    dicts {c2c, c2p, p2c: [B, H, T, T]} (DeBERTa's "attn_terms") or None."""
 
     q: list
     k: list
@@ -73,6 +75,7 @@ class Captured:
     bias: list
     attentions: list
     mask: np.ndarray
+    terms: list | None = None
 
 
 def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) -> Captured:
@@ -84,13 +87,16 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
         raise InsideHeadError(str(err)) from err
     feed = padded_batch(lm, items)
     points = ["v", "pattern"] + (["q", "k"] if want_qk else []) + (["position_bias"] if adapter.has_position_bias else [])
+    with_terms = want_qk and adapter.has_score_terms
+    points += ["attn_terms"] if with_terms else []
     with adapter.capture(points) as store, torch.inference_mode():
         lm.model(**feed)
     layers = range(adapter.num_layers)
     bias = store.layers("position_bias") if adapter.has_position_bias else [None] * adapter.num_layers
     return Captured(q=store.layers("q") if want_qk else [None] * len(layers),
                     k=store.layers("k") if want_qk else [None] * len(layers), v=store.layers("v"), bias=bias,
-                    attentions=store.layers("pattern"), mask=feed["attention_mask"].cpu().numpy().astype(bool))
+                    attentions=store.layers("pattern"), mask=feed["attention_mask"].cpu().numpy().astype(bool),
+                    terms=store.layers("attn_terms") if with_terms else None)
 
 
 def _one(lm: LoadedModel, text_a: str, text_b: str | None) -> Tokenized:
@@ -111,7 +117,12 @@ class NeuronView:
     products    [T, d] q_i ⊙ k_j: summed and scaled they give the score
     scores      [T] q_i·k_j/√d plus the relative position bias (MPNet; `bias`, else zeros): the softmax's input
     attention   [T] softmax(scores): the head view's row
-    bias        [T] the position bias added to the scores (zeros except MPNet)
+    bias        [T] the position bias added to the scores (zeros except MPNet and DeBERTa)
+    terms       DeBERTa only (else None): {"c2c", "c2p", "p2c": [T]}, its disentangled attention's terms for this
+                query: c2c = the q⊙k row summed / `scale`, c2p = the query's content against each key's relative
+                position, p2c = the query's relative position against each key's content; scores = their sum,
+                and bias = c2p + p2c
+    scale       what the q⊙k row is divided by: √d, DeBERTa's √(d·(1 + its number of position terms))
 
     With a sentence-pair filter (bertviz's neuron view: "A→B" a query of sentence A, the keys of sentence B) the
     key axis keeps K <= T keys: `key_positions` [K] their token positions (None: every token), and keys, products,
@@ -132,6 +143,8 @@ class NeuronView:
     bias: np.ndarray
     key_positions: tuple[int, ...] | None = None
     pair_filter: str = "all"
+    terms: dict | None = None
+    scale: float | None = None
 
     def positions(self) -> tuple[int, ...]:
         """The token positions of the key rows."""
@@ -141,7 +154,9 @@ class NeuronView:
         return {"tokens": list(self.tokens), "query": self.query.tolist(), "keys": self.keys.tolist(),
                 "products": self.products.tolist(), "scores": self.scores.tolist(), "attention": self.attention.tolist(),
                 "layer": numbering.shown(self.layer), "head": self.head, "query_index": self.query_index,
-                "pair_filter": self.pair_filter, "key_positions": list(self.positions())}
+                "pair_filter": self.pair_filter, "key_positions": list(self.positions()),
+                **({"terms": {name: row.tolist() for name, row in self.terms.items()}, "scale": self.scale}
+                   if self.terms is not None else {})}
 
 
 def _check_range(name: str, value: int, size: int) -> None:
@@ -174,9 +189,14 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
     keys = cap.k[layer][0, :, head].double()
     products = q[None, :] * keys
     bias = torch.zeros(len(item.tokens), dtype=torch.float64)
+    scale, terms = float(np.sqrt(size)), None
     if cap.bias[layer] is not None:
         bias = cap.bias[layer][0, head, query].double().cpu()
-    scores = products.sum(-1).cpu() / np.sqrt(size) + bias
+    if cap.terms is not None:  # DeBERTa: c2c is the q⊙k row over its own scale; the position terms are the bias
+        terms = {name: row[0, head, query].double().cpu() for name, row in cap.terms[layer].items()}
+        scale = _deberta_scale(lm, size)
+        bias = terms["c2p"] + terms["p2c"]
+    scores = products.sum(-1).cpu() / scale + bias
     attention = torch.softmax(scores, dim=-1)
     kept = np.flatnonzero(columns)  # the softmax runs over every key first: the filter only hides rows
     as_np = lambda t: t.cpu().numpy().astype(np.float32)  # noqa: E731
@@ -184,7 +204,15 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
                       keys=as_np(keys)[kept], products=as_np(products)[kept], scores=as_np(scores)[kept],
                       attention=as_np(attention)[kept], bias=as_np(bias)[kept],
                       key_positions=None if pair_filter == "all" else tuple(int(p) for p in kept),
-                      pair_filter=pair_filter)
+                      pair_filter=pair_filter, scale=scale,
+                      terms=None if terms is None else {name: as_np(row)[kept] for name, row in terms.items()})
+
+
+def _deberta_scale(lm: LoadedModel, size: int) -> float:
+    """DeBERTa's score divisor: √(d · (1 + the number of position terms its config names)); transformers counts
+    them from pos_att_type even when relative attention is off."""
+    kinds = list(getattr(lm.config, "pos_att_type", None) or [])
+    return float(np.sqrt(size * (1 + ("c2p" in kinds) + ("p2c" in kinds))))
 
 
 def neuron_of(lm: LoadedModel, inputs, settings: NeuronSettings, progress=None, should_stop=None) -> NeuronView:

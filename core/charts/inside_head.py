@@ -39,10 +39,26 @@ def neuron_frame(view) -> pd.DataFrame:
 
 
 def score_frame(view) -> pd.DataFrame:
-    """One row per key token: key, score, attention, bias."""
-    return pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
-                         "score": view.scores.astype(float), "attention": view.attention.astype(float),
-                         "bias": view.bias.astype(float)})
+    """One row per key token: key, score, attention, bias, and DeBERTa's score terms c2c, c2p, p2c."""
+    frame = pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
+                          "score": view.scores.astype(float), "attention": view.attention.astype(float),
+                          "bias": view.bias.astype(float)})
+    for name, row in (view.terms or {}).items():
+        frame[name] = row.astype(float)
+    return frame
+
+
+TERM_TITLES = {"c2c": "c2c: content → content (q·k)", "c2p": "c2p: query content → key's relative position",
+               "p2c": "p2c: query's relative position → key content"}
+
+
+def terms_frame(view) -> pd.DataFrame:
+    """DeBERTa's score terms, one row per (key, term): key, key_order, term, value (empty for other families)."""
+    if not view.terms:
+        return pd.DataFrame(columns=["key", "key_order", "term", "value"])
+    labels = _key_labels(view)
+    return pd.DataFrame([{"key": labels[i], "key_order": i, "term": TERM_TITLES[name], "value": float(row[i])}
+                         for name, row in view.terms.items() for i in range(len(labels))])
 
 
 def _diverging(values: np.ndarray) -> alt.Scale:
@@ -80,7 +96,8 @@ def neuron_chart(view) -> alt.VConcatChart:
                  alt.Tooltip("product:Q", format="+.3f")],
     ).add_params(hover).properties(width=cell * d, height=height)
     scores = score_frame(view)
-    s_chart = alt.Chart(scores, title="score q·k/√d").mark_bar().encode(
+    score_title = "score q·k/√d" if not view.terms else "score c2c + c2p + p2c"
+    s_chart = alt.Chart(scores, title=score_title).mark_bar().encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
         color=alt.condition("datum.score > 0", alt.value("#c92a2a"), alt.value("#1c7ed6")),
         tooltip=["key", alt.Tooltip("score:Q", format="+.3f"), alt.Tooltip("bias:Q", format="+.3f", title="position bias")],
@@ -89,9 +106,20 @@ def neuron_chart(view) -> alt.VConcatChart:
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
+    panels = [k_chart, p_chart, s_chart, a_chart]
+    if view.terms:  # DeBERTa: its three terms apart, side by side per key, summing to the score
+        terms = terms_frame(view)
+        panels.insert(3, alt.Chart(terms, title="the score's terms").mark_bar().encode(
+            y=alt.Y("key:N", sort=labels, axis=None), yOffset=alt.YOffset("term:N", sort=list(TERM_TITLES.values())),
+            x=alt.X("value:Q", title="term"),
+            color=alt.Color("term:N", sort=list(TERM_TITLES.values()), title="term",
+                            scale=alt.Scale(range=["#495057", "#e8590c", "#2f9e44"]),
+                            legend=alt.Legend(orient="bottom", direction="vertical")),
+            tooltip=["key", "term", alt.Tooltip("value:Q", format="+.3f")],
+        ).properties(width=110, height=height))
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
     shown = "" if view.pair_filter == "all" else f", keys of {view.pair_filter}"
-    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
+    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(*panels, spacing=6),
                                          title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}"))
 
 

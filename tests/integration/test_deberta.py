@@ -245,3 +245,35 @@ def test_layers_rerun_from_an_unpadded_call_give_the_models_hidden_states(lm):
                                        out.hidden_states[-1], atol=1e-5, rtol=0)
         torch.testing.assert_close(adapter.run_layers(out.hidden_states[0], call, 0, 1), out.hidden_states[1],
                                    atol=1e-5, rtol=0)
+
+
+def test_the_neuron_view_shows_c2c_c2p_p2c_summing_to_the_scores_and_transformers_pattern(lm):
+    from core.analyses import inside_head
+    from core.charts.inside_head import neuron_chart, neuron_table, terms_frame
+
+    text, layer, head, query = PAIR[0], 1, 2, 3
+    view = inside_head.neuron_view(lm, text, None, layer, head, query)
+    assert set(view.terms) == set(DEBERTA_TERMS) and view.scale == pytest.approx(math.sqrt(8 * 3))
+    # c2c is the q⊙k row over DeBERTa's scale; the three terms sum to the score, whose softmax is transformers' row
+    np.testing.assert_allclose(view.terms["c2c"], view.products.sum(-1) / view.scale, atol=1e-5)
+    np.testing.assert_allclose(sum(view.terms.values()), view.scores, atol=1e-5)
+    feed = dict(lm.tokenizer(text, return_tensors="pt"))
+    with torch.no_grad():
+        expected = lm.masked_lm(**feed, output_attentions=True).attentions[layer][0, head, query].numpy()
+    np.testing.assert_allclose(view.attention, expected, atol=1e-5)
+    with torch.no_grad():
+        by_hand = _terms_by_hand(lm, lm.masked_lm(**feed, output_hidden_states=True).hidden_states[layer], layer)
+    for name in DEBERTA_TERMS:
+        np.testing.assert_allclose(view.terms[name], by_hand[name][0, head, query].numpy(), atol=1e-5)
+    payload = view.to_json()
+    assert set(payload["terms"]) == set(DEBERTA_TERMS) and payload["scale"] == pytest.approx(view.scale)
+    drawn = terms_frame(view)
+    assert len(drawn) == 3 * len(view.tokens) and {"c2c", "c2p", "p2c"} <= set(neuron_table(view).columns)
+    assert "the score's terms" in json.dumps(neuron_chart(view).to_dict())
+
+
+def test_other_families_neuron_view_has_no_terms(tiny_bert_dir):
+    from core.analyses import inside_head
+
+    view = inside_head.neuron_view(load_model(str(tiny_bert_dir)), "the cat sat .", None, 1, 0, 1)
+    assert view.terms is None and "terms" not in view.to_json()
