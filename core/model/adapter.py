@@ -71,7 +71,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-from core.model.loading import ModelUnavailable
+from core.model.loading import FAMILY_NAMES, ModelUnavailable
 
 # torch imported in functions: the adapter touches only the model's own tensors and modules, and
 # `python -m core --help` imports the analyses that import it.
@@ -81,7 +81,7 @@ HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act",
 _READ_ONLY = frozenset({"call", "position_bias", "attn_terms", "attn_scores", "pattern"})
 _ATTENTION = frozenset({"attn_terms", "attn_scores", "pattern"})  # read around the attention module's call (module docstring)
 _HEAD_SPLIT = frozenset({"q", "k", "v", "z"})  # [B, T, H*d] in the model, [B, T, H, d] at the hook
-FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v2/v3"
+FAMILIES = FAMILY_NAMES
 DEBERTA_TERMS = ("c2c", "c2p", "p2c")
 
 # One lock per model object (the base encoder, shared by its *ForMaskedLM / classifier wrappers): hooks of one

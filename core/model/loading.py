@@ -29,6 +29,8 @@ from core import settings
 from core.validation import nesting_problem
 from core.model import artefacts, distributed
 
+# The families as people name them: the `models` command, the sidebar's model help, the adapter's errors.
+FAMILY_NAMES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet, DeBERTa-v3 (DeBERTa-v2, mDeBERTa-v3)"
 # Encoder-only families whose eager attention returns per-head probabilities.
 SUPPORTED_MODEL_TYPES = frozenset(
     {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet", "deberta-v2"}

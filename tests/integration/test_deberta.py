@@ -277,3 +277,12 @@ def test_other_families_neuron_view_has_no_terms(tiny_bert_dir):
 
     view = inside_head.neuron_view(load_model(str(tiny_bert_dir)), "the cat sat .", None, 1, 0, 1)
     assert view.terms is None and "terms" not in view.to_json()
+
+
+def test_the_models_command_names_deberta_v3(capsys):
+    from core.__main__ import main
+
+    assert main(["models"]) == 0
+    assert "DeBERTa-v3" in capsys.readouterr().out.splitlines()[-1]
+    assert main(["models", "--json"]) == 0
+    assert "DeBERTa-v3" in json.loads(capsys.readouterr().out)["families"]
