@@ -286,3 +286,26 @@ def test_the_models_command_names_deberta_v3(capsys):
     assert "DeBERTa-v3" in capsys.readouterr().out.splitlines()[-1]
     assert main(["models", "--json"]) == 0
     assert "DeBERTa-v3" in json.loads(capsys.readouterr().out)["families"]
+
+
+def test_an_intervention_on_q_changes_the_tokens_query_not_the_position_projection(lm):
+    """With share_att_key DeBERTa runs query_proj again on the relative embeddings (p2c's position queries): a q
+    intervention must reach c2c and c2p only. Head 0's q zeroed leaves its scores = p2c, as computed here."""
+    feed = padded_batch(lm, tokenize(lm, [SHORT]))
+    adapter = ModelAdapter.of(lm.masked_lm)
+
+    def zero_head_0(q, layer):
+        q = q.clone()
+        q[:, :, 0] = 0
+        return q
+
+    with torch.no_grad():
+        hidden = lm.masked_lm(**feed, output_hidden_states=True).hidden_states[0]
+        with adapter.intervene("q", zero_head_0, layers=0), adapter.capture(["attn_terms", "pattern"], layers=0) as st:
+            out = lm.masked_lm(**feed, output_attentions=True)
+    by_hand = _terms_by_hand(lm, hidden, 0)
+    torch.testing.assert_close(st["attn_terms", 0]["c2c"][:, 0], torch.zeros_like(by_hand["c2c"][:, 0]).float())
+    torch.testing.assert_close(st["attn_terms", 0]["c2p"][:, 0], torch.zeros_like(by_hand["c2p"][:, 0]).float())
+    torch.testing.assert_close(st["attn_terms", 0]["p2c"][:, 0].double(), by_hand["p2c"][:, 0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(out.attentions[0][:, 0].double(), by_hand["p2c"][:, 0].softmax(-1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(st["pattern", 0], out.attentions[0])
