@@ -57,8 +57,8 @@ def terms_frame(view) -> pd.DataFrame:
     if not view.terms:
         return pd.DataFrame(columns=["key", "key_order", "term", "value"])
     labels = _key_labels(view)
-    return pd.DataFrame([{"key": labels[i], "key_order": i, "term": TERM_TITLES[name], "value": float(row[i])}
-                         for name, row in view.terms.items() for i in range(len(labels))])
+    return pd.DataFrame([{"key": labels[i], "key_order": i, "term": name, "meaning": TERM_TITLES[name],
+                          "value": float(row[i])} for name, row in view.terms.items() for i in range(len(labels))])
 
 
 def _diverging(values: np.ndarray) -> alt.Scale:
@@ -107,20 +107,23 @@ def neuron_chart(view) -> alt.VConcatChart:
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
     panels = [k_chart, p_chart, s_chart, a_chart]
-    if view.terms:  # DeBERTa: its three terms apart, side by side per key, summing to the score
+    if view.terms:  # DeBERTa: its three terms apart, one column each per key (row), summing to the score
         terms = terms_frame(view)
-        panels.insert(3, alt.Chart(terms, title="the score's terms").mark_bar().encode(
-            y=alt.Y("key:N", sort=labels, axis=None), yOffset=alt.YOffset("term:N", sort=list(TERM_TITLES.values())),
-            x=alt.X("value:Q", title="term"),
-            color=alt.Color("term:N", sort=list(TERM_TITLES.values()), title="term",
-                            scale=alt.Scale(range=["#495057", "#e8590c", "#2f9e44"]),
-                            legend=alt.Legend(orient="bottom", direction="vertical")),
-            tooltip=["key", "term", alt.Tooltip("value:Q", format="+.3f")],
-        ).properties(width=110, height=height))
+        base = alt.Chart(terms, title="the score's terms").encode(
+            x=alt.X("term:N", sort=list(TERM_TITLES), title="c2c + c2p + p2c", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("key:N", sort=labels, axis=None),
+            tooltip=["key", "meaning", alt.Tooltip("value:Q", format="+.3f")])
+        cells = base.mark_rect().encode(color=alt.Color("value:Q", scale=_diverging(terms["value"].to_numpy()),
+                                                        legend=None))
+        values = base.mark_text(fontSize=9).encode(text=alt.Text("value:Q", format="+.1f"))
+        panels.insert(3, alt.layer(cells, values).properties(width=3 * 34, height=height))
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
     shown = "" if view.pair_filter == "all" else f", keys of {view.pair_filter}"
-    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(*panels, spacing=6),
-                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}"))
+    # Each panel keeps its own colour scale: shared (Vega-Lite's default in a concat), the domains [b, -b] that make
+    # red positive were merged into one ascending [-b, b], and red meant negative.
+    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(*panels, spacing=6).resolve_scale(color="independent"),
+                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}")
+                             .resolve_scale(color="independent"))
 
 
 def neuron_table(view) -> pd.DataFrame:

@@ -309,3 +309,37 @@ def test_an_intervention_on_q_changes_the_tokens_query_not_the_position_projecti
     torch.testing.assert_close(st["attn_terms", 0]["p2c"][:, 0].double(), by_hand["p2c"][:, 0], atol=1e-5, rtol=0)
     torch.testing.assert_close(out.attentions[0][:, 0].double(), by_hand["p2c"][:, 0].softmax(-1), atol=1e-5, rtol=0)
     torch.testing.assert_close(st["pattern", 0], out.attentions[0])
+
+
+def _cells(svg: str, field: str) -> list[tuple[float, tuple[int, int, int]]]:
+    """(value of `field`, fill colour) of each drawn cell whose aria label shows that field."""
+    import re
+
+    cells = []
+    for label, fill in re.findall(r'<path[^>]*aria-label="([^"]*)"[^>]*fill="rgb\(([^)]*)\)"', svg):
+        found = re.search(rf"(?:^|; ){field}: ([+−-]?[\d.]+)", label)
+        if found:
+            cells.append((float(found[1].replace("−", "-")), tuple(int(c) for c in fill.split(","))))
+    return cells
+
+
+@pytest.mark.parametrize("family", ["bert", "deberta"])
+def test_neuron_view_colours_red_where_a_value_raises_the_score(family, lm, tiny_bert_dir):
+    """The chart says "red: raises the score, blue: lowers it". Its panels' colour scales were shared (Vega-Lite's
+    concat default), and the merged domain drew q⊙k's largest positive products blue (found on DeBERTa's terms
+    panel; BERT's chart had it too)."""
+    import vl_convert as vlc
+
+    from core.analyses import inside_head
+    from core.charts.inside_head import neuron_chart
+
+    model = lm if family == "deberta" else load_model(str(tiny_bert_dir))
+    view = inside_head.neuron_view(model, PAIR[0], None, 1, 2, 3)
+    svg = vlc.vegalite_to_svg(neuron_chart(view).to_json())
+    for field in ("product",) + (("value",) if family == "deberta" else ()):
+        drawn = _cells(svg, field)
+        largest = max(abs(v) for v, _ in drawn)
+        cells = [(v, rgb) for v, rgb in drawn if abs(v) > 0.2 * largest]  # near 0 both colours fade to white
+        assert len(cells) >= 3 and any(v > 0 for v, _ in cells) and any(v < 0 for v, _ in cells), field
+        wrong = [(v, rgb) for v, rgb in cells if (v > 0) != (rgb[0] > rgb[2])]
+        assert wrong == [], f"{field}: red/blue does not follow the sign: {wrong[:3]}"
