@@ -96,7 +96,7 @@ def neuron_chart(view) -> alt.VConcatChart:
                  alt.Tooltip("product:Q", format="+.3f")],
     ).add_params(hover).properties(width=cell * d, height=height)
     scores = score_frame(view)
-    score_title = "score q·k/√d" if not view.terms else "score c2c + c2p + p2c"
+    score_title = "score q·k/√d" if not view.terms else "score = Σ terms"
     s_chart = alt.Chart(scores, title=score_title).mark_bar().encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
         color=alt.condition("datum.score > 0", alt.value("#c92a2a"), alt.value("#1c7ed6")),
@@ -109,7 +109,7 @@ def neuron_chart(view) -> alt.VConcatChart:
     panels = [k_chart, p_chart, s_chart, a_chart]
     if view.terms:  # DeBERTa: its three terms apart, one column each per key (row), summing to the score
         terms = terms_frame(view)
-        base = alt.Chart(terms, title="the score's terms").encode(
+        base = alt.Chart(terms, title="terms").encode(
             x=alt.X("term:N", sort=list(TERM_TITLES), title="c2c + c2p + p2c", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("key:N", sort=labels, axis=None),
             tooltip=["key", "meaning", alt.Tooltip("value:Q", format="+.3f")])

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.browser.conftest import StreamlitServer, assert_no_streamlit_exception, each_page, screenshot, wait_for_app
+from tests.browser.test_lessons import wait_for_slide
 from tests.tiny_deberta import make_tiny_deberta
 
 MODEL = "tiny-deberta-v3"
@@ -96,7 +97,7 @@ def test_every_page_opens_on_deberta_with_a_chart(browser, deberta_server):
                     page.wait_for_selector(CHART, timeout=240_000)
                 except Exception:  # noqa: BLE001 - listed below with every other page that drew none
                     without.append(view.name)
-                wait_for_app(page)
+                wait_for_slide(page) if view.name == "present" else wait_for_app(page)
             assert_no_streamlit_exception(page)
             screenshot(page, f"deberta_{view.name}")
     finally:
@@ -117,7 +118,7 @@ def test_neuron_view_draws_the_three_terms(browser, deberta_server):
         page.get_by_text("Neuron view").wait_for()
         page.get_by_text("c2p (the query's content", exact=False).first.wait_for()
         panel = page.get_by_role("tabpanel", name="Inside a head")
-        _charts(panel).first.wait_for()
+        panel.locator(CHART).first.wait_for()
         page.get_by_text("Neuron view").scroll_into_view_if_needed()
         screenshot(page, "deberta_neuron_view")
     finally:

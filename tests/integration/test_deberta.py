@@ -269,7 +269,7 @@ def test_the_neuron_view_shows_c2c_c2p_p2c_summing_to_the_scores_and_transformer
     assert set(payload["terms"]) == set(DEBERTA_TERMS) and payload["scale"] == pytest.approx(view.scale)
     drawn = terms_frame(view)
     assert len(drawn) == 3 * len(view.tokens) and {"c2c", "c2p", "p2c"} <= set(neuron_table(view).columns)
-    assert "the score's terms" in json.dumps(neuron_chart(view).to_dict())
+    assert "c2c + c2p + p2c" in json.dumps(neuron_chart(view).to_dict())
 
 
 def test_other_families_neuron_view_has_no_terms(tiny_bert_dir):
