@@ -69,3 +69,15 @@ def test_a_deberta_without_an_mlm_head_gets_a_fitted_one_that_fills_masks(tiny_d
                  "--json", "--quiet"]) == 0, capsys.readouterr().err
     out = json.loads(capsys.readouterr().out)
     assert out, out
+
+
+def test_the_bias_experiment_trains_its_three_runs_on_deberta(tiny_deberta_dir, data_dir, capsys):
+    """`bias` with a base model (not a run) trains full, biased and control classifiers from it on SNLI."""
+    from tests.conftest import require_data
+
+    require_data(data_dir / "snli", "SNLI")
+    assert main(["bias", "--model", str(tiny_deberta_dir), "--train-limit", "300", "--eval-limit", "100", "--epochs", "1",
+                 "--max-length", "32", "--threads", "1", "--bootstrap", "20", "--name", "deberta-bias", "--json",
+                 "--quiet"]) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    assert "differences" in out
