@@ -343,3 +343,15 @@ def test_neuron_view_colours_red_where_a_value_raises_the_score(family, lm, tiny
         assert len(cells) >= 3 and any(v > 0 for v, _ in cells) and any(v < 0 for v, _ in cells), field
         wrong = [(v, rgb) for v, rgb in cells if (v > 0) != (rgb[0] > rgb[2])]
         assert wrong == [], f"{field}: red/blue does not follow the sign: {wrong[:3]}"
+
+
+def test_sentencepiece_pieces_merge_into_the_words_typed(lm):
+    """"▁" starts a word; pieces without it continue one. The words are the text typed, without the space the
+    "▁" piece's offsets include, for text and for pre-split words alike."""
+    from core.model.encoding import Words
+
+    text, split = tokenize(lm, ["the cats sat, happily.", (Words(["The", "unhappy", "cats"]), Words(["a", "dog"]))])
+    assert text.words == ("the", "cats", "sat", ",", "happily", ".")
+    assert [text.tokens[i] for i in np.flatnonzero(text.word_ids == 1)] == ["▁cat", "s"]
+    assert split.words == ("The", "unhappy", "cats", "a", "dog")
+    assert [split.tokens[i] for i in np.flatnonzero(split.word_ids == 2)] == ["▁cat", "s"]
