@@ -2,8 +2,8 @@
 model, for encoders).
 
 `ModelAdapter.of(model)` names, for BERT (MiniLM), RoBERTa (XLM-R, CamemBERT), DistilBERT, ALBERT, ELECTRA,
-MPNet and DeBERTa-v2/v3 (mDeBERTa-v3), the embeddings, the layers in the order they run, each layer's projections (`parts(layer)`) and the MLM
-head of a *ForMaskedLM model. Activations are read and changed at named points (HOOK_POINTS), per layer:
+MPNet and DeBERTa-v2/v3 (mDeBERTa-v3), the embeddings, the layers in the order they run, each layer's projections
+(`parts(layer)`) and the MLM head of a *ForMaskedLM model. Activations are read and changed at named points (HOOK_POINTS), per layer:
 
     resid_pre   [B, T, D]     the layer's input hidden state
     q, k, v     [B, T, H, d]  the query / key / value projections (bias included), split into heads
@@ -30,8 +30,8 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
                               returns (eager attention; what `output_attentions` gives), or softmax(attn_scores)
                               where it returns none (SDPA; MPNet when not asked for attentions)
 
-"call", "position_bias", "attn_terms", "attn_scores" and "pattern" can be captured, not changed: the probabilities are made and
-used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
+"call", "position_bias", "attn_terms", "attn_scores" and "pattern" can be captured, not changed: the probabilities
+are made and used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
 hook sits between, so changing them would mean replacing that function. To change what a head attends to,
 intervene on q, k or z. attn_scores and pattern are read at the attention module: its call gives the mask (and
 MPNet's bias), and the query/key projections' outputs are read by hooks set just for that call, after every other
