@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.conftest import StreamlitServer, assert_no_streamlit_exception, each_page, screenshot, wait_for_app
+from tests.browser.conftest import (StreamlitServer, assert_no_streamlit_exception, each_page, run_anisotropy_on_first,
+                                    run_study_on_sidebar_model, screenshot, wait_for_app)
 from tests.browser.test_lessons import wait_for_slide
 from tests.tiny_deberta import make_tiny_deberta
 
@@ -18,30 +19,15 @@ MODEL = "tiny-deberta-v3"
 LISTS = {"home", "lessons"}
 CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
 
-def _run_anisotropy(page):
-    page.get_by_text("Settings").click()
-    limit = page.get_by_label("Use only the first N sentences (0 = all)")
-    limit.fill("60")
-    limit.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Run on 1 model").click()
-
-def _run_reproduce(page):
-    page.get_by_role("button", name="Measure the sidebar's model").click()
-    wait_for_app(page)
-    items = page.get_by_label("Items (0 = default)")
-    items.fill("40")
-    items.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Run the study").click()
 
 # What a user does on a page whose charts come after a Run (or, in presenter mode, a switch to a model on disk).
 ACTIONS = {
-    "anisotropy": _run_anisotropy,
+    "anisotropy": run_anisotropy_on_first,
     "explorer": lambda page: page.get_by_role("button", name="Run this model").click(),
-    "reproduce": _run_reproduce,
+    "reproduce": run_study_on_sidebar_model,
     "present": lambda page: page.get_by_role("button", name=MODEL).click(),
 }
+
 
 @pytest.fixture(scope="module")
 def deberta_server(data_dir, tmp_path_factory):
@@ -57,6 +43,7 @@ def deberta_server(data_dir, tmp_path_factory):
     yield server
     server.stop()
 
+
 def _fine_tuned_run(model: Path, cache: Path, folder: Path) -> None:
     """A classifier fine-tuned from the tiny DeBERTa in the server's models_cache: the fine-tuning page compares it."""
     import random
@@ -71,6 +58,7 @@ def _fine_tuned_run(model: Path, cache: Path, folder: Path) -> None:
         patch.setenv("BERTLENS_CACHE", str(cache))
         finetune(Recipe(model=str(model), task=str(data), run_name="deberta-run", epochs=2, lr=2e-3, batch_size=16,
                         max_length=16, cpu_threads=1))
+
 
 def test_every_page_opens_on_deberta_with_a_chart(browser, deberta_server):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -93,6 +81,7 @@ def test_every_page_opens_on_deberta_with_a_chart(browser, deberta_server):
     finally:
         context.close()
     assert without == [], f"pages with no chart drawn on DeBERTa: {without}"
+
 
 def test_neuron_view_draws_the_three_terms(browser, deberta_server):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
