@@ -105,3 +105,13 @@ def tiny_modernbert_dir(tmp_path_factory) -> Path:
     from tests.tiny_modernbert import make_tiny_modernbert
 
     return make_tiny_modernbert(tmp_path_factory.mktemp("tiny-modernbert"))
+
+
+# ---- DeBERTa-v2/v3 (issue 46) ----------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def tiny_deberta_dir(tmp_path_factory) -> Path:
+    """A tiny random DebertaV2ForMaskedLM (relative attention, c2p and p2c, 8 position buckets, DeBERTa-v3's
+    shared attention key and MLM head) with a SentencePiece-style tokenizer: tests/tiny_deberta.py."""
+    from tests.tiny_deberta import make_tiny_deberta
+
+    return make_tiny_deberta(tmp_path_factory.mktemp("tiny-deberta"))

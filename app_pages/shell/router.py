@@ -12,8 +12,8 @@ import streamlit as st
 from app_pages.shell import classroom, lesson_bar, page_report, presenter, url_state
 from app_pages.widgets.common import MODEL_ERROR_KEY, MODEL_KEY, SENTENCE_A_KEY, SENTENCE_B_KEY
 from core import settings, views
-from core.model.adapter import FAMILIES
-from core.model.loading import availability, available_models, choose_start_model, display_name_among, pick_device, start_model
+from core.model.loading import (FAMILY_NAMES, availability, available_models, choose_start_model, display_name_among,
+                                pick_device, start_model)
 from core.safe_text import markdown_text
 
 START_NOTICE_KEY = "_start_model"  # the StartModel a fresh session opened on, when it is not the default
@@ -76,8 +76,8 @@ def sidebar(where=None) -> None:
             key=MODEL_KEY,
             accept_new_options=True,
             format_func=display_name_among(options),
-            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time). "
-                 f"BERT Lens reads encoders of these families: {FAMILIES}."
+            help="Models saved on this computer, or type any Hugging Face id (needs internet the first time) of an "
+                 f"encoder of these families: {FAMILY_NAMES}."
                  + ("" if where is not None else f" Now: {markdown_text(current)}"),
         )
         if where is None:  # a slide says itself when its model cannot load, and offers the local ones

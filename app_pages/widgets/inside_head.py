@@ -149,7 +149,14 @@ def sentence_part(text_a: str, text_b: str | None) -> None:
     draw_chart(chart, key=P + "neuron_chart")
     top = view.positions()[int(np.argmax(view.attention))]  # a token position (the filter may keep some keys)
     bias_note = " plus the model's relative position bias" if view.bias.any() else ""
-    st.caption(f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}; its softmax is row {markdown_text(labels[query])} of "
+    if view.terms:  # DeBERTa's disentangled attention
+        terms = round(view.scale ** 2 / view.query.shape[0])  # DeBERTa divides by √(d · its number of terms)
+        score_note = (f"Score = c2c (the sum of the q⊙k row / {view.scale:.2f}, i.e. √(d·{terms})) + c2p (the query's "
+                      "content against where each key sits relative to it) + p2c (where the query sits relative to "
+                      "each key, against the key's content); the terms panel beside the scores draws the three apart")
+    else:
+        score_note = f"Score = sum of the q⊙k row / √{view.query.shape[0]}{bias_note}"
+    st.caption(f"{score_note}; its softmax is row {markdown_text(labels[query])} of "
                f"the head view. This head's query looks most at {markdown_text(labels[top])} ({view.attention.max():.2f}).")
     if view.visible is not None and not view.visible.all():
         st.caption(f"Layer {numbering.shown(layer)} is a local (sliding-window) layer: this query sees only "

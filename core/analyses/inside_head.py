@@ -3,7 +3,8 @@
 
 q, k and v are read from the model's own projection modules through core.model.adapter (every family it
 knows; ALBERT's shared layer gives one value per layer; MPNet's relative position bias, added to q·k/√d before
-the softmax, is read from the call's arguments), so what is shown is what the model computed, not a
+the softmax, is read from the call's arguments; DeBERTa's disentangled terms c2c, c2p and p2c are the adapter's
+"attn_terms"), so what is shown is what the model computed, not a
 re-implementation that can drift from it. The hooks are on only while one forward pass runs, under the model's
 lock, record only the calling thread's pass, and are always removed.
 
@@ -67,7 +68,8 @@ class Captured:
     d head size: q, k (after ModernBERT's rotary embedding: the adapter's q_rot, k_rot), v [L] tensors
     [B, T, H, d]; bias [L] tensors [B, H, T, T] or None; attentions [L] tensors [B, H, T, T] (the adapter's
     "pattern": the attention module's own probabilities); mask [B, T] bool; scores [L] tensors [B, H, T, T] (the
-    adapter's attn_scores, mask included) or None."""
+    adapter's attn_scores, mask included) or None; terms [L] dicts {c2c, c2p, p2c: [B, H, T, T]} (DeBERTa's
+    "attn_terms") or None."""
 
     q: list
     k: list
@@ -76,6 +78,7 @@ class Captured:
     attentions: list
     mask: np.ndarray
     scores: list = ()
+    terms: list | None = None
 
 
 def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) -> Captured:
@@ -90,6 +93,8 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
     # attn_scores: which keys each query may see (a local layer's window, padding)
     points = (["v", "pattern"] + (["q_rot", "k_rot", "attn_scores"] if want_qk else [])
               + (["position_bias"] if adapter.has_position_bias else []))
+    with_terms = want_qk and adapter.has_score_terms
+    points += ["attn_terms"] if with_terms else []
     with adapter.capture(points) as store, torch.inference_mode():
         lm.model(**feed)
     layers = range(adapter.num_layers)
@@ -98,7 +103,8 @@ def _capture(lm: LoadedModel, items: Sequence[Tokenized], want_qk: bool = True) 
     return Captured(q=store.layers("q_rot") if want_qk else nothing, k=store.layers("k_rot") if want_qk else nothing,
                     v=store.layers("v"), bias=bias, attentions=store.layers("pattern"),
                     mask=feed["attention_mask"].cpu().numpy().astype(bool),
-                    scores=store.layers("attn_scores") if want_qk else nothing)
+                    scores=store.layers("attn_scores") if want_qk else nothing,
+                    terms=store.layers("attn_terms") if with_terms else None)
 
 
 def _one(lm: LoadedModel, text_a: str, text_b: str | None) -> Tokenized:
@@ -120,9 +126,14 @@ class NeuronView:
     products    [T, d] q_i ⊙ k_j: summed and scaled they give the score
     scores      [T] q_i·k_j/√d plus the relative position bias (MPNet; `bias`, else zeros): the softmax's input
     attention   [T] softmax(scores) over the visible keys: the head view's row
-    bias        [T] the position bias added to the scores (zeros except MPNet)
+    bias        [T] the position bias added to the scores (zeros except MPNet and DeBERTa)
     visible     [T] bool: the keys the query may attend to; False outside a local (sliding-window) layer's
                 window (ModernBERT: within local_attention // 2 positions), where attention is 0 whatever the score
+    terms       DeBERTa only (else None): {"c2c", "c2p", "p2c": [T]}, its disentangled attention's terms for this
+                query: c2c = the q⊙k row summed / `scale`, c2p = the query's content against each key's relative
+                position, p2c = the query's relative position against each key's content; scores = their sum,
+                and bias = c2p + p2c
+    scale       what the q⊙k row is divided by: √d, DeBERTa's √(d·(1 + its number of position terms))
 
     With a sentence-pair filter (bertviz's neuron view: "A→B" a query of sentence A, the keys of sentence B) the
     key axis keeps K <= T keys: `key_positions` [K] their token positions (None: every token), and keys, products,
@@ -145,6 +156,8 @@ class NeuronView:
     pair_filter: str = "all"
     visible: np.ndarray | None = None
     rotated: bool = False  # q and k after a rotary position embedding (ModernBERT)
+    terms: dict | None = None
+    scale: float | None = None
 
     def positions(self) -> tuple[int, ...]:
         """The token positions of the key rows."""
@@ -155,7 +168,9 @@ class NeuronView:
                 "products": self.products.tolist(), "scores": self.scores.tolist(), "attention": self.attention.tolist(),
                 "layer": numbering.shown(self.layer), "head": self.head, "query_index": self.query_index,
                 "pair_filter": self.pair_filter, "key_positions": list(self.positions()),
-                "visible": self.visible.tolist() if self.visible is not None else [True] * len(self.scores)}
+                "visible": self.visible.tolist() if self.visible is not None else [True] * len(self.scores),
+                **({"terms": {name: row.tolist() for name, row in self.terms.items()}, "scale": self.scale}
+                   if self.terms is not None else {})}
 
 
 def _check_range(name: str, value: int, size: int) -> None:
@@ -188,9 +203,14 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
     keys = cap.k[layer][0, :, head].double()
     products = q[None, :] * keys
     bias = torch.zeros(len(item.tokens), dtype=torch.float64)
+    scale, terms = float(np.sqrt(size)), None
     if cap.bias[layer] is not None:
         bias = cap.bias[layer][0, head, query].double().cpu()
-    scores = products.sum(-1).cpu() / np.sqrt(size) + bias
+    if cap.terms is not None:  # DeBERTa: c2c is the q⊙k row over its own scale; the position terms are the bias
+        terms = {name: row[0, head, query].double().cpu() for name, row in cap.terms[layer].items()}
+        scale = _deberta_scale(lm, size)
+        bias = terms["c2p"] + terms["p2c"]
+    scores = products.sum(-1).cpu() / scale + bias
     masked = cap.scores[layer][0, head, query].cpu()
     visible = masked > torch.finfo(masked.dtype).min / 2  # a local layer's mask: its dtype's most negative number
     attention = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
@@ -201,7 +221,15 @@ def neuron_view(lm: LoadedModel, text_a: str, text_b: str | None, layer: int, he
                       attention=as_np(attention)[kept], bias=as_np(bias)[kept],
                       key_positions=None if pair_filter == "all" else tuple(int(p) for p in kept),
                       pair_filter=pair_filter, visible=visible.numpy()[kept],
-                      rotated=ModelAdapter.of(lm.model).family == "modernbert")
+                      rotated=ModelAdapter.of(lm.model).family == "modernbert", scale=scale,
+                      terms=None if terms is None else {name: as_np(row)[kept] for name, row in terms.items()})
+
+
+def _deberta_scale(lm: LoadedModel, size: int) -> float:
+    """DeBERTa's score divisor: √(d · (1 + the number of position terms its config names)); transformers counts
+    them from pos_att_type even when relative attention is off."""
+    kinds = list(getattr(lm.config, "pos_att_type", None) or [])
+    return float(np.sqrt(size * (1 + ("c2p" in kinds) + ("p2c" in kinds))))
 
 
 def neuron_of(lm: LoadedModel, inputs, settings: NeuronSettings, progress=None, should_stop=None) -> NeuronView:

@@ -43,10 +43,27 @@ def _visible(view) -> np.ndarray:
 
 
 def score_frame(view) -> pd.DataFrame:
-    """One row per key token: key, score, attention, bias, visible (False outside a local layer's window)."""
-    return pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
-                         "score": view.scores.astype(float), "attention": view.attention.astype(float),
-                         "bias": view.bias.astype(float), "visible": _visible(view)})
+    """One row per key token: key, score, attention, bias, visible (False outside a local layer's window), and
+    DeBERTa's score terms c2c, c2p, p2c."""
+    frame = pd.DataFrame({"key": _key_labels(view), "key_order": np.arange(len(view.scores)),
+                          "score": view.scores.astype(float), "attention": view.attention.astype(float),
+                          "bias": view.bias.astype(float), "visible": _visible(view)})
+    for name, row in (view.terms or {}).items():
+        frame[name] = row.astype(float)
+    return frame
+
+
+TERM_TITLES = {"c2c": "c2c: content → content (q·k)", "c2p": "c2p: query content → key's relative position",
+               "p2c": "p2c: query's relative position → key content"}
+
+
+def terms_frame(view) -> pd.DataFrame:
+    """DeBERTa's score terms, one row per (key, term): key, key_order, term, value (empty for other families)."""
+    if not view.terms:
+        return pd.DataFrame(columns=["key", "key_order", "term", "value"])
+    labels = _key_labels(view)
+    return pd.DataFrame([{"key": labels[i], "key_order": i, "term": name, "meaning": TERM_TITLES[name],
+                          "value": float(row[i])} for name, row in view.terms.items() for i in range(len(labels))])
 
 
 def _diverging(values: np.ndarray) -> alt.Scale:
@@ -90,7 +107,9 @@ def neuron_chart(view) -> alt.VConcatChart:
     windowed = not _visible(view).all()
     scores = scores.assign(effect=np.where(~scores["visible"], "outside the window",
                                            np.where(scores["score"] > 0, "raises", "lowers")))
-    s_chart = alt.Chart(scores, title="score q·k/√d" + (" (grey: outside the window)" if windowed else "")).mark_bar().encode(
+    score_title = ("score q·k/√d" if not view.terms else "score = Σ terms") + (
+        " (grey: outside the window)" if windowed else "")
+    s_chart = alt.Chart(scores, title=score_title).mark_bar().encode(
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("score:Q", title="score"),
         color=alt.Color("effect:N", legend=None, scale=alt.Scale(domain=["raises", "lowers", "outside the window"],
                                                                  range=["#c92a2a", "#1c7ed6", "#adb5bd"])),
@@ -101,10 +120,24 @@ def neuron_chart(view) -> alt.VConcatChart:
         y=alt.Y("key:N", sort=labels, axis=None), x=alt.X("attention:Q", scale=alt.Scale(domain=[0, 1]), title="attention"),
         tooltip=["key", alt.Tooltip("attention:Q", format=".3f")],
     ).properties(width=90, height=height)
+    panels = [k_chart, p_chart, s_chart, a_chart]
+    if view.terms:  # DeBERTa: its three terms apart, one column each per key (row), summing to the score
+        terms = terms_frame(view)
+        base = alt.Chart(terms, title="terms").encode(
+            x=alt.X("term:N", sort=list(TERM_TITLES), title="c2c + c2p + p2c", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("key:N", sort=labels, axis=None),
+            tooltip=["key", "meaning", alt.Tooltip("value:Q", format="+.3f")])
+        cells = base.mark_rect().encode(color=alt.Color("value:Q", scale=_diverging(terms["value"].to_numpy()),
+                                                        legend=None))
+        values = base.mark_text(fontSize=9).encode(text=alt.Text("value:Q", format="+.1f"))
+        panels.insert(3, alt.layer(cells, values).properties(width=3 * 34, height=height))
     # Lowercase "layer": the head view's "Layer L, head H" title, drawn in another tab, stays unique on the page.
     shown = "" if view.pair_filter == "all" else f", keys of {view.pair_filter}"
-    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(k_chart, p_chart, s_chart, a_chart, spacing=6),
-                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}"))
+    # Each panel keeps its own colour scale: shared (Vega-Lite's default in a concat), the domains [b, -b] that make
+    # red positive were merged into one ascending [-b, b], and red meant negative.
+    return layout.fixed_size(alt.vconcat(q_chart, alt.hconcat(*panels, spacing=6).resolve_scale(color="independent"),
+                                         title=f"layer {numbering.shown(view.layer)}, head {view.head}, query {query_label}{shown}")
+                             .resolve_scale(color="independent"))
 
 
 def neuron_table(view) -> pd.DataFrame:

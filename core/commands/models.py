@@ -10,16 +10,14 @@ from core import validation
 from core.commands import add_json_arguments, add_model_argument
 from core.model.encoding import encode
 from core.files import DiskFull, atomic_path
-from core.model.adapter import FAMILIES
 from core.model.artefacts import list_artefacts
-from core.model.loading import available_models, download, load_model
+from core.model.loading import FAMILY_NAMES, available_models, download, load_model
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("models", help="list models that load offline",
-                              description=f"List models that load offline. BERT Lens reads encoders of these "
-                              f"families: {FAMILIES}.")
-    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...]}, instead of a table')
+                              description=f"Models that load offline. BERT Lens reads encoders of these families: {FAMILY_NAMES}.")
+    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...], "families": "..."}, instead of a table')
     p.set_defaults(func=run_models)
 
     p = subparsers.add_parser("download", help="fetch a hub model into models_cache/ ahead of time")
@@ -38,8 +36,8 @@ def run_models(args) -> int:
     entries = available_models()
     saved = list_artefacts()
     if args.json:
-        validation.dump_json({"models": [e.__dict__ for e in entries], "artefacts": [a.__dict__ for a in saved]},
-                             args.out)
+        validation.dump_json({"models": [e.__dict__ for e in entries], "artefacts": [a.__dict__ for a in saved],
+                              "families": FAMILY_NAMES}, args.out)
     else:
         for e in entries:
             print(f"{e.name}\t{e.source}\t{e.path}" + (f"\t(fitted on {e.fitted_on})" if e.fitted_on else ""))
@@ -47,7 +45,7 @@ def run_models(args) -> int:
             print(f"{a.name}\t{a.kind}\t{a.path}\t(reads {a.model})")
         if not entries:
             print("no models available offline; with internet: python -m core download bert-base-uncased")
-        print(f"BERT Lens reads encoders of these families: {FAMILIES}")
+        print(f"families BERT Lens reads: {FAMILY_NAMES}")
     return 0
 
 

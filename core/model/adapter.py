@@ -2,8 +2,9 @@
 model, for encoders).
 
 `ModelAdapter.of(model)` names, for BERT (MiniLM), RoBERTa (XLM-R, CamemBERT), DistilBERT, ALBERT, ELECTRA,
-MPNet and ModernBERT, the embeddings, the layers in the order they run, each layer's projections (`parts(layer)`) and the MLM
-head of a *ForMaskedLM model. Activations are read and changed at named points (HOOK_POINTS), per layer:
+MPNet, ModernBERT and DeBERTa-v2/v3 (mDeBERTa-v3), the embeddings, the layers in the order they run, each layer's
+projections (`parts(layer)`) and the MLM head of a *ForMaskedLM model. Activations are read and changed at named
+points (HOOK_POINTS), per layer:
 
     resid_pre   [B, T, D]     the layer's input hidden state
     q, k, v     [B, T, H, d]  the query / key / value projections (bias included), split into heads; for
@@ -21,9 +22,16 @@ head of a *ForMaskedLM model. Activations are read and changed at named points (
     resid_post  [B, T, D]     the layer's output hidden state
     call        LayerCall     what the encoder passed the layer besides the hidden state (mask, MPNet's bias)
     position_bias [B, H, T, T] MPNet's relative position bias added to q·k/√d (MPNet only)
+    attn_terms  {name: [B, H, T, T]} DeBERTa's disentangled score terms apart, each scaled as its attention scales
+                              it: "c2c" (content→content, q·kᵀ), "c2p" (content→position, q · the key projection of
+                              the relative position bucket j is at from i), "p2c" (position→content, k_j · the
+                              query projection of the bucket i is at from j); their sum is attn_scores before the
+                              mask (DeBERTa only)
     attn_scores [B, H, T, T]  the softmax's input: q·kᵀ/√d (the q and k the attention received) plus the additive
                               attention mask (a large negative number at padding) and MPNet's position bias, in
-                              the order and with the operations of the family's eager attention
+                              the order and with the operations of the family's eager attention. DeBERTa:
+                              c2c + c2p + p2c (attn_terms), each divided by √(d·(1 + number of position terms)),
+                              the padding filled with the dtype's minimum (its masked_fill, not an addition)
     pattern     [B, H, T, T]  the attention probabilities after the softmax: the weights the attention module
                               returns (eager attention; what `output_attentions` gives), or softmax(attn_scores)
                               where it returns none (SDPA; MPNet when not asked for attentions)
@@ -37,8 +45,8 @@ the MLM head `decoder(head(h))`, no token type ids. Its layers alternate global 
 its pattern is banded; that is the model, not a reading error. Eager attention only (loading asks for it); padded
 batches give the numbers of one input at a time (the mask pads keys; positions count from each row's start).
 
-"call", "position_bias", "attn_scores", "pattern", "q_rot" and "k_rot" can be captured, not changed: the probabilities are made and
-used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
+"call", "position_bias", "attn_terms", "attn_scores", "pattern", "q_rot" and "k_rot" can be captured, not changed: the
+probabilities are made and used inside one attention function call (transformers' attention interface; MPNet's own forward) that no module
 hook sits between, so changing them would mean replacing that function. To change what a head attends to,
 intervene on q, k or z. attn_scores and pattern are read at the attention module: its call gives the mask (and
 MPNet's bias), and the query/key projections' outputs are read by hooks set just for that call, after every other
@@ -49,6 +57,24 @@ which hold the model's own lock (models from the app's cache are shared between 
 act only on the passes of the thread that holds it. ALBERT runs one shared layer L times: every hook asks which
 layer is running (the call index, counted from the encoder's start, or set by `run_layers`), so each layer still
 gets its own value.
+
+DeBERTa-v2/v3 (model_type "deberta-v2"; transformers' modeling_deberta_v2.py):
+- Disentangled attention: the score of query i and key j is c2c + c2p + p2c (attn_terms above). The relative
+  position of i to j (i - j) is put in a bucket: exact within position_buckets/2, log-spaced beyond up to
+  max_relative_positions; each bucket has a relative embedding (the encoder's rel_embeddings, layer-normed when
+  norm_rel_ebd says so), projected by the layer's own key/query projections when share_att_key (DeBERTa-v3) or by
+  pos_key_proj / pos_query_proj. With share_att_key the query/key projections run a second time inside each
+  attention call, on those embeddings: the q and k points and the scores read only their first call, on the tokens.
+- No absolute position embeddings in v3 (position_biased_input false): word order enters only through the
+  buckets. DeBERTa-v2 xlarge/xxlarge's convolution after the first layer (conv_kernel_size) is not supported: the
+  adapter refuses it (resid_post of layer 1 would not be layer 2's input).
+- The enhanced mask decoder (EMD: the last layer run again with absolute positions as queries before the MLM
+  head) is not part of transformers' forward (z_steps = 0), so the MLM head here reads the last layer's output, as
+  transformers' DebertaV2ForMaskedLM does. Its head is `lm_predictions` (scores against the word embeddings) or,
+  with config.legacy, BERT's `cls`; DeBERTa-v3's released checkpoints are replaced-token discriminators without a
+  trained MLM head for the config they ship: the fitted-head route (fit-mlm-head) serves them.
+- Tokens are SentencePiece pieces, "▁" starting a word; token_type_ids exist only when config.type_vocab_size > 0
+  (v3: 0; core.model.encoding leaves them out then). Eager attention only: transformers has no SDPA for it.
 """
 
 from __future__ import annotations
@@ -60,20 +86,21 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
-from core.model.loading import ModelUnavailable
+from core.model.loading import FAMILY_NAMES, ModelUnavailable
 
 # torch imported in functions: the adapter touches only the model's own tensors and modules, and
 # `python -m core --help` imports the analyses that import it.
 
 HOOK_POINTS = ("resid_pre", "q", "k", "v", "z", "attn_out", "ffn_in", "ffn_act", "ffn_out", "resid_post", "call", "position_bias",
-               "attn_scores", "pattern",
+               "attn_terms", "attn_scores", "pattern",
                "q_rot", "k_rot")
-_READ_ONLY = frozenset({"call", "position_bias", "attn_scores", "pattern", "q_rot", "k_rot"})
+_READ_ONLY = frozenset({"call", "position_bias", "attn_terms", "attn_scores", "pattern", "q_rot", "k_rot"})
 # read around the attention module's call (module docstring)
-_ATTENTION = frozenset({"attn_scores", "pattern", "q_rot", "k_rot"})
+_ATTENTION = frozenset({"attn_terms", "attn_scores", "pattern", "q_rot", "k_rot"})
 _FUSED_THIRD = {"q": 0, "k": 1, "v": 2}  # ModernBERT's Wqkv output: [q | k | v] along the last axis
 _HEAD_SPLIT = frozenset({"q", "k", "v", "z"})  # [B, T, H*d] in the model, [B, T, H, d] at the hook
-FAMILIES = "BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet, ModernBERT"
+FAMILIES = FAMILY_NAMES
+DEBERTA_TERMS = ("c2c", "c2p", "p2c")
 
 # One lock per model object (the base encoder, shared by its *ForMaskedLM / classifier wrappers): hooks of one
 # pass must not meet another pass on the same model. Different copies never wait for each other.
@@ -157,6 +184,12 @@ def _bert_parts(layer) -> LayerParts:
                       layer.intermediate, layer.output.dense, layer.output.dense)
 
 
+def _deberta_parts(layer) -> LayerParts:
+    att = layer.attention
+    return LayerParts(layer, att.self.query_proj, att.self.key_proj, att.self.value_proj, att.output.dense, att.self,
+                      layer.intermediate, layer.output.dense, layer.output.dense)
+
+
 def _mpnet_parts(layer) -> LayerParts:
     att = layer.attention.attn
     return LayerParts(layer, att.q, att.k, att.v, att.o, att, layer.intermediate, layer.output.dense,
@@ -213,6 +246,8 @@ def _mlm_head(model) -> Callable | None:
     """hidden [..., D] -> logits [..., V]: the part of a *ForMaskedLM forward after its encoder, or None."""
     if hasattr(model, "cls") and hasattr(model.cls, "predictions"):  # BERT
         return model.cls
+    if hasattr(model, "lm_predictions"):  # DeBERTa-v2/v3 (not legacy): scores against the word embeddings
+        return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
     if hasattr(model, "lm_head"):  # RoBERTa, XLM-R, CamemBERT, MPNet
         return model.lm_head
     if hasattr(model, "predictions") and hasattr(model.predictions, "decoder"):  # ALBERT
@@ -240,6 +275,13 @@ class ModelAdapter:
         if stack is not None and len(stack) and all(hasattr(getattr(l, "attn", None), "Wqkv") for l in stack):
             encoder = self.base  # ModernBertModel holds its layers itself
             self.family, parts = "modernbert", [_modernbert_parts(l) for l in stack]
+        elif layers is not None and all(hasattr(getattr(l, "attention", None), "self")
+                                        and hasattr(l.attention.self, "query_proj") for l in layers):
+            if getattr(encoder, "conv", None) is not None:
+                raise AdapterError(f"{_name(model)}: DeBERTa-v2 with a convolution after its first layer "
+                                   "(conv_kernel_size > 0, as deberta-v2-xlarge) is not supported: the layers' outputs "
+                                   "are not the next layers' inputs; DeBERTa-v3 models have none")
+            self.family, parts = "deberta-v2", [_deberta_parts(l) for l in layers]
         elif layers is not None and all(hasattr(l, "attention") and hasattr(l.attention, "self") for l in layers):
             self.family, parts = "bert", [_bert_parts(l) for l in layers]
         elif layers is not None and all(hasattr(l, "attention") and hasattr(l.attention, "attn") for l in layers):
@@ -270,6 +312,9 @@ class ModelAdapter:
         self._running: int | None = None
         self._tracking: list = []
         self.token_mask = None
+        # DeBERTa: the tensors the running attention call projects as tokens (its hidden state, its query states);
+        # a q/k projection of anything else is of the relative position embeddings (module docstring).
+        self._attention_inputs: tuple = ()
 
     @classmethod
     def of(cls, model) -> "ModelAdapter":
@@ -305,6 +350,11 @@ class ModelAdapter:
         return self.base.final_norm if self.family == "modernbert" else None
 
     @property
+    def has_score_terms(self) -> bool:
+        """Whether the attention scores are DeBERTa's disentangled terms (the "attn_terms" point)."""
+        return self.family == "deberta-v2"
+
+    @property
     def mlm_head(self) -> Callable:
         """hidden [..., D] -> logits [..., V] of the model's MLM head; NoMaskedLMHead naming the model when it has
         none (a base encoder, a classifier: load the *ForMaskedLM)."""
@@ -336,6 +386,9 @@ class ModelAdapter:
             raise AdapterError(f"unknown hook point(s) {unknown}; use {', '.join(HOOK_POINTS)}")
         if "position_bias" in points and not self.has_position_bias:
             raise AdapterError(f"{_name(self.model)} adds no position bias to its attention scores (only MPNet does)")
+        if "attn_terms" in points and not self.has_score_terms:
+            raise AdapterError(f"{_name(self.model)} has one term in its attention scores, q·kᵀ; only DeBERTa's "
+                               "disentangled attention has c2c, c2p and p2c terms")
         return points
 
     # ---- which layer is running -------------------------------------------------------------------------------
@@ -384,7 +437,15 @@ class ModelAdapter:
                     self._next_call = self._running + 1
             return hook
 
+        def enter_attention(_module, args, kwargs):
+            if self._mine():
+                hidden = args[0] if args else kwargs.get("hidden_states")
+                self._attention_inputs = (hidden, kwargs.get("query_states"))
+
         self._tracking.append(self.base.register_forward_pre_hook(start, with_kwargs=True))
+        if self.has_score_terms:
+            for parts in self._parts:
+                self._tracking.append(parts.attention.register_forward_pre_hook(enter_attention, with_kwargs=True))
         shared = {id(p.layer) for p in self._parts if p.shared}
         for index, module in {id(p.layer): (i, p.layer) for i, p in reversed(list(enumerate(self._parts)))}.values():
             self._tracking.append(module.register_forward_pre_hook(enter_layer(None if id(module) in shared else index)))
@@ -394,6 +455,13 @@ class ModelAdapter:
             handle.remove()
         self._tracking.clear()
         self._owner, self._running, self._next_call, self.token_mask = None, None, 0, None
+        self._attention_inputs = ()
+
+    def _of_tokens(self, point: str, inputs) -> bool:
+        """False for DeBERTa's second run of its q/k projections, on the relative position embeddings."""
+        if point not in ("q", "k") or not self.has_score_terms or not inputs:
+            return True
+        return any(inputs[0] is seen for seen in self._attention_inputs if seen is not None)
 
     # ---- hooks ----------------------------------------------------------------------------------------------
 
@@ -441,7 +509,7 @@ class ModelAdapter:
                 handles.append(module.register_forward_hook(hook))
             elif side == "out":
                 def hook(_module, _inputs, output, point=point):
-                    if not self._mine() or self._running not in wanted:
+                    if not self._mine() or self._running not in wanted or not self._of_tokens(point, _inputs):
                         return None
                     tensor = output[0] if isinstance(output, tuple) else output
                     new = act(self._running, self._split(point, tensor))
@@ -509,6 +577,8 @@ class ModelAdapter:
                         act(self._running, weights)
                     elif point in ("q_rot", "k_rot"):  # [B, H, T, d] -> the points' [B, T, H, d]
                         act(self._running, self._query_key(call)[point == "k_rot"].transpose(1, 2))
+                    elif point == "attn_terms":
+                        act(self._running, self._deberta_terms(module, call))
                     else:
                         scores = self._scores(module, call)
                         act(self._running, scores if point == "attn_scores" else scores.softmax(dim=-1))
@@ -535,10 +605,66 @@ class ModelAdapter:
             cos, sin = call.kwargs["position_embeddings"]
             q, k = _rotate(q, cos, sin).to(q.dtype), _rotate(k, cos, sin).to(k.dtype)
         return q, k
+    def _deberta_terms(self, module, call: "_AttentionCall") -> dict:
+        """DeBERTa's c2c, c2p and p2c scores [B, H, T, T], each divided by the attention's scale, computed as
+        DisentangledSelfAttention computes them (transformers' modeling_deberta_v2.py) from the q and k the call's
+        projections returned and its relative positions and embeddings; c2p / p2c are zeros where the config
+        leaves them out (pos_att_type)."""
+        import torch
+        from torch.nn.functional import linear
+
+        q, k = (self._split("q", call.q).transpose(1, 2), self._split("k", call.k).transpose(1, 2))  # [B, H, T, d]
+        kinds = list(module.pos_att_type or [])
+        # scaled_size_sqrt: √(d · (1 + number of position terms)), in float32 then the scores' dtype
+        scale = torch.sqrt(torch.tensor(q.size(-1), dtype=torch.float) * (1 + ("c2p" in kinds) + ("p2c" in kinds)))
+        scale = scale.to(device=q.device, dtype=q.dtype)
+        terms = {"c2c": torch.matmul(q, k.transpose(-1, -2) / scale)}
+        zeros = torch.zeros_like(terms["c2c"])
+        terms["c2p"], terms["p2c"] = zeros, zeros
+        if not module.relative_attention:
+            return terms
+        from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+        relative = call.kwargs.get("relative_pos")
+        if relative is None:
+            relative = build_relative_position(q[0, 0], k[0, 0], bucket_size=module.position_buckets,
+                                               max_position=module.max_relative_positions)
+        relative = relative.to(device=q.device, dtype=torch.long)
+        while relative.dim() > 2 and relative.size(0) == 1:  # [1, T, T] -> [T, T] (a batch of positions stays)
+            relative = relative[0]
+        span = module.pos_ebd_size
+        embeddings = call.kwargs.get("rel_embeddings")[: span * 2]  # [2 span, D], one row per bucket
+        # F.linear, not the modules: a projection module's call would look like another run of the q / k points
+        heads = lambda x: x.view(x.size(0), self.num_heads, -1).transpose(0, 1)  # noqa: E731 [2S, H*d] -> [H, 2S, d]
+        if module.share_att_key:
+            pos_query, pos_key = (linear(embeddings, module.query_proj.weight, module.query_proj.bias),
+                                  linear(embeddings, module.key_proj.weight, module.key_proj.bias))
+        else:
+            pos_key = (linear(embeddings, module.pos_key_proj.weight, module.pos_key_proj.bias)
+                       if "c2p" in kinds else None)
+            pos_query = (linear(embeddings, module.pos_query_proj.weight, module.pos_query_proj.bias)
+                         if "p2c" in kinds else None)
+        shape = terms["c2c"].shape
+        if "c2p" in kinds:  # query i's content against the key projection of the bucket of (i - j)
+            where = torch.clamp(relative + span, 0, span * 2 - 1).expand(shape)
+            terms["c2p"] = torch.gather(torch.matmul(q, heads(pos_key).transpose(-1, -2)), -1, where) / scale
+        if "p2c" in kinds:  # key j's content against the query projection of the bucket of (j - i)
+            where = torch.clamp(-relative + span, 0, span * 2 - 1).expand(shape)
+            p2c = torch.gather(torch.matmul(k, heads(pos_query).transpose(-1, -2)), -1, where).transpose(-1, -2)
+            terms["p2c"] = p2c / scale
+        return terms
 
     def _scores(self, module, call: "_AttentionCall"):
         """q·kᵀ scaled, plus MPNet's position bias and the mask, as the family's eager attention computes them."""
         import torch
+
+        if self.has_score_terms:  # DeBERTa: c2c + (c2p + p2c) in its order; padding filled, not added to
+            terms = self._deberta_terms(module, call)
+            scores = terms["c2c"] + (terms["c2p"] + terms["p2c"])
+            mask = call.kwargs.get("attention_mask", call.args[1] if len(call.args) > 1 else None)
+            if mask is not None:
+                scores = scores.masked_fill(~mask.bool(), torch.finfo(scores.dtype).min)
+            return scores
 
         q, k = self._query_key(call)
         size = q.shape[-1]
@@ -635,9 +761,16 @@ class ModelAdapter:
 
     def unpadded_call(self, hidden) -> LayerCall:
         """The LayerCall of inputs without padding [B, T, D]: no attention mask; MPNet's relative position bias
-        computed from the hidden state as its encoder does."""
+        computed from the hidden state as its encoder does; DeBERTa's all-ones mask, relative positions and
+        embeddings, as its encoder makes them."""
         if self.has_position_bias:
             return LayerCall((None, self.encoder.compute_position_bias(hidden)), {})
+        if self.has_score_terms:  # DeBERTa's layers need their mask and relative positions and embeddings
+            import torch
+
+            mask = self.encoder.get_attention_mask(torch.ones(hidden.shape[:2], dtype=torch.long, device=hidden.device))
+            return LayerCall((mask,), {"relative_pos": self.encoder.get_rel_pos(hidden),
+                                       "rel_embeddings": self.encoder.get_rel_embedding()})
         return LayerCall((), {})
 
     def _modernbert_calls(self, hidden, call: LayerCall) -> dict:
@@ -700,7 +833,8 @@ class _AttentionCall:
 
         def read(name):
             def hook(_module, _inputs, output):
-                if mine():
+                # the first call only: DeBERTa (share_att_key) runs the projection again on position embeddings
+                if mine() and getattr(self, name) is None:
                     setattr(self, name, output[0] if isinstance(output, tuple) else output)
             return hook
 

@@ -368,7 +368,8 @@ def token_alignment(enc, text_a, text_b):
         span[0], span[1] = min(span[0], start), max(span[1], end)
     texts = (text_a, text_b)
     # strip(): a byte-level BPE's word piece carries the space before it ("Ġcat" spans " cat") when the tokenizer
-    # does not trim its offsets (ModernBERT's TemplateProcessing; RoBERTa's processor trims them).
+    # does not trim its offsets (ModernBERT's TemplateProcessing; RoBERTa's processor trims them), and a
+    # SentencePiece piece's offsets include the space its "▁" stands for (DeBERTa-v3's " cat").
     words = tuple(texts[s][a:b].strip() or texts[s][a:b] for _, (a, b, s) in sorted(spans.items()))
     # Truncation can drop whole words; renumber so word ids stay dense.
     if spans and len(spans) != max(spans) + 1:

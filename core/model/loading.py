@@ -29,11 +29,17 @@ from core import settings
 from core.validation import nesting_problem
 from core.model import artefacts, distributed
 
+# The families as people name them: the `models` command, the sidebar's model help, the adapter's errors.
+FAMILY_NAMES = ("BERT, RoBERTa, XLM-R, CamemBERT, MiniLM, ELECTRA, DistilBERT, ALBERT, MPNet, ModernBERT, "
+                "DeBERTa-v3 (DeBERTa-v2, mDeBERTa-v3)")
 # Encoder-only families whose eager attention returns per-head probabilities.
 SUPPORTED_MODEL_TYPES = frozenset(
-    {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet",
-     "modernbert"}
+    {"bert", "distilbert", "roberta", "xlm-roberta", "camembert", "electra", "albert", "mpnet", "modernbert",
+     "deberta-v2"}
 )
+# Families transformers runs with eager attention only (no SDPA): a load asking for "sdpa" gets eager instead of
+# transformers' ValueError (training and the classifier loops ask for SDPA for speed).
+EAGER_ONLY_MODEL_TYPES = frozenset({"deberta-v2"})
 # What a hub download fetches: configs, tokenizer files and safetensors weights, never pickles.
 HUB_FILE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "merges.txt"]
 HUB_CONNECT_TIMEOUT_S = 3.0
@@ -589,7 +595,12 @@ MLM_HEAD_PREFIXES = {
     "electra": ("generator_predictions.", "generator_lm_head."),
     # ModernBERT's classifiers have a "head." block too (pooled -> dense -> norm); only the MLM has a decoder.
     "modernbert": ("decoder.",),
+    # DeBERTa-v2/v3: which head the model class builds depends on config.legacy (has_mlm_head): BERT's `cls`
+    # (legacy, the default) or `lm_predictions`. DeBERTa-v3's released checkpoints store `lm_predictions.*` with no
+    # "legacy": false, so transformers would build a fresh random `cls` head: they count as having none.
+    "deberta-v2": ("cls.predictions.",),
 }
+MLM_HEAD_PREFIXES_NOT_LEGACY = {"deberta-v2": ("lm_predictions.",)}
 # The nearest public model with an MLM head, per family, for the "this model has none" message.
 MLM_SUGGESTIONS = {
     "bert": "bert-base-uncased", "roberta": "roberta-base", "xlm-roberta": "xlm-roberta-base",
@@ -610,8 +621,11 @@ def checkpoint_keys(folder: Path) -> list[str]:
 
 def has_mlm_head(folder: Path) -> bool:
     """Whether a saved model holds the weights of its family's masked-word head."""
-    model_type = json.loads((Path(folder) / "config.json").read_text()).get("model_type")
+    config = json.loads((Path(folder) / "config.json").read_text())
+    model_type = config.get("model_type")
     prefixes = MLM_HEAD_PREFIXES.get(model_type)
+    if model_type in MLM_HEAD_PREFIXES_NOT_LEGACY and config.get("legacy", True) is False:
+        prefixes = MLM_HEAD_PREFIXES_NOT_LEGACY[model_type]
     if not prefixes:
         return False
     return any(key.startswith(prefixes) for key in checkpoint_keys(folder))
@@ -682,6 +696,8 @@ def _load_model(ref: str, device: str | None, attention: str, masked_lm: bool) -
         folder = download(ref)
     _check_architecture(folder, ref)
     check_weight_files(folder, ref)
+    if json.loads((folder / "config.json").read_text()).get("model_type") in EAGER_ONLY_MODEL_TYPES:
+        attention = "eager"
     device = device or pick_device()
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
@@ -699,6 +715,10 @@ def _load_model(ref: str, device: str | None, attention: str, masked_lm: bool) -
     check_finite_weights(loaded, ref)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailable(f"'{ref}' has no fast tokenizer (tokenizer.json); word alignment needs one.")
+    if getattr(loaded.config, "type_vocab_size", 1) == 0 and "token_type_ids" in tokenizer.model_input_names:
+        # A model without a token-type vocabulary (DeBERTa-v3) has no segment embeddings: every front end builds its
+        # inputs from model_input_names, so none makes or shows segment ids the model never reads.
+        tokenizer.model_input_names = [n for n in tokenizer.model_input_names if n != "token_type_ids"]
     loaded.to(device).eval()
     model = loaded.base_model if with_head else loaded
     return LoadedModel(ref=ref, path=str(folder), source=source, model=model, tokenizer=tokenizer, device=device,

@@ -173,6 +173,27 @@ def enter_sentences(page, text_a: str, text_b: str = "") -> None:
         wait_for_app(page)
 
 
+def run_study_on_sidebar_model(page, items: int = 40) -> None:
+    """On the Reproduce page: measure the sidebar's model on `items` items and press Run (the results still to come)."""
+    page.get_by_role("button", name="Measure the sidebar's model").click()
+    wait_for_app(page)
+    box = page.get_by_label("Items (0 = default)")
+    box.fill(str(items))
+    box.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Run the study").click()
+
+
+def run_anisotropy_on_first(page, sentences: int = 60) -> None:
+    """On the anisotropy page: the corpus cut to its first `sentences`, then Run (the chart still to come)."""
+    page.get_by_text("Settings").click()
+    limit = page.get_by_label("Use only the first N sentences (0 = all)")
+    limit.fill(str(sentences))
+    limit.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="Run on 1 model").click()
+
+
 RANDOM_RUN = "minilm-random-copy"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.browser.conftest import assert_no_streamlit_exception, run_anisotropy_on_first, screenshot, wait_for_app
 
 
 def test_anisotropy_cancel_then_run_and_chart(page, app_url):
@@ -15,12 +15,7 @@ def test_anisotropy_cancel_then_run_and_chart(page, app_url):
     page.get_by_text("Cancelled").wait_for()
     assert_no_streamlit_exception(page)
 
-    page.get_by_text("Settings").click()
-    limit = page.get_by_label("Use only the first N sentences (0 = all)")
-    limit.fill("60")
-    limit.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Run on 1 model").click()
+    run_anisotropy_on_first(page, 60)
     chart = page.locator('[data-testid="stVegaLiteChart"]').first
     chart.wait_for(timeout=240_000)
     chart.scroll_into_view_if_needed()

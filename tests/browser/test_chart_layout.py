@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from core.charts import layout
-from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.browser.conftest import assert_no_streamlit_exception, run_study_on_sidebar_model, screenshot, wait_for_app
 from tests.chart_geometry import contrast_on_white
 
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank."  # 14+ tokens with [CLS]/[SEP]
@@ -362,13 +362,7 @@ def test_reproduce_small_multiples_are_whole(page, app_url, study):
     tall(page)
     page.goto(f"{app_url}/reproduce?study={study}")
     wait_for_app(page)
-    page.get_by_role("button", name="Measure the sidebar's model").click()
-    wait_for_app(page)
-    items = page.get_by_label("Items (0 = default)")
-    items.fill("40")
-    items.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Run the study").click()
+    run_study_on_sidebar_model(page, 40)
     page.get_by_text(REPRODUCED[study]).first.wait_for(timeout=240_000)
     charts = run_and_measure(page, f"reproduce_{study}", page.locator('[data-testid="stVegaLiteChart"] svg').first)
     pale = [s for c in charts for s in c["lines"] if contrast_on_white(s) < 3]

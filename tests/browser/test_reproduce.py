@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import expect
 
 from core import studies
-from tests.browser.conftest import assert_no_streamlit_exception, screenshot, wait_for_app
+from tests.browser.conftest import assert_no_streamlit_exception, run_study_on_sidebar_model, screenshot, wait_for_app
 
 CHART = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
 
@@ -52,13 +52,7 @@ def test_reproduce_over_three_seeds(page, app_url):
     page.goto(f"{app_url}/reproduce?study=clark&seeds=0,1,2")
     wait_for_app(page)
     expect(page.get_by_role("textbox", name="Seeds")).to_have_value("0,1,2")
-    page.get_by_role("button", name="Measure the sidebar's model").click()
-    wait_for_app(page)
-    items = page.get_by_label("Items (0 = default)")
-    items.fill("40")
-    items.press("Enter")
-    wait_for_app(page)
-    page.get_by_role("button", name="Run the study").click()
+    run_study_on_sidebar_model(page, 40)
     page.get_by_text("Every number, per seed").first.wait_for(timeout=240_000)
     wait_for_app(page)
     page.wait_for_selector(CHART)

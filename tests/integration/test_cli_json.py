@@ -11,15 +11,9 @@ import re
 import pytest
 
 from core.__main__ import build_parser, main
+from tests.commands_with_model import ARGV, make_inputs, stub_data
 from tests.conftest import make_tiny_bert
 from tests.tiny_mlm import make_tiny_mlm
-
-SENTENCES = ["the cat sat on the mat .", "a dog ran in the park .", "the man sat on the mat .",
-             "she ran to the house .", "he sat in the park .", "the woman ran to the tree ."]
-TREEBANK = "".join(f"1\t{det}\t{det}\tDET\tDT\t_\t2\tdet\t_\t_\n2\t{noun}\t{noun}\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
-                   f"3\t{verb}\t{verb}\tVERB\tVBD\t_\t0\troot\t_\t_\n4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n\n"
-                   for det, noun, verb in (("the", "cat", "sat"), ("a", "dog", "ran"), ("the", "girl", "sat"),
-                                           ("a", "boy", "ran"), ("the", "man", "sat"), ("a", "woman", "ran")))
 # Progress as core.commands.stderr_progress, anisotropy, compare / probe and finetune draw it: "3/10"; not
 # transformers' own tqdm bars ("Loading weights: 100%|██| 39/39"), which are not ours to silence.
 PROGRESS = re.compile(r"\b\d+/\d+\b")
@@ -31,44 +25,28 @@ def _our_progress(err: str) -> list[str]:
 
 # {m} tiny BERT, {m2} a second one, {mlm} a tiny masked LM, {run} a classification run fine-tuned first, {c} a
 # file of sentences, {t} a CoNLL-U treebank, {task} a labelled JSON Lines file.
+SHARED = ("anisotropy", "probe", "pca", "neuron", "attention-norms", "model-view", "head-view", "attention-norm-shares",
+          "heads", "syntax-heads", "pair-attention", "head-features", "aspect-heads", "head-map", "pattern-shares",
+          "project", "neighbours", "neurons", "bias", "bias-heads")
 COMMANDS = {
     "finetune": ["--model", "{m}", "--task", "{task}", "--run", "walk-run", "--epochs", "1", "--max-length", "16",
                  "--threads", "1"],
     "contrastive": ["--model", "{m}", "--task", "{task}", "--run", "walk-simcse", "--train-limit", "16",
                     "--eval-limit", "8", "--max-length", "16", "--threads", "1"],
+    # after finetune (project and bias read its run): the least argv of any family's tiny model
+    **{name: ARGV[name] for name in SHARED},
     "runs": [],
     "views": [],
     "models": [],
-    "anisotropy": ["--model", "{m}", "--corpus", "{c}", "--pairs", "10", "--min-contexts", "2"],
     "compare": ["--model", "{m}", "--model", "{m2}", "--corpus", "{c}"],
-    "probe": ["--model", "{m}", "--corpus", "{t}", "--rank", "2", "--epochs", "1", "--no-cache"],
-    "pca": ["--model", "{m}", "--text", "the cat sat .", "--text", "a dog ran ."],
     "fill-mask": ["--model", "{mlm}", "--text", "the [MASK] sat .", "--top-k", "2"],
     "fit-mlm-head": ["--model", "{m}", "--corpus", "builtin", "--limit", "60", "--steps", "2", "--out", "walk-head"],
-    "neuron": ["--model", "{m}", "--text", "the cat sat .", "--layer", "1", "--head", "0", "--query", "1"],
-    "attention-norms": ["--model", "{m}", "--text", "the cat sat ."],
-    "model-view": ["--model", "{m}", "--text", "the cat sat .", "--pixels", "4"],
-    "head-view": ["--model", "{m}", "--text", "the cat sat .", "--text-b", "a dog ran .", "--pair-filter", "a-b"],
-    "attention-norm-shares": ["--model", "{m}", "--corpus", "{c}"],
-    "heads": ["--model", "{m}", "--corpus", "{c}"],
     "attention-change": ["--model", "{m}", "--model", "{m2}", "--corpus", "{c}"],
-    "syntax-heads": ["--model", "{m}", "--corpus", "{t}"],
-    "pair-attention": ["--model", "{m}", "--corpus", "mrpc"],
-    "head-features": ["--model", "{m}", "--corpus", "{t}"],
     "cls-attention": ["--model", "{m}", "--model", "{m2}", "--corpus", "{c}"],
-    "aspect-heads": ["--model", "{m}"],
-    "head-map": ["--model", "{m}", "--corpus", "{c}"],
-    "pattern-shares": ["--model", "{m}", "--corpus", "{c}", "--labels", "{labels}"],
     "explain": ["--model", "{run}", "--text", "the cat sat .", "--method", "attention"],
     "explain-faithfulness": ["--model", "{run}", "--corpus", "{c}", "--methods", "attention", "--steps", "2"],
     "ablate": ["--model", "{run}", "--limit", "8", "--no-layers"],
-    "project": ["--model", "{run}", "--corpus", "{c}"],
-    "neighbours": ["--model", "{m}", "--text", "the cat sat .", "--word", "cat", "--corpus", "{c}", "--k", "2"],
-    "neurons": ["--model", "{m}", "--layer", "1", "--corpus", "{c}", "--top", "3", "--neurons", "2", "--text",
-                "the cat sat ."],
     "neurons-diff": ["--model", "{m}", "--model", "{m2}", "--layer", "2", "--corpus", "{c}", "--top", "3"],
-    "bias": ["--corpus", "{c}", "--model", "{run}"],
-    "bias-heads": ["--model", "{run}", "--corpus", "{c}", "--top-k", "2"],
     "patch": ["--model", "{mlm}", "--clean", "the man sat on the [MASK] .", "--corrupt", "the woman sat on the [MASK] .",
               "--target", "mat", "--over", "heads"],
     "reproduce": ["fake", "--limit", "2"],
@@ -103,40 +81,10 @@ def test_every_json_subcommand_takes_quiet_and_is_run():
 
 @pytest.fixture
 def inputs(tmp_path, monkeypatch):
-    import random
-
-    from core.analyses import heads
-    from core.analyses import aspect_heads
-    from core.analyses.aspect_heads import build_pairs
-    from tests import fake_study
-
-    corpus = tmp_path / "sentences.txt"
-    corpus.write_text("\n".join(SENTENCES) + "\n")
-    treebank = tmp_path / "tiny.conllu"
-    treebank.write_text(TREEBANK)
-    rng = random.Random(1)
-    task = tmp_path / "words.jsonl"
-    filler = "the a sat ran on in at to of and is was mat river bank park house tree".split()
-    task.write_text("".join(json.dumps({"text": " ".join(rng.sample(filler, 4) + [label]), "label": label}) + "\n"
-                            for label in ["cat", "dog"] * 30))
     # The real data (MRPC, SemEval-14) stays out: the JSON contract is under test, not the data loaders.
-    pairs = [(SENTENCES[0], SENTENCES[2]), (SENTENCES[1], SENTENCES[3]), (SENTENCES[4], SENTENCES[5]),
-             (SENTENCES[0], SENTENCES[0])]
-    monkeypatch.setattr(heads, "mrpc_pairs", lambda spec, seed, limit: (
-        pairs, ["equivalent", "not equivalent", "not equivalent", "equivalent"], spec))
-    rows = [{"text": "the cat sat on the mat .", "aspect_terms": [{"term": "mat", "start": 19, "end": 22}],
-             "aspect_categories": [{"category": "ambience", "polarity": "positive"}]}]
-    # core.analyses.head_studies.study_inputs reads the pairs for the CLI and core.lens alike
-    monkeypatch.setattr(aspect_heads, "semeval_pairs", lambda split, limit: build_pairs(rows))
-    fake_study.install(monkeypatch)
-    from core.analyses.pattern_labels import MapLabel, downsample, write_labels
-
-    labels = tmp_path / "labels.json"  # one hand label per type: pattern-shares trains on them
-    write_labels(labels, [MapLabel("m", p, None, 0, 0, p, tuple(downsample(a)))
-                          for p, a in (("vertical", [[1, 0], [1, 0]]), ("diagonal", [[1, 0], [0, 1]]))])
-    return {"labels": str(labels), "m": str(make_tiny_bert(tmp_path / "m")), "m2": str(make_tiny_bert(tmp_path / "m2", seed=1)),
-            "mlm": str(make_tiny_mlm(tmp_path / "mlm")), "run": "walk-run", "c": str(corpus), "t": str(treebank),
-            "task": str(task)}
+    stub_data(monkeypatch)
+    made = make_inputs(tmp_path, make_tiny_bert(tmp_path / "m"), "walk-run")  # corpus, treebank, task, labels
+    return {**made, "m2": str(make_tiny_bert(tmp_path / "m2", seed=1)), "mlm": str(make_tiny_mlm(tmp_path / "mlm"))}
 
 
 def test_each_json_subcommand_prints_one_object_and_no_progress(inputs, capsys):
