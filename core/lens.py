@@ -80,6 +80,7 @@ from core.charts import sparse_features as sparse_charts
 from core.charts.export import chart_html, drawn_frame
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
+from core.model.artefacts import head_warning
 from core.model.encoding import encode, run_counting_cuts
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
@@ -376,6 +377,7 @@ def fill_mask(model, text: str, text_b: str | None = None, *, settings, view: st
     final top-k. Frames: core.charts.masked top_frame / lens_frame / final_frame. With return_data, `.to_json()` is
     what `python -m core fill-mask --json` prints."""
     lm = load(model)
+    _warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess
     pred = masked_words.run_fill_mask(lm, (text, text_b), settings)
     read = read_input(lm, masked_words.prepare_text(lm, text), masked_words.prepare_text(lm, text_b) if text_b else None)
     _warn_if_cut(read)
@@ -429,6 +431,7 @@ def logit_lens(model, text: str, text_b: str | None = None, *, settings, lens=No
     kl_frame; with return_data the LayerLens result comes third (`.to_json()`: what `python -m core lens --json`
     prints)."""
     lm = load(model)
+    _warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess
     result = layer_lenses.run_lens(lm, (text, text_b, lens), settings)
     _warn_if_cut(read_input(lm, text, text_b))
     if view == "grid":

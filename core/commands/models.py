@@ -16,7 +16,7 @@ from core.model.loading import available_models, download, load_model
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("models", help="list models that load offline")
-    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...]}, instead of a table')
+    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on", "warning"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...]}, instead of a table')
     p.set_defaults(func=run_models)
 
     p = subparsers.add_parser("download", help="fetch a hub model into models_cache/ ahead of time")
@@ -39,7 +39,8 @@ def run_models(args) -> int:
                              args.out)
     else:
         for e in entries:
-            print(f"{e.name}\t{e.source}\t{e.path}" + (f"\t(fitted on {e.fitted_on})" if e.fitted_on else ""))
+            print(f"{e.name}\t{e.source}\t{e.path}" + (f"\t(fitted on {e.fitted_on})" if e.fitted_on else "")
+                  + (f"\tWARNING: {e.warning}" if e.warning else ""))
         for a in saved:
             print(f"{a.name}\t{a.kind}\t{a.path}\t(reads {a.model})")
         if not entries:
