@@ -406,6 +406,7 @@ def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = 
     one row) whose `.result` is the HeadFit."""
 
     fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
+    _warn(fit.warning)  # a head under 1.5× the best constant guess
     return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
 
 
@@ -805,13 +806,15 @@ def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | No
     settings.check()
     sparse.check_name(name)
     sparse.check_free_name(name, overwrite)  # before the corpus is read and the model loads, as the command
-    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed).take(limit)
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed,
+                               default_n=sparse.DEFAULT_PAIRS).take(limit)
     spec = (corpus if isinstance(corpus, str) else chosen.name) + (f" (first {limit})" if limit else "")
     lm = load(model)
     with counting_cuts() as cuts:
         trained = sparse.train_sae(lm, chosen.sentences, int(layer), settings, name, corpus=spec, progress=progress,
                                    overwrite=overwrite)
     _warn(cuts.over_ranks().truncation_notice())
+    _warn(trained.quality.warning)  # an FVE under 0.8
     result = _Noted(trained, truncated=cuts.over_ranks().truncation())
     ((chart, _),) = sparse_charts.trained_charts(trained)
     return _trained(chart, sparse_charts.loss_frame(trained), return_data, result)

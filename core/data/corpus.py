@@ -441,11 +441,11 @@ def require_trees(corpus: Corpus) -> list["Sentence"]:
 
 
 def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, name: str | None = None,
-              limit: int | None = None) -> Corpus:
+              limit: int | None = None, default_n: int = DEFAULT_N) -> Corpus:
     """The Corpus of what a notebook user has (core.lens calls it first):
 
     - a Corpus, returned as it is;
-    - a corpus spec (str): resolve(source, seed), the GRAMMAR every --corpus reads;
+    - a corpus spec (str): resolve(source, seed, default_n=default_n), the GRAMMAR every --corpus reads;
     - a list (any iterable) of sentences and / or (a, b) pairs;
     - a pandas Series of sentences;
     - a pandas DataFrame: sentences from `text_column` (pairs with `text_b_column`); left out, a known pair of
@@ -456,7 +456,7 @@ def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, na
     if isinstance(source, Corpus):
         return source
     if isinstance(source, str):
-        return resolve(source, seed, limit=limit)  # a file is read no further than `limit` needs
+        return resolve(source, seed, limit=limit, default_n=default_n)  # a file: read no further than `limit` needs
     columns = getattr(source, "columns", None)
     if columns is not None:  # a pandas DataFrame (duck-typed: reading one needs no pandas import here)
         texts = [c for c in columns if any(isinstance(v, str) for v in source[c])]
