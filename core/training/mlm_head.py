@@ -411,7 +411,7 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
         held_out_words=len(held_groups), vectors=int(len(labels)), steps=steps, top1_accuracy=measured["top1_accuracy"],
         constant_accuracy=measured["constant_accuracy"], constant_word=measured["constant_word"],
         loss=round(float(np.mean(losses[-100:])), 4), seconds=round(time.perf_counter() - started, 2),
-        encode_seconds=round(encode_seconds, 2), estimated_seconds=round(estimate.seconds, 1),
+        encode_seconds=round(encode_seconds, 2), estimated_seconds=round(estimate.seconds, 3),
         vocabulary=len(pieces), warning=artefacts.weak_head_message(out, measured))
 
 
