@@ -12,10 +12,11 @@ sentences: a sampled softmax whose sample is that vocabulary, a few thousand pie
 step 7× faster on MiniLM (bench/RESULTS.md, issue 47); the other pieces keep the bias they start with (their log
 frequency among the masked pieces, add-one smoothed: lower than any piece seen), and measuring scores the full
 vocabulary. Defaults sized for a lesson (issue 47): 4,000 pairs of a dataset spec without N (~7,800 sentences) and
-1,000 steps fit MiniLM in a few minutes on 2 cores at ≥ 2× the best constant guess. The result is a complete model folder under
-`models_cache/heads/NAME` (safetensors, the config's `architectures` naming the *ForMaskedLM class, the
-tokenizer), which transformers' AutoModelForMaskedLM and `pipeline("fill-mask")` load, listed by
-`python -m core models` with the model it was fitted on (config key `bertlens_fitted_on`).
+1,000 steps fit MiniLM in minutes on 2 cores at ≥ 2× the best constant guess (bench/RESULTS.md).
+
+The result is a complete model folder under `models_cache/heads/NAME` (safetensors, the config's `architectures`
+naming the *ForMaskedLM class, the tokenizer), which transformers' AutoModelForMaskedLM and `pipeline("fill-mask")`
+load, listed by `python -m core models` with the model it was fitted on (config key `bertlens_fitted_on`).
 
 Held-out sentences measure it: every word masked in turn is guessed right when each of its pieces is the head's
 top-1; beside it, the best constant guess (the one word that would be right most often on those same held-out
@@ -49,7 +50,8 @@ MASK_RATE = 0.15
 REPLACE_MASK, REPLACE_RANDOM = 0.8, 0.1  # the rest keep their word
 HELD_OUT_SHARE, HELD_OUT_MAX, HELD_OUT_MIN = 0.1, 1000, 20
 DEFAULT_STEPS = 1000
-DEFAULT_PAIRS = 4000  # a dataset spec without N ("snli:train") samples this many items (the grammar's 500 learned the constant)
+# A dataset spec without N ("snli:train") samples this many items: the grammar's 500 learned the constant guess.
+DEFAULT_PAIRS = 4000
 DEFAULT_CORPUS = f"snli:train:{DEFAULT_PAIRS}"  # the Masked words page's default
 BATCH_VECTORS = 256
 ENCODE_BATCH = 64
