@@ -71,3 +71,15 @@ def test_the_sparse_features_tab_starts_on_the_sized_defaults(tiny_bert_dir, mak
     assert at.session_state["features.train.source"] == SNLI and at.session_state["features.train.split"] == "train"
     assert at.session_state["features.train.dataset_limit"] == sf.DEFAULT_PAIRS == 2000
     assert at.number_input(key="features.train.steps").value == sf.DEFAULT_STEPS == 400
+
+
+def test_the_sidebars_model_picker_marks_a_weak_head(weak_head, isolated_cache, tiny_bert_dir, make_app):
+    folder = make_tiny_mlm(artefacts.heads_dir() / "good-head")
+    config = json.loads((folder / "config.json").read_text())
+    config[artefacts.FIT_KEY] = {**FIGURES, "top1_accuracy": 0.30}
+    (folder / "config.json").write_text(json.dumps(config))
+    at = make_app(str(tiny_bert_dir))
+    at.run()
+    assert not at.exception, at.exception
+    options = at.selectbox(key="model").options
+    assert "weak-head (weak head)" in options and "good-head" in options
