@@ -17,7 +17,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
-from app_pages.widgets.common import on_slide, sidebar_place
+from app_pages.widgets.common import flag_weak_head, on_slide, sidebar_place
 from app_pages.widgets import ask_class
 from app_pages.widgets.settings_form import setting_input
 from core import numbering
@@ -35,10 +35,11 @@ from core.analyses.masked import (
     prepare_text,
     word_spans,
 )
-from core.model.loading import display_name
+from core.model.loading import available_models, display_name
 from core.safe_text import markdown_code, markdown_text
 from core.data.corpus import CorpusError, resolve
-from core.training.mlm_head import PROBE_SENTENCES, FitEstimate, HeadFitError, fit_job, measure_rates
+from core.training.mlm_head import (DEFAULT_CORPUS, DEFAULT_PAIRS, DEFAULT_STEPS, PROBE_SENTENCES, FitEstimate,
+                                    HeadFitError, fit_job, measure_rates)
 
 st.title("Masked words")
 intro(
@@ -55,12 +56,15 @@ def use_model(name: str) -> None:
 
 def offer_models(offers) -> None:
     """One "Use …" button per model with an MLM head; one that cannot load now is disabled, with the reason."""
+    weak = {e.name: e.warning for e in available_models() if e.warning}  # fitted heads under 1.5× the constant
     for offer in offers:
         # A model's name and reason come from folder names and the hub: shown as text, never as Markdown.
         st.button(f"Use {markdown_text(display_name(offer.ref))}", key=f"masked.use.{offer.ref}", on_click=use_model,
                   args=(offer.ref,), disabled=not offer.loadable, help=markdown_text(offer.reason) or None)
         if not offer.loadable:
             st.caption(markdown_text(offer.reason))
+        if offer.ref in weak:
+            st.caption(markdown_text(weak[offer.ref]))
 
 
 def pick_words(lm, text: str, which: str) -> list[int]:
@@ -77,7 +81,7 @@ def pick_words(lm, text: str, which: str) -> list[int]:
 def cached_fit_rates(ref: str, corpus: str, _lm) -> tuple[int, float, float]:
     """(sentences in the corpus, sentences encoded a second, head steps a second), measured on this machine; kept
     ten minutes (the machine's load changes)."""
-    sentences = resolve(corpus).sentences
+    sentences = resolve(corpus, default_n=DEFAULT_PAIRS).sentences
     return (len(sentences), *measure_rates(_lm, sentences[:PROBE_SENTENCES]))
 
 
@@ -98,9 +102,9 @@ def fit_head_section(lm) -> None:
                "stays as it is; the head is measured on held-out sentences against the best constant guess. "
                "Command line: python -m core fit-mlm-head.")
     form = st.columns([2, 1, 2])
-    corpus = form[0].text_input("Corpus", "snli:train:5000", key="masked.fit_corpus",
+    corpus = form[0].text_input("Corpus", DEFAULT_CORPUS, key="masked.fit_corpus",
                                 help="a corpus spec: snli:train:20000, mrpc:train, ud, a .txt file, …")
-    steps = form[1].number_input("Steps", 10, 20_000, 1000, step=100, key="masked.fit_steps")
+    steps = form[1].number_input("Steps", 10, 20_000, DEFAULT_STEPS, step=100, key="masked.fit_steps")
     name = form[2].text_input("Save as", f"{display_name(lm.ref)}-mlm", key="masked.fit_name")
     st.caption(markdown_text(fit_estimate(lm, corpus, int(steps))))  # before it starts (issue 48)
     fit = job_controls("masked.fit_head", "Fit a head", (lm.ref, corpus, int(steps), name),
@@ -110,6 +114,8 @@ def fit_head_section(lm) -> None:
         st.success(markdown_text(
             f"Saved as {fit.name}: on {fit.held_out_words} held-out masked words it guesses {fit.top1_accuracy:.1%} "
             f"right, against {fit.constant_accuracy:.1%} for the best constant guess ('{fit.constant_word}')."))
+        if fit.warning:
+            st.warning(markdown_text(fit.warning), icon=":material/warning:")
         st.button(f"Use {markdown_text(fit.name)}", key="masked.use_fitted", on_click=use_model, args=(fit.name,))
 
 
@@ -124,6 +130,7 @@ def render() -> None:
             offer_models(mlm_alternatives(lm))
         fit_head_section(lm)
         return
+    flag_weak_head(lm)  # a fitted head that learned little more than one word says so above its guesses
     text_a, text_b = sentences()
     if not text_a:
         st.info(f"Type a sentence in {sidebar_place()} with [MASK] where a word should be guessed, or pick an example above.")

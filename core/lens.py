@@ -80,6 +80,7 @@ from core.charts import sparse_features as sparse_charts
 from core.charts.export import chart_html, drawn_frame
 from core.charts.pca import projection_frame, scatter, sentence_names
 from core.data import corpus as corpora
+from core.model.artefacts import head_warning
 from core.model.encoding import encode, run_counting_cuts
 from core.model.loading import LoadedModel, display_name, load_model
 from core.safe_text import html_text
@@ -376,6 +377,7 @@ def fill_mask(model, text: str, text_b: str | None = None, *, settings, view: st
     final top-k. Frames: core.charts.masked top_frame / lens_frame / final_frame. With return_data, `.to_json()` is
     what `python -m core fill-mask --json` prints."""
     lm = load(model)
+    _warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess
     pred = masked_words.run_fill_mask(lm, (text, text_b), settings)
     read = read_input(lm, masked_words.prepare_text(lm, text), masked_words.prepare_text(lm, text_b) if text_b else None)
     _warn_if_cut(read)
@@ -404,6 +406,7 @@ def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = 
     one row) whose `.result` is the HeadFit."""
 
     fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
+    _warn(fit.warning)  # a head under 1.5× the best constant guess
     return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
 
 
@@ -429,6 +432,7 @@ def logit_lens(model, text: str, text_b: str | None = None, *, settings, lens=No
     kl_frame; with return_data the LayerLens result comes third (`.to_json()`: what `python -m core lens --json`
     prints)."""
     lm = load(model)
+    _warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess
     result = layer_lenses.run_lens(lm, (text, text_b, lens), settings)
     _warn_if_cut(read_input(lm, text, text_b))
     if view == "grid":
@@ -802,13 +806,15 @@ def sae_train(model, corpus, layer: int, name: str, *, settings, limit: int | No
     settings.check()
     sparse.check_name(name)
     sparse.check_free_name(name, overwrite)  # before the corpus is read and the model loads, as the command
-    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed).take(limit)
+    chosen = corpora.corpus_of(corpus, text_column=text_column, seed=settings.seed,
+                               default_n=sparse.DEFAULT_PAIRS).take(limit)
     spec = (corpus if isinstance(corpus, str) else chosen.name) + (f" (first {limit})" if limit else "")
     lm = load(model)
     with counting_cuts() as cuts:
         trained = sparse.train_sae(lm, chosen.sentences, int(layer), settings, name, corpus=spec, progress=progress,
                                    overwrite=overwrite)
     _warn(cuts.over_ranks().truncation_notice())
+    _warn(trained.quality.warning)  # an FVE under 0.8
     result = _Noted(trained, truncated=cuts.over_ranks().truncation())
     ((chart, _),) = sparse_charts.trained_charts(trained)
     return _trained(chart, sparse_charts.loss_frame(trained), return_data, result)

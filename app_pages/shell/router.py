@@ -66,8 +66,11 @@ def sidebar(where=None) -> None:
         current = st.session_state[MODEL_KEY]
         # A local model the box already holds by its folder is not listed again by name: both would show one name.
         here = Path(current).expanduser().resolve()
-        names = [e.name for e in available_models() if Path(e.path).resolve() != here]
+        entries = available_models()
+        names = [e.name for e in entries if Path(e.path).resolve() != here]
         options = list(dict.fromkeys([current, settings.default_model(), *names]))
+        weak = {e.name for e in entries if e.warning}  # fitted heads under 1.5× the constant guess (issue 47)
+        shown = display_name_among(options)
         # The box shows short names, but its options (and so its value) stay the references: the name shown is
         # mapped back to its reference, and the model is not loaded again under a new name.
         st.selectbox(
@@ -75,7 +78,7 @@ def sidebar(where=None) -> None:
             options,
             key=MODEL_KEY,
             accept_new_options=True,
-            format_func=display_name_among(options),
+            format_func=lambda ref: f"{shown(ref)} (weak head)" if ref in weak else shown(ref),
             help="Models saved on this computer, or type any Hugging Face id (needs internet the first time) of an "
                  f"encoder of these families: {FAMILY_NAMES}."
                  + ("" if where is not None else f" Now: {markdown_text(current)}"),

@@ -26,6 +26,7 @@ from core import charts, jobs, settings
 from core.model.budget import BudgetCache, display_encoding, nbytes_of, release_freed_memory
 from core.charts import layout
 from core.model.encoding import encode
+from core.model.artefacts import head_warning
 from core.model.loading import (LoadedModel, ModelUnavailable, availability, available_models, display_name,
                                 display_names, load_model, model_version)
 from core.shared import SharedResults
@@ -205,6 +206,14 @@ def flag_degenerate(degeneracy, run: str | None = None) -> None:
         return
     text = f"{run}: {degeneracy.message}" if run else degeneracy.message
     st.warning(markdown_text(text), icon=":material/warning:")
+
+
+def flag_weak_head(lm) -> None:
+    """The warning of a fitted masked-word head under 1.5× the best constant guess (core.model.artefacts), where
+    its guesses are shown; nothing for any other model. The head's name comes from a user: shown as typed."""
+    notice = head_warning(lm.path)
+    if notice:
+        st.warning(markdown_text(notice), icon=":material/warning:")
 
 
 def set_example(text_a: str, text_b: str | None) -> None:

@@ -21,7 +21,7 @@ from app_pages.widgets.common import (
     sentences,
     warn_if_truncated,
 )
-from app_pages.widgets.common import on_slide, sidebar_place
+from app_pages.widgets.common import flag_weak_head, on_slide, sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from app_pages.widgets.settings_form import setting_input
 from core.analyses import logit_lens as lenses
@@ -115,6 +115,7 @@ def render() -> None:
         with on_slide():  # presenter mode: on the slide, where the grid would be
             st.warning(markdown_text(lenses.no_head_message(lm)))
         return
+    flag_weak_head(lm)
     saved = lenses.lenses_for(lm.ref)
     if st.session_state.get(NAME) not in saved:
         st.session_state[NAME] = saved[0] if saved else None

@@ -18,6 +18,7 @@ from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, 
 from app_pages.widgets.common import sidebar_place
 from app_pages.widgets.corpus_picker import corpus_picker
 from core.analyses import sparse_features as sf
+from core.data.sources import SNLI
 from core.charts import sparse_features as charts
 from core.model.artefacts import list_artefacts
 from core.model.encoding import read_input
@@ -81,14 +82,17 @@ def train_part(ref: str, lm, expanded: bool) -> None:
     with st.expander("Train a new autoencoder", expanded=expanded, icon=":material/model_training:"):
         st.caption("A TopK sparse autoencoder (Gao et al. 2024) on one layer's vectors at every word piece of the "
                    "corpus; a tenth of the sentences is kept aside to measure how well it reconstructs them.")
-        corpus = corpus_picker(P + "train.", label="Training sentences", default_n=500)
+        # SNLI's training split by default: the built-in sentences are too few for the quality bar (issue 47).
+        st.session_state.setdefault(P + "train.source", SNLI)
+        st.session_state.setdefault(P + "train.split", "train")
+        corpus = corpus_picker(P + "train.", label="Training sentences", default_n=sf.DEFAULT_PAIRS)
         row = st.columns(5)
         st.session_state.setdefault(P + "train.layer", min(lm.num_layers, max(1, 2 * lm.num_layers // 3)))
         layer = int(row[0].number_input("Layer", 0, lm.num_layers, key=P + "train.layer"))
         features = int(row[1].number_input("Features (F)", 16, 65536, value=8 * lm.hidden_size, step=64,
                                            key=P + "train.features", help="8 × the model's width is a common choice"))
         k = int(row[2].number_input("Active per token (k)", 1, 256, value=32, key=P + "train.k"))
-        steps = int(row[3].number_input("Steps", 10, 100_000, value=300, step=50, key=P + "train.steps",
+        steps = int(row[3].number_input("Steps", 10, 100_000, value=sf.DEFAULT_STEPS, step=50, key=P + "train.steps",
                                         help="Adam steps of 1,024 tokens each"))
         out = row[4].text_input("Save as", value=f"{display_name(ref)}-l{layer}-{features}", key=P + "train.name")
         if corpus is None:
@@ -117,6 +121,8 @@ def train_part(ref: str, lm, expanded: bool) -> None:
             st.success(markdown_text(f"Saved {trained.name}: on {q.n_tokens:,} held-out word pieces it explains "
                                      f"{q.fve:.1%} of the variance; {q.dead_fraction:.1%} of the features never "
                                      f"fire there ({trained.steps} steps, {trained.seconds:.0f} s)."))
+            if q.warning:
+                st.warning(markdown_text(q.warning), icon=":material/warning:")
 
 
 def sentence_part(name: str, ref: str) -> int | None:
@@ -181,7 +187,9 @@ def feature_part(sae: sf.SparseAutoencoder, name: str, ref: str, lm, top_feature
 
 
 def lens_part(sae: sf.SparseAutoencoder, feature: int, lm) -> None:
-    heads = [e.name for e in available_models() if e.source == "fitted-head" and sf.same_folder(lm, e.fitted_on)]
+    # A weak fitted head (under 1.5× the best constant guess) last: its words would read every feature as one word.
+    heads = [e.name for e in sorted(available_models(), key=lambda e: bool(e.warning))
+             if e.source == "fitted-head" and sf.same_folder(lm, e.fitted_on)]
     head_ref = lm.ref if lm.masked_lm is not None else (heads[0] if heads else None)
     if head_ref is None:
         st.info(f"{markdown_text(display_name(lm.ref))} has no masked-word head, so a feature's direction cannot "

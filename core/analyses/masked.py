@@ -290,7 +290,7 @@ def run_fill_mask(lm: LoadedModel, inputs, settings: FillMaskSettings, progress=
 class FitHeadSettings:
     """How fit-mlm-head trains (core.training.mlm_head.fit_mlm_head); the corpus and the saved name are inputs."""
 
-    steps: int = setting(None, "optimiser steps (default 3000)", type="int", low=1, high=MAX_COUNT, url=None)
+    steps: int = setting(None, "optimiser steps (default 1000)", type="int", low=1, high=MAX_COUNT, url=None)
     seed: int = setting(0, "masking, split and initialisation seed", low=0, high=MAX_COUNT, url=None)
 
 

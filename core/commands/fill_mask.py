@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core import validation
 from core.model.encoding import read_input
-from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, warn_truncated
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, warn, warn_truncated
+from core.model.artefacts import head_warning
 from core.analyses.masked import FILL_MASK as ANALYSIS, fill_mask, normalise_masks
 
 from core.model.loading import load_model
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
 
 def run_fill_mask(args) -> int:
     lm = load_model(args.model, masked_lm=True)
+    warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess, on stderr (the JSON is unchanged)
     settings = settings_from_args(ANALYSIS, args)
     result = fill_mask(lm, args.text, args.text_b, top_k=settings.top_k, layers=settings.layers)
     mask = lm.tokenizer.mask_token  # counted on the text as fill_mask reads it, every mask spelling made [MASK]

@@ -5,9 +5,10 @@ from __future__ import annotations
 from core import validation
 from core.analyses import logit_lens as lenses
 from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args,
-                           stderr_progress, warn_truncated)
+                           stderr_progress, warn, warn_truncated)
 from core.data import corpus as corpora
 from core.model.encoding import read_input
+from core.model.artefacts import head_warning
 from core.model.loading import load_model
 
 
@@ -47,6 +48,7 @@ def register(subparsers) -> None:
 
 def run_lens(args) -> int:
     lm = load_model(args.model, masked_lm=True)
+    warn(head_warning(lm.path))  # a fitted head under 1.5× the best constant guess, on stderr
     result = lenses.run_lens(lm, (args.text, args.text_b, args.lens), settings_from_args(lenses.LENS, args))
     warn_truncated(read_input(lm, args.text, args.text_b))  # on stderr: the JSON's keys are the issue's, exactly
     if args.json:

@@ -6,7 +6,7 @@ import sys
 
 from core import validation
 from core.analyses.masked import FIT_MLM_HEAD as ANALYSIS
-from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, stderr_progress
+from core.commands import add_json_arguments, add_settings_arguments, settings_from_args, stderr_progress, warn
 from core.data import corpus as corpora
 from core.data.corpus import GRAMMAR
 from core.model.loading import load_model
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
         epilog=GRAMMAR,
     )
     p.add_argument("--model", required=True, help="hub id, local folder or run name of an encoder without an MLM head")
-    p.add_argument("--corpus", required=True, help="corpus spec, e.g. snli:train:20000 (pairs give both sentences)")
+    p.add_argument("--corpus", required=True,
+                   help="corpus spec, e.g. snli:train (pairs give both sentences; a dataset without N samples 4,000)")
     p.add_argument("--limit", type=validation.positive, default=None, help="at most this many sentences")
     add_settings_arguments(p, ANALYSIS)
     p.add_argument("--out", required=True, help="name of the saved head, e.g. minilm-mlm (loadable by that name)")
@@ -45,11 +46,13 @@ def run_fit_mlm_head(args) -> int:
     settings = settings_from_args(ANALYSIS, args)
     fit = fit_mlm_head(args.model, args.corpus, args.out, limit=args.limit, steps=settings.steps, seed=settings.seed,
                        progress=stderr_progress(args), overwrite=args.overwrite)
+    warn(fit.warning)  # a weak head (under 1.5x the constant guess) is said on stderr; --json carries it too
     if args.json:
         validation.dump_json(fit.to_json(), None)
     else:
         print(f"{fit.path}: top-1 on {fit.held_out_words} held-out masked words {fit.top1_accuracy:.3f} "
-              f"(best constant guess '{fit.constant_word}' {fit.constant_accuracy:.3f}); {fit.seconds:.0f} s",
+              f"(best constant guess '{fit.constant_word}' {fit.constant_accuracy:.3f}, {fit.ratio_to_constant:.2f}×); "
+              f"{fit.seconds:.0f} s",
               file=sys.stdout)
     return 0
 
@@ -57,9 +60,9 @@ def run_fit_mlm_head(args) -> int:
 def _estimate(args) -> str | None:
     """The fit's estimated time here, timed on a few of its sentences (a few seconds; the fit then loads again);
     None for a model the fit will refuse (it says why)."""
-    from core.training.mlm_head import DEFAULT_STEPS, estimate_fit
+    from core.training.mlm_head import DEFAULT_PAIRS, DEFAULT_STEPS, estimate_fit
 
-    sentences = list(corpora.resolve(args.corpus, seed=args.seed).sentences)[: args.limit]
+    sentences = list(corpora.resolve(args.corpus, seed=args.seed, default_n=DEFAULT_PAIRS).sentences)[: args.limit]
     lm = load_model(args.model, masked_lm=True)
     if lm.masked_lm is not None:
         return None

@@ -17,7 +17,7 @@ from core.model.loading import FAMILY_NAMES, available_models, download, load_mo
 def register(subparsers) -> None:
     p = subparsers.add_parser("models", help="list models that load offline",
                               description=f"Models that load offline. BERT Lens reads encoders of these families: {FAMILY_NAMES}.")
-    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...], "families": "..."}, instead of a table')
+    add_json_arguments(p, 'one JSON object, {"models": [{"name", "source", "path", "fitted_on", "warning"}, ...], "artefacts": [{"name", "kind", "model", "path"}, ...], "families": "..."}, instead of a table')
     p.set_defaults(func=run_models)
 
     p = subparsers.add_parser("download", help="fetch a hub model into models_cache/ ahead of time")
@@ -40,7 +40,8 @@ def run_models(args) -> int:
                               "families": FAMILY_NAMES}, args.out)
     else:
         for e in entries:
-            print(f"{e.name}\t{e.source}\t{e.path}" + (f"\t(fitted on {e.fitted_on})" if e.fitted_on else ""))
+            print(f"{e.name}\t{e.source}\t{e.path}" + (f"\t(fitted on {e.fitted_on})" if e.fitted_on else "")
+                  + (f"\tWARNING: {e.warning}" if e.warning else ""))
         for a in saved:
             print(f"{a.name}\t{a.kind}\t{a.path}\t(reads {a.model})")
         if not entries:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from core import validation
 from core.analyses import sparse_features as sf
 from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, counted, settings_from_args,
-                           stderr_progress)
+                           stderr_progress, warn)
 from core.data import corpus as corpora
 from core.model import distributed
 from core.model.loading import load_model
@@ -21,7 +21,8 @@ def register(subparsers) -> None:
         "a stop to resume from its last saved state.",
     )
     add_model_argument(p)
-    p.add_argument("--corpus", required=True, help=corpora.CLI_HELP)
+    p.add_argument("--corpus", required=True,
+                   help=f"{corpora.CLI_HELP} (here a dataset without N samples {sf.DEFAULT_PAIRS:,} items)")
     p.add_argument("--limit", type=validation.positive, default=None, help="the first N inputs of --corpus only")
     p.add_argument("--layer", type=validation.count, required=True, help="0 = the embeddings, L = the last layer")
     # dest "name": core/__main__.py clears args.out (the JSON file of other commands) on every rank but the first
@@ -58,7 +59,7 @@ def run_train(args) -> int:
     sf.check_free_name(args.name, args.overwrite)  # before the corpus is read and the model loads
     settings = settings_from_args(sf.SAE_TRAIN, args)
     settings.check()
-    corpus = corpora.resolve(args.corpus, settings.seed).take(args.limit)
+    corpus = corpora.resolve(args.corpus, settings.seed, default_n=sf.DEFAULT_PAIRS).take(args.limit)
     ctx = distributed.current()
     lm = load_model(args.model, device=ctx.device if ctx.distributed else args.device)
     spec = f"{args.corpus}" + (f" (first {args.limit})" if args.limit else "")
@@ -66,6 +67,7 @@ def run_train(args) -> int:
                                                      progress=stderr_progress(args), overwrite=args.overwrite))
     if not ctx.is_main:
         return 0
+    warn(result.quality.warning)  # an FVE under 0.8, on stderr (the JSON's "warning" says it too)
     if args.json:
         validation.dump_json({**result.to_json(), "truncated": truncated})
         return 0

@@ -441,11 +441,11 @@ def require_trees(corpus: Corpus) -> list["Sentence"]:
 
 
 def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, name: str | None = None,
-              limit: int | None = None) -> Corpus:
+              limit: int | None = None, default_n: int = DEFAULT_N) -> Corpus:
     """The Corpus of what a notebook user has (core.lens calls it first):
 
     - a Corpus, returned as it is;
-    - a corpus spec (str): resolve(source, seed), the GRAMMAR every --corpus reads;
+    - a corpus spec (str): resolve(source, seed, default_n=default_n), the GRAMMAR every --corpus reads;
     - a list (any iterable) of sentences and / or (a, b) pairs;
     - a pandas Series of sentences;
     - a pandas DataFrame: sentences from `text_column` (pairs with `text_b_column`); left out, a known pair of
@@ -456,7 +456,7 @@ def corpus_of(source, *, text_column=None, text_b_column=None, seed: int = 0, na
     if isinstance(source, Corpus):
         return source
     if isinstance(source, str):
-        return resolve(source, seed, limit=limit)  # a file is read no further than `limit` needs
+        return resolve(source, seed, limit=limit, default_n=default_n)  # a file: read no further than `limit` needs
     columns = getattr(source, "columns", None)
     if columns is not None:  # a pandas DataFrame (duck-typed: reading one needs no pandas import here)
         texts = [c for c in columns if any(isinstance(v, str) for v in source[c])]
@@ -508,10 +508,11 @@ def _parse_n(text: str, spec: str) -> int | None:
     return int(text)
 
 
-def resolve(spec: str, seed: int = 0, limit: int | None = None) -> Corpus:
+def resolve(spec: str, seed: int = 0, limit: int | None = None, default_n: int = DEFAULT_N) -> Corpus:
     """The corpus a spec names (see GRAMMAR); `seed` picks the sample of a dataset (same seed, same items). A file
     is read no further than its first `limit` sentences or items need (a caller still cuts with head / take);
-    a dataset's sample is its N, whatever `limit`."""
+    a dataset's sample is its N, whatever `limit`; a dataset spec without N samples `default_n` items (an analysis
+    whose quality needs more than the grammar's 500, such as fit-mlm-head and sae-train, passes its own)."""
     spec = (spec or "").strip()
     if not spec:
         raise CorpusError(f"No corpus given.\n{GRAMMAR}")
@@ -524,7 +525,7 @@ def resolve(spec: str, seed: int = 0, limit: int | None = None) -> Corpus:
         if len(rest) > 2:
             raise CorpusError(f"Corpus '{spec}' has too many ':' parts; write {name}[:SPLIT[:N]].\n{GRAMMAR}")
         split = rest[0] if rest and rest[0] else DATASET_SPLITS[name][0]
-        n = _parse_n(rest[1], spec) if len(rest) > 1 else DEFAULT_N
+        n = _parse_n(rest[1], spec) if len(rest) > 1 else default_n
         return from_dataset(name, split, limit=n, seed=seed)
     if Path(spec).is_file():
         raise CorpusError(f"{spec}: only .txt, .csv, .jsonl and .conllu files can be read; rename or convert it.\n{GRAMMAR}")

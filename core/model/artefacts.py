@@ -74,3 +74,42 @@ def find_artefact(kind: str, name: str) -> Artefact:
             return artefact
     names = ", ".join(a.name for a in known) or "none yet"
     raise ValueError(f"no {kind} named {name!r} in {artefact_dir(kind)} (saved: {names})")
+
+
+# ---- a fitted masked-word head that learned little more than one word (issue 47) ----------------------------------
+# fit-mlm-head measures its head on held-out masked words against the best constant guess and writes the figures in
+# the saved config.json ("bertlens_fit"); a head under this many times the constant's accuracy is flagged wherever it
+# is saved, listed and used, as a classifier run that learned (almost) nothing is.
+WEAK_HEAD_RATIO = 1.5
+FIT_KEY = "bertlens_fit"
+
+
+def weak_head_message(name: str, fit: dict | None) -> str | None:
+    """The warning for a fitted head whose held-out top-1 is under WEAK_HEAD_RATIO × the best constant guess's
+    (`fit`: the figures fit-mlm-head saved); None when it beats that or there are no figures (a head fitted before
+    they were saved, or any other model)."""
+    try:
+        top1, constant = float(fit["top1_accuracy"]), float(fit["constant_accuracy"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    if top1 + 1e-9 >= WEAK_HEAD_RATIO * constant and top1 > 0:  # 1e-9: 0.3 is 1.5 × 0.2 (in floats, just under)
+        return None
+    word = str(fit.get("constant_word", ""))
+    return (f"weak head '{name}': it guesses {top1:.1%} of held-out masked words right, against {constant:.1%} for "
+            f"always guessing '{word}', under {WEAK_HEAD_RATIO:g}× that, so its guesses are little better than one "
+            "word for every blank. Fit it again with fit-mlm-head's defaults (more sentences).")
+
+
+def head_fit(folder) -> dict | None:
+    """The figures fit-mlm-head saved in a model folder's config.json; None for a folder without them."""
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    found = config.get(FIT_KEY) if isinstance(config, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def head_warning(folder) -> str | None:
+    """weak_head_message for the model folder `folder` (a fitted head's, or any model's: None)."""
+    return weak_head_message(Path(str(folder)).name, head_fit(folder))

@@ -60,6 +60,7 @@ class ModelEntry:
     # encoder with a fitted masked-word head)
     path: str
     fitted_on: str = ""  # for a fitted head: the model it was fitted on
+    warning: str = ""  # for a fitted head under 1.5x the best constant guess: why it is weak (artefacts.head_warning)
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,7 +209,8 @@ def available_models() -> list[ModelEntry]:
     if heads.is_dir():
         for folder in sorted(heads.iterdir()):
             if folder.is_dir() and not folder.name.startswith(".") and _has_model_files(folder):
-                entries.append(ModelEntry(folder.name, "fitted-head", str(folder), artefacts.fitted_on(folder)))
+                entries.append(ModelEntry(folder.name, "fitted-head", str(folder), artefacts.fitted_on(folder),
+                                          artefacts.head_warning(folder) or ""))
     data_models = settings.data_dir() / "models"
     if data_models.is_dir():
         for folder in sorted(data_models.iterdir()):
