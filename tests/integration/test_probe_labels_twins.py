@@ -51,3 +51,24 @@ def test_bad_task_or_corpus_is_one_line_and_exit_2(argv, said, capsys):
     assert main(["probe-labels", "--model", "no-such-model", *argv, "--json"]) == 2
     err = capsys.readouterr().err.strip()
     assert said in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_tenney_study_orders_the_expected_layers_as_shape_only(tiny_bert_dir, data_dir):
+    from core import studies
+    from core.analyses.layer_knowledge.probes import expected_layer
+    from core.studies import StudyOptions
+    from core.studies.tenney import pos_below_dependencies
+
+    result = studies.get("tenney").run(StudyOptions(model=str(tiny_bert_dir), limit=30))
+    assert result.verdict in ("different model: shape only", "not measured")
+    (comparison,) = result.comparisons
+    assert comparison.verdict == "different model: shape only"  # another model and probe: the order only
+    for task in ("upos", "deprel"):
+        accuracy = result.measured[f"{task} accuracy"]
+        wanted = expected_layer(list(accuracy), list(accuracy.values()))
+        assert result.measured["expected layer"].get(task) == (pytest.approx(wanted) if wanted is not None else None)
+    assert result.measured["finding"]["part of speech below dependencies"] == pos_below_dependencies(
+        {t: result.measured["expected layer"].get(t) for t in ("upos", "deprel")})
+    assert pos_below_dependencies({"upos": 1.5, "deprel": 3.2}) == 1.0
+    assert pos_below_dependencies({"upos": 3.5, "deprel": 3.2}) == 0.0
+    assert pos_below_dependencies({"upos": None, "deprel": 3.2}) == 0.0
