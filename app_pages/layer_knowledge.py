@@ -20,10 +20,10 @@ from core.views import layer_knowledge as view
 
 P = view.P
 NO_SECOND = ""
-TRAIN_SPECS = {"ud:dev": "UD EWT dev, 500 sentences", "ud:dev:2000": "UD EWT dev, 2,000 sentences",
-               "ud:dev:100": "UD EWT dev, 100 sentences (quick)"}
-EVAL_SPECS = {"ud:test": "UD EWT test, 500 sentences", "ud:test:all": "UD EWT test, every sentence",
-              "ud:test:100": "UD EWT test, 100 sentences (quick)"}
+TRAIN_SPECS = {"ud:dev": "EWT dev, 500 sentences", "ud:dev:2000": "EWT dev, 2,000 sentences",
+               "ud:dev:100": "EWT dev, 100 (quick)"}
+EVAL_SPECS = {"ud:test": "EWT test, 500 sentences", "ud:test:all": "EWT test, all sentences",
+              "ud:test:100": "EWT test, 100 (quick)"}
 
 
 @st.cache_data(show_spinner="Reading the treebanks…", max_entries=8)
@@ -54,12 +54,12 @@ def probes_tab() -> None:
                               display_name_among(names)(n), accept_new_options=True,
                               help="Pretrained beside fine-tuned (Merchant et al. 2020): does fine-tuning keep "
                                    "what the layers knew?")
-    row = st.columns(4)
-    train = row[0].selectbox("Train the probes on", list(TRAIN_SPECS), key=P + "corpus", accept_new_options=True,
+    row = st.columns([3, 3, 2, 2])
+    train = row[0].selectbox("Train the probes on (UD English EWT)", list(TRAIN_SPECS), key=P + "corpus", accept_new_options=True,
                              format_func=_spec_label(TRAIN_SPECS), help="ud[:SPLIT[:N]] or a .conllu path")
     evaluation = row[1].selectbox("Score them on", list(EVAL_SPECS), key=P + "eval_corpus", accept_new_options=True,
                                   format_func=_spec_label(EVAL_SPECS), help="ud[:SPLIT[:N]] or a .conllu path")
-    control = setting_input(ANALYSIS, "control", "Control task (selectivity)", key=P + "control", container=row[2])
+    control = setting_input(ANALYSIS, "control", "Control task", key=P + "control", container=row[2])
     mdl = setting_input(ANALYSIS, "mdl", "Online code (MDL)", key=P + "mdl", container=row[3])
     if not tasks:
         st.info("Pick at least one task.")

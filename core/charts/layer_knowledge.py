@@ -17,6 +17,7 @@ from core.charts import layout
 
 MEASURES = ("accuracy", "control accuracy", "selectivity")
 _COLUMNS = ["model", "task", "row", "layer", "measure", "value", "majority", "expected_layer"]
+MAJORITY_DASH = [10, 3, 2, 3]  # dash-dot: told apart from the dotted selectivity lines
 
 
 def probe_frame(results: Sequence) -> pd.DataFrame:
@@ -37,7 +38,12 @@ def probe_frame(results: Sequence) -> pd.DataFrame:
         if result.expected_layer is not None:
             rows.append({**common, "row": "expected", "layer": result.expected_layer, "measure": "expected layer",
                          "value": result.expected_layer})
-    return pd.DataFrame(rows, columns=_COLUMNS)
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
+    # Each task's expected-layer label on its own line from the top: two tasks' markers a layer apart overprinted.
+    expected = frame["row"] == "expected"
+    frame["label_y"] = None
+    frame.loc[expected, "label_y"] = [0.97 - 0.06 * k for k in range(int(expected.sum()))]
+    return frame
 
 
 def _layer_axis(frame: pd.DataFrame) -> alt.X:
@@ -50,8 +56,8 @@ def _colour() -> alt.Color:
 
 
 def accuracy_chart(results: Sequence, title: str | None = None) -> alt.LayerChart:
-    """Accuracy (solid), control accuracy and selectivity (dashed) per layer of one model's tasks, each task's
-    majority line (thin grey-dotted rule in its colour) and its expected layer (a vertical rule, labelled)."""
+    """Accuracy (solid), control accuracy (dashed) and selectivity (dotted) per layer of one model's tasks, each
+    task's majority line (a dash-dot rule in its colour) and its expected layer (a vertical rule, labelled)."""
     frame = probe_frame(results)
     frame = frame[frame["measure"].isin((*MEASURES, "majority", "expected layer"))].reset_index(drop=True)
     low = min(0.0, float(frame.loc[frame["measure"] == "selectivity", "value"].min())) \
@@ -63,18 +69,19 @@ def accuracy_chart(results: Sequence, title: str | None = None) -> alt.LayerChar
     dash = alt.StrokeDash("measure:N", title="measure", sort=list(MEASURES),
                           scale=alt.Scale(domain=list(MEASURES), range=[[1, 0], [6, 4], [2, 2]]))
     parts = layout.dashed_lines(lines, dash)
-    parts.append(alt.Chart().transform_filter(alt.datum.row == "majority").mark_rule(strokeDash=[1, 3], size=2).encode(
+    majority = alt.Chart().transform_filter(alt.datum.row == "majority")
+    parts.append(majority.mark_rule(strokeDash=MAJORITY_DASH, size=1.5, opacity=0.8).encode(
         y="value:Q", color=_colour(), tooltip=["task", alt.Tooltip("value:Q", title="majority", format=".3f")]))
     expected = alt.Chart().transform_filter(alt.datum.row == "expected")
     parts.append(expected.mark_rule(size=2, opacity=0.6).encode(
         x="layer:Q", color=_colour(), tooltip=["task", alt.Tooltip("value:Q", title="expected layer", format=".2f")]))
-    parts.append(expected.mark_text(align="left", dx=4, dy=-6, baseline="bottom").encode(
-        x="layer:Q", y=alt.value(12), color=_colour(), text=alt.Text("label:N")).transform_calculate(
+    parts.append(expected.mark_text(align="left", dx=4, baseline="middle", fontWeight="bold").encode(
+        x="layer:Q", y="label_y:Q", color=_colour(), text=alt.Text("label:N")).transform_calculate(
         label="'E[layer] ' + format(datum.value, '.2f')"))
     model = results[0].model if results else ""
     heading = alt.TitleParams(title or f"What each layer knows: {_short(model)}", anchor="start",
                               subtitle=["solid: probe accuracy; dashed: control task; dotted: selectivity;",
-                                        "thin dotted rule: always the most frequent label; vertical rule: expected layer"])
+                                        "dash-dot rule: always the most frequent label; vertical rule: expected layer (E[layer])"])
     return alt.layer(*parts, data=frame).properties(width="container", height=320, title=heading)
 
 

@@ -29,7 +29,7 @@ def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -
     evaluation = params.get("eval_corpus") or DEFAULT_EVAL
     flag = {"1", "true", "yes", "on"}
     chart = lens.probe_labels(model, train, evaluation, task=tasks_of(params)[0],
-                              control=str(params.get("control", "true")).lower() in flag,
+                              control=str(params.get("control", "false")).lower() in flag,
                               mdl=str(params.get("mdl", "false")).lower() in flag)
     return [(chart, "Accuracy of a linear probe at each layer (0 = embeddings), with its control task, the "
                     "majority line and the expected layer.")]

@@ -72,3 +72,15 @@ def test_tenney_study_orders_the_expected_layers_as_shape_only(tiny_bert_dir, da
     assert pos_below_dependencies({"upos": 1.5, "deprel": 3.2}) == 1.0
     assert pos_below_dependencies({"upos": 3.5, "deprel": 3.2}) == 0.0
     assert pos_below_dependencies({"upos": None, "deprel": 3.2}) == 0.0
+
+
+def test_a_lesson_step_draws_the_probes_of_its_link(tiny_bert_dir, data_dir):
+    from core import views
+
+    step = {"model": str(tiny_bert_dir), "tasks": "deprel", "corpus": "ud:dev:20", "eval_corpus": "ud:test:10",
+            "control": "true"}
+    assert not views.parse("layer_knowledge", {k: v for k, v in step.items() if k != "model"}).notices
+    (chart, caption), *_ = lens.view("layer_knowledge", step)
+    rows = chart.data
+    assert set(rows["task"]) == {"deprel"} and "control accuracy" in set(rows["measure"])
+    assert "probe" in caption

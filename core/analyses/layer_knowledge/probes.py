@@ -23,6 +23,7 @@ on arrays first; `run_label_probes` reads a model and treebanks. No streamlit.
 
 from __future__ import annotations
 
+# torch imported in functions (fit_probe): the view registry imports this declaration and must stay torch-free.
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
