@@ -9,7 +9,8 @@ from core.analyses import probe as probes
 from core.analyses.changes import probe_layer_numbers
 from core.analyses.layer_knowledge.probes import ANALYSIS, run_label_probes
 from core.analyses.layer_knowledge.tasks import check_task
-from core.commands import add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args
+from core.commands import (add_json_arguments, add_model_argument, add_settings_arguments, settings_from_args,
+                           stderr_progress)
 from core.data import corpus as corpora
 from core.model.loading import load_model
 
@@ -36,16 +37,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_probe_labels)
 
 
-def _progress(quiet: bool):
-    if quiet:
-        return None
-
-    def report(done: int, total: int) -> None:
-        print(f"\rprobe-labels: {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
-
-    return report
-
-
 def run_probe_labels(args) -> int:
     settings = settings_from_args(ANALYSIS, args)
     # A misspelt task, layer list or treebank is refused before any model loads.
@@ -54,7 +45,7 @@ def run_probe_labels(args) -> int:
     data = probes.probe_inputs(args.corpus, args.eval_corpus, settings.seed, args.train_limit, args.eval_limit)
     lm = load_model(args.model)
     probe_layer_numbers(settings.layers, lm.num_layers)
-    result = run_label_probes(lm, data, settings, progress=_progress(args.quiet))
+    result = run_label_probes(lm, data, settings, progress=stderr_progress(args))
     if result.n_sentences_skipped:
         print(f"warning: {result.n_sentences_skipped} sentences longer than the model reads were left out",
               file=sys.stderr)

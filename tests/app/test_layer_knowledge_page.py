@@ -3,27 +3,15 @@ core.analyses.layer_knowledge.probes gives for the same model, tasks and treeban
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from core.analyses.layer_knowledge.probes import ANALYSIS, run_label_probes
 from core.analyses.probe import probe_inputs
 from core.model.loading import load_model
 from tests.app.conftest import chart_rows_titled
+from tests.app.test_anisotropy_page import run_until  # rerun until the worker's job is collected
 
 PAGE = "app_pages/layer_knowledge.py"
-
-
-def run_until(at, done, timeout=240):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if done(at):
-            return at
-        time.sleep(0.5)
-    raise AssertionError("the probes did not finish in time")
 
 
 def test_run_draws_the_probes_numbers_for_two_tasks(tiny_bert_dir, data_dir, make_app):
@@ -37,7 +25,7 @@ def test_run_draws_the_probes_numbers_for_two_tasks(tiny_bert_dir, data_dir, mak
     at.toggle(key="layer_knowledge.control").set_value(True).run()
     assert not at.exception
     at.button(key="layer_knowledge.job.run").click()
-    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0)
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) > 0, timeout=300)
 
     rows = chart_rows_titled(at, "What each layer knows")
     data = probe_inputs("ud:dev:100", "ud:test:100", 0)

@@ -144,3 +144,18 @@ def test_majority_and_unseen_eval_labels():
 def test_bad_settings_are_refused_by_the_declaration():
     with pytest.raises(ValueError, match="max_iter"):
         ANALYSIS.make({"max_iter": 0})
+
+
+def test_progress_counts_layers_and_cancel_stops_between_them():
+    from core.progress import Cancelled
+
+    train_x, train_y, train_w = _words(6, 200, n_layers=3)
+    eval_x, eval_y, eval_w = _words(7, 100, n_layers=3)
+    seen = []
+    probe_layers(train_x, train_y, train_w, eval_x, eval_y, eval_w, [0, 1, 2], ANALYSIS.make({"max_iter": 20}),
+                 progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    with pytest.raises(Cancelled):
+        probe_layers(train_x, train_y, train_w, eval_x, eval_y, eval_w, [0, 1, 2], ANALYSIS.make({"max_iter": 20}),
+                     progress=lambda done, total: seen.append((done, total)), should_stop=lambda: len(seen) >= 4)
+    assert len(seen) == 4  # stopped after the first layer of the second run
