@@ -123,11 +123,9 @@ def show(results: list) -> None:
     st.dataframe(summary, hide_index=True)
     st.caption("Expected layer (Tenney et al. 2019): the layers' gains in accuracy weighted by layer number; "
                "lower means the task is learnt earlier. Tenney found part of speech below dependencies in BERT-base.")
-    below = [f"{display_name(r.model)} / {r.task}" for r in results
-             if max(s.accuracy for s in r.layers) <= r.majority]
-    if below:
-        st.warning(markdown_text("No layer beats always answering the most frequent label for: " + ", ".join(below)
-                                 + ". Train on more sentences."))
+    for result in results:
+        if result.below_majority_notice():
+            st.warning(markdown_text(f"{display_name(result.model)}: {result.below_majority_notice()}."))
     first = next(iter(by_model.values()))
     export_buttons(accuracy_chart(first), probe_frame(results), "probe-labels", key=P + "export")
 

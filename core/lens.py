@@ -1144,6 +1144,7 @@ def probe_labels(model, corpus="ud:dev", eval_corpus="ud:test", *, settings, tra
     result = knowledge_probes.run_label_probes(load(model), data, settings, progress=progress)
     if result.n_sentences_skipped:
         _warn(f"{result.n_sentences_skipped} sentences longer than the model reads were left out")
+    _warn(result.below_majority_notice())
     drawn = [chart for chart, _ in knowledge_charts.probe_charts(result)]
     chart = drawn[0] if len(drawn) == 1 else _stacked(drawn)
     return _out(chart, knowledge_charts.probe_frame([result]), return_data, result)

@@ -49,6 +49,8 @@ def run_probe_labels(args) -> int:
     if result.n_sentences_skipped:
         print(f"warning: {result.n_sentences_skipped} sentences longer than the model reads were left out",
               file=sys.stderr)
+    if result.below_majority_notice():
+        print(f"warning: {result.below_majority_notice()}", file=sys.stderr)
     if args.json:
         validation.dump_json(result.to_json(), args.out)
         return 0

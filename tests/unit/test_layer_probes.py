@@ -159,3 +159,14 @@ def test_progress_counts_layers_and_cancel_stops_between_them():
         probe_layers(train_x, train_y, train_w, eval_x, eval_y, eval_w, [0, 1, 2], ANALYSIS.make({"max_iter": 20}),
                      progress=lambda done, total: seen.append((done, total)), should_stop=lambda: len(seen) >= 4)
     assert len(seen) == 4  # stopped after the first layer of the second run
+
+
+def test_a_probe_no_better_than_the_majority_is_said():
+    from core.analyses.layer_knowledge.probes import LabelProbeResult, LayerScore
+
+    def result(accuracies):
+        return LabelProbeResult("m", "upos", "c", 10, 10, ("A", "B"), 0.6,
+                                tuple(LayerScore(k, a) for k, a in enumerate(accuracies)), None)
+
+    assert "majority baseline (0.600)" in result([0.5, 0.6]).below_majority_notice()
+    assert result([0.5, 0.61]).below_majority_notice() is None

@@ -235,6 +235,14 @@ class LabelProbeResult:
     expected_layer: float | None
     n_sentences_skipped: int = 0
 
+    def below_majority_notice(self) -> str | None:
+        """A warning when no layer's probe beats always answering the most frequent label (too few training words,
+        or too few iterations), else None."""
+        if not self.layers or max(s.accuracy for s in self.layers) > self.majority:
+            return None
+        return (f"no layer beats the majority baseline ({self.majority:.3f}) for {self.task}: train on more "
+                "sentences or give the probe more iterations")
+
     def to_json(self) -> dict:
         """What `python -m core probe-labels --json` prints (the issue's keys, exactly)."""
         return {"task": self.task, "n_train": self.n_train, "n_eval": self.n_eval, "labels": list(self.labels),
