@@ -60,7 +60,7 @@ def probes_tab() -> None:
     evaluation = row[1].selectbox("Score them on", list(EVAL_SPECS), key=P + "eval_corpus", accept_new_options=True,
                                   format_func=_spec_label(EVAL_SPECS), help="ud[:SPLIT[:N]] or a .conllu path")
     control = setting_input(ANALYSIS, "control", "Control task", key=P + "control", container=row[2])
-    mdl = setting_input(ANALYSIS, "mdl", "Online code (MDL)", key=P + "mdl", container=row[3])
+    mdl = setting_input(ANALYSIS, "mdl", "Online code", key=P + "mdl", container=row[3])
     if not tasks:
         st.info("Pick at least one task.")
         return
