@@ -42,3 +42,23 @@ def test_run_draws_the_probes_numbers_for_two_tasks(tiny_bert_dir, data_dir, mak
         assert majority == pytest.approx(expected.majority)
     assert not [r for r in rows if r["measure"] == "compression"]  # MDL off: no compression drawn
     assert at.get("download_button")  # the exports (CSV / JSON / image) of what the chart draws
+
+
+def test_a_second_model_gets_its_own_chart_beside_the_first(tiny_bert_dir, minilm_dir, data_dir, make_app):
+    at = make_app(str(tiny_bert_dir))
+    at.switch_page(PAGE).run()
+    second = at.selectbox(key="layer_knowledge.second")
+    (other,) = [name for name in second.options if "MiniLM" in name][:1]  # the data folder's model, by its name
+    second.set_value(other)
+    at.selectbox(key="layer_knowledge.corpus").set_value("ud:dev:100")
+    at.selectbox(key="layer_knowledge.eval_corpus").set_value("ud:test:100").run()
+    assert not at.exception
+    at.button(key="layer_knowledge.job.run").click()
+    run_until(at, lambda a: len(a.get("vega_lite_chart")) >= 2, timeout=300)
+    first, beside = (chart_rows_titled(at, f"What each layer knows: {name}") for name in (tiny_bert_dir.name, other))
+    assert len({r["model"] for r in first}) == 1 and len({r["model"] for r in beside}) == 1
+    assert [r["layer"] for r in beside if r["row"] == "layer"] == list(range(7))  # MiniLM: 6 layers + embeddings
+    expected = run_label_probes(load_model(str(minilm_dir)), probe_inputs("ud:dev:100", "ud:test:100", 0),
+                                ANALYSIS.make({}))
+    drawn = sorted((r["layer"], r["value"]) for r in beside if r["row"] == "layer" and r["measure"] == "accuracy")
+    assert [v for _, v in drawn] == pytest.approx([s.accuracy for s in expected.layers], abs=1e-9)
