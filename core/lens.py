@@ -49,6 +49,8 @@ from core.analyses.head_features import ClsFeatureAttention
 from core.analyses.heads import STAT_NAMES, run_attention_change, run_survey, run_syntax_heads
 from core.analyses.heads.pairs import mrpc_pairs, pair_heads_of
 from core.analyses import inside_head as ih
+from core.analyses.layer_knowledge import probes as knowledge_probes
+from core.analyses.layer_knowledge import tasks as knowledge_tasks
 from core.analyses import logit_lens as layer_lenses
 from core.analyses import masked as masked_words
 from core.analyses import neurons as nr
@@ -69,6 +71,7 @@ from core.charts import head_studies as head_studies_charts
 from core.charts import heads_dataset
 from core.charts import inside_head as inside_head_charts
 from core.charts import layout
+from core.charts import layer_knowledge as knowledge_charts
 from core.charts import layer_lens as layer_lens_charts
 from core.charts import masked as masked_charts
 from core.charts import neurons as neuron_charts
@@ -1129,6 +1132,28 @@ def probe(model, corpus="ud:dev", eval_corpus: str | None = None, *, settings, t
     drawn = finetune_charts.probe_charts(result, kind)
     frame = finetune_charts.probe_frame([(result.model, kind, result)])
     return _out(_stacked([c for c, _ in drawn]), frame, return_data, result)
+
+
+@twin("probe-labels")
+def probe_labels(model, corpus="ud:dev", eval_corpus="ud:test", *, settings, train_limit: int | None = None,
+                 eval_limit: int | None = None, progress=None, return_data: bool = False):
+    """What each layer knows (issue 49): a multinomial logistic-regression probe per layer (0 = embeddings) for
+    `task` (upos, xpos, deprel or morph:FEAT; a word's vector is the mean of its word pieces), trained on the
+    treebank `corpus` (ud[:SPLIT[:N]] or a .conllu file) and scored on `eval_corpus`; with control=True Hewitt &
+    Liang's control task and selectivity, with mdl=True Voita & Titov's online codelength and compression.
+    Chart: accuracy, control accuracy and selectivity per layer with the majority line and the expected layer
+    (above the compression per layer with mdl). Frame: core.charts.layer_knowledge.probe_frame. With return_data,
+    `.result` is the LabelProbeResult and `.to_json()` what `python -m core probe-labels --json` prints."""
+    knowledge_tasks.check_task(settings.task)
+    changes.probe_layer_numbers(settings.layers)
+    data = probes.probe_inputs(corpus, eval_corpus, settings.seed, train_limit, eval_limit)
+    result = knowledge_probes.run_label_probes(load(model), data, settings, progress=progress)
+    if result.n_sentences_skipped:
+        _warn(f"{result.n_sentences_skipped} sentences longer than the model reads were left out")
+    _warn(result.below_majority_notice())
+    drawn = [chart for chart, _ in knowledge_charts.probe_charts(result)]
+    chart = drawn[0] if len(drawn) == 1 else _stacked(drawn)
+    return _out(chart, knowledge_charts.probe_frame([result]), return_data, result)
 
 
 # ---- reproduce a paper -------------------------------------------------------------------------------------------

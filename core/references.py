@@ -589,6 +589,29 @@ register(
 
 
 # =========================================================================================================
+# Tenney, Das & Pavlick (2019) — BERT rediscovers the classical NLP pipeline
+# =========================================================================================================
+
+# The paper's expected layers come from edge probing with a scalar mix on OntoNotes and other data sets, none of
+# them offline here; its finding, the order of the pipeline, is what the tenney study checks.
+register(
+    Reference(
+        key="tenney.pos-below-dependencies", study="tenney", measure="part of speech below dependencies",
+        label="Tenney et al. (2019): part of speech is learnt at lower layers than dependencies",
+        model="bert-large-uncased", corpus="OntoNotes 5.0 (POS) and English Web Treebank (dependencies)",
+        unit="1 = yes: the expected layer of upos is below that of deprel; 0 = no",
+        protocol="edge-probing",  # the paper's probe, which BERT Lens does not run: never "same", always the shape
+        source="Tenney, Das & Pavlick (2019), ACL, abstract: 'the regions responsible for each step appear in the "
+               "expected sequence: POS tagging, parsing, NER, semantic roles, then coreference' (expected layer, "
+               "Table 1)",
+        values={"part of speech below dependencies": 1.0}, tolerance=0.0,
+        note="A qualitative finding encoded as yes/no. The paper's model is BERT-large with edge probes over a "
+             "scalar mix; any other model or probe compares the order only (shape only).",
+    ),
+)
+
+
+# =========================================================================================================
 # van Aken et al. (2019) — VisBERT
 # =========================================================================================================
 

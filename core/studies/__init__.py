@@ -19,7 +19,7 @@ from core.references import Comparison, Verdict, json_keyed
 # The order of the Reproduce page and of `reproduce --list`.
 NAMES = (
     "ethayarajh", "clark", "kovaleva", "hewitt-manning", "merchant", "visbert",
-    "slides-layer12", "slides-contrastive", "slides-bias", "bertviz-mrpc", "sun-aspect",
+    "slides-layer12", "slides-contrastive", "slides-bias", "bertviz-mrpc", "sun-aspect", "tenney",
 )
 
 

@@ -737,7 +737,7 @@ def _study_builders(rng, labels) -> dict:
     from core.charts import attention as attention_charts
     from core.charts import bias as bias_charts
     from core.charts import explain as explain_charts
-    from core.charts import explorer, finetune, head_studies, inside_head, pair_attention
+    from core.charts import explorer, finetune, head_studies, inside_head, layer_knowledge, pair_attention
     from core.analyses.head_features import CLS_FEATURES, FEATURE_TITLES, TOKEN_TYPES
     from core.analyses.heads import PATTERNS
     from core.analyses.heads import PAIR_DIRECTIONS
@@ -787,6 +787,7 @@ def _study_builders(rng, labels) -> dict:
                         top_statistic=lambda: [("cls", 0.5)] * (LAYERS * HEADS)) for m in MODELS]
     norm_shares = Result(model=MODELS[0], n_inputs=50, categories=list(TOKEN_TYPES),
                          raw=rng.dirichlet(np.ones(4), LAYERS), norm=rng.dirichlet(np.ones(4), LAYERS))
+    label_probes = [_label_probe_result(rng, task) for task in ("upos", "deprel", "morph:Number")]
     pair_labels = ("entailment", "contradiction")
     pairs = Result(labels=pair_labels, words_only=True, auc=_grid(rng, 0, 1, 2), mean=_grid(rng, 0, 0.3, 2, 2),
                    pairs=[(sentence(5, i), sentence(4, i + 2)) for i in range(30)], gold=rng.integers(0, 2, 30),
@@ -823,7 +824,18 @@ def _study_builders(rng, labels) -> dict:
         "norm shares": lambda: inside_head.shares_chart(norm_shares)[0],
         "pair separation": lambda: pair_attention.separation_chart(pairs)[0],
         "pair shares": lambda: pair_attention.pairs_chart(pairs, PAIR_DIRECTIONS[0], 2, 3)[0],
+        "label probes": lambda: layer_knowledge.accuracy_chart(label_probes).properties(width=640),
+        "label probes compression": lambda: layer_knowledge.compression_chart(label_probes).properties(width=640),
     }
+
+
+def _label_probe_result(rng, task):
+    from core.analyses.layer_knowledge.probes import LabelProbeResult, LayerScore, expected_layer
+
+    accuracy = np.sort(rng.uniform(0.4, 0.95, LAYERS + 1))
+    layers = tuple(LayerScore(k, float(a), float(a) - 0.3, 1000.0 + k, 2.0 + k / 4) for k, a in enumerate(accuracy))
+    return LabelProbeResult(MODELS[0], task, "ud:dev / ud:test", 900, 800, ("A", "B", "C"), 0.2, layers,
+                            expected_layer(range(LAYERS + 1), accuracy))
 
 
 def test_every_other_builder_draws_whole(tiny_bert_dir):

@@ -184,7 +184,8 @@ REQUIRED = {"neuron": [], "compare": ["--a", "{model}", "--b", "{model}"], "atte
             "neighbours": ["--text", "the cat sat .", "--word", "cat"], "explain-faithfulness": ["--model", "{model}"],
             "pca": ["--text", "the cat sat ."], "bias-heads": ["--model", "{model}"], "fit-tuned-lens": ["--out", "x"],
             "fit-mlm-head": ["--model", "{model}", "--corpus", "builtin", "--out", "x"],
-            "sae-train": ["--layer", "1", "--features", "8", "--k", "2", "--out", "fuzz"]}
+            "sae-train": ["--layer", "1", "--features", "8", "--k", "2", "--out", "fuzz"],
+            "probe-labels": ["--eval-corpus", "ud:test:5"]}
 
 
 def test_corpus_options_refuse_empty_path_like_and_broken_files(empty_cwd, isolated_cache, tiny_bert_dir, monkeypatch, capsys):

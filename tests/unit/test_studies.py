@@ -14,7 +14,7 @@ from core.charts import reproduce as reproduce_charts
 from tests import fake_study
 
 ISSUE_STUDIES = ("ethayarajh", "clark", "kovaleva", "hewitt-manning", "merchant", "visbert",
-                 "slides-layer12", "slides-contrastive", "slides-bias", "bertviz-mrpc", "sun-aspect")
+                 "slides-layer12", "slides-contrastive", "slides-bias", "bertviz-mrpc", "sun-aspect", "tenney")
 
 
 def test_every_study_of_the_issue_is_registered_and_described():

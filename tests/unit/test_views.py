@@ -15,7 +15,7 @@ APP_SOURCES = "\n".join(p.read_text() for p in (REPO / "app_pages").rglob("*.py"
 
 def test_every_view_has_its_page_file_and_one_name_and_url_path():
     found = views.all_views()
-    assert len(found) == 13 and found[0].url_path == "" and found[0].name == "home"
+    assert len(found) == 14 and found[0].url_path == "" and found[0].name == "home"
     assert len({v.name for v in found}) == len({v.url_path for v in found}) == len(found)
     for view in found:
         assert (REPO / view.page).is_file(), view.page
