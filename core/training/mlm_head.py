@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -297,6 +297,24 @@ def check_free_name(name: str, overwrite: bool = False) -> None:
                            "(fit-mlm-head --overwrite; the old one stays until the new one is saved)")
 
 
+def narrowable_decoder(mlm) -> bool:
+    """Whether the head ends in a decoder module with one row per vocabulary piece, which decoder_over can narrow.
+    DeBERTa-v3's lm_predictions head has none: it multiplies by the word embeddings inside its own forward, and its
+    get_output_embeddings() is the hidden-size transform before that."""
+    decoder = mlm.get_output_embeddings()
+    return decoder is not None and decoder.weight.shape[0] == mlm.config.vocab_size
+
+
+def training_softmax(mlm, vocabulary: set[int], labels: torch.Tensor):
+    """(targets, the context a training step runs in, how many pieces its softmax scores): the sampled softmax over
+    the corpus's pieces where the decoder can be narrowed (decoder_over), else the whole vocabulary with the labels
+    as they are."""
+    if narrowable_decoder(mlm):
+        pieces, targets = training_pieces(vocabulary, labels)
+        return targets, decoder_over(mlm, pieces), len(pieces)
+    return labels, nullcontext(), int(mlm.config.vocab_size)
+
+
 @contextmanager
 def decoder_over(mlm, pieces: torch.Tensor):
     """Inside: the head's decoder (the family's output embeddings) scores only `pieces` [P] (logits [..., P], in
@@ -380,9 +398,9 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, 1 - s / steps))
     generator = torch.Generator().manual_seed(seed)
     losses: list[float] = []
-    pieces, targets = training_pieces(vocabulary, labels)
+    targets, narrowed, scored_pieces = training_softmax(mlm, vocabulary, labels)
     vectors, targets = vectors.to(lm.device), targets.to(lm.device)
-    with decoder_over(mlm, pieces):
+    with narrowed:
         for step in range(steps):
             if step % 20 == 0:
                 check_stop(should_stop)
@@ -414,7 +432,7 @@ def fit_mlm_head(model: str, corpus: str, out: str, *, limit: int | None = None,
         constant_accuracy=measured["constant_accuracy"], constant_word=measured["constant_word"],
         loss=round(float(np.mean(losses[-100:])), 4), seconds=round(time.perf_counter() - started, 2),
         encode_seconds=round(encode_seconds, 2), estimated_seconds=round(estimate.seconds, 3),
-        vocabulary=len(pieces), warning=artefacts.weak_head_message(out, measured))
+        vocabulary=scored_pieces, warning=artefacts.weak_head_message(out, measured))
 
 
 def about(seconds: float) -> str:
@@ -474,9 +492,10 @@ def measure_rates(lm: LoadedModel, sample: Sequence[str], probe_steps: int = PRO
     # about as many pieces as a fit's sentences hold (not known before they are read: the sample's few, padded
     # with other ids up to PROBE_VOCABULARY; the cost of a step is the count, not which pieces).
     pick = torch.randint(len(labels), (BATCH_VECTORS,), generator=torch.Generator().manual_seed(0))
-    pieces, targets = training_pieces(vocabulary | set(range(min(len(lm.tokenizer), PROBE_VOCABULARY))), labels[pick])
+    targets, narrowed, _ = training_softmax(mlm, vocabulary | set(range(min(len(lm.tokenizer), PROBE_VOCABULARY))),
+                                            labels[pick])
     batch, targets = vectors[pick].to(lm.device), targets.to(lm.device)
-    with decoder_over(mlm, pieces):
+    with narrowed:
         for round_ in range(probe_steps + 1):
             if round_ == 1:
                 started = time.perf_counter()
