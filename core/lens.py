@@ -43,6 +43,7 @@ from core.analyses import explain as explanations
 from core.analyses import changes
 from core.analyses import explorer
 from core.analyses import faithfulness as faithful
+from core.analyses.layer_knowledge import erasure
 from core.analyses import head_studies as head_study_runs
 from core.analyses.ablation import load_for_ablation, run_ablation
 from core.analyses.head_features import ClsFeatureAttention
@@ -65,6 +66,7 @@ from core.charts import bias as bias_charts
 from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
 from core.charts import explorer as explorer_charts
+from core.charts import erasure as erasure_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import heads_dataset
 from core.charts import inside_head as inside_head_charts
@@ -405,6 +407,25 @@ def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = 
 
     fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
     return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
+
+
+@twin("erase")
+def erase(model, task: str, corpus: str, eval_corpus: str, *, settings, out: str | None = None, progress=None,
+          return_data: bool = False):
+    """Erase a concept (LEACE) from one layer's word vectors ("What each layer knows", "Erase a concept";
+    `python -m core erase`): fitted on the treebank `corpus` (ud[:SPLIT[:N]] or a .conllu file) for `task` (upos,
+    xpos, deprel, morph:FEAT), checked with fresh linear probes on `eval_corpus`, saved as `out`
+    (models_cache/erasers/out; None: a free default name), and run through the rest of the model (masked words, or
+    a classification run's accuracy, with a random subspace of the same rank). layer is an array index (layer + 1
+    as shown). Chart: the probe bars above the effect bars. Frame: one row per bar. With return_data, `.result`
+    is the EraseResult and `.to_json()` what the command's --json prints."""
+    erasure_inputs = erasure.erase_inputs(task, corpus, str(eval_corpus), out, settings.seed)
+    result = erasure.run_erase(load(model), erasure_inputs, settings, progress=progress)
+    drawn = erasure_charts.erase_charts(result)
+    frame = pd.concat([erasure_charts.probe_frame(result).rename(columns={"accuracy": "value"}).assign(chart="probe"),
+                       erasure_charts.effect_frame(result).rename(columns={"score": "value"}).assign(chart="effect")],
+                      ignore_index=True)
+    return _out(_stacked([c for c, _ in drawn]), frame, return_data, result)
 
 
 class _Triple(tuple):
