@@ -420,7 +420,7 @@ def erase(model, task: str, corpus: str, eval_corpus: str, *, settings, out: str
     as shown). Chart: the probe bars above the effect bars. Frame: one row per bar. With return_data, `.result`
     is the EraseResult and `.to_json()` what the command's --json prints."""
     erasure_inputs = erasure.erase_inputs(task, corpus, str(eval_corpus), out, settings.seed)
-    result = erasure.run_erase(load(model), erasure_inputs, settings, progress=progress)
+    result = erasure.ANALYSIS.run_function()(load(model), erasure_inputs, settings, progress=progress)
     drawn = erasure_charts.erase_charts(result)
     frame = pd.concat([erasure_charts.probe_frame(result).rename(columns={"accuracy": "value"}).assign(chart="probe"),
                        erasure_charts.effect_frame(result).rename(columns={"score": "value"}).assign(chart="effect")],

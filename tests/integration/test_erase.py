@@ -50,11 +50,11 @@ def tiny_mlm(tmp_path_factory):
 
 
 def run(model, treebanks, **kw):
-    from core.analyses.layer_knowledge.erasure import ANALYSIS, erase_inputs, run_erase
+    from core.analyses.layer_knowledge.erasure import ANALYSIS, erase_inputs
     from core.model.loading import load_model
 
     out = kw.pop("out", None)
-    return run_erase(load_model(model), erase_inputs("upos", *treebanks, out), ANALYSIS.make(kw))
+    return ANALYSIS.run_function()(load_model(model), erase_inputs("upos", *treebanks, out), ANALYSIS.make(kw))
 
 
 def test_probe_after_erasure_is_at_the_majority_and_the_file_reproduces_the_vectors(tiny_mlm, treebanks):

@@ -23,12 +23,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
+import torch
+from concept_erasure import LeaceFitter
+from safetensors.numpy import load_file
+from safetensors.torch import save_file
 
 from core import numbering, settings as app_settings
 from core.analyses.layer_knowledge.tasks import LabelledWords, TaskError, check_task, labelled_words
@@ -36,16 +42,17 @@ from core.contract import Analysis, setting
 from core.data import corpus as corpora
 from core.files import atomic_path, write_text_atomic
 from core.progress import ProgressCallback, StopCheck, check_stop
-from core.training.recipe import RUN_NAME, RUN_NAME_RULE
+from core.model.adapter import ModelAdapter
 from core.validation import whole_match
 
-# torch, concept_erasure, sklearn and transformers are imported in functions: the registry imports this module.
+# sklearn imported in functions: only a run that probes loads it.
 
 VIEW = "layer_knowledge"
 WEIGHTS, CONFIG = "eraser.safetensors", "config.json"
 MAX_LAYER_INDEX = 127
 MAX_PROBE_ITER = 300
-EFFECT_BATCH = 32
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")  # one folder name, matched whole (as a run's)
+NAME_RULE = "it must start with a letter or digit and use only letters, digits, '_', '-' and '.' (no '/')"
 
 
 class EraseError(ValueError):
@@ -67,7 +74,7 @@ class EraseSettings:
 
 ANALYSIS = Analysis(
     name="erase", view=VIEW, command="erase", lens="erase", settings=EraseSettings,
-    run="core.analyses.layer_knowledge.erasure:run_erase", charts="core.charts.erasure:erase_charts",
+    run="core.training.erasure_effect:run_erase_measured", charts="core.charts.erasure:erase_charts",
     title="Erase a concept", tab="Erase a concept", order=20,
     summary="Fit LEACE on one layer's word vectors for a treebank task, check that a fresh linear probe then reads "
             "no more than the majority label, save the eraser, and measure what the rest of the model loses when "
@@ -98,8 +105,6 @@ class Eraser:
 
     def torch_fn(self, device, dtype):
         """The same formula on torch tensors [..., D] (an adapter intervention's `fn(value, layer)`)."""
-        import torch
-
         left = torch.from_numpy(self.proj_left).to(device=device, dtype=dtype)
         right = torch.from_numpy(self.proj_right).to(device=device, dtype=dtype)
         bias = torch.from_numpy(self.bias).to(device=device, dtype=dtype)
@@ -125,9 +130,6 @@ def one_hot(labels: Sequence[str], classes: Sequence[str]) -> np.ndarray:
 def fit_leace(vectors: np.ndarray, labels: Sequence[str], classes: Sequence[str]) -> Eraser:
     """The concept-erasure package's LEACE eraser of these vectors [N, D] for these labels (one-hot over `classes`),
     fitted in float64 (its eigendecomposition of the covariance), kept as float32."""
-    import torch
-    from concept_erasure import LeaceFitter
-
     x = torch.from_numpy(np.asarray(vectors, dtype=np.float64))
     z = torch.from_numpy(one_hot(labels, classes).astype(np.float64))
     eraser = LeaceFitter.fit(x, z).eraser
@@ -161,8 +163,6 @@ def probe_accuracy(train_x: np.ndarray, train_y: Sequence[str], eval_x: np.ndarr
                    seed: int = 0) -> float:
     """A fresh multinomial logistic regression (scikit-learn, L2, features standardised on the training rows)
     trained on (train_x, train_y) and scored on (eval_x, eval_y)."""
-    import warnings
-
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -186,8 +186,8 @@ def erasers_dir() -> Path:
 
 def check_name(name: str) -> str:
     """A saved eraser is named like a run (one folder name, matched whole)."""
-    if not whole_match(RUN_NAME, name or ""):
-        raise EraseError(f"--out {name!r}: {RUN_NAME_RULE} (no '/'), such as minilm-upos-L4")
+    if not whole_match(NAME, name or ""):
+        raise EraseError(f"--out {name!r}: {NAME_RULE}, such as minilm-upos-L4")
     return name
 
 
@@ -213,9 +213,6 @@ def default_name(model: str, task: str, layer_shown: int) -> str:
 def save_eraser(eraser: Eraser, folder: Path, config: dict) -> Path:
     """eraser.safetensors (proj_left, proj_right, bias) and config.json in `folder`, which appears whole or not at
     all (written under a temporary name, then renamed)."""
-    import torch
-    from safetensors.torch import save_file
-
     folder.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder) as tmp:
         tmp.mkdir()
@@ -252,8 +249,6 @@ def list_erasers() -> list[str]:
 
 def load_eraser(name: str) -> SavedEraser:
     """A saved eraser by name (models_cache/erasers/NAME) or folder path; EraseError naming those saved."""
-    from safetensors.numpy import load_file
-
     path = Path(str(name)).expanduser()
     folder = path if (path / WEIGHTS).is_file() else erasers_dir() / str(name)
     if not (folder / WEIGHTS).is_file() or not (folder / CONFIG).is_file():
@@ -276,105 +271,9 @@ def load_eraser(name: str) -> SavedEraser:
 def erasing(model, index: int, eraser: Eraser):
     """A context manager: on every forward pass of `model` inside it, the output of transformer layer `index`
     (array index; resid_post) has every token's vector erased."""
-    from core.model.adapter import ModelAdapter
-
     adapter = ModelAdapter.of(model)
     parameter = next(model.parameters())
     return adapter.intervene("resid_post", eraser.torch_fn(parameter.device, parameter.dtype), layers=[index])
-
-
-def masked_word_top1(mlm_lm, sentences: Sequence[str], index: int, eraser: Eraser | None, seed: int,
-                     should_stop: StopCheck = None) -> tuple[float, int]:
-    """(top-1, masked words): a seeded 15 % of each sentence's whole words masked (all [MASK]), the masked-word model
-    run with layer `index`'s output erased (None: as it is), a word right when every piece's top guess is."""
-    import contextlib
-
-    import torch
-
-    from core.model.adapter import ModelAdapter
-    from core.training.mlm_head import encode_masked, whole_word_accuracy
-
-    head = ModelAdapter.of(mlm_lm.masked_lm).mlm_head
-    with erasing(mlm_lm.model, index, eraser) if eraser is not None else contextlib.nullcontext():
-        vectors, labels, groups = encode_masked(mlm_lm, sentences, np.random.default_rng(seed), all_mask=True,
-                                                should_stop=should_stop)
-    if not groups:
-        return 0.0, 0
-    with torch.no_grad():
-        predicted = torch.cat([head(chunk.to(mlm_lm.device)).argmax(-1).cpu()
-                               for chunk in torch.split(vectors, 4096)]).numpy()
-    return whole_word_accuracy(predicted, labels.numpy(), groups), len(groups)
-
-
-def run_accuracy(clf, examples, index: int, eraser: Eraser | None, should_stop: StopCheck = None) -> float:
-    """A classification run's accuracy on `examples` with layer `index`'s output erased (None: as it is)."""
-    import contextlib
-
-    from core.analyses.ablation import _max_length
-    from core.model.classifier import predict_logits, text_features
-
-    features = text_features(clf.tokenizer, [(e.text, e.text_b) for e in examples], _max_length(clf))
-    with erasing(clf.model, index, eraser) if eraser is not None else contextlib.nullcontext():
-        logits = predict_logits(clf, features, batch_size=EFFECT_BATCH, should_stop=should_stop)
-    index_of = {label: i for i, label in enumerate(clf.labels)}
-    truth = np.array([index_of[e.label] for e in examples])
-    return float(np.mean(np.asarray(logits).argmax(-1) == truth))
-
-
-def fitted_head_for(model: str) -> str | None:
-    """The name of a masked-word head fitted for `model` on this computer (fit-mlm-head), or None."""
-    from core.model.loading import available_models, display_name
-
-    names = {model, Path(model).name, display_name(model)}
-    fitted = [e.name for e in available_models() if e.source == "fitted-head" and e.fitted_on in names]
-    return fitted[0] if fitted else None
-
-
-def no_head_message(model: str) -> str:
-    return (f"'{Path(model).name}' has neither a masked-word (MLM) head nor a classifier head, so the effect of the "
-            "erasure on the rest of the model cannot be measured. Fit a masked-word head with: python -m core "
-            f"fit-mlm-head --model {model} --corpus snli --out NAME (erase then uses it), or erase in a fine-tuned "
-            "classification run (python -m core finetune).")
-
-
-def measure_effect(model: str, lm, eval_sentences: Sequence[str], index: int, eraser: Eraser, seed: int,
-                   limit: int, progress: ProgressCallback = None, should_stop: StopCheck = None) -> dict:
-    """The "effect" JSON: {"kind": "masked_word" | "classification", "before", "after", "random_control", "n", ...}
-    or {"kind": "none", "message"} when the model has neither head (the message says how to get one)."""
-    from core.model.classifier import is_classifier_folder, load_classifier
-    from core.model.loading import load_model
-
-    control = random_eraser(eraser, seed)
-    if is_classifier_folder(Path(lm.path)):
-        from core.training.runs import run_eval_sample
-
-        clf = load_classifier(model, device=lm.device)
-        sample = run_eval_sample(clf, limit, seed)
-        out = {"kind": "classification", "task": sample.task, "split": sample.eval_split}
-        scores = []
-        for step, chosen in enumerate((None, eraser, control)):
-            check_stop(should_stop)
-            scores.append(run_accuracy(clf, sample.examples, index, chosen, should_stop))
-            if progress is not None:
-                progress(step + 1, 3, "measuring the effect")
-        return {**out, **dict(zip(("before", "after", "random_control"), scores)), "n": len(sample.examples)}
-    head = None
-    mlm = load_model(model, device=lm.device, masked_lm=True)
-    if mlm.masked_lm is None:
-        head = fitted_head_for(model)
-        if head is None:
-            return {"kind": "none", "message": no_head_message(model)}
-        mlm = load_model(head, device=lm.device, masked_lm=True)
-    sentences = list(eval_sentences)[:limit]
-    scores, n = [], 0
-    for step, chosen in enumerate((None, eraser, control)):
-        check_stop(should_stop)
-        score, n = masked_word_top1(mlm, sentences, index, chosen, seed, should_stop)
-        scores.append(score)
-        if progress is not None:
-            progress(step + 1, 3, "measuring the effect")
-    out = {"kind": "masked_word", **dict(zip(("before", "after", "random_control"), scores)), "n": n}
-    return {**out, "head": head} if head else out
 
 
 # ---- the whole analysis -------------------------------------------------------------------------------------------
@@ -437,9 +336,11 @@ def middle_layer(num_layers: int) -> int:
 
 
 def run_erase(lm, inputs: EraseInputs, settings: EraseSettings, progress: ProgressCallback = None,
-              should_stop: StopCheck = None) -> EraseResult:
-    """Fit, check, save and measure (module docstring). Raises EraseError / TaskError with a plain message; a
-    cancelled run leaves nothing saved."""
+              should_stop: StopCheck = None, *, effect: Callable | None = None) -> EraseResult:
+    """Fit, check, save and measure (module docstring). `effect(model, lm, eval_texts, index, eraser, seed, limit,
+    progress, should_stop) -> dict`: core.training.erasure_effect.measure_effect in the declared run (None: not
+    measured, {"kind": "none"}). Raises EraseError / TaskError with a plain message; a cancelled run leaves nothing
+    saved."""
     started = time.perf_counter()
     task = check_task(inputs.task)
     index = middle_layer(lm.num_layers) if settings.layer is None else int(settings.layer)
@@ -464,8 +365,8 @@ def run_erase(lm, inputs: EraseInputs, settings: EraseSettings, progress: Progre
     after = probe_accuracy(eraser.erase(train_x), train.labels, eraser.erase(eval_x), held.labels, settings.seed)
     report(2)(2, 2, "probing the erased vectors")
     texts = [" ".join(s.words) for s in inputs.evaluation]
-    effect = measure_effect(lm.ref, lm, texts, index, eraser, settings.seed, settings.effect_limit,
-                            report(3), should_stop)
+    effect = {"kind": "none", "message": "the effect was not measured"} if effect is None else \
+        effect(lm.ref, lm, texts, index, eraser, settings.seed, settings.effect_limit, report(3), should_stop)
     check_stop(should_stop)
     config = {"model": lm.ref, "layer": shown, "task": task, "labels": list(classes), "rank": eraser.rank,
               "corpus": inputs.corpus, "n_train": len(train)}
