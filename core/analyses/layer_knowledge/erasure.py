@@ -297,9 +297,13 @@ def erase_inputs(task: str, corpus: str, eval_corpus: str, out: str | None = Non
     task = check_task(task)
     if out is not None:
         check_free_name(out)
-    train = corpora.require_trees(corpora.resolve(corpus, seed))
-    evaluation = corpora.require_trees(corpora.resolve(eval_corpus, seed))
-    return EraseInputs(task, corpus, eval_corpus, out, tuple(train), tuple(evaluation))
+    return inputs_of(task, corpora.resolve(corpus, seed), corpora.resolve(eval_corpus, seed), out)
+
+
+def inputs_of(task: str, train: corpora.Corpus, evaluation: corpora.Corpus, out: str | None = None) -> EraseInputs:
+    """EraseInputs of two corpora already read (the page's pickers); CorpusError for one without trees."""
+    return EraseInputs(check_task(task), train.name, evaluation.name, out, tuple(corpora.require_trees(train)),
+                       tuple(corpora.require_trees(evaluation)))
 
 
 @dataclass(frozen=True)
