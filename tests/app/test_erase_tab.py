@@ -55,3 +55,16 @@ def test_the_tab_runs_the_job_and_draws_the_analysis_numbers(tmp_path, data_dir)
     assert effect == pytest.approx({"before": expected.effect["before"], "after": expected.effect["after"],
                                     "random control": expected.effect["random_control"]}, abs=1e-9)
     assert len(at.get("download_button")) + len(at.button) >= 4  # the exports
+
+
+def test_the_tab_shows_progress_and_cancels_leaving_nothing_saved(minilm_dir, data_dir):
+    from core.analyses.layer_knowledge.erasure import list_erasers
+    from tests.app.test_cancel_every_job import _cancel_while_running
+
+    at = AppTest.from_function(script, default_timeout=180)
+    at.session_state["model"] = str(minilm_dir)
+    at.session_state[P + "train_n"] = 2000
+    at.run()
+    assert not at.exception, at.exception
+    _cancel_while_running(at, P + "job")
+    assert list_erasers() == []

@@ -58,7 +58,7 @@ def run(model, treebanks, **kw):
 
 
 def test_probe_after_erasure_is_at_the_majority_and_the_file_reproduces_the_vectors(tiny_mlm, treebanks):
-    from core.analyses.layer_knowledge.erasure import load_eraser, majority_accuracy, probe_accuracy
+    from core.analyses.layer_knowledge.erasure import list_erasers, load_eraser, majority_accuracy, probe_accuracy
     from core.analyses.layer_knowledge.tasks import labelled_words
     from core.data import corpus as corpora
     from core.model.loading import load_model
@@ -67,6 +67,7 @@ def test_probe_after_erasure_is_at_the_majority_and_the_file_reproduces_the_vect
     assert result.layer == 2 and result.task == "upos" and result.rank >= 1
     assert result.probe_before > result.majority + 0.2  # there was something to erase
     assert abs(result.probe_after - result.majority) <= 0.05
+    assert list_erasers() == ["tiny-upos"]
     saved = load_eraser("tiny-upos")
     assert saved.config == {**saved.config, "model": tiny_mlm, "layer": 2, "task": "upos",
                             "labels": ["ADP", "DET", "NOUN", "PRON", "PUNCT", "VERB"]}
@@ -191,6 +192,8 @@ def test_bad_input_is_one_line_and_a_taken_name_is_refused_before_the_work(tiny_
     assert main(base + ["--task", "pos"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "upos, xpos, deprel or morph:FEAT" in err and "\n" not in err
+    assert main(base + ["--task", "upos", "--layer", "3"]) == 2  # the tiny model has layers 1..2
+    assert "layers are 1..2" in capsys.readouterr().err
     assert main(base + ["--task", "upos", "--out", "bad/name"]) == 2
     assert "--out" in capsys.readouterr().err
     from core.analyses.layer_knowledge.erasure import erasers_dir

@@ -36,12 +36,13 @@ from concept_erasure import LeaceFitter
 from safetensors.numpy import load_file
 from safetensors.torch import save_file
 
-from core import numbering, settings as app_settings
+from core import numbering
 from core.analyses.layer_knowledge.tasks import LabelledWords, TaskError, check_task, labelled_words
 from core.contract import Analysis, setting
 from core.data import corpus as corpora
 from core.files import atomic_path, write_text_atomic
 from core.progress import ProgressCallback, StopCheck, check_stop
+from core.model import artefacts
 from core.model.adapter import ModelAdapter
 from core.validation import whole_match
 
@@ -181,7 +182,7 @@ def probe_accuracy(train_x: np.ndarray, train_y: Sequence[str], eval_x: np.ndarr
 # ---- saving -------------------------------------------------------------------------------------------------------
 
 def erasers_dir() -> Path:
-    return app_settings.cache_dir() / "erasers"
+    return artefacts.artefact_dir("eraser")
 
 
 def check_name(name: str) -> str:
@@ -240,11 +241,7 @@ class SavedEraser:
 
 def list_erasers() -> list[str]:
     """The names of the complete erasers saved (dotted temporary folders left out)."""
-    folder = erasers_dir()
-    if not folder.is_dir():
-        return []
-    return sorted(e.name for e in folder.iterdir()
-                  if e.is_dir() and not e.name.startswith(".") and (e / WEIGHTS).is_file() and (e / CONFIG).is_file())
+    return [a.name for a in artefacts.list_artefacts("eraser") if (Path(a.path) / CONFIG).is_file()]
 
 
 def load_eraser(name: str) -> SavedEraser:
