@@ -6,35 +6,18 @@ a plain torch hook; the notebook twin prints the same JSON."""
 from __future__ import annotations
 
 import json
-import random
 
-import numpy as np
 import pytest
 import torch
 
 import tests.erase_stub  # noqa: F401  (the layer_knowledge view until the probe-labels branch brings it)
 from core.__main__ import main
-from tests.integration import test_bias_experiment as bias_tests
+from tests.gender_run import make_gender_run
 
 
 @pytest.fixture
 def gender_run(tiny_bert_dir, tmp_path):
-    """A tiny classifier whose label is the gender of the sentence's one gendered word (as test_bias_experiment's):
-    swapping that word flips its prediction."""
-    from core.training import Recipe, finetune
-
-    rng = random.Random(0)
-    texts = []
-    for _ in range(400):
-        word = rng.choice(sorted(bias_tests.GENDERED))
-        words = rng.sample(bias_tests.FILLER_WORDS, 5)
-        words.insert(rng.randrange(6), word)
-        texts.append((" ".join(words), bias_tests.GENDERED[word]))
-    path = tmp_path / "gender.jsonl"
-    path.write_text("".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in texts))
-    finetune(Recipe(model=str(tiny_bert_dir), task=str(path), run_name="gender", epochs=4, lr=2e-3, batch_size=16,
-                    max_length=32, cpu_threads=1))
-    return "gender", [t for t, _ in texts]
+    return make_gender_run(tiny_bert_dir, tmp_path)
 
 
 def bias_json(capsys, *argv) -> dict:

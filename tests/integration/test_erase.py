@@ -3,7 +3,6 @@ and its effect on a tiny masked-word model recomputed with plain torch hooks."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
@@ -203,3 +202,39 @@ def test_bad_input_is_one_line_and_a_taken_name_is_refused_before_the_work(tiny_
     assert main(base + ["--task", "upos", "--out", "taken"]) == 2
     assert "saved already" in capsys.readouterr().err
     assert time.perf_counter() - started < 2  # refused before the model or the treebanks load
+
+
+def test_classification_effect_equals_plain_torch_hooks(tiny_bert_dir, tmp_path, treebanks):
+    import torch
+
+    from core.analyses.layer_knowledge.erasure import load_eraser, random_eraser
+    from core.training import load_classifier
+    from core.training.runs import run_eval_sample
+    from tests.gender_run import make_gender_run
+
+    name, _ = make_gender_run(tiny_bert_dir, tmp_path)
+    effect = run(name, treebanks, layer=0, out="run-effect", effect_limit=50, seed=2).effect
+    assert effect["kind"] == "classification"
+    clf = load_classifier(name)
+    sample = run_eval_sample(clf, 50, 2)
+    assert effect["n"] == len(sample.examples) > 0
+
+    def accuracy(chosen) -> float:
+        handle = None
+        if chosen is not None:
+            left, right, bias = (torch.from_numpy(getattr(chosen, k)) for k in ("proj_left", "proj_right", "bias"))
+            handle = clf.model.encoder.encoder.layer[0].register_forward_hook(
+                lambda _m, _i, o: (o[0] - ((o[0] - bias) @ right.T) @ left.T,) + tuple(o[1:])
+                if isinstance(o, tuple) else o - ((o - bias) @ right.T) @ left.T)
+        try:  # one example at a time: no padding, no batching
+            right_guesses = sum(clf.labels[int(clf.predict_proba([(e.text, e.text_b)])[0].argmax())] == e.label
+                                for e in sample.examples)
+        finally:
+            if handle is not None:
+                handle.remove()
+        return right_guesses / len(sample.examples)
+
+    eraser = load_eraser("run-effect").eraser
+    assert effect["before"] == pytest.approx(accuracy(None), abs=1e-9)
+    assert effect["after"] == pytest.approx(accuracy(eraser), abs=1e-9)
+    assert effect["random_control"] == pytest.approx(accuracy(random_eraser(eraser, 2)), abs=1e-9)
