@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.widgets.common import draw_chart, export_buttons, flag_degenerate, intro, model_ref, warn_if_truncated
+from app_pages.widgets import bias_erase as erase_gender
 from app_pages.widgets import bias_heads as flip_heads
 from app_pages.widgets.explain_view import cached_explainer, cached_explanation, show
 from core import bias, numbering, references
@@ -345,6 +346,7 @@ def draw_results(name: str, status: bias.ExperimentStatus) -> None:
         st.dataframe(pd.DataFrame(examples), hide_index=True, width="stretch")
         explain_both(spec.run_name(flip_arm), examples)
         flip_heads.render(spec.run_name(flip_arm), data.test, spec.swaps, f"{name} test set")
+        erase_gender.render(spec.run_name(flip_arm), data.sets.full, data.test, spec.swaps, f"{name} test set")
     else:
         st.caption("No prediction of this run changed under the swaps.")
 

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from app_pages.widgets.common import draw_chart, export_buttons, intro, job_controls, model_ref, cached_model
+from app_pages.widgets import erase_tab
 from app_pages.widgets.settings_form import setting_input
 from core.analyses.layer_knowledge.probes import ANALYSIS, run_label_probes
 from core.analyses.probe import probe_inputs
@@ -136,9 +137,8 @@ intro(
     "per layer, checked against a control task, the online codelength and Tenney's expected layer.",
     "Pick tasks and treebanks, optionally a second model (a fine-tuned run), press Run and compare the lines.",
 )
-# The page's tabs (core.views.layer_knowledge.TABS). The erase half of issue 49 adds "Erase a concept" and its
-# renderer here when it is merged.
-RENDERERS = {"Probes per layer": probes_tab}
+# The page's tabs (core.views.layer_knowledge.TABS): the probes, and LEACE erasure (app_pages/widgets/erase_tab).
+RENDERERS = {"Probes per layer": probes_tab, "Erase a concept": erase_tab.render}
 if len(view.TAB_TITLES) > 1:
     tab = st.segmented_control("View", view.TAB_TITLES, key=P + "tab", label_visibility="collapsed") or view.TAB_TITLES[0]
 else:

@@ -37,12 +37,14 @@ import pandas as pd
 from core import contract, numbering, studies, views
 from core import bias as bias_data  # not `bias`: that is the bias experiment's notebook twin below
 from core.bias import experiment as bias_experiment
+from core.bias import erase_gender
 from core.bias import heads as bias_heads_analysis
 from core.analyses import anisotropy as an
 from core.analyses import explain as explanations
 from core.analyses import changes
 from core.analyses import explorer
 from core.analyses import faithfulness as faithful
+from core.analyses.layer_knowledge import erasure
 from core.analyses import head_studies as head_study_runs
 from core.analyses.ablation import load_for_ablation, run_ablation
 from core.analyses.head_features import ClsFeatureAttention
@@ -67,6 +69,7 @@ from core.charts import bias as bias_charts
 from core.charts import finetune as finetune_charts
 from core.charts import explain as explain_charts
 from core.charts import explorer as explorer_charts
+from core.charts import erasure as erasure_charts
 from core.charts import head_studies as head_studies_charts
 from core.charts import heads_dataset
 from core.charts import inside_head as inside_head_charts
@@ -411,6 +414,25 @@ def fit_mlm_head(model, corpus: str, out: str, *, settings, limit: int | None = 
     fit = run_fit(_ref(model), (corpus, out, limit), settings, progress=progress, overwrite=overwrite)
     _warn(fit.warning)  # a head under 1.5× the best constant guess
     return _trained(None, pd.DataFrame([fit.to_json()]), return_data, fit)
+
+
+@twin("erase")
+def erase(model, task: str, corpus: str, eval_corpus: str, *, settings, out: str | None = None, progress=None,
+          return_data: bool = False):
+    """Erase a concept (LEACE) from one layer's word vectors ("What each layer knows", "Erase a concept";
+    `python -m core erase`): fitted on the treebank `corpus` (ud[:SPLIT[:N]] or a .conllu file) for `task` (upos,
+    xpos, deprel, morph:FEAT), checked with fresh linear probes on `eval_corpus`, saved as `out`
+    (models_cache/erasers/out; None: a free default name), and run through the rest of the model (masked words, or
+    a classification run's accuracy, with a random subspace of the same rank). layer is an array index (layer + 1
+    as shown). Chart: the probe bars above the effect bars. Frame: one row per bar. With return_data, `.result`
+    is the EraseResult and `.to_json()` what the command's --json prints."""
+    erasure_inputs = erasure.erase_inputs(task, corpus, str(eval_corpus), out, settings.seed)
+    result = erasure.ANALYSIS.run_function()(load(model), erasure_inputs, settings, progress=progress)
+    drawn = erasure_charts.erase_charts(result)
+    frame = pd.concat([erasure_charts.probe_frame(result).rename(columns={"accuracy": "value"}).assign(chart="probe"),
+                       erasure_charts.effect_frame(result).rename(columns={"score": "value"}).assign(chart="effect")],
+                      ignore_index=True)
+    return _out(_stacked([c for c, _ in drawn]), frame, return_data, result)
 
 
 class _Triple(tuple):
@@ -877,25 +899,36 @@ def bias_words(words=None, *, task: str = "snli", train_limit: int | None = 2000
 
 @twin("bias")
 def bias(model=None, corpus: str | None = None, *, settings, name: str | None = None, show: str | None = None,
-         device: str | None = None, threads: int | None = None, progress=None, return_data: bool = False):
+         device: str | None = None, threads: int | None = None, erase: str | None = None, progress=None,
+         return_data: bool = False):
     """The bias experiment (Bias experiment page; `python -m core bias`): trains full / biased / control runs of
     `model` with the settings and scores them (hours on a CPU: its progress is progress(done, total) per stage).
     show: a finished experiment's name, read instead of training. corpus (a corpus spec, sampled with `seed`) with
     model a finished classification run: no training, the run's flip rate on the corpus's swapped copies (`bias
-    --corpus`). Chart: accuracy per run and slice (the flip rate for a corpus); frame: core.bias.accuracy_frame
-    (one row of flips for a corpus). With return_data, `.to_json()` is what `bias --json` prints."""
+    --corpus`); erase (with corpus): a saved eraser's name, the flip rate scored again with it applied at its layer
+    (`bias --corpus --erase`; the JSON's "erased"; then the chart and frame are the two flip rates). Chart: accuracy per run and slice (the
+    flip rate for a corpus); frame: core.bias.accuracy_frame (one row of flips for a corpus). With return_data,
+    `.to_json()` is what `bias --json` prints."""
     if show is None and model is None:
         raise ValueError("give model: a finished classification run (with corpus) or the model to train")
     if show is not None:
         result = bias_data.load_result(show)
         if result is None:
             raise ValueError(f"experiment '{show}' has no results yet")
+    elif corpus is not None and erase is not None:
+        result = erase_gender.corpus_flips_erased(corpora.resolve(corpus, settings.seed), _ref(model), erase,
+                                                  device=device)
+        _warn(result.truncation_notice())
+        frame = bias_charts.erased_flip_frame(result.flips.run, result.erased)
+        return _out(bias_charts.erased_flip_chart(frame), frame, return_data, result)
     elif corpus is not None:
         result = bias_data.corpus_flips(corpora.resolve(corpus, settings.seed), _ref(model), device=device)
         _warn(result.truncation_notice())
         frame = pd.DataFrame([{"run": result.run, "flip_rate": result.flip_rate, "flips": result.flips,
                                "swapped": result.swappable}])
         return _out(bias_charts.flip_chart(frame), frame, return_data, result)
+    elif erase is not None:
+        raise ValueError("erase needs corpus: the swaps are scored on the corpus with and without the eraser")
     else:
         report = None if progress is None else (lambda _stage, done, total: progress(done, total))
         result = bias_experiment.run_settings(_ref(model), name, settings, report, device=device, threads=threads)

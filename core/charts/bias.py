@@ -109,6 +109,37 @@ def flip_chart(flips: pd.DataFrame) -> alt.Chart:
     )
 
 
+ERASE_CONDITIONS = ("as trained", "gender erased")
+
+
+def erased_flip_frame(run: str, erased) -> pd.DataFrame:
+    """A core.bias.erase_gender.ErasedFlips as rows run, condition (as trained / gender erased), flip_rate, flips,
+    swapped, layer (1..L), eraser."""
+    return pd.DataFrame([
+        {"run": run, "condition": condition, "flip_rate": rate, "flips": flips, "swapped": erased.swappable,
+         "layer": erased.layer, "eraser": erased.eraser}
+        for condition, rate, flips in zip(ERASE_CONDITIONS, (erased.flip_rate_before, erased.flip_rate_after),
+                                          (erased.flips_before, erased.flips_after))])
+
+
+def erased_flip_chart(frame: pd.DataFrame) -> alt.Chart:
+    """erased_flip_frame's two bars: the flip rate in percent as trained and with gender erased at one layer."""
+    layer = int(frame["layer"].iloc[0]) if len(frame) else 0
+    return (
+        alt.Chart(frame.assign(percent=frame["flip_rate"] * 100),
+                  title=alt.Title("Flip rate before and after erasing gender",
+                                  subtitle=f"LEACE eraser applied to every token at layer {layer}"))
+        .mark_bar()
+        .encode(x=alt.X("percent:Q", title="flip rate (%)"),
+                y=alt.Y("condition:N", sort=list(ERASE_CONDITIONS), title=None),
+                color=alt.Color("condition:N", sort=list(ERASE_CONDITIONS),
+                                scale=alt.Scale(domain=list(ERASE_CONDITIONS), range=["#4c78a8", "#e45756"]),
+                                legend=None),
+                tooltip=["condition", "flips", "swapped", alt.Tooltip("percent:Q", format=".2f")])
+        .properties(width=460, height=alt.Step(28))
+    )
+
+
 def experiment_charts(result) -> list[tuple[alt.TopLevelMixin, str]]:
     """The bias analysis's charts (core.contract): accuracy per run and slice, and the flip rate per run."""
     return [(accuracy_chart(accuracy_frame(result), result.protocol), "Accuracy per run and slice, 95% intervals."),

@@ -10,6 +10,7 @@ from core import jobs, validation
 from core.commands import add_hidden_alias, add_json_arguments, add_settings_arguments, settings_from_args, warn, warn_degenerate
 from core.data.corpus import resolve
 from core.bias import ARMS, EXPERIMENT_NAME, attach_job, corpus_flips, load_result
+from core.bias.erase_gender import corpus_flips_erased
 from core.bias.experiment import EXPERIMENT_NAME_RULE, NO_TIMEOUT, run_settings
 from core.bias_settings import BIAS
 
@@ -28,6 +29,10 @@ def register(subparsers) -> None:
                    "with --corpus, a finished classification run")
     p.add_argument("--corpus", metavar="SPEC", default=None,
                    help="score the swaps on a corpus instead of training (e.g. builtin, snli:dev:20); needs --model RUN")
+    p.add_argument("--erase", metavar="NAME", default=None,
+                   help="with --corpus: score the swaps again with a saved eraser (models_cache/erasers/NAME, made by "
+                   "python -m core erase or the Bias page's Erase gender) applied at its layer; the JSON adds "
+                   "\"erased\": the flip rate before and after")
     add_settings_arguments(p, BIAS)
     add_hidden_alias(p, "--test-limit", "--eval-limit")
     # argparse's get_default skips a None default, so the alias's SUPPRESS would be reported as --eval-limit's.
@@ -46,10 +51,15 @@ def register(subparsers) -> None:
 def run_corpus(args) -> int:
     if not args.model:
         raise ValueError("--corpus needs --model RUN: a finished classification run whose predictions are compared")
-    result = corpus_flips(resolve(args.corpus, seed=args.seed), args.model, device=args.device)
+    if args.erase:
+        result = corpus_flips_erased(resolve(args.corpus, seed=args.seed), args.model, args.erase, device=args.device)
+        erased, result = result.erased, result.flips
+    else:
+        erased, result = None, corpus_flips(resolve(args.corpus, seed=args.seed), args.model, device=args.device)
     warn(result.truncation_notice())
     if args.json:
-        validation.dump_json(result.to_json(), args.out)
+        payload = result.to_json() if erased is None else {**result.to_json(), "erased": erased.to_json()}
+        validation.dump_json(payload, args.out)
         return 0
     rate = "n/a (no item has a swappable word)" if not result.swappable else f"{result.flip_rate:.4f}"
     print(f"{result.corpus}: {result.swappable} of {result.items} items contain a swappable word; "
@@ -58,10 +68,17 @@ def run_corpus(args) -> int:
         before = row["text"] if not row["text_b"] else f"{row['text']} / {row['text_b']}"
         after = row["swapped"] if not row["swapped_b"] else f"{row['swapped']} / {row['swapped_b']}"
         print(f"  {row['predicted']} -> {row['predicted after swap']}: {before}  =>  {after}")
+    if erased is not None:
+        print(f"with eraser {erased.eraser} ({erased.task}) at layer {erased.layer}: {erased.flips_after} of "
+              f"{erased.swappable} predictions change (flip rate {erased.flip_rate_after:.4f}, before "
+              f"{erased.flip_rate_before:.4f})")
     return 0
 
 
 def run_bias(args) -> int:
+    if args.erase and not args.corpus:
+        raise ValueError("--erase needs --corpus SPEC and --model RUN: the swaps are scored on the corpus with and "
+                         "without the eraser")
     if args.corpus:
         return run_corpus(args)
     if args.show:

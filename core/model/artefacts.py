@@ -1,9 +1,11 @@
-"""What is fitted on top of a model and saved beside it: masked-word heads, tuned lenses, sparse autoencoders.
+"""What is fitted on top of a model and saved beside it: masked-word heads, tuned lenses, sparse autoencoders,
+concept erasers.
 
 A fitted masked-word head is a whole model folder (the encoder's weights plus the head) under
 `models_cache/heads/NAME`, so it loads like any model and is listed by core.model.loading.available_models
-with the model it was fitted on. A tuned lens (`lens.safetensors`) or a sparse autoencoder (`sae.safetensors`)
-is a folder under `models_cache/lenses/NAME` or `models_cache/saes/NAME` whose `config.json` names its model.
+with the model it was fitted on. A tuned lens (`lens.safetensors`), a sparse autoencoder (`sae.safetensors`) or a
+LEACE concept eraser (`eraser.safetensors`) is a folder under `models_cache/lenses/NAME`, `models_cache/saes/NAME`
+or `models_cache/erasers/NAME` whose `config.json` names its model.
 Folders being written carry a dotted temporary name until they are complete (core.files), so none is listed.
 """
 
@@ -16,7 +18,8 @@ from pathlib import Path
 from core import settings
 
 # kind -> (folder under the cache, the weights file that marks a complete artefact)
-KINDS = {"tuned-lens": ("lenses", "lens.safetensors"), "sae": ("saes", "sae.safetensors")}
+KINDS = {"tuned-lens": ("lenses", "lens.safetensors"), "sae": ("saes", "sae.safetensors"),
+         "eraser": ("erasers", "eraser.safetensors")}
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,10 @@ P = "layer_knowledge."
 # The tasks the page offers (several on one chart); any morph:FEAT works on the command line and in a notebook.
 TASKS = ("upos", "xpos", "deprel", "morph:Number", "morph:Tense", "morph:Person", "morph:VerbForm", "morph:Gender")
 DEFAULT_TRAIN, DEFAULT_EVAL = "ud:dev", "ud:test"
-# The page's tabs, each with the analyses (core.contract, by registry name) it shows. The erase half of issue 49
-# adds ("Erase a concept", ("erase",)) and its renderer in app_pages/layer_knowledge.py when it is merged.
-TABS: tuple[tuple[str, tuple[str, ...]], ...] = (("Probes per layer", ("probe-labels",)),)
+# The page's tabs, each with the analyses (core.contract, by registry name) it shows; app_pages/layer_knowledge.py
+# draws each with its renderer.
+TABS: tuple[tuple[str, tuple[str, ...]], ...] = (("Probes per layer", ("probe-labels",)),
+                                                  ("Erase a concept", ("erase",)))
 TAB_TITLES = tuple(title for title, _ in TABS)
 
 

@@ -1375,6 +1375,30 @@ def test_sparse_feature_charts_label_every_token_feature_and_word(tmp_path):
     assert_no_empty_or_nan(sentence, sentence.columns[-1])
 
 
+def test_erase_bars_label_every_condition_inside_the_column():
+    """The erase panel's probe and effect bars, and the bias page's flip rate before / after erasing gender."""
+    from core.analyses.layer_knowledge.erasure import EraseResult
+    from core.bias.erase_gender import ErasedFlips
+    from core.charts import bias as bias_charts
+    from core.charts import erasure as erasure_charts
+
+    effect = {"kind": "masked_word", "before": 0.41, "after": 0.12, "random_control": 0.39, "n": 812}
+    result = EraseResult("x", "/p", "m", 4, "upos", ("ADJ", "NOUN"), 0.17, 0.93, 0.18, 16, effect, 1000, 800, 1.0)
+    charts = [c for c, _ in erasure_charts.erase_charts(result)]
+    assert len(charts) == 2
+    flips = bias_charts.erased_flip_frame("bias-full", ErasedFlips("e", 6, "gender-words", 400, 80, 12))
+    for chart, labels in [(charts[0], ["probe before", "probe after", "majority label"]),
+                          (charts[1], ["before", "after", "random control"]),
+                          (bias_charts.erased_flip_chart(flips), ["as trained", "gender erased"])]:
+        drawing = draw(chart)
+        assert_titles_inside(drawing)
+        assert_every_label(drawing, labels)
+        assert drawing.width <= 730, f"{drawing.width:.0f} px: wider than the page's main column"
+    no_head = EraseResult("x", "/p", "m", 4, "upos", ("ADJ", "NOUN"), 0.17, 0.93, 0.18, 16,
+                          {"kind": "none", "message": "no head"}, 1000, 800, 1.0)
+    assert len(erasure_charts.erase_charts(no_head)) == 1  # no effect bars without a head to measure with
+
+
 def test_every_chart_builder_is_drawn(request, builders_called):
     """Runs last in this module: a builder added to core.charts without a drawing test here fails it."""
     selected = {item.originalname for item in request.session.items if item.module is request.module}
