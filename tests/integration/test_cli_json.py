@@ -27,7 +27,7 @@ def _our_progress(err: str) -> list[str]:
 # file of sentences, {t} a CoNLL-U treebank, {task} a labelled JSON Lines file.
 SHARED = ("anisotropy", "probe", "pca", "neuron", "attention-norms", "model-view", "head-view", "attention-norm-shares",
           "heads", "syntax-heads", "pair-attention", "head-features", "aspect-heads", "head-map", "pattern-shares",
-          "project", "neighbours", "neurons", "bias", "bias-heads")
+          "project", "neighbours", "neurons", "bias", "bias-heads", "probe-labels", "erase")
 COMMANDS = {
     "finetune": ["--model", "{m}", "--task", "{task}", "--run", "walk-run", "--epochs", "1", "--max-length", "16",
                  "--threads", "1"],
