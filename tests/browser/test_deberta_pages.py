@@ -26,6 +26,7 @@ ACTIONS = {
     "explorer": lambda page: page.get_by_role("button", name="Run this model").click(),
     "reproduce": run_study_on_sidebar_model,
     "present": lambda page: page.get_by_role("button", name=MODEL).click(),
+    "layer_knowledge": lambda page: page.get_by_role("button", name="Run", exact=True).click(),
 }
 
 

@@ -19,6 +19,7 @@ AFTER_RUN = {
     "anisotropy": ({}, ("Run on 1 model",)),
     "explorer": ({"n": "40"}, ("Run this model",)),
     "reproduce": ({"study": "ethayarajh"}, ("Measure the sidebar's model", "Run the study")),
+    "layer_knowledge": ({"corpus": "ud:dev:60", "eval_corpus": "ud:test:60"}, ("Run",)),
 }
 
 
@@ -61,7 +62,7 @@ def test_every_page_opens_on_modernbert_with_a_chart(page, app_server, app_url, 
             wait_for_app(page)
             buttons = buttons[1:]
         for button in buttons:
-            page.get_by_role("button", name=button).click()
+            page.get_by_role("button", name=button, exact=True).click()
             wait_for_app(page)
         try:
             page.wait_for_selector(DRAWN, timeout=300_000)
