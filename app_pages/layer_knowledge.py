@@ -123,7 +123,10 @@ def show(results: list) -> None:
         "expected layer": None if r.expected_layer is None else round(r.expected_layer, 2)} for r in results])
     st.dataframe(summary, hide_index=True)
     st.caption("Expected layer (Tenney et al. 2019): the layers' gains in accuracy weighted by layer number; "
-               "lower means the task is learnt earlier. Tenney found part of speech below dependencies in BERT-base.")
+               "lower means the task is learnt earlier. Tenney found part of speech below dependencies in BERT-base. "
+               "Differs from the paper: the gain here is in the best single-layer probe up to each layer, where "
+               "Tenney trained one probe on a learnt mix of layers 0 to l (a layer worse than an earlier one adds "
+               "nothing, rather than a negative gain).")
     for result in results:
         if result.below_majority_notice():
             st.warning(markdown_text(f"{display_name(result.model)}: {result.below_majority_notice()}."))
