@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_pages.widgets.common import draw_chart, export_buttons, intro, job_controls, model_ref, cached_model
+from app_pages.widgets.common import (cached_model, draw_chart, export_buttons, intro, job_controls, model_ref,
+                                      sidebar_place)
 from app_pages.widgets import erase_tab
 from app_pages.widgets.settings_form import setting_input
 from core.analyses.layer_knowledge.probes import ANALYSIS, run_label_probes
@@ -49,7 +50,7 @@ def probes_tab() -> None:
                                     "relation to its head; morph:FEAT: one grammatical feature. A word's vector is "
                                     "the mean of its word pieces.")
     model = model_ref()
-    row[1].markdown(f"**Model (A)**  \n{markdown_text(display_name(model))} (the sidebar's)")
+    row[1].markdown(f"**Model (A)**  \n{markdown_text(display_name(model))} (from {sidebar_place()})")
     second = row[2].selectbox("Second model (B), e.g. a fine-tuned run", [NO_SECOND, *[n for n in names if n != model]],
                               key=P + "second", format_func=lambda n: "none" if n == NO_SECOND else
                               display_name_among(names)(n), accept_new_options=True,

@@ -47,6 +47,10 @@ PROTOCOLS: dict[str, Protocol] = {
         Protocol("slides", "CS4650 slides (Ge & Zhu)",
                  "As the course slides: AdamW lr 5e-5, eps 1e-8, no weight decay, 2 epochs, batch 32, no schedule or "
                  "clipping (not stated), test split; bias filter is a case-sensitive whole-token match on the premise."),
+        Protocol("edge-probing", "Tenney et al. (2019), BERT rediscovers the classical NLP pipeline",
+                 "Edge probes trained on a learnt scalar mix of layers 0..l for every l; the expected layer weighs "
+                 "each layer's gain in the mix's score by its number. BERT Lens probes one layer at a time (the "
+                 "best score up to l stands in for the mix), so only the order of tasks compares."),
         Protocol("gao", "Gao et al. (2021), SimCSE",
                  "Unsupervised SimCSE: MLP over [CLS] in training only, lr 3e-5, batch 64, length 32, 1 epoch, "
                  "temperature 0.05, linear learning-rate decay."),

@@ -62,6 +62,8 @@ def _cases(tiny: str, mlm: str) -> dict[str, tuple[dict, bool]]:
         "explorer": ({"model": tiny, "corpus": "builtin", "layer": "1", "pooling": "mean", "method": "tsne",
                       "k": "5"}, False),
         "lessons": ({}, False),
+        "layer_knowledge": ({"model": tiny, "tasks": "upos,deprel", "corpus": "ud:dev:30", "eval_corpus": "ud:test:30",
+                             "control": "true", "mdl": "true"}, False),
         "layers": ({"model": mlm, "a": "the cat sat on the mat .", "lens_top_k": "3", "lens_layer": "1",
                     "lens_token": "2", "tab": "Neurons", "neuron_layer": "1", "neuron": "3", "neuron_by": "change",
                     "neuron_corpus": "Built-in sentences"}, True),

@@ -171,7 +171,7 @@ def test_cli_json_keys_and_the_lens_twin_agree(tiny_mlm, treebanks, capsys):
     from core import lens
 
     printed = cli_json(capsys, "erase", "--model", tiny_mlm, "--task", "upos", "--corpus", treebanks[0],
-                       "--eval-corpus", treebanks[1], "--layer", "2", "--out", "cli-one", "--effect-limit", "20")
+                       "--eval-corpus", treebanks[1], "--layer", "2", "--out", "cli-one", "--effect-sentences", "20")
     assert set(printed) == KEYS
     assert printed["name"] == "cli-one" and printed["layer"] == 2 and printed["path"].endswith("erasers/cli-one")
     assert set(printed["effect"]) == {"kind", "before", "after", "random_control", "n"}

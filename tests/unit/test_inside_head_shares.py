@@ -56,7 +56,9 @@ def test_neuron_frame_keeps_products_per_key_and_dimension():
         assert np.isclose(row.product, q[row.dim] * k[row.key_order, row.dim])
         assert np.isclose(row.q, q[row.dim]) and np.isclose(row.k, k[row.key_order, row.dim])
     charts.neuron_chart(view).to_dict()
-    # the keys before the sentence-pair filter (issue 45), then where the view is and which keys it keeps
+    # the keys before the sentence-pair filter (issue 45), then where the view is and which keys it keeps, and which
+    # keys the query may see (issue 46: a ModernBERT local layer's window; all here); DeBERTa's terms only for it
     assert list(view.to_json()) == ["tokens", "query", "keys", "products", "scores", "attention", "layer", "head",
-                                    "query_index", "pair_filter", "key_positions"]
+                                    "query_index", "pair_filter", "key_positions", "visible"]
+    assert view.to_json()["visible"] == [True] * 4
     assert view.to_json()["key_positions"] == [0, 1, 2, 3] and view.to_json()["layer"] == 1

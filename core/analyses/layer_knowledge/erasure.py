@@ -70,7 +70,7 @@ class EraseSettings:
     seed: int = setting(0, "seed of the random-subspace control and of the masked words", low=0, high=2**31 - 1,
                         url="erase_seed")
     effect_limit: int = setting(300, "held-out sentences (a run: evaluation examples) the effect is measured on",
-                                low=1, high=100_000, url="erase_limit")
+                                low=1, high=100_000, url="erase_limit", cli="effect-sentences")
 
 
 ANALYSIS = Analysis(
