@@ -19,22 +19,12 @@ from core.model import artefacts
 from core.model.loading import available_models
 from core.training import mlm_head
 from tests.conftest import make_tiny_bert
-
-WORDS = "the a cat dog man woman girl boy sat ran on in at to of mat river bank park house tree".split()
+from tests.integration.test_fit_mlm_head import tiny_corpus  # noqa: F401  (a fixture: the same 400-line corpus)
 
 
 @pytest.fixture(scope="module")
 def tiny_encoder(tmp_path_factory):
     return str(make_tiny_bert(tmp_path_factory.mktemp("weak-head-encoder")))
-
-
-@pytest.fixture()
-def tiny_corpus(tmp_path):
-    rng = np.random.default_rng(3)
-    lines = {" ".join(rng.choice(WORDS, size=int(rng.integers(4, 9)))) + " ." for _ in range(400)}
-    path = tmp_path / "tiny.txt"
-    path.write_text("\n".join(sorted(lines)))
-    return str(path)
 
 
 def held_out_words(tokenizer, sentences: list[str], seed: int):
