@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from core.analyses.layer_knowledge.probes import ANALYSIS as PROBE_LABELS
-from core.views import Param, View, analysis_params
+from core.views import Param, View, analysis_params, parse
 
 P = "layer_knowledge."
 # The tasks the page offers (several on one chart); any morph:FEAT works on the command line and in a notebook.
@@ -18,20 +18,13 @@ TABS: tuple[tuple[str, tuple[str, ...]], ...] = (("Probes per layer", ("probe-la
 TAB_TITLES = tuple(title for title, _ in TABS)
 
 
-def tasks_of(params: Mapping[str, str]) -> list[str]:
-    """The tasks a view's URL asks for (comma-separated `tasks`), the declared default when none."""
-    wanted = [t.strip() for t in (params.get("tasks") or "").split(",") if t.strip()]
-    return wanted or [PROBE_LABELS.settings.__dataclass_fields__["task"].default]
-
-
 def charts(lens, model: str, a: str, b: str | None, params: Mapping[str, str]) -> list:
-    """A lesson step's charts: the first task's probes per layer (accuracy, control, selectivity; MDL)."""
-    train = params.get("corpus") or DEFAULT_TRAIN
-    evaluation = params.get("eval_corpus") or DEFAULT_EVAL
-    flag = {"1", "true", "yes", "on"}
-    chart = lens.probe_labels(model, train, evaluation, task=tasks_of(params)[0],
-                              control=str(params.get("control", "false")).lower() in flag,
-                              mdl=str(params.get("mdl", "false")).lower() in flag)
+    """A lesson step's charts: the first task's probes per layer (accuracy, control, selectivity; MDL), the link's
+    settings read by the view's own params (core.views.parse), each param's default where the link has none."""
+    state = parse(VIEW.url_path, params).values
+    chosen = {param.name: state.get(param.key) or param.default for param in VIEW.params}
+    chart = lens.probe_labels(model, chosen["corpus"], chosen["eval_corpus"], task=chosen["tasks"][0],
+                              control=chosen["control"], mdl=chosen["mdl"])
     return [(chart, "Accuracy of a linear probe at each layer (0 = embeddings), with its control task, the "
                     "majority line and the expected layer.")]
 
